@@ -1,0 +1,50 @@
+"""Developer sessions: `nox -s lint typecheck tests e2e bench`.
+
+The README's two commands (scripts/demo, scripts/test) need no nox; these sessions are for
+working on anyop itself, each in a virtualenv of its own.
+"""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.sessions = ["lint", "typecheck", "tests"]
+nox.options.reuse_existing_virtualenvs = True
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff (lint and format check) and the import-linter layer contracts."""
+    session.install("-e", ".[dev]")
+    session.run("ruff", "check", "src", "tests")
+    session.run("ruff", "format", "--check", "src", "tests")
+    session.run("lint-imports", "--no-cache")
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    """mypy --strict over src."""
+    session.install("-e", ".[dev]")
+    session.run("mypy")
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Unit tests only: no control plane needed."""
+    session.install("-e", ".[dev]")
+    session.run("pytest", "-m", "not e2e", *session.posargs)
+
+
+@nox.session
+def e2e(session: nox.Session) -> None:
+    """Tests against the real local control plane (built from Go modules on first use)."""
+    session.install("-e", ".[dev]")
+    session.run("anyop", "controlplane", "build", silent=True)
+    session.run("pytest", "-m", "e2e", *session.posargs)
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Benchmarks against Kopf on the real control plane (see docs/benchmarks.md)."""
+    session.install("-e", ".[dev]", "kopf", "aiohttp")
+    session.run("python", "-m", "bench", *session.posargs)

@@ -1,0 +1,34 @@
+# Sourced by scripts/test and scripts/demo: make .venv with anyop and its dev tools installed.
+# Idempotent and quick when nothing changed (a stamp keyed on pyproject.toml).
+set -euo pipefail
+
+find_python() {
+  for candidate in python3.13 python3.12 python3.11 python3; do
+    if command -v "$candidate" >/dev/null 2>&1 &&
+       "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+      command -v "$candidate"; return 0
+    fi
+  done
+  echo "anyop needs Python >= 3.11; none was found on PATH." >&2
+  return 1
+}
+
+bootstrap_venv() {
+  local venv=".venv" stamp=".venv/.anyop-installed" want
+  want="$(cat pyproject.toml | sha256sum | cut -c1-16)"
+  if [ ! -x "$venv/bin/python" ]; then
+    echo "[anyop] creating $venv" >&2
+    "$(find_python)" -m venv "$venv"
+  fi
+  if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
+    echo "[anyop] installing anyop and its test tools into $venv" >&2
+    "$venv/bin/python" -m pip install --quiet --upgrade pip >&2
+    "$venv/bin/python" -m pip install --quiet -e '.[dev]' >&2
+    echo "$want" > "$stamp"
+  fi
+}
+
+bootstrap_controlplane() {
+  # Builds kube-apiserver, kubectl and etcd from Go modules on first use (minutes), then reuses them.
+  .venv/bin/anyop controlplane build >/dev/null
+}

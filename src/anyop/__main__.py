@@ -1,0 +1,3 @@
+from anyop.cli import main
+
+main()

@@ -1,0 +1,113 @@
+"""The ``anyop`` command line (typer): run operators, and manage a local control plane."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from anyop._version import __version__
+from anyop.errors import AnyopError
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="anyop",
+    help="Kubernetes operators in Python on AnyIO (Trio or asyncio), with Kopf's API.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+controlplane_app = typer.Typer(
+    help="A real local control plane (etcd + kube-apiserver on 127.0.0.1) for dev and tests.",
+    no_args_is_help=True,
+)
+app.add_typer(controlplane_app, name="controlplane")
+
+WorkdirOption = Annotated[
+    Path | None,
+    typer.Option("--workdir", help="Where its files go (default: ~/.cache/anyop/controlplane)."),
+]
+
+
+def _fail(error: AnyopError) -> typer.Exit:
+    typer.echo(f"anyop: {error}", err=True)
+    return typer.Exit(code=1)
+
+
+@app.command()
+def version() -> None:
+    """Print anyop's version."""
+    typer.echo(f"anyop {__version__}")
+
+
+@controlplane_app.command("build")
+def controlplane_build() -> None:
+    """Find or build the kube-apiserver, kubectl and etcd binaries; print their paths."""
+    from anyop.testing.assets import ensure_assets
+
+    try:
+        assets = ensure_assets()
+    except AnyopError as e:
+        raise _fail(e) from e
+    for path in (assets.kube_apiserver, assets.kubectl, assets.etcd):
+        typer.echo(str(path))
+
+
+@controlplane_app.command("up")
+def controlplane_up(
+    workdir: WorkdirOption = None,
+    apiserver_flag: Annotated[
+        list[str] | None, typer.Option(help="An extra kube-apiserver flag (repeatable).")
+    ] = None,
+    etcd_flag: Annotated[
+        list[str] | None, typer.Option(help="An extra etcd flag (repeatable).")
+    ] = None,
+) -> None:
+    """Start the control plane in the background and print its shell exports.
+
+    Use it as ``eval "$(anyop controlplane up)"``; then ``kubectl get ns`` works.
+    """
+    from anyop.testing.background import default_workdir, shell_exports, start_background
+
+    try:
+        env = start_background(
+            workdir or default_workdir(),
+            apiserver_flags=apiserver_flag or (),
+            etcd_flags=etcd_flag or (),
+        )
+    except AnyopError as e:
+        raise _fail(e) from e
+    typer.echo(shell_exports(env))
+
+
+@controlplane_app.command("env")
+def controlplane_env(workdir: WorkdirOption = None) -> None:
+    """Print the shell exports of the running control plane (KUBECONFIG and process ids)."""
+    from anyop.testing.background import default_workdir, read_env, shell_exports
+
+    env = read_env(workdir or default_workdir())
+    if env is None:
+        typer.echo(
+            "anyop: no control plane is running; start one with `anyop controlplane up`.", err=True
+        )
+        raise typer.Exit(code=1)
+    typer.echo(shell_exports(env))
+
+
+@controlplane_app.command("down")
+def controlplane_down(workdir: WorkdirOption = None) -> None:
+    """Stop the background control plane and remove its files."""
+    from anyop.testing.background import default_workdir, stop_background
+
+    stopped = stop_background(workdir or default_workdir())
+    typer.echo(
+        "Stopped the control plane." if stopped else "No control plane was running.", err=True
+    )
+
+
+def main() -> None:
+    """The console-script entry point."""
+    sys.exit(app())

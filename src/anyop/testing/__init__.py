@@ -1,0 +1,21 @@
+"""anyop's test kit: a real local control plane, and (soon) operator runners.
+
+Importing this package is cheap; the control plane's dependencies load on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from anyop.testing.controlplane import LocalControlPlane
+
+__all__ = ["LocalControlPlane"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "LocalControlPlane":
+        from anyop.testing.controlplane import LocalControlPlane
+
+        return LocalControlPlane
+    raise AttributeError(f"module 'anyop.testing' has no attribute {name!r}")

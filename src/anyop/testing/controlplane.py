@@ -1,0 +1,413 @@
+"""A real Kubernetes control plane on loopback: etcd and kube-apiserver as local processes.
+
+Like controller-runtime's envtest: no Docker, no kubelet, no controllers -- just the API server with
+its storage, RBAC authorization, and an admin client certificate. Usable from sync code (``with``),
+from async code on Trio or asyncio (``async with``), and from the CLI (``anyop controlplane up``).
+
+WARNING: a bare kube-apiserver runs no namespace controller and no garbage collector: deleted
+namespaces stay Terminating and owner references are not acted upon.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import socket
+import ssl
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import anyio
+import httpx
+
+from anyop.errors import ControlPlaneError
+from anyop.testing.assets import Assets, ensure_assets
+from anyop.testing.processes import ChildProcess
+from anyop.webhooks.certs import (
+    CertificateAuthority,
+    generate_private_key,
+    private_key_pem,
+    public_key_pem,
+)
+
+__all__ = ["LocalControlPlane", "free_port"]
+
+_SERVICE_RANGE = "10.0.0.0/24"
+_ADVERTISE = "10.0.0.1"  # the API server refuses a loopback advertise address
+_READY_PATHS = ("/readyz", "/api/v1/namespaces/default")
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class LocalControlPlane:
+    """etcd + kube-apiserver on 127.0.0.1, with a self-made PKI and an admin kubeconfig.
+
+    Args:
+        workdir: Where certificates, etcd data, logs and the kubeconfig go (a new temp folder if
+            ``None``; removed on stop unless given).
+        assets: The binaries; found or built into the cache if ``None``.
+        apiserver_flags: Extra kube-apiserver flags, e.g. ``["--watch-cache=false"]``.
+        etcd_flags: Extra etcd flags.
+        startup_timeout: Seconds to wait for readiness before giving up.
+        detached: Let the processes outlive this Python process (``anyop controlplane up``).
+
+    Guarantees:
+        Processes that are not detached die with the Python process that started them, even if
+        it is killed. A failed start stops whatever it had started.
+    """
+
+    def __init__(
+        self,
+        *,
+        workdir: Path | None = None,
+        assets: Assets | None = None,
+        apiserver_flags: Sequence[str] = (),
+        etcd_flags: Sequence[str] = (),
+        startup_timeout: float = 90.0,
+        detached: bool = False,
+    ) -> None:
+        self._owns_workdir = workdir is None
+        self.workdir = Path(workdir or tempfile.mkdtemp(prefix="anyop-controlplane-"))
+        self._assets = assets
+        self._apiserver_flags = list(apiserver_flags)
+        self._etcd_flags = list(etcd_flags)
+        self.startup_timeout = startup_timeout
+        self.detached = detached
+        self.etcd: ChildProcess | None = None
+        self.apiserver: ChildProcess | None = None
+        self.port = 0
+        self.etcd_port = 0
+
+    # -- public facts -------------------------------------------------------------------------
+
+    @property
+    def server(self) -> str:
+        """The API server's URL, e.g. ``https://127.0.0.1:41234``."""
+        return f"https://127.0.0.1:{self.port}"
+
+    @property
+    def kubeconfig(self) -> Path:
+        """The admin kubeconfig (user ``anyop-admin`` in group ``system:masters``)."""
+        return self.workdir / "kubeconfig"
+
+    @property
+    def ca_path(self) -> Path:
+        """The CA that signed the API server's serving certificate and the client certificates."""
+        return self.workdir / "pki" / "ca.crt"
+
+    @property
+    def client_cert_path(self) -> Path:
+        """The admin client certificate."""
+        return self.workdir / "pki" / "admin.crt"
+
+    @property
+    def client_key_path(self) -> Path:
+        """The admin client key."""
+        return self.workdir / "pki" / "admin.key"
+
+    @property
+    def assets(self) -> Assets:
+        """The binaries in use (found or built on first access)."""
+        if self._assets is None:
+            self._assets = ensure_assets()
+        return self._assets
+
+    def ssl_context(self) -> ssl.SSLContext:
+        """A client TLS context trusting the CA and presenting the admin certificate."""
+        ctx = ssl.create_default_context(cafile=str(self.ca_path))
+        ctx.load_cert_chain(str(self.client_cert_path), str(self.client_key_path))
+        return ctx
+
+    def env(self) -> dict[str, str]:
+        """Environment variables for tools and tests: KUBECONFIG and the two process ids."""
+        env = {"KUBECONFIG": str(self.kubeconfig)}
+        if self.apiserver is not None and self.apiserver.pid is not None:
+            env["ANYOP_APISERVER_PID"] = str(self.apiserver.pid)
+        if self.etcd is not None and self.etcd.pid is not None:
+            env["ANYOP_ETCD_PID"] = str(self.etcd.pid)
+        return env
+
+    # -- the PKI and the command lines --------------------------------------------------------
+
+    def _write_pki(self) -> None:
+        pki = self.workdir / "pki"
+        pki.mkdir(parents=True, exist_ok=True)
+        if self.ca_path.exists():
+            return  # a restart keeps its certificates
+        ca = CertificateAuthority("anyop-controlplane-ca")
+        self.ca_path.write_bytes(ca.cert_pem)
+        sans = [
+            "127.0.0.1",
+            "localhost",
+            _ADVERTISE,
+            "kubernetes",
+            "kubernetes.default",
+            "kubernetes.default.svc",
+            "kubernetes.default.svc.cluster.local",
+        ]
+        ca.issue("kube-apiserver", sans=sans, server=True).write(
+            pki / "apiserver.crt", pki / "apiserver.key"
+        )
+        ca.issue("anyop-admin", organizations=["system:masters"], client=True).write(
+            self.client_cert_path, self.client_key_path
+        )
+        sa_key = generate_private_key()
+        (pki / "sa.pub").write_bytes(public_key_pem(sa_key))
+        sa_key_path = pki / "sa.key"
+        sa_key_path.touch(mode=0o600)
+        sa_key_path.write_bytes(private_key_pem(sa_key))
+        (pki / "ca.key").touch(mode=0o600)
+        (pki / "ca.key").write_bytes(ca.key_pem)
+
+    def _etcd_args(self) -> list[str]:
+        peer = f"http://127.0.0.1:{free_port()}"
+        client = f"http://127.0.0.1:{self.etcd_port}"
+        return [
+            str(self.assets.etcd),
+            "--name=anyop",
+            f"--data-dir={self.workdir / 'etcd'}",
+            f"--listen-client-urls={client}",
+            f"--advertise-client-urls={client}",
+            f"--listen-peer-urls={peer}",
+            f"--initial-advertise-peer-urls={peer}",
+            f"--initial-cluster=anyop={peer}",
+            "--unsafe-no-fsync=true",
+            "--log-level=warn",
+            *self._etcd_flags,
+        ]
+
+    def _apiserver_args(self) -> list[str]:
+        pki = self.workdir / "pki"
+        return [
+            str(self.assets.kube_apiserver),
+            f"--etcd-servers=http://127.0.0.1:{self.etcd_port}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={self.port}",
+            f"--advertise-address={_ADVERTISE}",
+            f"--service-cluster-ip-range={_SERVICE_RANGE}",
+            f"--cert-dir={pki}",
+            f"--tls-cert-file={pki / 'apiserver.crt'}",
+            f"--tls-private-key-file={pki / 'apiserver.key'}",
+            f"--client-ca-file={self.ca_path}",
+            "--authorization-mode=RBAC",
+            f"--service-account-key-file={pki / 'sa.pub'}",
+            f"--service-account-signing-key-file={pki / 'sa.key'}",
+            "--service-account-issuer=https://kubernetes.default.svc",
+            "--disable-admission-plugins=ServiceAccount",
+            "--allow-privileged=true",
+            "--v=1",
+            *self._apiserver_flags,
+        ]
+
+    def _write_kubeconfig(self) -> None:
+        config: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "anyop",
+                    "cluster": {"server": self.server, "certificate-authority": str(self.ca_path)},
+                }
+            ],
+            "users": [
+                {
+                    "name": "anyop-admin",
+                    "user": {
+                        "client-certificate": str(self.client_cert_path),
+                        "client-key": str(self.client_key_path),
+                    },
+                }
+            ],
+            "contexts": [
+                {
+                    "name": "anyop",
+                    "context": {"cluster": "anyop", "user": "anyop-admin", "namespace": "default"},
+                }
+            ],
+            "current-context": "anyop",
+        }
+        self.kubeconfig.write_text(json.dumps(config, indent=2))
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def _spawn(self) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self._write_pki()
+        if not self.port:
+            self.port, self.etcd_port = free_port(), free_port()
+        self._write_kubeconfig()
+        logs = self.workdir
+        self.etcd = ChildProcess(
+            "etcd", self._etcd_args(), logs / "etcd.log", detached=self.detached
+        )
+        self.apiserver = ChildProcess(
+            "kube-apiserver",
+            self._apiserver_args(),
+            logs / "kube-apiserver.log",
+            detached=self.detached,
+        )
+        self.etcd.start()
+        self.apiserver.start()
+
+    def _check_alive(self) -> None:
+        for proc in (self.etcd, self.apiserver):
+            if proc is not None and proc.exited() is not None:
+                raise ControlPlaneError(proc.failure("stopped during start-up"))
+
+    def _not_ready(self, waited: float, last: str) -> ControlPlaneError:
+        assert self.etcd is not None
+        assert self.apiserver is not None
+        return ControlPlaneError(
+            f"The control plane did not become ready within {waited:.0f}s (last: {last}).\n"
+            f"{self.etcd.failure('log')}\n{self.apiserver.failure('log')}"
+        )
+
+    @staticmethod
+    def _verdict(responses: Sequence[httpx.Response]) -> str | None:
+        """``None`` if all readiness answers are good, else what is not ready yet."""
+        for response in responses:
+            if response.status_code != 200:
+                return f"{response.request.url.path}: {response.status_code} {response.text[:200]}"
+        return None
+
+    def _wait_ready(self) -> None:
+        started = time.monotonic()
+        last = "no answer yet"
+        with httpx.Client(base_url=self.server, verify=self.ssl_context(), timeout=5) as client:
+            while time.monotonic() - started < self.startup_timeout:
+                self._check_alive()
+                try:
+                    verdict = self._verdict([client.get(path) for path in _READY_PATHS])
+                except httpx.HTTPError as e:
+                    verdict = f"{type(e).__name__}: {e}"
+                if verdict is None:
+                    return
+                last = verdict
+                time.sleep(0.2)
+        raise self._not_ready(time.monotonic() - started, last)
+
+    async def _await_ready(self) -> None:
+        started = anyio.current_time()
+        last = "no answer yet"
+        ctx = self.ssl_context()
+        async with httpx.AsyncClient(base_url=self.server, verify=ctx, timeout=5) as client:
+            while anyio.current_time() - started < self.startup_timeout:
+                self._check_alive()
+                try:
+                    verdict = self._verdict([await client.get(path) for path in _READY_PATHS])
+                except httpx.HTTPError as e:
+                    verdict = f"{type(e).__name__}: {e}"
+                if verdict is None:
+                    return
+                last = verdict
+                await anyio.sleep(0.2)
+        raise self._not_ready(anyio.current_time() - started, last)
+
+    def start(self) -> None:
+        """Start etcd and kube-apiserver and wait until the API server is ready.
+
+        Raises:
+            ControlPlaneError: The binaries are missing and cannot be built, a process died, or
+                readiness was not reached in time (with the last lines of both logs).
+        """
+        _ = self.assets  # find or build before starting anything
+        try:
+            self._spawn()
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+
+    async def astart(self) -> None:
+        """Like :meth:`start`, but waits for readiness without blocking the event loop."""
+        if self._assets is None:
+            self._assets = await anyio.to_thread.run_sync(ensure_assets)
+        try:
+            self._spawn()  # WARNING: in this thread, so that the processes are tied to it
+            await self._await_ready()
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(self.stop)
+            raise
+
+    def stop(self) -> None:
+        """Stop both processes (the API server first) and remove a temporary workdir."""
+        for proc in (self.apiserver, self.etcd):
+            if proc is not None:
+                proc.stop()
+        if self._owns_workdir and not self.detached:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    # -- fault injection ------------------------------------------------------------------------
+
+    def stop_apiserver(self) -> None:
+        """Stop kube-apiserver alone; etcd and the data stay."""
+        if self.apiserver is not None:
+            self.apiserver.stop()
+
+    def start_apiserver(self) -> None:
+        """Start kube-apiserver again on the same port and wait until it is ready."""
+        if self.apiserver is None:
+            raise ControlPlaneError("The control plane was never started.")
+        self.apiserver.start()
+        self._wait_ready()
+
+    def restart_apiserver(self) -> None:
+        """Stop and start kube-apiserver, keeping its port and etcd's data."""
+        self.stop_apiserver()
+        self.start_apiserver()
+
+    def restart_etcd(self) -> None:
+        """Stop and start etcd, keeping its data and port."""
+        if self.etcd is None:
+            raise ControlPlaneError("The control plane was never started.")
+        self.etcd.stop()
+        self.etcd.start()
+        self._wait_ready()
+
+    def pause_apiserver(self) -> None:
+        """SIGSTOP kube-apiserver: connections stay open and go silent."""
+        if self.apiserver is not None:
+            self.apiserver.send(signal.SIGSTOP)
+
+    def resume_apiserver(self) -> None:
+        """SIGCONT kube-apiserver after :meth:`pause_apiserver`."""
+        if self.apiserver is not None:
+            self.apiserver.send(signal.SIGCONT)
+
+    # -- context managers -----------------------------------------------------------------------
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> Self:
+        await self.astart()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(self.stop)
