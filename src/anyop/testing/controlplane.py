@@ -60,6 +60,8 @@ class LocalControlPlane:
         etcd_flags: Extra etcd flags.
         startup_timeout: Seconds to wait for readiness before giving up.
         detached: Let the processes outlive this Python process (``anyop controlplane up``).
+        port: The API server's port on 127.0.0.1; ``0`` picks a free one.
+        etcd_port: etcd's client port on 127.0.0.1; ``0`` picks a free one.
 
     Guarantees:
         Processes that are not detached die with the Python process that started them, even if
@@ -75,6 +77,8 @@ class LocalControlPlane:
         etcd_flags: Sequence[str] = (),
         startup_timeout: float = 90.0,
         detached: bool = False,
+        port: int = 0,
+        etcd_port: int = 0,
     ) -> None:
         self._owns_workdir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="anyop-controlplane-"))
@@ -85,8 +89,8 @@ class LocalControlPlane:
         self.detached = detached
         self.etcd: ChildProcess | None = None
         self.apiserver: ChildProcess | None = None
-        self.port = 0
-        self.etcd_port = 0
+        self.port = port
+        self.etcd_port = etcd_port
 
     # -- public facts -------------------------------------------------------------------------
 
@@ -243,8 +247,8 @@ class LocalControlPlane:
     def _spawn(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self._write_pki()
-        if not self.port:
-            self.port, self.etcd_port = free_port(), free_port()
+        self.port = self.port or free_port()
+        self.etcd_port = self.etcd_port or free_port()
         self._write_kubeconfig()
         logs = self.workdir
         self.etcd = ChildProcess(

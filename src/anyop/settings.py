@@ -1,0 +1,253 @@
+"""Operator settings: every Kopf setting with Kopf's names and defaults, plus anyop's own.
+
+Settings are pydantic models, validated on construction and on every assignment, so a startup
+handler that sets ``settings.watching.inactivity_timeout = -1`` fails at once with a message naming
+the field. They can also come from environment variables: ``ANYOP_<GROUP>__<FIELD>``, e.g.
+``ANYOP_NETWORKING__REQUEST_TIMEOUT=30`` (see :func:`settings_from_environ`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from concurrent.futures import Executor, ThreadPoolExecutor
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, ValidationError
+
+from anyop.errors import ConfigError
+
+__all__ = [
+    "AdmissionSettings",
+    "BackgroundSettings",
+    "ExecutionSettings",
+    "NetworkingSettings",
+    "OperatorSettings",
+    "PeeringSettings",
+    "PersistenceSettings",
+    "PostingSettings",
+    "ProcessSettings",
+    "QueueingSettings",
+    "ScanningSettings",
+    "ServerSettings",
+    "WatchingSettings",
+    "settings_from_environ",
+]
+
+Seconds = float
+_MODEL = ConfigDict(validate_assignment=True, extra="forbid", arbitrary_types_allowed=True)
+
+
+class ProcessSettings(BaseModel):
+    """The operator process as a whole."""
+
+    model_config = _MODEL
+    ultimate_exiting_timeout: PositiveFloat | None = 600
+    """Seconds after a signal before the process exits even if something still runs."""
+
+
+class PostingSettings(BaseModel):
+    """Kubernetes Events posted about objects."""
+
+    model_config = _MODEL
+    enabled: bool = True
+    loggers: bool = False
+    """Also post records of the per-object loggers as Events."""
+    level: int = Field(default=logging.INFO, ge=0)
+    reporting_component: str = "anyop"
+    reporting_instance: str = "dev"
+    event_name_prefix: str = "anyop-event-"
+
+
+class PeeringSettings(BaseModel):
+    """Kopf-style peering between operators that serve the same resources."""
+
+    model_config = _MODEL
+    name: str = "default"
+    stealth: bool = False
+    priority: int = 0
+    lifetime: int = Field(default=60, ge=1)
+    mandatory: bool = False
+    standalone: bool = False
+    clusterwide: bool = False
+
+    @property
+    def namespaced(self) -> bool:
+        """The inverse of ``clusterwide``."""
+        return not self.clusterwide
+
+
+class WatchingSettings(BaseModel):
+    """The list-then-watch streams."""
+
+    model_config = _MODEL
+    server_timeout: PositiveFloat | None = None
+    """``timeoutSeconds`` of watch requests; ``None``: anyop picks 240-290 s (always sent)."""
+    client_timeout: PositiveFloat | None = None
+    """A hard limit on one watch request's duration on the client side."""
+    connect_timeout: PositiveFloat | None = None
+    reconnect_backoff: Seconds = Field(default=0.1, ge=0)
+    inactivity_timeout: PositiveFloat | None = 70.0
+    """Reconnect after this long without any event or bookmark: a silent stall."""
+
+
+class QueueingSettings(BaseModel):
+    """Per-object workers."""
+
+    model_config = _MODEL
+    worker_limit: int | None = Field(default=None, ge=1)
+    """How many objects of one watch are handled at once; ``None``: unlimited."""
+    idle_timeout: Seconds = Field(default=5.0, ge=0)
+    exit_timeout: Seconds = Field(default=2.0, ge=0)
+    error_delays: tuple[Seconds, ...] = (1, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610)
+    """Throttling of an object after a framework error; the last value repeats."""
+    batch_window: Seconds = 0.1
+    """Deprecated in Kopf; no effect."""
+
+
+class ScanningSettings(BaseModel):
+    """Runtime discovery of CRDs and namespaces."""
+
+    model_config = _MODEL
+    disabled: bool = False
+
+
+class AdmissionSettings(BaseModel):
+    """Admission webhooks."""
+
+    model_config = _MODEL
+    server: Any = None
+    """A webhook server or tunnel (e.g. ``anyop.WebhookServer()``)."""
+    managed: str | None = None
+    """The name of the Validating/MutatingWebhookConfiguration to keep up to date."""
+
+
+class ExecutionSettings(BaseModel):
+    """Running sync handlers in threads."""
+
+    model_config = _MODEL
+    executor: Executor | None = None
+    """Kopf compatibility only: anyop runs sync handlers in AnyIO worker threads."""
+    max_workers: int | None = Field(default=None, ge=1)
+    """How many sync handlers run at once (threads); ``None``: 40, AnyIO's default."""
+    default_backoff: Seconds = Field(default=60, ge=0)
+
+    def model_post_init(self, context: Any, /) -> None:
+        if self.executor is None:
+            self.executor = ThreadPoolExecutor(max_workers=self.max_workers)
+
+
+class NetworkingSettings(BaseModel):
+    """Requests to the Kubernetes API."""
+
+    model_config = _MODEL
+    request_timeout: PositiveFloat | None = 300
+    connect_timeout: PositiveFloat | None = None
+    error_backoffs: tuple[Seconds, ...] = (1, 1, 2, 3, 5, 8, 13, 21)
+    """Delays between retries of failed requests (connection errors, 5xx, 429, timeouts)."""
+    enforce_retry_after: bool = False
+    """Always wait exactly ``Retry-After``; otherwise wait the longer of it and the backoff."""
+    trust_env: bool = False
+    """Use the proxy environment variables and ``.netrc``."""
+    qps: PositiveFloat | None = None
+    """anyop: client-side requests per second for the whole operator; ``None``: unlimited."""
+    burst: int = Field(default=100, ge=1)
+    """anyop: how many requests may go at once above ``qps``."""
+    max_retry_after: PositiveFloat = 60
+    """anyop: the cap on a server-requested ``Retry-After``."""
+
+
+class PersistenceSettings(BaseModel):
+    """What anyop stores on the objects it handles."""
+
+    model_config = _MODEL
+    finalizer: str = "anyop.dev/finalizer"
+    progress_storage: Any = None
+    """``None``: anyop's default storage (see ``anyop.storage``)."""
+    diffbase_storage: Any = None
+    consistency_timeout: Seconds = Field(default=5.0, ge=0)
+
+
+class BackgroundSettings(BaseModel):
+    """Daemons and timers."""
+
+    model_config = _MODEL
+    cancellation_polling: Seconds = Field(default=60, gt=0)
+    instant_exit_timeout: Seconds | None = None
+    instant_exit_zero_time_cycles: int = Field(default=10, ge=0)
+
+
+class ServerSettings(BaseModel):
+    """anyop: the HTTP endpoints of the operator itself."""
+
+    model_config = _MODEL
+    liveness_endpoint: str | None = None
+    """E.g. ``http://0.0.0.0:8080/healthz``; ``/readyz`` and ``/metrics`` are served beside it."""
+    backend: Literal["asyncio", "trio"] = "asyncio"
+
+
+class OperatorSettings(BaseModel):
+    """All settings of one operator, grouped as Kopf groups them (``settings.watching...``)."""
+
+    model_config = _MODEL
+    process: ProcessSettings = Field(default_factory=ProcessSettings)
+    posting: PostingSettings = Field(default_factory=PostingSettings)
+    peering: PeeringSettings = Field(default_factory=PeeringSettings)
+    watching: WatchingSettings = Field(default_factory=WatchingSettings)
+    queueing: QueueingSettings = Field(default_factory=QueueingSettings)
+    scanning: ScanningSettings = Field(default_factory=ScanningSettings)
+    admission: AdmissionSettings = Field(default_factory=AdmissionSettings)
+    execution: ExecutionSettings = Field(default_factory=ExecutionSettings)
+    networking: NetworkingSettings = Field(default_factory=NetworkingSettings)
+    persistence: PersistenceSettings = Field(default_factory=PersistenceSettings)
+    background: BackgroundSettings = Field(default_factory=BackgroundSettings)
+    server: ServerSettings = Field(default_factory=ServerSettings)
+
+    @property
+    def batching(self) -> QueueingSettings:
+        """Kopf's deprecated alias of ``queueing``."""
+        return self.queueing
+
+
+ENV_PREFIX = "ANYOP_"
+
+
+def _from_env_values(environ: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    groups: dict[str, dict[str, str]] = {}
+    for key, value in environ.items():
+        if key.startswith(ENV_PREFIX) and "__" in key:
+            group, _, field = key[len(ENV_PREFIX) :].lower().partition("__")
+            if group in OperatorSettings.model_fields:
+                groups.setdefault(group, {})[field] = value
+    return groups
+
+
+def settings_from_environ(environ: Mapping[str, str] | None = None) -> OperatorSettings:
+    """Settings with defaults overridden by ``ANYOP_<GROUP>__<FIELD>`` environment variables.
+
+    Tuple values are JSON lists (``ANYOP_NETWORKING__ERROR_BACKOFFS='[1, 2, 5]'``).
+
+    Raises:
+        ConfigError: A value has the wrong type or range, or names an unknown field; the message
+            names the variable.
+    """
+    import json
+    import os
+
+    values = _from_env_values(os.environ if environ is None else environ)
+    parsed: dict[str, dict[str, Any]] = {}
+    for group, fields in values.items():
+        for field, raw in fields.items():
+            try:
+                value: Any = json.loads(raw) if raw[:1] in "[{" else raw
+            except ValueError:
+                value = raw
+            parsed.setdefault(group, {})[field] = value
+    try:
+        return OperatorSettings.model_validate(parsed)
+    except ValidationError as e:
+        problems = "; ".join(
+            f"{ENV_PREFIX}{'__'.join(str(p) for p in err['loc']).upper()}: {err['msg']}"
+            for err in e.errors()
+        )
+        raise ConfigError(f"Invalid settings from the environment: {problems}") from e
