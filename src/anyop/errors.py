@@ -26,6 +26,7 @@ __all__ = [
     "HandlerRetriesError",
     "HandlerTimeoutError",
     "InvalidError",
+    "LoginError",
     "NotFoundError",
     "PermanentError",
     "ResourceError",
@@ -47,6 +48,10 @@ class ConfigError(AnyopError):
 
     The message names the culprit (the file and field, the setting, the handler).
     """
+
+
+class LoginError(AnyopError):
+    """No credentials could be obtained: every login handler failed or returned nothing usable."""
 
 
 class ControlPlaneError(AnyopError):
