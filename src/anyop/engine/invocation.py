@@ -1,0 +1,84 @@
+"""Calling user code: async functions in the caller's task, sync ones in worker threads.
+
+Every handler, daemon, timer, filter callback and activity goes through :func:`invoke`. Sync
+functions run in AnyIO worker threads under a capacity limiter, with the caller's context variables
+copied, so one blocking handler never blocks the event loop or other objects.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import inspect
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+__all__ = [
+    "current_body",
+    "current_invocation_kwargs",
+    "invoke",
+    "is_async",
+    "use_context",
+]
+
+current_body: contextvars.ContextVar[Mapping[str, Any] | None] = contextvars.ContextVar(
+    "anyop_current_body", default=None
+)
+"""The body of the object whose handler runs now (the default owner in ``anyop.adopt``)."""
+
+current_invocation_kwargs: contextvars.ContextVar[Mapping[str, Any] | None] = (
+    contextvars.ContextVar("anyop_current_kwargs", default=None)
+)
+"""The kwargs of the handler that runs now (what ``anyop.execute`` passes to sub-handlers)."""
+
+
+def is_async(fn: Callable[..., Any]) -> bool:
+    """Whether calling ``fn`` returns an awaitable (also for partials and callable objects)."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    if inspect.iscoroutinefunction(fn):
+        return True
+    call = getattr(fn, "__call__", None)  # noqa: B004 (a callable object's async __call__)
+    return call is not None and inspect.iscoroutinefunction(call)
+
+
+@contextmanager
+def use_context(body: Mapping[str, Any] | None, kwargs: Mapping[str, Any]) -> Iterator[None]:
+    """Make the object and the kwargs of a running handler ambient for helpers it calls."""
+    body_token = current_body.set(body)
+    kwargs_token = current_invocation_kwargs.set(kwargs)
+    try:
+        yield
+    finally:
+        current_invocation_kwargs.reset(kwargs_token)
+        current_body.reset(body_token)
+
+
+async def invoke(
+    fn: Callable[..., Any],
+    kwargs: Mapping[str, Any],
+    *,
+    limiter: anyio.CapacityLimiter | None = None,
+    body: Mapping[str, Any] | None = None,
+) -> Any:
+    """Call ``fn(**kwargs)`` and return its result.
+
+    Args:
+        fn: An async or sync callable.
+        kwargs: All the kwargs; user functions accept them with ``**kwargs``.
+        limiter: Bounds how many sync functions run in threads at once.
+        body: The object the call is about, made ambient for ``adopt`` and ``execute``.
+
+    Caveats:
+        A sync function cannot be interrupted: when the caller is cancelled, its thread is
+        abandoned and finishes on its own.
+    """
+    with use_context(body, kwargs):
+        if is_async(fn):
+            return await fn(**kwargs)
+        call = functools.partial(fn, **kwargs)
+        return await anyio.to_thread.run_sync(call, limiter=limiter, abandon_on_cancel=True)

@@ -1,0 +1,158 @@
+"""Per-object workers: the latest state wins, handling cycles run one at a time.
+
+Events of one object never queue up: a new body replaces the pending one (bursts coalesce), and
+one worker task per busy object runs the handling cycles serially. The worker exits when the object
+is idle; what must outlive it (the memo, the read-your-own-writes mark, the daemons) stays in the
+object's :class:`ObjectSlot`, which is dropped when the object is gone.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.abc
+
+__all__ = ["CycleResult", "ObjectSlot", "ObjectWorkers", "SlotState"]
+
+
+class SlotState(enum.Enum):
+    """Where an object's worker is."""
+
+    IDLE = "idle"
+    """No worker runs; the next event starts one."""
+    BUSY = "busy"
+    """A worker runs or waits for a scheduled retry."""
+    GONE = "gone"
+    """The object was deleted and handled for the last time."""
+
+
+@dataclass(frozen=True, slots=True)
+class CycleResult:
+    """What one handling cycle tells its worker.
+
+    Attributes:
+        delay: Run another cycle after this many seconds even without events (a delayed retry,
+            a daemon to check); ``None``: only on the next event.
+        gone: The object is deleted for good; forget it.
+        body: The freshest known body after the cycle (e.g. the echo of our own patch), to run
+            the delayed cycle with when no newer event comes.
+    """
+
+    delay: float | None = None
+    gone: bool = False
+    body: Mapping[str, Any] | None = None
+
+
+@dataclass(eq=False, slots=True)
+class ObjectSlot:
+    """All the operator keeps about one live object between events."""
+
+    uid: str
+    pending: Mapping[str, Any] | None = None
+    """The newest body not handled yet (replaced, not queued, by newer events)."""
+    last: Mapping[str, Any] | None = None
+    """The body the last cycle handled, or its echo."""
+    state: SlotState = SlotState.IDLE
+    wakeup: anyio.Event = field(default_factory=anyio.Event)
+    memo: Any = None
+    extras: dict[str, Any] = field(default_factory=dict)
+    """Per-object data of other engine parts (daemons, read-your-own-writes marks)."""
+
+
+Cycle = Callable[[ObjectSlot, Mapping[str, Any]], Awaitable[CycleResult]]
+
+
+class ObjectWorkers:
+    """The workers of one watched resource in one scope.
+
+    Args:
+        cycle: Runs one handling cycle for an object's latest body.
+        task_group: Where worker tasks live (the resource's task group).
+        limiter: Bounds how many objects are handled at once (``queueing.worker_limit``).
+        idle_timeout: How long a worker waits for more events before it exits.
+
+    Guarantees:
+        At most one cycle per object runs at a time; the cycle always gets the newest body.
+        Memory is bounded by the live objects: a slot is dropped when its object is gone.
+    """
+
+    def __init__(
+        self,
+        cycle: Cycle,
+        task_group: anyio.abc.TaskGroup,
+        *,
+        limiter: anyio.CapacityLimiter | None = None,
+        idle_timeout: float = 5.0,
+        new_memo: Callable[[], Any] = lambda: None,
+    ) -> None:
+        self._cycle = cycle
+        self._tg = task_group
+        self._limiter = limiter
+        self._idle_timeout = idle_timeout
+        self._new_memo = new_memo
+        self.slots: dict[str, ObjectSlot] = {}
+
+    def __len__(self) -> int:
+        return len(self.slots)
+
+    @property
+    def busy(self) -> int:
+        """How many objects have a worker right now (the work-queue depth)."""
+        return sum(1 for slot in self.slots.values() if slot.state is SlotState.BUSY)
+
+    def dispatch(self, body: Mapping[str, Any]) -> ObjectSlot:
+        """Hand the newest body of an object to its worker, starting one if needed."""
+        uid = str((body.get("metadata") or {}).get("uid", ""))
+        slot = self.slots.get(uid)
+        if slot is None:
+            slot = self.slots[uid] = ObjectSlot(uid=uid, memo=self._new_memo())
+        slot.pending = body
+        if slot.state is SlotState.IDLE:
+            slot.state = SlotState.BUSY
+            slot.wakeup = anyio.Event()
+            self._tg.start_soon(self._work, slot, name=f"anyop object {uid}")
+        else:
+            slot.wakeup.set()
+        return slot
+
+    def forget(self, uid: str) -> None:
+        """Drop an object's slot (it stopped matching or its scope closes)."""
+        self.slots.pop(uid, None)
+
+    async def _work(self, slot: ObjectSlot) -> None:
+        delay: float | None = 0.0
+        while True:
+            body = await self._next_body(slot, delay)
+            if body is None:
+                slot.state = SlotState.IDLE
+                return
+            result = await self._run_cycle(slot, body)
+            if result.gone:
+                slot.state = SlotState.GONE
+                self.slots.pop(slot.uid, None)
+                return
+            slot.last = result.body or body
+            delay = result.delay
+
+    async def _next_body(self, slot: ObjectSlot, delay: float | None) -> Mapping[str, Any] | None:
+        """The next body to handle: a new one, or the last one when a delay has run out."""
+        if slot.pending is None:
+            wait = self._idle_timeout if delay is None else min(delay, math.inf)
+            with anyio.move_on_after(wait):
+                await slot.wakeup.wait()
+            slot.wakeup = anyio.Event()
+        if slot.pending is not None:
+            body, slot.pending = slot.pending, None
+            return body
+        return slot.last if delay is not None else None
+
+    async def _run_cycle(self, slot: ObjectSlot, body: Mapping[str, Any]) -> CycleResult:
+        if self._limiter is None:
+            return await self._cycle(slot, body)
+        async with self._limiter:
+            return await self._cycle(slot, body)

@@ -1,0 +1,162 @@
+"""Logging: the per-object logger and the plain, full and JSON formats of ``anyop run``.
+
+Object-related records carry the object's reference (``record.k8s_ref``); the plain and full
+formats prefix their message with ``[namespace/name]``, the JSON format puts the reference under a
+configurable key. Logger names follow Kopf's: ``anyop.objects`` for objects,
+``anyop.activities.<name>`` for activities.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import logging
+from collections.abc import Mapping, MutableMapping
+from datetime import UTC, datetime
+from typing import Any
+
+__all__ = [
+    "LogFormat",
+    "ObjectLogger",
+    "ObjectPrefixingFormatter",
+    "configure",
+    "object_logger",
+    "object_ref",
+]
+
+FULL_FORMAT = "[%(asctime)s] %(name)-20.20s [%(levelname)-8.8s] %(message)s"
+PLAIN_FORMAT = "%(message)s"
+objects_logger = logging.getLogger("anyop.objects")
+
+
+class LogFormat(enum.StrEnum):
+    """The formats of ``--log-format``."""
+
+    PLAIN = "plain"
+    FULL = "full"
+    JSON = "json"
+
+
+def object_ref(body: Mapping[str, Any]) -> dict[str, str]:
+    """The identifying part of an object: apiVersion, kind, name, uid, namespace."""
+    meta = body.get("metadata") or {}
+    ref = {
+        "apiVersion": body.get("apiVersion", ""),
+        "kind": body.get("kind", ""),
+        "name": meta.get("name", ""),
+        "uid": meta.get("uid", ""),
+    }
+    if namespace := meta.get("namespace"):
+        ref["namespace"] = namespace
+    return {key: str(value) for key, value in ref.items()}
+
+
+def _prefix(ref: Mapping[str, str]) -> str:
+    namespace, name = ref.get("namespace"), ref.get("name", "")
+    return f"[{namespace}/{name}] " if namespace else f"[{name}] "
+
+
+class ObjectLogger(logging.LoggerAdapter[logging.Logger]):
+    """A logger about one object: its records carry the object's reference.
+
+    The reference is fixed when the logger is made; messages are prefixed at formatting time, so
+    JSON logs stay flat unless ``--log-prefix`` asks otherwise.
+    """
+
+    def __init__(self, ref: Mapping[str, str], logger: logging.Logger = objects_logger) -> None:
+        super().__init__(logger, {"k8s_ref": dict(ref)})
+
+    def process(
+        self, msg: Any, kwargs: MutableMapping[str, Any]
+    ) -> tuple[Any, MutableMapping[str, Any]]:
+        extra = dict(self.extra or {})
+        extra.update(kwargs.get("extra") or {})
+        kwargs["extra"] = extra
+        return msg, kwargs
+
+
+def object_logger(body: Mapping[str, Any]) -> ObjectLogger:
+    """A logger for the object of this body."""
+    return ObjectLogger(object_ref(body))
+
+
+class ObjectPrefixingFormatter(logging.Formatter):
+    """Plain and full formats: object records get ``[namespace/name] `` before the message."""
+
+    def __init__(self, fmt: str, *, prefix: bool = True) -> None:
+        super().__init__(fmt)
+        self.prefix = prefix
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        ref = getattr(record, "k8s_ref", None)
+        if self.prefix and ref:
+            record.message = _prefix(ref) + record.message
+        return super().formatMessage(record)
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON document per line: message, severity, timestamp, the object under ``refkey``."""
+
+    def __init__(self, *, refkey: str = "object", prefix: bool = False) -> None:
+        super().__init__()
+        self.refkey = refkey
+        self.prefix = prefix
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = record.getMessage()
+        ref = getattr(record, "k8s_ref", None)
+        if ref and self.prefix:
+            message = _prefix(ref) + message
+        doc: dict[str, Any] = {
+            "message": message,
+            "severity": record.levelname.lower(),
+            "timestamp": datetime.fromtimestamp(record.created, UTC).isoformat(),
+        }
+        if ref:
+            doc[self.refkey] = ref
+        if record.exc_info:
+            doc["exc_info"] = self.formatException(record.exc_info)
+        return json.dumps(doc, default=str)
+
+
+def _level(verbose: bool, debug: bool, quiet: bool) -> int:
+    if quiet:
+        return logging.WARNING
+    return logging.DEBUG if (debug or verbose) else logging.INFO
+
+
+def configure(
+    *,
+    debug: bool = False,
+    verbose: bool = False,
+    quiet: bool = False,
+    log_format: LogFormat | str = LogFormat.FULL,
+    log_refkey: str = "object",
+    log_prefix: bool | None = None,
+) -> None:
+    """Configure the root logger as ``anyop run`` does (Kopf's ``kopf.configure``).
+
+    Args:
+        debug: Log everything, including the HTTP libraries' internals.
+        verbose: Log anyop's own debug messages.
+        quiet: Log only warnings and errors.
+        log_format: ``plain``, ``full`` (the default) or ``json``.
+        log_refkey: For JSON logs: the key of the object reference.
+        log_prefix: Prefix object messages with ``[namespace/name]``; by default on for plain
+            and full, off for JSON.
+    """
+    fmt = LogFormat(log_format)
+    handler = logging.StreamHandler()
+    if fmt is LogFormat.JSON:
+        handler.setFormatter(JsonFormatter(refkey=log_refkey, prefix=bool(log_prefix)))
+    else:
+        template = FULL_FORMAT if fmt is LogFormat.FULL else PLAIN_FORMAT
+        handler.setFormatter(ObjectPrefixingFormatter(template, prefix=log_prefix is not False))
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(_level(verbose, debug, quiet))
+    noisy = logging.DEBUG if debug else logging.WARNING
+    for name in ("httpx", "httpcore", "hpack", "hypercorn", "asyncio", "trio"):
+        logging.getLogger(name).setLevel(noisy)

@@ -1,0 +1,155 @@
+"""Serving ASGI apps with Hypercorn inside the caller's task group, on Trio or asyncio.
+
+The listening socket is bound here, before Hypercorn starts, so the bound address (port 0 picks a
+free one) is known at once on both backends and is what ``await tg.start(serve_asgi, ...)``
+returns. Stopping is a cancellation of the serving task: Hypercorn gets a graceful shutdown bounded
+in time, then whatever is left is cancelled.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import ssl
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+import sniffio
+
+__all__ = ["ASGIApp", "BoundAddress", "TLSFiles", "lifespan_ready", "serve_asgi"]
+
+logger = logging.getLogger("anyop.servers")
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class BoundAddress:
+    """Where a server listens."""
+
+    host: str
+    port: int
+    tls: bool = False
+
+    def url(self, path: str = "") -> str:
+        """The URL of a path on this server."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{'https' if self.tls else 'http'}://{host}:{self.port}{path}"
+
+
+@dataclass(frozen=True)
+class TLSFiles:
+    """A serving certificate, and optionally the CA that client certificates must chain to."""
+
+    certfile: Path
+    keyfile: Path
+    client_ca: Path | None = None
+    password: str | None = None
+
+
+async def lifespan_ready(receive: Receive, send: Send) -> None:
+    """Answer the ASGI lifespan protocol (Hypercorn's Trio worker requires an answer)."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+def _listening_socket(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _config(fd: int, tls: TLSFiles | None, graceful: float) -> Any:
+    from hypercorn.config import Config
+
+    config = Config()
+    config.bind = [f"fd://{fd}"]
+    config.accesslog = None
+    config.errorlog = logger
+    config.graceful_timeout = graceful
+    config.keep_alive_timeout = 75
+    if tls is not None:
+        config.certfile = str(tls.certfile)
+        config.keyfile = str(tls.keyfile)
+        config.keyfile_password = tls.password
+        if tls.client_ca is not None:
+            config.ca_certs = str(tls.client_ca)
+            config.verify_mode = ssl.CERT_REQUIRED
+    return config
+
+
+async def _hypercorn(app: ASGIApp, config: Any, shutdown: anyio.Event) -> None:
+    if sniffio.current_async_library() == "trio":
+        from hypercorn.trio import serve as trio_serve
+
+        await trio_serve(app, config, shutdown_trigger=shutdown.wait)  # type: ignore[arg-type]
+    else:
+        from hypercorn.asyncio import serve as asyncio_serve
+
+        await asyncio_serve(app, config, shutdown_trigger=shutdown.wait)  # type: ignore[arg-type]
+
+
+async def serve_asgi(
+    app: ASGIApp,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    tls: TLSFiles | None = None,
+    graceful_timeout: float = 2.0,
+    task_status: anyio.abc.TaskStatus[BoundAddress] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve an ASGI app until cancelled.
+
+    Args:
+        app: The ASGI application; it must answer the lifespan protocol.
+        host: The address to listen on.
+        port: The port; ``0`` picks a free one.
+        tls: Serve HTTPS with these files (and require client certificates if a CA is given).
+        graceful_timeout: On cancellation, how long in-flight requests may still finish.
+        task_status: Receives the bound address once the socket listens.
+
+    Raises:
+        OSError: The address cannot be bound (e.g. the port is in use).
+    """
+    sock = _listening_socket(host, port)
+    bound = BoundAddress(host, int(sock.getsockname()[1]), tls=tls is not None)
+    config = _config(sock.detach(), tls, graceful_timeout)  # Hypercorn owns the socket now
+    shutdown, finished = anyio.Event(), anyio.Event()
+    hard_stop = anyio.CancelScope(shield=True)  # Hypercorn stops by its trigger, not by our cancel
+
+    async def run() -> None:
+        try:
+            with hard_stop:
+                await _hypercorn(app, config, shutdown)
+        finally:
+            finished.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        task_status.started(bound)
+        try:
+            await finished.wait()
+        finally:
+            shutdown.set()
+            with anyio.move_on_after(graceful_timeout + 1, shield=True):
+                await finished.wait()
+            hard_stop.cancel()
