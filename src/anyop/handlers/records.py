@@ -1,0 +1,240 @@
+"""Handler records: a user's function bound with everything its decorator declared.
+
+Records are frozen and compared by identity. Their ``str()`` is how the logs name them:
+``Handler 'create_fn'``, ``Daemon 'monitor'``, ``Timer 'ping'``, ``Indexer 'by_owner'``,
+``Webhook 'check'``, ``Activity 'login'``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import types
+from collections.abc import Callable, Collection
+from typing import Any, ClassVar
+
+from anyop.handlers.causes import Activity, Reason, WebhookType
+from anyop.handlers.diffs import FieldPath
+from anyop.handlers.filters import MetaFilter, WhenFilterFn
+from anyop.handlers.outcomes import ErrorsMode
+from anyop.handlers.selectors import DeclarationValueError, Selector
+
+__all__ = [
+    "ActivityHandler",
+    "DaemonHandler",
+    "Handler",
+    "ResourceChangingHandler",
+    "ResourceHandler",
+    "ResourceIndexingHandler",
+    "ResourceSpawningHandler",
+    "ResourceWatchingHandler",
+    "ResourceWebhookHandler",
+    "TimerHandler",
+    "callable_id",
+    "generate_id",
+]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
+class Handler:
+    """A function with its behaviour on errors.
+
+    Attributes:
+        id: The handler id (keys its progress and its results in ``status.<id>``).
+        fn: The user's function.
+        param: A value passed as the ``param`` kwarg (distinguishes stacked decorators).
+        errors: How arbitrary exceptions are treated (``None``: the handler kind's default).
+        timeout: Seconds from the first attempt after which the handler fails for good.
+        retries: Attempts after which the handler fails for good.
+        backoff: Seconds between retries after arbitrary exceptions (``None``: 60).
+    """
+
+    kind: ClassVar[str] = "Handler"
+
+    id: str
+    fn: Callable[..., Any]
+    param: Any = None
+    errors: ErrorsMode | None = None
+    timeout: float | None = None
+    retries: int | None = None
+    backoff: float | None = None
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.id!r}"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
+class ActivityHandler(Handler):
+    """An operator-level handler: startup, cleanup, login, probe.
+
+    Attributes:
+        activity: The activity it serves.
+        fallback: Run only if no regular handler serves the activity (built-in logins).
+    """
+
+    kind: ClassVar[str] = "Activity"
+
+    activity: Activity
+    fallback: bool = False
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
+class ResourceHandler(Handler):
+    """A handler of objects of some resources, with its filters.
+
+    Attributes:
+        selector: Which resources; ``None`` for sub-handlers (they inherit their parent's).
+        labels: The labels filter.
+        annotations: The annotations filter.
+        when: The whole-object callback filter.
+        field: The field that ``value=`` (and ``old=``/``new=``) check.
+        value: The field's value filter (``None``: the field must be present).
+    """
+
+    selector: Selector | None = None
+    labels: MetaFilter | None = None
+    annotations: MetaFilter | None = None
+    when: WhenFilterFn | None = None
+    field: FieldPath | None = None
+    value: Any = None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
+class ResourceWatchingHandler(ResourceHandler):
+    """An ``@on.event`` handler: every raw event; errors are logged and ignored."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
+class ResourceChangingHandler(ResourceHandler):
+    """A ``create``/``update``/``delete``/``resume``/``field`` handler, or a sub-handler.
+
+    Attributes:
+        reason: The reason it serves; ``None`` for field handlers, resume handlers (which are
+            mixed into any reason) and sub-handlers.
+        initial: A resume handler: runs for objects first seen in this process.
+        deleted: A resume handler that also runs for objects being deleted.
+        requires_finalizer: A non-optional delete handler.
+        field_needs_change: An update handler: its field must have changed.
+        old: The filter of the field's old value.
+        new: The filter of the field's new value.
+    """
+
+    reason: Reason | None = None
+    initial: bool = False
+    deleted: bool = False
+    requires_finalizer: bool = False
+    field_needs_change: bool = False
+    old: Any = None
+    new: Any = None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
+class ResourceSpawningHandler(ResourceHandler):
+    """A daemon or a timer: runs beside the object while it exists and matches.
+
+    Attributes:
+        requires_finalizer: Always true: deletion waits until it exits.
+        initial_delay: Seconds (or ``fn(**kwargs) -> seconds``) before the first run.
+    """
+
+    requires_finalizer: bool = True
+    initial_delay: float | Callable[..., float] | None = None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
+class DaemonHandler(ResourceSpawningHandler):
+    """A ``@daemon``: one long-running task per object.
+
+    Attributes:
+        cancellation_backoff: Seconds between the stop signal and the cancellation.
+        cancellation_timeout: Seconds to wait for the cancelled daemon before abandoning it.
+        cancellation_polling: Seconds between checks whether it has exited.
+    """
+
+    kind: ClassVar[str] = "Daemon"
+
+    cancellation_backoff: float | None = None
+    cancellation_timeout: float | None = None
+    cancellation_polling: float | None = None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
+class TimerHandler(ResourceSpawningHandler):
+    """A ``@timer``: a function run periodically per object.
+
+    Attributes:
+        interval: Seconds between runs (from the previous exit, or on a grid if ``sharp``).
+        sharp: Keep a fixed grid regardless of how long each run takes.
+        idle: Seconds without essential changes before the first and every run.
+    """
+
+    kind: ClassVar[str] = "Timer"
+
+    interval: float | None = None
+    sharp: bool | None = None
+    idle: float | None = None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
+class ResourceIndexingHandler(ResourceHandler):
+    """An ``@index``: keeps an in-memory index of the objects."""
+
+    kind: ClassVar[str] = "Indexer"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
+class ResourceWebhookHandler(ResourceHandler):
+    """A validating or mutating admission handler.
+
+    Attributes:
+        reason: Validating or mutating.
+        operations: The operations it serves (``CREATE``...); ``None`` for all.
+        subresource: The subresource it serves; ``None`` for the main one, ``'*'`` for all.
+        persistent: Keep its webhook configuration when the operator exits.
+        side_effects: Declare side effects (``sideEffects: NoneOnDryRun``).
+        ignore_failures: Let requests pass if the webhook fails (``failurePolicy: Ignore``).
+    """
+
+    kind: ClassVar[str] = "Webhook"
+
+    reason: WebhookType
+    operations: Collection[str] | None = None
+    subresource: str | None = None
+    persistent: bool | None = None
+    side_effects: bool | None = None
+    ignore_failures: bool | None = None
+
+
+def callable_id(fn: Callable[..., Any]) -> str:
+    """A stable id of a function: its ``__qualname__``; ``lambda:<path>:<line>`` for lambdas.
+
+    Partials and ``functools.wraps`` wrappers are unwrapped first.
+
+    Raises:
+        DeclarationValueError: For callables without a stable name; pass ``id=`` for those.
+    """
+    if isinstance(fn, functools.partial):
+        return callable_id(fn.func)
+    if hasattr(fn, "__wrapped__"):
+        return callable_id(fn.__wrapped__)
+    if isinstance(fn, types.FunctionType) and fn.__name__ == "<lambda>":
+        return f"lambda:{fn.__code__.co_filename}:{fn.__code__.co_firstlineno}"
+    if isinstance(fn, types.FunctionType | types.MethodType):
+        return str(fn.__qualname__)
+    raise DeclarationValueError(f"Cannot build a stable handler id for {fn!r}; pass id=...")
+
+
+def generate_id(
+    fn: Callable[..., Any],
+    id: str | None = None,
+    *,
+    prefix: str | None = None,
+    suffix: str | None = None,
+) -> str:
+    """The handler id: ``id`` or the function's, then ``/suffix`` (a field), ``prefix/`` (a parent).
+
+    E.g. ``fn/spec.field`` for a field handler, ``create_fn/item1`` for a sub-handler.
+    """
+    real_id = id if id is not None else callable_id(fn)
+    real_id = f"{real_id}/{suffix}" if suffix else real_id
+    return f"{prefix}/{real_id}" if prefix else real_id

@@ -1,0 +1,325 @@
+"""The registry: all handlers an operator declared, and which of them apply to what.
+
+The decorators put handler records into a registry (the default one, or ``registry=``). The
+engine asks it which handlers apply to a cause: by resource, by reason, and by filters. The same
+function registered twice for one cause (``@on.create`` stacked with ``@on.resume``, or two
+overlapping selectors) is selected once: handlers are deduplicated by function and id.
+
+Sub-handlers live in a :class:`SubRegistry` per invocation of their parent: the engine sets
+:data:`current_handler` and :data:`current_subregistry` while it runs a resource-changing handler,
+and ``@anyop.subhandler`` / ``anyop.register`` read them.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Container, Iterable, Iterator, Sequence
+from typing import Any, Generic, TypeVar
+
+from anyop.handlers.causes import (
+    Activity,
+    ChangingCause,
+    ResourceCause,
+    SpawningCause,
+    WebhookCause,
+    WebhookType,
+)
+from anyop.handlers.diffs import FieldPath
+from anyop.handlers.filters import KwargsFactory, LabelSelector, match, prematch
+from anyop.handlers.filters import server_side_selector as _server_side_selector
+from anyop.handlers.records import (
+    ActivityHandler,
+    Handler,
+    ResourceChangingHandler,
+    ResourceHandler,
+    ResourceIndexingHandler,
+    ResourceSpawningHandler,
+    ResourceWatchingHandler,
+    ResourceWebhookHandler,
+)
+from anyop.handlers.selectors import Selector
+from anyop.kube.resources import Resource
+
+__all__ = [
+    "ActivityRegistry",
+    "ChangingRegistry",
+    "IndexingRegistry",
+    "OperatorRegistry",
+    "Registry",
+    "ResourceRegistry",
+    "SpawningRegistry",
+    "SubRegistry",
+    "WatchingRegistry",
+    "WebhooksRegistry",
+    "current_handler",
+    "current_subregistry",
+    "deduplicated",
+    "get_default_registry",
+    "set_default_registry",
+]
+
+H = TypeVar("H", bound=Handler)
+R = TypeVar("R", bound=ResourceHandler)
+
+_NO_IDS: frozenset[str] = frozenset()
+
+
+def deduplicated(handlers: Iterable[H]) -> list[H]:
+    """Keep the first handler of each (function, id) pair, in order."""
+    seen: set[tuple[int, str]] = set()
+    result: list[H] = []
+    for handler in handlers:
+        key = (id(handler.fn), handler.id)
+        if key not in seen:
+            seen.add(key)
+            result.append(handler)
+    return result
+
+
+class ActivityRegistry:
+    """The operator-level handlers."""
+
+    def __init__(self) -> None:
+        self.handlers: list[ActivityHandler] = []
+
+    def append(self, handler: ActivityHandler) -> None:
+        """Register a handler."""
+        self.handlers.append(handler)
+
+    def select(self, activity: Activity) -> list[ActivityHandler]:
+        """The handlers of an activity; fallback handlers only if there is no regular one."""
+        regular = [h for h in self.handlers if h.activity == activity and not h.fallback]
+        fallback = [h for h in self.handlers if h.activity == activity and h.fallback]
+        return deduplicated(regular or fallback)
+
+
+class ResourceRegistry(Generic[R]):
+    """The handlers of one kind for objects of resources."""
+
+    def __init__(self) -> None:
+        self.handlers: list[R] = []
+
+    def append(self, handler: R) -> None:
+        """Register a handler."""
+        self.handlers.append(handler)
+
+    def for_resource(self, resource: Resource) -> list[R]:
+        """All handlers whose selector matches the resource (deduplicated)."""
+        return deduplicated(h for h in self.handlers if _serves(h, resource))
+
+    def has_handlers(self, resource: Resource) -> bool:
+        """Whether any handler serves the resource."""
+        return any(_serves(handler, resource) for handler in self.handlers)
+
+    def selectors(self) -> frozenset[Selector]:
+        """The selectors of all handlers."""
+        return frozenset(h.selector for h in self.handlers if h.selector is not None)
+
+    def extra_fields(self, resource: Resource) -> set[FieldPath]:
+        """The fields that handlers of the resource filter on (tracked in the essence)."""
+        return {h.field for h in self.handlers if h.field and _serves(h, resource)}
+
+    def select(
+        self,
+        cause: ResourceCause,
+        kwargs_factory: KwargsFactory,
+        *,
+        excluded: Container[str] = _NO_IDS,
+    ) -> list[R]:
+        """The handlers that want this object now: by resource, then by all filters."""
+        return deduplicated(self._iter_selected(cause, kwargs_factory, excluded))
+
+    def _iter_selected(
+        self, cause: ResourceCause, kwargs_factory: KwargsFactory, excluded: Container[str]
+    ) -> Iterator[R]:
+        for handler in self.handlers:
+            # The cheap checks go first: filter callbacks must not run for irrelevant handlers.
+            eligible = handler.id not in excluded and self._eligible(handler, cause)
+            if eligible and match(handler, cause, kwargs_factory):
+                yield handler
+
+    def _eligible(self, handler: R, cause: ResourceCause) -> bool:
+        return _serves(handler, cause.resource)
+
+
+def _serves(handler: ResourceHandler, resource: Resource) -> bool:
+    return handler.selector is None or handler.selector.check(resource)
+
+
+class WatchingRegistry(ResourceRegistry[ResourceWatchingHandler]):
+    """``@on.event`` handlers."""
+
+
+class IndexingRegistry(ResourceRegistry[ResourceIndexingHandler]):
+    """``@index`` handlers."""
+
+
+class SpawningRegistry(ResourceRegistry[ResourceSpawningHandler]):
+    """Daemons and timers."""
+
+    def requires_finalizer(
+        self,
+        cause: ResourceCause,
+        kwargs_factory: KwargsFactory,
+        *,
+        excluded: Container[str] = _NO_IDS,
+    ) -> bool:
+        """Whether a daemon or timer (not among ``excluded``) wants the object."""
+        return any(
+            h.requires_finalizer for h in self.select(cause, kwargs_factory, excluded=excluded)
+        )
+
+
+class ChangingRegistry(ResourceRegistry[ResourceChangingHandler]):
+    """Resource-changing handlers: ``create``, ``update``, ``delete``, ``resume``, ``field``."""
+
+    def _eligible(self, handler: ResourceChangingHandler, cause: ResourceCause) -> bool:
+        if not isinstance(cause, ChangingCause) or not _serves(handler, cause.resource):
+            return False
+        if handler.reason is not None and handler.reason != cause.reason:
+            return False
+        # Resume handlers: only for objects new to this process, and not on deletion by default.
+        return not handler.initial or (cause.initial and (handler.deleted or not cause.deleted))
+
+    def prematch(self, cause: ResourceCause, kwargs_factory: KwargsFactory) -> bool:
+        """Whether any handler of the resource wants the object at all (else it is invisible)."""
+        return any(
+            _serves(handler, cause.resource) and prematch(handler, cause, kwargs_factory)
+            for handler in self.handlers
+        )
+
+    def requires_finalizer(self, cause: ResourceCause, kwargs_factory: KwargsFactory) -> bool:
+        """Whether a non-optional delete handler wants the object."""
+        return any(
+            handler.requires_finalizer
+            and _serves(handler, cause.resource)
+            and prematch(handler, cause, kwargs_factory)
+            for handler in self.handlers
+        )
+
+
+class WebhooksRegistry(ResourceRegistry[ResourceWebhookHandler]):
+    """Validating and mutating admission handlers."""
+
+    def _eligible(self, handler: ResourceWebhookHandler, cause: ResourceCause) -> bool:
+        return (
+            isinstance(cause, WebhookCause)
+            and _serves(handler, cause.resource)
+            and _admits(handler, cause)
+        )
+
+
+def _admits(handler: ResourceWebhookHandler, cause: WebhookCause) -> bool:
+    if cause.reason is not None and cause.reason != handler.reason:
+        return False
+    if cause.webhook is not None and cause.webhook != handler.id:
+        return False
+    if handler.subresource != "*" and handler.subresource != cause.subresource:
+        return False
+    operations = set(handler.operations or ())
+    if operations and "*" not in operations and cause.operation not in operations:
+        return False
+    # Mutating a deleted object makes no sense, unless the handler asks for deletions explicitly.
+    mutating_deletion = handler.reason == WebhookType.MUTATING and cause.operation == "DELETE"
+    return not mutating_deletion or operations == {"DELETE"}
+
+
+class SubRegistry(ResourceRegistry[ResourceChangingHandler]):
+    """The sub-handlers registered during one invocation of a parent handler.
+
+    Sub-handlers have no selector and no reason: they run for their parent's cause, filtered by
+    their own filters only.
+    """
+
+
+class OperatorRegistry:
+    """All handlers of an operator, by kind.
+
+    Attributes:
+        activities: Startup, cleanup, login, probe handlers.
+        indexing: Indexers.
+        watching: Event handlers.
+        spawning: Daemons and timers.
+        changing: Resource-changing handlers.
+        webhooks: Admission handlers.
+    """
+
+    def __init__(self) -> None:
+        self.activities = ActivityRegistry()
+        self.indexing = IndexingRegistry()
+        self.watching = WatchingRegistry()
+        self.spawning = SpawningRegistry()
+        self.changing = ChangingRegistry()
+        self.webhooks = WebhooksRegistry()
+
+    @property
+    def _resource_registries(self) -> Sequence[ResourceRegistry[Any]]:
+        # Only those that consume the watch-stream (webhooks are served by requests).
+        return (self.indexing, self.watching, self.spawning, self.changing)
+
+    def selectors(self) -> frozenset[Selector]:
+        """The selectors of all resource handlers, webhooks included."""
+        registries = (*self._resource_registries, self.webhooks)
+        return frozenset().union(*(registry.selectors() for registry in registries))
+
+    def watched_selectors(self) -> frozenset[Selector]:
+        """The selectors of the handlers that need the watch-stream (all but webhooks)."""
+        return frozenset().union(*(r.selectors() for r in self._resource_registries))
+
+    def has_handlers(self, resource: Resource) -> bool:
+        """Whether any handler (other than webhooks) needs the resource's watch-stream."""
+        return any(registry.has_handlers(resource) for registry in self._resource_registries)
+
+    def extra_fields(self, resource: Resource) -> set[FieldPath]:
+        """The fields to track in the essence for the resource's field filters."""
+        registries = (self.watching, self.spawning, self.changing)
+        return set().union(*(registry.extra_fields(resource) for registry in registries))
+
+    def requires_finalizer(
+        self,
+        cause: ResourceCause,
+        kwargs_factory: KwargsFactory,
+        *,
+        excluded: Container[str] = _NO_IDS,
+    ) -> bool:
+        """Whether the object needs our finalizer: a non-optional delete handler or a daemon or a
+        timer (not among ``excluded``, e.g. daemons that exited for good) wants it."""
+        spawning = SpawningCause(resource=cause.resource, body=cause.body)
+        return self.changing.requires_finalizer(
+            cause, kwargs_factory
+        ) or self.spawning.requires_finalizer(spawning, kwargs_factory, excluded=excluded)
+
+    def label_selector(self, resource: Resource) -> LabelSelector | None:
+        """The ``labelSelector`` that all of the resource's watching handlers share, if any."""
+        handlers: list[ResourceHandler] = []
+        for registry in self._resource_registries:
+            handlers.extend(registry.for_resource(resource))
+        return _server_side_selector(handlers)
+
+
+Registry = OperatorRegistry
+"""A shorter name for :class:`OperatorRegistry`."""
+
+current_handler: contextvars.ContextVar[Handler] = contextvars.ContextVar("anyop_current_handler")
+"""The handler being invoked (set by the engine; read by ``@anyop.subhandler``)."""
+
+current_subregistry: contextvars.ContextVar[SubRegistry] = contextvars.ContextVar(
+    "anyop_current_subregistry"
+)
+"""Where the invoked handler's sub-handlers are registered (set by the engine)."""
+
+_default_registry: OperatorRegistry | None = None
+
+
+def get_default_registry() -> OperatorRegistry:
+    """The registry that decorators use when given no ``registry=`` (created on first use)."""
+    global _default_registry
+    if _default_registry is None:
+        _default_registry = OperatorRegistry()
+    return _default_registry
+
+
+def set_default_registry(registry: OperatorRegistry) -> None:
+    """Replace the registry that decorators use when given no ``registry=``."""
+    global _default_registry
+    _default_registry = registry

@@ -1,0 +1,361 @@
+"""The decorators that declare handlers, as in Kopf: ``@anyop.on.create('kopfexamples')``.
+
+Resource decorators take up to three positional selector arguments (see
+:class:`~anyop.handlers.selectors.Selector`) and keyword options:
+
+- selectors: ``group version kind plural singular shortcut category``;
+- behaviour: ``id`` (default: the function's name), ``param`` (passed as the ``param`` kwarg),
+  ``errors`` (an ``ErrorsMode``), ``timeout``, ``retries``, ``backoff`` (seconds);
+- filters: ``labels``, ``annotations`` (exact strings, ``PRESENT``, ``ABSENT``, or callbacks),
+  ``field`` with ``value``, ``old``/``new`` (update and field handlers only), ``when``;
+- ``registry``: where to register (default: the default registry).
+
+Everything is checked when the function is decorated; mistakes raise a
+:class:`~anyop.errors.ConfigError` that names the function (and is also a ``TypeError`` or
+``ValueError``, as in Kopf). Handlers must accept ``**kwargs``: anyop adds kwargs over time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar, Unpack
+
+from anyop.handlers.causes import Activity, Reason, WebhookType
+from anyop.handlers.declarations import (
+    ActivityOptions,
+    Args,
+    DaemonOptions,
+    Declaration,
+    DeleteOptions,
+    EventOptions,
+    FieldOptions,
+    RegisterOptions,
+    ResourceOptions,
+    ResumeOptions,
+    SelectorArg,
+    SubhandlerOptions,
+    TimerOptions,
+    UpdateOptions,
+    WebhookOptions,
+)
+from anyop.handlers.records import (
+    ActivityHandler,
+    DaemonHandler,
+    ResourceChangingHandler,
+    ResourceIndexingHandler,
+    ResourceWatchingHandler,
+    ResourceWebhookHandler,
+    TimerHandler,
+)
+from anyop.handlers.registry import current_handler, current_subregistry
+from anyop.handlers.selectors import DeclarationTypeError, DeclarationValueError
+
+__all__ = [
+    "cleanup",
+    "create",
+    "daemon",
+    "delete",
+    "event",
+    "field",
+    "index",
+    "login",
+    "mutate",
+    "probe",
+    "register",
+    "resume",
+    "startup",
+    "subhandler",
+    "timer",
+    "update",
+    "validate",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _activity(name: str, activity: Activity, options: Mapping[str, Any]) -> Callable[[F], F]:
+    def decorator(fn: F) -> F:
+        spec = Declaration(f"on.{name}", fn, options=options, schema=ActivityOptions)
+        handler = ActivityHandler(
+            id=spec.handler_id(None), fn=fn, activity=activity, **spec.behaviour()
+        )
+        spec.registry().activities.append(handler)
+        return fn
+
+    return decorator
+
+
+def startup(**options: Unpack[ActivityOptions]) -> Callable[[F], F]:
+    """Run the function once when the operator starts, before any watching begins."""
+    return _activity("startup", Activity.STARTUP, options)
+
+
+def cleanup(**options: Unpack[ActivityOptions]) -> Callable[[F], F]:
+    """Run the function once when the operator stops."""
+    return _activity("cleanup", Activity.CLEANUP, options)
+
+
+def login(**options: Unpack[ActivityOptions]) -> Callable[[F], F]:
+    """Use the function to get the credentials (run again when they stop working)."""
+    return _activity("login", Activity.AUTHENTICATION, options)
+
+
+def probe(**options: Unpack[ActivityOptions]) -> Callable[[F], F]:
+    """Report the function's result in the liveness endpoint's JSON, under its id."""
+    return _activity("probe", Activity.PROBE, options)
+
+
+def _changing(
+    name: str,
+    args: Args,
+    *,
+    options: Mapping[str, Any],
+    schema: type,
+    **extra: Any,
+) -> Callable[[F], F]:
+    def decorator(fn: F) -> F:
+        spec = Declaration(f"on.{name}", fn, options=options, schema=schema)
+        fields = spec.resource_fields(args, change_filters=bool(extra.get("field_needs_change")))
+        handler = ResourceChangingHandler(**fields, **extra, **spec.changing_flags())
+        spec.registry().changing.append(handler)
+        return fn
+
+    return decorator
+
+
+def resume(
+    arg1: SelectorArg = None,
+    arg2: SelectorArg = None,
+    arg3: SelectorArg = None,
+    /,
+    **options: Unpack[ResumeOptions],
+) -> Callable[[F], F]:
+    """Run the function for objects found when the operator starts (once per process)."""
+    return _changing(
+        "resume",
+        (arg1, arg2, arg3),
+        options=options,
+        schema=ResumeOptions,
+        initial=True,
+    )
+
+
+def create(
+    arg1: SelectorArg = None,
+    arg2: SelectorArg = None,
+    arg3: SelectorArg = None,
+    /,
+    **options: Unpack[ResourceOptions],
+) -> Callable[[F], F]:
+    """Run the function when an object is created (or first handled)."""
+    return _changing(
+        "create", (arg1, arg2, arg3), options=options, schema=ResourceOptions, reason=Reason.CREATE
+    )
+
+
+def update(
+    arg1: SelectorArg = None,
+    arg2: SelectorArg = None,
+    arg3: SelectorArg = None,
+    /,
+    **options: Unpack[UpdateOptions],
+) -> Callable[[F], F]:
+    """Run the function when an object's essence changes (``old``, ``new``, ``diff`` kwargs)."""
+    extra = {"reason": Reason.UPDATE, "field_needs_change": True}
+    return _changing("update", (arg1, arg2, arg3), options=options, schema=UpdateOptions, **extra)
+
+
+def delete(
+    arg1: SelectorArg = None,
+    arg2: SelectorArg = None,
+    arg3: SelectorArg = None,
+    /,
+    **options: Unpack[DeleteOptions],
+) -> Callable[[F], F]:
+    """Run the function when an object is marked for deletion (a finalizer holds it meanwhile)."""
+    return _changing(
+        "delete", (arg1, arg2, arg3), options=options, schema=DeleteOptions, reason=Reason.DELETE
+    )
+
+
+def field(
+    arg1: SelectorArg = None,
+    arg2: SelectorArg = None,
+    arg3: SelectorArg = None,
+    /,
+    **options: Unpack[FieldOptions],
+) -> Callable[[F], F]:
+    """Run the function when one field changes (``old``/``new``/``diff`` are of that field)."""
+    return _changing(
+        "field", (arg1, arg2, arg3), options=options, schema=FieldOptions, field_needs_change=True
+    )
+
+
+def event(
+    arg1: SelectorArg = None,
+    arg2: SelectorArg = None,
+    arg3: SelectorArg = None,
+    /,
+    **options: Unpack[EventOptions],
+) -> Callable[[F], F]:
+    """Run the function on every raw watch event (``type``, ``event`` kwargs); never retried."""
+
+    def decorator(fn: F) -> F:
+        spec = Declaration("on.event", fn, options=options, schema=EventOptions)
+        handler = ResourceWatchingHandler(**spec.resource_fields((arg1, arg2, arg3)))
+        spec.registry().watching.append(handler)
+        return fn
+
+    return decorator
+
+
+def index(
+    arg1: SelectorArg = None,
+    arg2: SelectorArg = None,
+    arg3: SelectorArg = None,
+    /,
+    **options: Unpack[ResourceOptions],
+) -> Callable[[F], F]:
+    """Index objects in memory by the function's result; the index is a kwarg named by the id."""
+
+    def decorator(fn: F) -> F:
+        spec = Declaration("index", fn, options=options, schema=ResourceOptions)
+        fields = spec.resource_fields((arg1, arg2, arg3))
+        fields["id"] = spec.handler_id(None)  # an index is named by the function, never the field
+        spec.registry().indexing.append(ResourceIndexingHandler(**fields))
+        return fn
+
+    return decorator
+
+
+def daemon(
+    arg1: SelectorArg = None,
+    arg2: SelectorArg = None,
+    arg3: SelectorArg = None,
+    /,
+    **options: Unpack[DaemonOptions],
+) -> Callable[[F], F]:
+    """Run the function in the background for each object, from its appearance to its deletion."""
+
+    def decorator(fn: F) -> F:
+        spec = Declaration("daemon", fn, options=options, schema=DaemonOptions)
+        handler = DaemonHandler(
+            **spec.resource_fields((arg1, arg2, arg3)),
+            initial_delay=spec.seconds_or_callback("initial_delay"),
+            cancellation_backoff=spec.get("cancellation_backoff", float, minimum=0),
+            cancellation_timeout=spec.get("cancellation_timeout", float, minimum=0),
+            cancellation_polling=spec.get("cancellation_polling", float, minimum=0),
+        )
+        spec.registry().spawning.append(handler)
+        return fn
+
+    return decorator
+
+
+def timer(
+    arg1: SelectorArg = None,
+    arg2: SelectorArg = None,
+    arg3: SelectorArg = None,
+    /,
+    **options: Unpack[TimerOptions],
+) -> Callable[[F], F]:
+    """Run the function periodically for each object while it exists."""
+
+    def decorator(fn: F) -> F:
+        spec = Declaration("timer", fn, options=options, schema=TimerOptions)
+        interval = spec.get("interval", float, minimum=0)
+        if interval is not None and interval <= 0:
+            raise DeclarationValueError(f"{spec.culprit}: interval= must be positive.")
+        handler = TimerHandler(
+            **spec.resource_fields((arg1, arg2, arg3)),
+            initial_delay=spec.seconds_or_callback("initial_delay"),
+            interval=interval,
+            sharp=spec.get("sharp", bool),
+            idle=spec.get("idle", float, minimum=0),
+        )
+        spec.registry().spawning.append(handler)
+        return fn
+
+    return decorator
+
+
+def _webhook(
+    name: str, args: Args, *, options: Mapping[str, Any], reason: WebhookType
+) -> Callable[[F], F]:
+    def decorator(fn: F) -> F:
+        spec = Declaration(f"on.{name}", fn, options=options, schema=WebhookOptions)
+        handler = ResourceWebhookHandler(
+            **spec.resource_fields(args),
+            reason=reason,
+            operations=spec.operations(),
+            subresource=spec.get("subresource", str),
+            persistent=spec.get("persistent", bool),
+            side_effects=spec.get("side_effects", bool),
+            ignore_failures=spec.get("ignore_failures", bool),
+        )
+        spec.registry().webhooks.append(handler)
+        return fn
+
+    return decorator
+
+
+def validate(
+    arg1: SelectorArg = None,
+    arg2: SelectorArg = None,
+    arg3: SelectorArg = None,
+    /,
+    **options: Unpack[WebhookOptions],
+) -> Callable[[F], F]:
+    """Validate objects in admission requests; raise :class:`~anyop.AdmissionError` to deny."""
+    return _webhook("validate", (arg1, arg2, arg3), options=options, reason=WebhookType.VALIDATING)
+
+
+def mutate(
+    arg1: SelectorArg = None,
+    arg2: SelectorArg = None,
+    arg3: SelectorArg = None,
+    /,
+    **options: Unpack[WebhookOptions],
+) -> Callable[[F], F]:
+    """Mutate objects in admission requests via the ``patch`` kwarg."""
+    return _webhook("mutate", (arg1, arg2, arg3), options=options, reason=WebhookType.MUTATING)
+
+
+def subhandler(**options: Unpack[SubhandlerOptions]) -> Callable[[F], F]:
+    """Declare a sub-handler of the running resource-changing handler (id ``parent/child``).
+
+    Only valid inside a resource-changing handler; the parent is retried until all its
+    sub-handlers are finished.
+    """
+
+    def decorator(fn: F) -> F:
+        spec = Declaration("subhandler", fn, options=options, schema=SubhandlerOptions)
+        parent, registry = current_handler.get(None), current_subregistry.get(None)
+        if not isinstance(parent, ResourceChangingHandler) or registry is None:
+            raise DeclarationTypeError(
+                f"{spec.culprit}: sub-handlers can only be declared inside a running "
+                "resource-changing handler (create/update/delete/resume/field)."
+            )
+        filters = spec.filters(change_filters=True)
+        if (
+            filters["old"] is not None or filters["new"] is not None
+        ) and not parent.field_needs_change:
+            raise DeclarationTypeError(
+                f"{spec.culprit}: old=/new= only work under update handlers."
+            )
+        handler = ResourceChangingHandler(
+            id=spec.handler_id(None, prefix=parent.id),
+            fn=fn,
+            field_needs_change=parent.field_needs_change,
+            **spec.behaviour(),
+            **filters,
+        )
+        registry.append(handler)
+        return fn
+
+    return decorator
+
+
+def register(fn: F, **options: Unpack[RegisterOptions]) -> F:
+    """Register ``fn`` as a sub-handler of the running handler: ``subhandler(**options)(fn)``."""
+    return subhandler(**options)(fn)

@@ -1,0 +1,268 @@
+"""The diff-base: the last handled essence of an object, against which changes are detected.
+
+It is stored on the object itself, as compact JSON: in an annotation (Kopf's
+``kopf.zalando.org/last-handled-configuration``, with a trailing newline as kubectl does), or in a
+status field. It is written only when all handlers of a cause are done. A diff-base that cannot
+be read is treated as absent with a :class:`~anyop.storage.progress.StorageWarning`; the engine
+then treats the object as resumed (never as created, which would duplicate its children).
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from anyop.handlers.diffs import (
+    FieldPath,
+    FieldSpec,
+    ensure,
+    essence,
+    parse_field,
+    remove,
+    remove_empty_stanzas,
+    resolve,
+)
+from anyop.kube.patches import Patch, inconsistencies
+from anyop.storage.annotations import AnnotationsNaming
+from anyop.storage.progress import ANYOP_PREFIX, StorageWarning, WarningsKeeper
+
+__all__ = [
+    "AnnotationsDiffBaseStorage",
+    "DiffBaseStorage",
+    "MultiDiffBaseStorage",
+    "StatusDiffBaseStorage",
+    "StoredEssence",
+    "read_diffbase",
+    "status_was_pruned",
+]
+
+
+class DiffBaseStorage(WarningsKeeper, abc.ABC):
+    """Where the last handled essence is kept. Subclass it for custom locations.
+
+    Args:
+        ignored_fields: Fields never to track, e.g. ``["spec.replicas"]``.
+    """
+
+    def __init__(self, ignored_fields: Iterable[FieldSpec] | None = None) -> None:
+        super().__init__()
+        self.ignored_fields = [parse_field(field) for field in ignored_fields or ()]
+
+    def build(
+        self, *, body: Mapping[str, Any], extra_fields: Iterable[FieldPath] | None = None
+    ) -> dict[str, Any]:
+        """The essence of the body (see :func:`anyop.handlers.diffs.essence`), minus ignored fields.
+
+        Args:
+            body: The object.
+            extra_fields: Fields to track even in ``status`` (for field handlers on them).
+        """
+        result = essence(body, extra_fields or ())
+        for field in self.ignored_fields:
+            if field:
+                remove(result, field)
+        remove_empty_stanzas(result)
+        return result
+
+    @abc.abstractmethod
+    def fetch(self, *, body: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The stored essence, or ``None`` (also if it is unreadable: then with a warning)."""
+
+    @abc.abstractmethod
+    def store(self, *, body: Mapping[str, Any], patch: Patch, essence: Mapping[str, Any]) -> None:
+        """Put the essence into the patch."""
+
+    def _decode(self, where: str, text: object) -> dict[str, Any] | None:
+        try:
+            decoded = json.loads(text) if isinstance(text, str) else text
+        except ValueError as e:
+            self.warn(where, f"not valid JSON: {e}")
+            return None
+        if decoded is not None and not isinstance(decoded, dict):
+            self.warn(where, f"not a JSON object: {text!r}")
+            return None
+        return decoded
+
+
+class AnnotationsDiffBaseStorage(DiffBaseStorage):
+    """The essence as compact JSON plus ``\\n`` in the annotation ``<prefix>/<key>``.
+
+    Args:
+        prefix: The annotation prefix (``kopf.zalando.org`` for Kopf's key).
+        key: The annotation name.
+        ignored_fields: Fields never to track.
+        v1: Also write Kopf's "v1" key where it differs.
+    """
+
+    def __init__(
+        self,
+        *,
+        prefix: str = ANYOP_PREFIX,
+        key: str = "last-handled-configuration",
+        ignored_fields: Iterable[FieldSpec] | None = None,
+        v1: bool = True,
+    ) -> None:
+        super().__init__(ignored_fields)
+        self.naming = AnnotationsNaming(prefix, v1=v1)
+        self.prefix = prefix
+        self.key = key
+
+    def build(
+        self, *, body: Mapping[str, Any], extra_fields: Iterable[FieldPath] | None = None
+    ) -> dict[str, Any]:
+        """The essence, without this storage's own annotations."""
+        result = super().build(body=body, extra_fields=extra_fields)
+        annotations = resolve(result, ("metadata", "annotations"), None)
+        if isinstance(annotations, dict):
+            for full_key in self.naming.make_keys(self.key, body):
+                annotations.pop(full_key, None)
+        remove_empty_stanzas(result)
+        return result
+
+    def fetch(self, *, body: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The first readable essence among the key's annotations, or ``None``."""
+        annotations = resolve(body, ("metadata", "annotations"), None) or {}
+        for full_key in self.naming.make_keys(self.key, body):
+            text = annotations.get(full_key)
+            decoded = self._decode(f"annotation {full_key!r}", text) if text is not None else None
+            if decoded is not None:
+                return decoded
+        return None
+
+    def store(self, *, body: Mapping[str, Any], patch: Patch, essence: Mapping[str, Any]) -> None:
+        """Write the essence to all of the key's annotations, and the prefix's marker."""
+        encoded = json.dumps(essence, separators=(",", ":")) + "\n"
+        for full_key in self.naming.make_keys(self.key, body):
+            patch.meta.annotations[full_key] = encoded
+        self.naming.store_marker(patch, body)
+
+
+class StatusDiffBaseStorage(DiffBaseStorage):
+    """The essence as a compact JSON string in ``status.<name>.last-handled-configuration``.
+
+    Together with :class:`~anyop.storage.progress.StatusProgressStorage`, a simple creation
+    needs one ``/status`` request: results, progress and diff-base at once.
+
+    Args:
+        name: The status stanza name.
+        field: Where the essence lives; ``{name}`` is substituted.
+        ignored_fields: Fields never to track.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str = "anyop",
+        field: FieldSpec = "status.{name}.last-handled-configuration",
+        ignored_fields: Iterable[FieldSpec] | None = None,
+    ) -> None:
+        super().__init__(ignored_fields)
+        self.name = name
+        self.field = parse_field(field.format(name=name) if isinstance(field, str) else field)
+
+    def build(
+        self, *, body: Mapping[str, Any], extra_fields: Iterable[FieldPath] | None = None
+    ) -> dict[str, Any]:
+        """The essence, without this storage's own field."""
+        result = super().build(body=body, extra_fields=extra_fields)
+        remove(result, self.field)
+        remove_empty_stanzas(result)
+        return result
+
+    def fetch(self, *, body: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The stored essence, or ``None``."""
+        text = resolve(body, self.field, None)
+        return None if text is None else self._decode(f"field {'.'.join(self.field)}", text)
+
+    def store(self, *, body: Mapping[str, Any], patch: Patch, essence: Mapping[str, Any]) -> None:
+        """Write the essence as one string (a merge-patch must not merge it into the old one)."""
+        ensure(patch, self.field, json.dumps(essence, separators=(",", ":")))
+
+
+class MultiDiffBaseStorage(DiffBaseStorage):
+    """Several storages: reads from the first that has an essence, writes to all.
+
+    Args:
+        storages: The storages, in the order of precedence for reading.
+    """
+
+    def __init__(self, storages: Sequence[DiffBaseStorage]) -> None:
+        super().__init__()
+        self.storages = tuple(storages)
+
+    def build(
+        self, *, body: Mapping[str, Any], extra_fields: Iterable[FieldPath] | None = None
+    ) -> dict[str, Any]:
+        """The essence, cleaned by every storage in turn."""
+        result = super().build(body=body, extra_fields=extra_fields)
+        for storage in self.storages:
+            result = storage.build(body=result, extra_fields=extra_fields)
+        return result
+
+    def fetch(self, *, body: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The first storage's essence that exists."""
+        for storage in self.storages:
+            found = storage.fetch(body=body)
+            if found is not None:
+                return found
+        return None
+
+    def store(self, *, body: Mapping[str, Any], patch: Patch, essence: Mapping[str, Any]) -> None:
+        """Store in all storages."""
+        for storage in self.storages:
+            storage.store(body=body, patch=patch, essence=essence)
+
+    def drain_warnings(self) -> list[StorageWarning]:
+        """The warnings of all storages."""
+        drained = super().drain_warnings()
+        for storage in self.storages:
+            drained.extend(storage.drain_warnings())
+        return drained
+
+
+@dataclasses.dataclass(frozen=True)
+class StoredEssence:
+    """What :func:`read_diffbase` found.
+
+    Attributes:
+        essence: The stored essence, or ``None``.
+        warnings: The problems met while reading it (to be logged).
+    """
+
+    essence: dict[str, Any] | None
+    warnings: tuple[StorageWarning, ...] = ()
+
+    @property
+    def corrupt(self) -> bool:
+        """A diff-base exists but cannot be read: the object is resumed, never created."""
+        return self.essence is None and bool(self.warnings)
+
+
+def read_diffbase(storage: DiffBaseStorage, body: Mapping[str, Any]) -> StoredEssence:
+    """Fetch the diff-base together with the warnings that this very fetch produced."""
+    storage.drain_warnings()  # stale ones belong to earlier reads, already reported or not
+    essence = storage.fetch(body=body)
+    return StoredEssence(essence, tuple(storage.drain_warnings()))
+
+
+def status_was_pruned(
+    patch: Mapping[str, Any], echoed_body: Mapping[str, Any], *, name: str = "anyop"
+) -> bool:
+    """Whether the server dropped what we wrote under ``status.<name>`` (a structural schema).
+
+    Args:
+        patch: The merge-patch that was sent.
+        echoed_body: The body the server returned for it.
+        name: The status stanza of the status storages.
+
+    Returns:
+        True if any value written under ``status.<name>`` is missing from the echoed body: the
+        engine should then fall back to annotation storages (and warn once).
+    """
+    ours = resolve(patch, ("status", name), None)
+    if not isinstance(ours, Mapping):
+        return False
+    return any(op == "remove" for op, *_ in inconsistencies({"status": {name: ours}}, echoed_body))

@@ -1,0 +1,184 @@
+"""Progress records and storage warnings: the data that progress storages read and write.
+
+A record is one handler's progress for one cause; its JSON form is Kopf's, key for key:
+``{"started":"2020-02-14T16:58:25.396364","purpose":"create","retries":1,"success":false,...}``
+with timestamps in ISO-8601 UTC without a zone suffix, and ``None`` fields left out.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import datetime
+import json
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = [
+    "CorruptRecordError",
+    "ProgressRecord",
+    "StorageWarning",
+    "WarningsKeeper",
+    "format_timestamp",
+    "parse_timestamp",
+]
+
+
+class CorruptRecordError(ValueError):
+    """A stored record is not valid JSON or has fields of the wrong types."""
+
+
+def format_timestamp(value: datetime.datetime) -> str:
+    """Format as ISO-8601 UTC with microseconds and no zone suffix (naive values are UTC)."""
+    if value.tzinfo is not None:
+        value = value.astimezone(datetime.UTC).replace(tzinfo=None)
+    return value.isoformat(timespec="microseconds")
+
+
+def parse_timestamp(text: str) -> datetime.datetime:
+    """Parse an ISO-8601 timestamp into an aware UTC datetime (no zone means UTC)."""
+    value = datetime.datetime.fromisoformat(text)
+    if value.tzinfo is None:
+        return value.replace(tzinfo=datetime.UTC)
+    return value.astimezone(datetime.UTC)
+
+
+_TIMESTAMPS = ("started", "stopped", "delayed")
+_TYPES: dict[str, type | tuple[type, ...]] = {
+    "purpose": str,
+    "retries": int,
+    "success": bool,
+    "failure": bool,
+    "message": str,
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class ProgressRecord:
+    """The stored progress of one handler; ``None`` fields are not stored.
+
+    Attributes:
+        started: When the handler was first attempted for this cause.
+        stopped: When it finally succeeded or failed.
+        delayed: Until when its retry is postponed.
+        purpose: The reason it runs for (``create``, ``update``...).
+        retries: How many attempts were made.
+        success: It finally succeeded.
+        failure: It finally failed.
+        message: The last error.
+        subrefs: The ids of its sub-handlers, of all levels.
+    """
+
+    started: datetime.datetime | None = None
+    stopped: datetime.datetime | None = None
+    delayed: datetime.datetime | None = None
+    purpose: str | None = None
+    retries: int | None = None
+    success: bool | None = None
+    failure: bool | None = None
+    message: str | None = None
+    subrefs: tuple[str, ...] | None = None
+
+    def to_dict(self, *, verbose: bool = False) -> dict[str, Any]:
+        """The JSON form, in Kopf's key order; ``None`` fields only if ``verbose``."""
+        result: dict[str, Any] = {}
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, datetime.datetime):
+                value = format_timestamp(value)
+            elif isinstance(value, tuple):
+                value = sorted(value) if value else None
+            if value is not None or verbose:
+                result[field.name] = value
+        return result
+
+    def to_json(self, *, verbose: bool = False) -> str:
+        """The compact JSON text as stored in an annotation."""
+        return json.dumps(self.to_dict(verbose=verbose), separators=(",", ":"))
+
+    @classmethod
+    def from_dict(cls, data: object) -> ProgressRecord:
+        """Read the JSON form; unknown keys are ignored.
+
+        Raises:
+            CorruptRecordError: If it is not a mapping or a known field has a wrong type.
+        """
+        if not isinstance(data, Mapping):
+            raise CorruptRecordError(f"A progress record must be a mapping, not {data!r}.")
+        fields: dict[str, Any] = {}
+        for name in _TIMESTAMPS:
+            fields[name] = _read_timestamp(data, name)
+        for name, kind in _TYPES.items():
+            value = data.get(name)
+            is_int_bool = kind is int and isinstance(value, bool)
+            if value is not None and (not isinstance(value, kind) or is_int_bool):
+                raise CorruptRecordError(f"The progress field {name!r} is malformed: {value!r}.")
+            fields[name] = value
+        fields["subrefs"] = _read_subrefs(data.get("subrefs"))
+        return cls(**fields)
+
+    @classmethod
+    def from_json(cls, text: object) -> ProgressRecord:
+        """Read the JSON text of an annotation.
+
+        Raises:
+            CorruptRecordError: If it is not JSON, or not a valid record.
+        """
+        if not isinstance(text, str):
+            raise CorruptRecordError(f"A progress record must be a JSON string, not {text!r}.")
+        try:
+            data = json.loads(text)
+        except ValueError as e:
+            raise CorruptRecordError(f"A progress record is not valid JSON: {e}") from None
+        return cls.from_dict(data)
+
+
+def _read_timestamp(data: Mapping[str, Any], name: str) -> datetime.datetime | None:
+    value = data.get(name)
+    if value is None:
+        return None
+    try:
+        return parse_timestamp(value)
+    except (TypeError, ValueError):
+        raise CorruptRecordError(f"The progress field {name!r} is malformed: {value!r}.") from None
+
+
+def _read_subrefs(value: object) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise CorruptRecordError(f"The progress field 'subrefs' is malformed: {value!r}.")
+    return tuple(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class StorageWarning:
+    """Something wrong with stored state, for the engine to log; the state is treated as absent.
+
+    Attributes:
+        where: The annotation key or the field that holds the bad value.
+        problem: What is wrong with it.
+    """
+
+    where: str
+    problem: str
+
+    def __str__(self) -> str:
+        return f"Ignoring the unreadable stored state in {self.where}: {self.problem}"
+
+
+class WarningsKeeper:
+    """Keeps the most recent storage warnings until the engine drains them."""
+
+    def __init__(self) -> None:
+        self._warnings: collections.deque[StorageWarning] = collections.deque(maxlen=64)
+
+    def warn(self, where: str, problem: object) -> None:
+        """Remember a problem with the stored state at ``where``."""
+        self._warnings.append(StorageWarning(where, str(problem)))
+
+    def drain_warnings(self) -> list[StorageWarning]:
+        """Return and forget the warnings collected since the last call."""
+        drained = list(self._warnings)
+        self._warnings.clear()
+        return drained
