@@ -1,19 +1,117 @@
-"""anyop: Kubernetes operators in Python on AnyIO structured concurrency, with Kopf's API."""
+"""anyop: Kubernetes operators in Python on AnyIO structured concurrency, with Kopf's API.
 
+``import anyop as kopf`` gives Kopf's names with Kopf's meanings; see the README for what differs.
+"""
+
+from anyop import on
 from anyop._version import __version__
 from anyop.errors import (
     AdmissionError,
     HandlerRetriesError,
     HandlerTimeoutError,
+    LoginError,
     PermanentError,
     TemporaryError,
 )
+from anyop.handlers import lifecycles
+from anyop.handlers.bodies import (
+    Annotations,
+    Body,
+    Labels,
+    Memo,
+    Meta,
+    RawBody,
+    RawEvent,
+    Spec,
+    Status,
+)
+from anyop.handlers.causes import Reason
+from anyop.handlers.diffs import Diff, DiffItem, DiffOperation
+from anyop.handlers.filters import ABSENT, PRESENT, all_, any_, none_, not_
+from anyop.handlers.lifecycles import get_default_lifecycle, set_default_lifecycle
+from anyop.handlers.outcomes import ErrorsMode
+from anyop.handlers.registry import OperatorRegistry, get_default_registry, set_default_registry
+from anyop.handlers.selectors import EVERYTHING
+from anyop.kube.auth import login_with_kubeconfig, login_with_service_account
+from anyop.kube.connection import ConnectionInfo
+from anyop.kube.patches import Patch, PatchFn
+from anyop.kube.resources import Resource
+from anyop.on import daemon, index, register, subhandler, timer
+from anyop.settings import OperatorSettings
+from anyop.storage.defaults import kopf_compatible_storages, status_storages
+from anyop.storage.diffbase import (
+    AnnotationsDiffBaseStorage,
+    DiffBaseStorage,
+    MultiDiffBaseStorage,
+    StatusDiffBaseStorage,
+)
+from anyop.storage.progress import (
+    AnnotationsProgressStorage,
+    MultiProgressStorage,
+    ProgressStorage,
+    SmartProgressStorage,
+    StatusProgressStorage,
+)
+from anyop.storage.records import ProgressRecord
 
 __all__ = [
+    "ABSENT",
     "AdmissionError",
+    "Annotations",
+    "AnnotationsDiffBaseStorage",
+    "AnnotationsProgressStorage",
+    "Body",
+    "ConnectionInfo",
+    "Diff",
+    "DiffBaseStorage",
+    "DiffItem",
+    "DiffOperation",
+    "EVERYTHING",
+    "ErrorsMode",
     "HandlerRetriesError",
     "HandlerTimeoutError",
+    "Labels",
+    "LoginError",
+    "Memo",
+    "Meta",
+    "MultiDiffBaseStorage",
+    "MultiProgressStorage",
+    "OperatorRegistry",
+    "OperatorSettings",
+    "PRESENT",
+    "Patch",
+    "PatchFn",
     "PermanentError",
+    "ProgressRecord",
+    "ProgressStorage",
+    "RawBody",
+    "RawEvent",
+    "Reason",
+    "Resource",
+    "SmartProgressStorage",
+    "Spec",
+    "Status",
+    "StatusDiffBaseStorage",
+    "StatusProgressStorage",
     "TemporaryError",
     "__version__",
+    "all_",
+    "any_",
+    "daemon",
+    "get_default_lifecycle",
+    "get_default_registry",
+    "index",
+    "kopf_compatible_storages",
+    "lifecycles",
+    "login_with_kubeconfig",
+    "login_with_service_account",
+    "none_",
+    "not_",
+    "on",
+    "register",
+    "set_default_lifecycle",
+    "set_default_registry",
+    "status_storages",
+    "subhandler",
+    "timer",
 ]
