@@ -163,6 +163,12 @@ class Session:
     http: httpx.AsyncClient
     users: int = 0
     retired: bool = False
+    base: str = ""
+    """The server's URL without a trailing slash."""
+    headers: dict[str, str] = dataclasses.field(default_factory=dict)
+    """The headers every request of this session carries (auth, User-Agent, Accept)."""
+    transport: httpx.AsyncBaseTransport | None = None
+    """The client's transport, for the fast path of plain requests."""
 
 
 class SessionPool:
@@ -243,7 +249,7 @@ class SessionPool:
             built = self.build(session, request, self.timeout(total))
             try:
                 with anyio.fail_after(total):
-                    response = await session.http.send(built)
+                    response = await self._send(session, built)
             except TimeoutError as exc:
                 raise transport_error(exc, f"No answer within {total}s") from exc
             except httpx.HTTPError as exc:
@@ -254,6 +260,25 @@ class SessionPool:
         finally:
             await self.checkin(session)
 
+    direct: bool = True
+    """Send plain requests straight to the transport, skipping httpx's client layer.
+
+    The client layer (auth flows, cookies, redirects, event hooks) does nothing for the
+    Kubernetes API but costs about as much CPU as the whole request does otherwise; see
+    ``bench/client_requests.py``. Streams (watches) still go through the client.
+    """
+
+    async def _send(self, session: Session, built: httpx.Request) -> httpx.Response:
+        if not self.direct or session.transport is None:
+            return await session.http.send(built)
+        response = await session.transport.handle_async_request(built)
+        response.request = built
+        try:
+            await response.aread()
+        finally:
+            await response.aclose()
+        return response
+
     def build(self, session: Session, request: Request, timeout: httpx.Timeout) -> httpx.Request:
         """Build the HTTP request for a session's client (JSON body, timeouts, SNI name)."""
         content, headers = None, {}
@@ -263,12 +288,12 @@ class SessionPool:
         extensions: dict[str, Any] = {"timeout": timeout.as_dict()}
         if session.info.tls_server_name:
             extensions["sni_hostname"] = session.info.tls_server_name
-        return session.http.build_request(
+        return httpx.Request(
             request.method,
-            request.path,
+            session.base + request.path,
             params=request.params,
             content=content,
-            headers=headers,
+            headers={**session.headers, **headers},
             extensions=extensions,
         )
 
@@ -331,7 +356,11 @@ class SessionPool:
             if (session := self._sessions.get(info)) is not None:
                 return session
             context = await anyio.to_thread.run_sync(info.as_ssl_context)
-            session = Session(key, info, self._http_client(info, context))
+            http = self._http_client(info, context)
+            session = Session(
+                key, info, http, base=str(http.base_url).rstrip("/"),
+                headers=dict(http.headers), transport=http._transport,
+            )  # fmt: skip
             self._sessions[info] = session
             while len(self._sessions) > _MAX_SESSIONS:
                 await self._retire(next(iter(self._sessions.values())))
