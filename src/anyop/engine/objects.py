@@ -95,6 +95,7 @@ class ObjectWorkers:
         self._limiter = limiter
         self._idle_timeout = idle_timeout
         self._new_memo = new_memo
+        self._closing = False
         self.slots: dict[str, ObjectSlot] = {}
 
     def __len__(self) -> int:
@@ -112,6 +113,8 @@ class ObjectWorkers:
         if slot is None:
             slot = self.slots[uid] = ObjectSlot(uid=uid, memo=self._new_memo())
         slot.pending = body
+        if self._closing:
+            return slot
         if slot.state is SlotState.IDLE:
             slot.state = SlotState.BUSY
             slot.wakeup = anyio.Event()
@@ -119,6 +122,16 @@ class ObjectWorkers:
         else:
             slot.wakeup.set()
         return slot
+
+    def close(self) -> None:
+        """Stop dispatching: waiting workers exit now, running cycles finish and then exit.
+
+        Caveats:
+            Bodies dispatched after this are kept in their slots but never handled.
+        """
+        self._closing = True
+        for slot in self.slots.values():
+            slot.wakeup.set()
 
     def forget(self, uid: str) -> None:
         """Drop an object's slot (it stopped matching or its scope closes)."""
@@ -141,11 +154,13 @@ class ObjectWorkers:
 
     async def _next_body(self, slot: ObjectSlot, delay: float | None) -> Mapping[str, Any] | None:
         """The next body to handle: a new one, or the last one when a delay has run out."""
-        if slot.pending is None:
+        if slot.pending is None and not self._closing:
             wait = self._idle_timeout if delay is None else min(delay, math.inf)
             with anyio.move_on_after(wait):
                 await slot.wakeup.wait()
             slot.wakeup = anyio.Event()
+        if self._closing:
+            return None
         if slot.pending is not None:
             body, slot.pending = slot.pending, None
             return body

@@ -1,0 +1,426 @@
+"""One handling cycle of one object: event handlers, then resource-changing handlers, one patch.
+
+The decisions are the pure pieces of :mod:`anyop.handlers` and :mod:`anyop.storage`; this module
+only reads the body, invokes the user's functions, logs Kopf's lines and writes the patch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import functools
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import anyio
+
+from anyop.engine.invocation import invoke
+from anyop.engine.objects import CycleResult, ObjectSlot
+from anyop.engine.patching import apply_patch
+from anyop.handlers.causes import ChangingCause, Reason, WatchingCause, detect_changing_cause
+from anyop.handlers.filters import KwargsFactory
+from anyop.handlers.lifecycles import get_default_lifecycle
+from anyop.handlers.outcomes import (
+    Decision,
+    Failed,
+    Happening,
+    Succeeded,
+    decide,
+    deliver_results,
+    precheck,
+)
+from anyop.handlers.progression import (
+    FREE_MESSAGE,
+    GONE_MESSAGE,
+    NOOP_MESSAGE,
+    HandlerState,
+    Outcome,
+    Progress,
+    in_progress_message,
+    processed_message,
+)
+from anyop.handlers.records import ResourceChangingHandler
+from anyop.handlers.registry import OperatorRegistry
+from anyop.kube.client import KubeClient
+from anyop.kube.patches import Patch
+from anyop.kube.resources import Resource
+from anyop.kube.watch import EventType
+from anyop.logs import object_logger
+from anyop.settings import OperatorSettings
+from anyop.storage.defaults import Persistence, anyop_storages
+from anyop.storage.diffbase import StatusDiffBaseStorage, read_diffbase, status_was_pruned
+from anyop.storage.finalizers import (
+    ADDING_MESSAGE,
+    RELEASING_MESSAGE,
+    UNNEEDED_MESSAGE,
+    allow_deletion,
+    block_deletion,
+    has_finalizer,
+)
+
+__all__ = ["Observed", "Reconciler"]
+
+Logger = logging.LoggerAdapter[logging.Logger]
+
+ECHO = "anyop.reconcile.echo"
+ERRORS = "anyop.reconcile.errors"
+RESUMED = "anyop.reconcile.resumed"
+
+
+class Observed(dict[str, Any]):
+    """A body as the watch delivered it, with its event's type.
+
+    Args:
+        body: The object's body.
+        type: ``ADDED``, ``MODIFIED`` or ``DELETED``.
+        listed: The body comes from a (re)listing.
+    """
+
+    def __init__(self, body: Mapping[str, Any], *, type: EventType, listed: bool = False) -> None:
+        super().__init__(body)
+        self.type = type
+        self.listed = listed
+        self.consumed = False
+        """Whether the event handlers have seen it (a delayed re-run must not repeat them)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Echo:
+    """The response to our own latest patch, awaited in the watch-stream."""
+
+    body: Mapping[str, Any]
+    deadline: float
+
+
+def _now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
+
+
+def _version(body: Mapping[str, Any]) -> str:
+    return str((body.get("metadata") or {}).get("resourceVersion", ""))
+
+
+def _not_older(version: str, than: str) -> bool:
+    """Whether a resourceVersion is the same or newer (numeric if both are, as etcd's are)."""
+    if version.isdigit() and than.isdigit():
+        return int(version) >= int(than)
+    return version == than
+
+
+@dataclasses.dataclass(eq=False)
+class Reconciler:
+    """Runs handling cycles for the objects of one resource (an :class:`ObjectWorkers` cycle).
+
+    Guarantees:
+        * One patch per cycle (status and main parts are separate requests when the resource
+          has the status subresource); the freshest body goes back to the worker.
+        * Read-your-own-writes: after our patch, older bodies are not handled until our echo
+          comes or ``persistence.consistency_timeout`` passes.
+        * An unexpected error is logged and the object is retried after
+          ``queueing.error_delays``; other objects are not affected.
+
+    Caveats:
+        * ``@on.event`` handlers see the latest state of a burst (events coalesce in the
+          worker), not every intermediate event.
+        * If the server prunes ``status.anyop`` (a schema that drops unknown status fields),
+          ``persistence`` switches to annotations for the whole resource, with one warning.
+    """
+
+    client: KubeClient
+    resource: Resource
+    registry: OperatorRegistry
+    settings: OperatorSettings
+    persistence: Persistence
+    limiter: anyio.CapacityLimiter | None = None
+
+    async def __call__(self, slot: ObjectSlot, body: Mapping[str, Any]) -> CycleResult:
+        """Handle the latest body of an object once."""
+        logger = object_logger(body)
+        try:
+            result = await self._cycle(slot, body, logger)
+        except Exception as error:
+            return self._throttle(slot, body, logger, error)
+        if slot.extras.pop(ERRORS, None) is not None:
+            logger.info("Throttling is over. Switching back to normal operations.")
+        return result
+
+    def _throttle(
+        self, slot: ObjectSlot, body: Mapping[str, Any], logger: Logger, error: Exception
+    ) -> CycleResult:
+        count: int = slot.extras.get(ERRORS, 0)
+        delays = self.settings.queueing.error_delays or (1.0,)
+        delay = delays[min(count, len(delays) - 1)]
+        slot.extras[ERRORS] = count + 1
+        message = f"Throttling for {delay} seconds due to an unexpected error: {error!r}"
+        logger.exception(message)
+        return CycleResult(delay=delay, body=body)
+
+    async def _cycle(
+        self, slot: ObjectSlot, body: Mapping[str, Any], logger: Logger
+    ) -> CycleResult:
+        patch = Patch()  # event handlers' patches are applied with the cycle's one
+        if isinstance(body, Observed) and not body.consumed:
+            body.consumed = True
+            await self._run_event_handlers(slot, body, patch, logger)
+        deleted = isinstance(body, Observed) and body.type == "DELETED"
+        if not deleted and (echo := self._awaited_echo(slot, body)) is not None:
+            logger.debug("Waiting for our own patch to arrive before handling older states.")
+            delay = max(0.0, echo.deadline - anyio.current_time())
+            fresh = await self._send(slot, echo.body, patch) if patch else None
+            return CycleResult(delay=delay, body=fresh or echo.body)
+        return await self._run_changing(slot, body, patch, logger)
+
+    def _awaited_echo(self, slot: ObjectSlot, body: Mapping[str, Any]) -> Echo | None:
+        """The echo that this body is older than, if it is still worth waiting for."""
+        echo: Echo | None = slot.extras.get(ECHO)
+        if echo is None:
+            return None
+        if _not_older(_version(body), _version(echo.body)) or anyio.current_time() >= echo.deadline:
+            del slot.extras[ECHO]
+            return None
+        return echo
+
+    # -- event handlers ----------------------------------------------------------------------
+
+    async def _run_event_handlers(
+        self, slot: ObjectSlot, body: Observed, patch: Patch, logger: Logger
+    ) -> None:
+        """Run ``@on.event`` handlers; their errors are logged and ignored."""
+        event = {"type": body.type, "object": dict(body)}
+        event_type: Any = None if body.listed else body.type
+        cause = WatchingCause(resource=self.resource, body=body, type=event_type, event=event)
+        factory = functools.partial(self._kwargs, cause.kwargs, slot, logger, patch)
+        for handler in self.registry.watching.select(cause, factory):
+            kwargs = {**factory(), "param": handler.param}
+            try:
+                await invoke(handler.fn, kwargs, limiter=self.limiter, body=body)
+            except Exception:
+                logger.exception(f"{handler} failed with an exception. Will ignore.")
+            else:
+                logger.info(f"{handler} succeeded.")
+
+    def _kwargs(
+        self, base: Mapping[str, Any], slot: ObjectSlot, logger: Logger, patch: Patch
+    ) -> dict[str, Any]:
+        """The kwargs common to all handlers (filters get them too)."""
+        extra = {"logger": logger, "memo": slot.memo, "patch": patch, "settings": self.settings}
+        retry = {"retry": 0, "started": None, "runtime": datetime.timedelta(0), "param": None}
+        return {**base, **retry, **extra}
+
+    # -- resource-changing handlers ----------------------------------------------------------
+
+    async def _run_changing(
+        self, slot: ObjectSlot, body: Mapping[str, Any], patch: Patch, logger: Logger
+    ) -> CycleResult:
+        cause, corrupt = self._detect(slot, body, logger)
+        if cause.reason is Reason.GONE:
+            logger.debug(GONE_MESSAGE)
+            return CycleResult(gone=True)
+        if cause.reason is Reason.FREE:
+            logger.debug(FREE_MESSAGE)
+            return await self._write(slot, body, patch, delay=None)
+        if not self._changes_objects():
+            return await self._write(slot, body, patch, delay=None)
+        factory = functools.partial(self._kwargs, cause.kwargs, slot, logger, patch)
+        if self._finalizer_change(cause, factory, patch, logger):
+            return await self._write(slot, body, patch, delay=0.0)
+        if cause.reason is Reason.NOOP:
+            logger.debug(NOOP_MESSAGE)
+            return await self._write(slot, body, patch, delay=None)
+        handlers = self.registry.changing.select(cause, factory)
+        return await self._handle(slot, cause, handlers, patch, logger, store_essence=corrupt)
+
+    def _changes_objects(self) -> bool:
+        """Whether any handler keeps state on this resource's objects (not only event ones)."""
+        registry = self.registry
+        return registry.changing.has_handlers(self.resource) or registry.spawning.has_handlers(
+            self.resource
+        )
+
+    def _detect(
+        self, slot: ObjectSlot, body: Mapping[str, Any], logger: Logger
+    ) -> tuple[ChangingCause, bool]:
+        """The cause, and whether the stored diff-base was unreadable."""
+        storage = self.persistence
+        stored = read_diffbase(storage.diffbase, body)
+        for warning in stored.warnings:
+            logger.warning(str(warning))
+        extra = self.registry.extra_fields(self.resource)
+        new = storage.progress.clear(storage.diffbase.build(body=body, extra_fields=extra))
+        old = storage.progress.clear(stored.essence) if stored.essence is not None else None
+        observed = body if isinstance(body, Observed) else None
+        cause = detect_changing_cause(
+            resource=self.resource,
+            event_type=observed.type if observed else "MODIFIED",
+            body=body,
+            old=old,
+            new=new,
+            finalizer=storage.finalizer,
+            initial=bool(observed and observed.listed and not slot.extras.get(RESUMED)),
+            corrupt_diffbase=stored.corrupt,
+        )
+        return cause, stored.corrupt
+
+    def _finalizer_change(
+        self, cause: ChangingCause, factory: KwargsFactory, patch: Patch, logger: Logger
+    ) -> bool:
+        """Add or remove our finalizer (in a cycle of its own) if needed; say if it is."""
+        if cause.deleted:
+            return False
+        finalizer = self.persistence.finalizer
+        wanted = self.registry.requires_finalizer(cause, factory)
+        present = has_finalizer(cause.body, finalizer)
+        if wanted and not present:
+            logger.debug(ADDING_MESSAGE)
+            patch.fns.append(block_deletion(finalizer))
+        elif present and not wanted:
+            logger.debug(UNNEEDED_MESSAGE)
+            patch.fns.append(allow_deletion(finalizer))
+        return wanted != present
+
+    async def _handle(
+        self,
+        slot: ObjectSlot,
+        cause: ChangingCause,
+        handlers: Sequence[ResourceChangingHandler],
+        patch: Patch,
+        logger: Logger,
+        *,
+        store_essence: bool,
+    ) -> CycleResult:
+        """Run the due handlers and write their outcomes, progress and diff-base."""
+        owned = self.registry.changing.for_resource(self.resource)
+        now = _now()
+        storage = self.persistence.progress
+        progress = Progress.from_storage(body=cause.body, storage=storage, handlers=owned, now=now)
+        progress = progress.with_purpose(cause.reason).with_handlers(handlers, now=now)
+        if handlers:
+            logger.debug(in_progress_message(cause.reason, cause.body))
+        outcomes = await self._attempt(slot, cause, handlers, progress, patch, logger)
+        progress = progress.with_outcomes(outcomes, now=_now())
+        deliver_results(outcomes, patch)
+        self._record(cause, progress, patch, store_essence=store_essence)
+        if progress.done:
+            self._log_conclusion(slot, cause, progress, logger, announce=bool(handlers))
+        response = await self._send(slot, cause.body, patch)
+        if response is not None and self._pruned(patch, response, logger):
+            again = Patch()
+            self._record(cause, progress, again, store_essence=True)
+            response = await self._send(slot, response, again) or response
+        delay = None if progress.done else progress.delay(_now())
+        return CycleResult(delay=delay, body=response or cause.body)
+
+    def _record(
+        self, cause: ChangingCause, progress: Progress, patch: Patch, *, store_essence: bool
+    ) -> None:
+        """Put the progress into the patch; when done, also the diff-base or the release."""
+        storage = self.persistence.progress
+        progress.store(body=cause.body, patch=patch, storage=storage)
+        if not progress.done:
+            return
+        owned = self.registry.changing.for_resource(self.resource)
+        progress.purge(body=cause.body, patch=patch, storage=storage, handlers=owned)
+        if cause.deleted:
+            patch.fns.append(allow_deletion(self.persistence.finalizer))
+        elif store_essence or cause.old != cause.new:
+            self.persistence.diffbase.store(body=cause.body, patch=patch, essence=cause.new)
+
+    def _log_conclusion(
+        self,
+        slot: ObjectSlot,
+        cause: ChangingCause,
+        progress: Progress,
+        logger: Logger,
+        *,
+        announce: bool,
+    ) -> None:
+        """Kopf's lines for a finished cause (``announce``: there were handlers for it)."""
+        slot.extras[RESUMED] = True
+        if announce:
+            logger.info(processed_message(cause.reason, progress.counts))
+        if cause.deleted and has_finalizer(cause.body, self.persistence.finalizer):
+            logger.debug(RELEASING_MESSAGE)
+
+    def _pruned(self, patch: Patch, response: Mapping[str, Any], logger: Logger) -> bool:
+        """Whether the server dropped our state from the status; if so, use annotations now.
+
+        WARNING: without this, a structural schema that prunes ``status.anyop`` would make
+        every cycle look like a creation and re-run the creation handlers forever.
+        """
+        diffbase = self.persistence.diffbase
+        if not isinstance(diffbase, StatusDiffBaseStorage):
+            return False
+        if not status_was_pruned(patch, response, name=diffbase.name):
+            return False
+        logger.warning(
+            f"The server dropped status.{diffbase.name} (its schema does not keep unknown "
+            f"status fields); anyop keeps its state of {self.resource} in annotations instead."
+        )
+        fallback = anyop_storages()
+        self.persistence = dataclasses.replace(fallback, finalizer=self.persistence.finalizer)
+        return True
+
+    async def _attempt(
+        self,
+        slot: ObjectSlot,
+        cause: ChangingCause,
+        handlers: Sequence[ResourceChangingHandler],
+        progress: Progress,
+        patch: Patch,
+        logger: Logger,
+    ) -> dict[str, Outcome]:
+        """Invoke the handlers that are due now, in the order of the lifecycle."""
+        lifecycle = get_default_lifecycle()
+        due = lifecycle(progress.awakened(handlers, now=_now()), state=progress)
+        outcomes: dict[str, Outcome] = {}
+        for handler in due:
+            state = progress[handler.id]
+            decision = precheck(handler, state, now=_now())
+            if decision is None:
+                happening = await self._invoke(slot, cause, handler, state, patch, logger)
+                decision = decide(handler, state, happening, now=_now())
+            self._log(decision, logger)
+            outcomes[handler.id] = decision.outcome
+        return outcomes
+
+    async def _invoke(
+        self,
+        slot: ObjectSlot,
+        cause: ChangingCause,
+        handler: ResourceChangingHandler,
+        state: HandlerState,
+        patch: Patch,
+        logger: Logger,
+    ) -> Happening:
+        """Call one handler with its kwargs; its errors become a :class:`Failed`."""
+        narrowed = cause.narrowed(handler.field) if handler.field else cause
+        kwargs = self._kwargs(narrowed.kwargs, slot, logger, patch)
+        kwargs.update(retry=state.retries, started=state.started, param=handler.param)
+        kwargs.update(runtime=state.runtime(_now()))
+        try:
+            result = await invoke(handler.fn, kwargs, limiter=self.limiter, body=cause.body)
+        except Exception as error:
+            return Failed(error)
+        return Succeeded(result)
+
+    @staticmethod
+    def _log(decision: Decision, logger: Logger) -> None:
+        logger.log(decision.level, decision.message, exc_info=decision.exc_info)
+
+    async def _write(
+        self, slot: ObjectSlot, body: Mapping[str, Any], patch: Patch, *, delay: float | None
+    ) -> CycleResult:
+        """Apply the cycle's patch; the worker goes on with the freshest body."""
+        response = await self._send(slot, body, patch)
+        return CycleResult(delay=delay, body=response or body)
+
+    async def _send(
+        self, slot: ObjectSlot, body: Mapping[str, Any], patch: Patch
+    ) -> Mapping[str, Any] | None:
+        """Apply a patch; remember its response as the echo to wait for."""
+        response = await apply_patch(self.client, self.resource, body, patch) if patch else None
+        if response is not None:
+            deadline = anyio.current_time() + self.settings.persistence.consistency_timeout
+            slot.extras[ECHO] = Echo(response, deadline)
+        return response

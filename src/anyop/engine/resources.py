@@ -1,0 +1,136 @@
+"""One resource in one scope: a list+watch stream whose events go to per-object workers.
+
+The watcher runs in a cancel scope of its own inside the resource's task group, so stopping first
+stops the stream (nothing new is dispatched) and then gives the running cycles a grace period.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from anyop.engine.objects import ObjectWorkers
+from anyop.engine.reconcile import Observed, Reconciler
+from anyop.handlers.registry import OperatorRegistry
+from anyop.kube.client import KubeClient
+from anyop.kube.resources import Resource
+from anyop.kube.watch import Watcher, WatchEvent
+from anyop.settings import OperatorSettings
+from anyop.storage.defaults import Persistence, anyop_storages, status_storages
+
+__all__ = ["ResourceScope", "persistence_for", "serve_resource"]
+
+logger = logging.getLogger("anyop.engine")
+
+
+def persistence_for(resource: Resource, settings: OperatorSettings) -> Persistence:
+    """Where to keep state on the resource's objects.
+
+    Explicit storages in ``settings.persistence`` win; otherwise everything goes to
+    ``status.anyop`` for resources with the status subresource (one ``/status`` request per
+    simple cycle), and to ``anyop.dev/`` annotations for the others.
+    """
+    default = status_storages() if "status" in resource.subresources else anyop_storages()
+    options = settings.persistence
+    return Persistence(
+        progress=options.progress_storage or default.progress,
+        diffbase=options.diffbase_storage or default.diffbase,
+        finalizer=options.finalizer,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class ResourceScope:
+    """What one resource task serves.
+
+    Attributes:
+        client: The API client.
+        resource: The resource to watch.
+        namespace: One namespace, or ``None`` for the whole cluster.
+        registry: The handlers.
+        settings: The operator's settings.
+        new_memo: Makes the memo of a newly seen object.
+        limiter: Bounds the sync handlers' threads.
+    """
+
+    client: KubeClient
+    resource: Resource
+    namespace: str | None
+    registry: OperatorRegistry
+    settings: OperatorSettings
+    new_memo: Callable[[], Any] = dict
+    limiter: anyio.CapacityLimiter | None = None
+
+    def reconciler(self) -> Reconciler:
+        """The handling cycle for this resource's objects."""
+        persistence = persistence_for(self.resource, self.settings)
+        return Reconciler(
+            self.client, self.resource, self.registry, self.settings, persistence, self.limiter
+        )
+
+    def watcher(self) -> Watcher:
+        """The list+watch stream, filtered by the handlers' common label selector."""
+        selector = self.registry.label_selector(self.resource)
+        return Watcher(
+            self.client,
+            self.resource,
+            namespace=self.namespace,
+            label_selector=str(selector) if selector else None,
+            settings=self.settings,
+        )
+
+
+async def serve_resource(
+    scope: ResourceScope,
+    stopping: anyio.Event,
+    *,
+    task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Watch one resource and handle its objects until ``stopping`` is set.
+
+    Args:
+        scope: What to serve.
+        stopping: Once set: stop the watch, let running cycles finish within
+            ``queueing.exit_timeout``, cancel what is left, and return.
+        task_status: Reported ``started`` after the initial listing has been dispatched.
+    """
+    queueing = scope.settings.queueing
+    async with anyio.create_task_group() as workers_group:
+        workers = ObjectWorkers(
+            scope.reconciler(),
+            workers_group,
+            limiter=_worker_limiter(queueing.worker_limit),
+            idle_timeout=queueing.idle_timeout,
+            new_memo=scope.new_memo,
+        )
+        await _watch_until(scope, workers, stopping, task_status)
+        workers.close()
+        workers_group.cancel_scope.deadline = anyio.current_time() + queueing.exit_timeout
+
+
+async def _watch_until(
+    scope: ResourceScope,
+    workers: ObjectWorkers,
+    stopping: anyio.Event,
+    task_status: anyio.abc.TaskStatus[None],
+) -> None:
+    """Run the watch-stream until ``stopping`` is set."""
+
+    async def handle(event: WatchEvent) -> None:
+        workers.dispatch(Observed(event.object, type=event.type, listed=event.listed))
+
+    async with anyio.create_task_group() as watch_group:
+        await watch_group.start(scope.watcher().run, handle)
+        logger.debug("Watching %s in %s.", scope.resource, scope.namespace or "the cluster")
+        task_status.started()
+        await stopping.wait()
+        watch_group.cancel_scope.cancel()
+
+
+def _worker_limiter(limit: int | None) -> anyio.CapacityLimiter | None:
+    return anyio.CapacityLimiter(limit) if limit else None

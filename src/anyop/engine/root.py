@@ -1,0 +1,152 @@
+"""The operator's root: log in, discover, and serve every resource in every scope.
+
+:func:`serve` runs inside the caller's task group tree (it installs no signal handlers) and
+returns when its stop event is set or when it is cancelled.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import logging
+from collections.abc import Callable, Collection, Iterable
+from typing import Any
+
+import anyio
+
+from anyop.engine.resources import ResourceScope, serve_resource
+from anyop.errors import ConfigError
+from anyop.handlers.bodies import Memo
+from anyop.handlers.registry import OperatorRegistry, get_default_registry
+from anyop.handlers.selectors import resolve, unresolved_message
+from anyop.kube.auth import Vault, login_with_kubeconfig, login_with_service_account
+from anyop.kube.client import KubeClient, open_client
+from anyop.kube.discovery import discover
+from anyop.kube.resources import Resource
+from anyop.settings import OperatorSettings
+
+__all__ = ["login", "serve"]
+
+logger = logging.getLogger("anyop.engine")
+
+
+async def serve(
+    *,
+    registry: OperatorRegistry | None = None,
+    settings: OperatorSettings | None = None,
+    namespaces: Collection[str] = (),
+    clusterwide: bool = False,
+    memo: Any = None,
+    stop_event: anyio.Event | None = None,
+    ready_event: anyio.Event | None = None,
+    vault: Vault | None = None,
+) -> None:
+    """Run the operator until ``stop_event`` is set or the caller cancels it.
+
+    Args:
+        registry: The handlers; the default registry if ``None``.
+        settings: The operator's settings; the defaults if ``None``.
+        namespaces: The namespaces to serve (exact names).
+        clusterwide: Serve the whole cluster instead.
+        memo: The operator's memo; every object gets a shallow copy of it.
+        stop_event: Set it to stop the operator gracefully.
+        ready_event: Set once every resource's initial listing has been dispatched.
+        vault: Credentials; by default filled from the kubeconfig or the service account.
+
+    Raises:
+        ConfigError: Neither namespaces nor ``clusterwide`` is given, or no login works.
+
+    Guarantees:
+        On stop, the watches stop first; running cycles get ``queueing.exit_timeout`` seconds,
+        then they are cancelled.
+    """
+    if not clusterwide and not namespaces:
+        raise ConfigError("Either namespaces or clusterwide=True must be given to serve().")
+    registry = registry if registry is not None else get_default_registry()
+    settings = settings or OperatorSettings()
+    vault = vault if vault is not None else await login()
+    async with open_client(vault, settings=settings) as client:
+        resources = await served_resources(client, registry)
+        where: list[str | None] = [None] if clusterwide else list(namespaces)
+        template = ResourceScope(
+            client,
+            Resource("", "v1", "-"),
+            None,
+            registry,
+            settings,
+            new_memo=_memo_factory(Memo() if memo is None else memo),
+            limiter=_thread_limiter(settings),
+        )
+        await _serve_scopes(_scopes(template, resources, where), stop_event, ready_event)
+
+
+async def login() -> Vault:
+    """A vault with the credentials of the kubeconfig, or else of the pod's service account.
+
+    Raises:
+        ConfigError: Neither is available.
+    """
+    vault = Vault()
+    for key, login_fn in (
+        ("kubeconfig", login_with_kubeconfig),
+        ("service-account", login_with_service_account),
+    ):
+        info = await login_fn()
+        if info is not None:
+            await vault.populate({key: info})
+            return vault
+    raise ConfigError("No credentials: neither a kubeconfig nor a service account was found.")
+
+
+async def served_resources(client: KubeClient, registry: OperatorRegistry) -> list[Resource]:
+    """Discover the cluster's resources and pick those the handlers select."""
+    resolution = resolve(registry.watched_selectors(), await discover(client))
+    if message := unresolved_message(resolution):
+        logger.warning(message)
+    return sorted(resolution.resources, key=str)
+
+
+def _scopes(
+    template: ResourceScope, resources: Iterable[Resource], namespaces: list[str | None]
+) -> list[ResourceScope]:
+    """One scope per namespaced resource and namespace; one per cluster-scoped resource."""
+    return [
+        dataclasses.replace(template, resource=resource, namespace=namespace)
+        for resource in resources
+        for namespace in (namespaces if resource.namespaced else [None])
+    ]
+
+
+async def _serve_scopes(
+    scopes: list[ResourceScope],
+    stop_event: anyio.Event | None,
+    ready_event: anyio.Event | None,
+) -> None:
+    """Start every resource task, report readiness, and wait for the stop event."""
+    stopping = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        for scope in scopes:
+            await tg.start(serve_resource, scope, stopping)
+        if ready_event is not None:
+            ready_event.set()
+        logger.debug("The operator is ready: %d resource scopes.", len(scopes))
+        if stop_event is None:
+            await anyio.sleep_forever()
+        else:
+            await stop_event.wait()
+        logger.info("Stop is requested. Stopping the watches and the workers.")
+        stopping.set()
+
+
+def _memo_factory(memo: Any) -> Callable[[], Any]:
+    """Each object gets a shallow copy of the operator's memo."""
+
+    def new() -> Any:
+        return copy.copy(memo)
+
+    return new
+
+
+def _thread_limiter(settings: OperatorSettings) -> anyio.CapacityLimiter | None:
+    limit = settings.execution.max_workers
+    return anyio.CapacityLimiter(limit) if limit else None
