@@ -27,7 +27,17 @@ def say(text: str) -> None:
 
 
 def operator_command() -> list[str]:
-    return [sys.executable, str(ROOT / "examples" / "00-bare" / "bare.py"), NAMESPACE]
+    example = ROOT / "examples" / "01-minimal" / "example.py"
+    return [
+        sys.executable,
+        "-m",
+        "anyop",
+        "run",
+        str(example),
+        "--namespace",
+        NAMESPACE,
+        "--verbose",
+    ]
 
 
 def wait_for(plane: LocalControlPlane, what: str, check: str, timeout: float = 60) -> str:
@@ -58,7 +68,7 @@ def main() -> None:
         wait_for_crd(plane, "kopfexamples.kopf.dev")
         kubectl(plane, "create", "namespace", NAMESPACE)
 
-        say(f"Running the operator: {' '.join(operator_command()[1:])}")
+        say(f"Running the operator: anyop {' '.join(operator_command()[3:])}")
         env = {**os.environ, "KUBECONFIG": str(plane.kubeconfig), "PYTHONUNBUFFERED": "1"}
         operator = subprocess.Popen(operator_command(), env=env)
         try:
@@ -70,9 +80,10 @@ def main() -> None:
                 "spec": {"duration": "1m", "field": "value", "items": ["item1", "item2"]},
             }
             kubectl(plane, "apply", "-n", NAMESPACE, "-f", "-", stdin=json.dumps(manifest))
-            body = json.loads(wait_for(plane, "handling the object", '"status"'))
+            body = json.loads(wait_for(plane, "handling the object", '"create_fn"'))
             say("What the operator did: the object's status")
             print(json.dumps(body["status"], indent=2))
+            print("status.create_fn.message =", body["status"]["create_fn"]["message"])
 
             say("Deleting kopf-example-1")
             kubectl(

@@ -5,6 +5,8 @@
 
 from anyop import on
 from anyop._version import __version__
+from anyop.engine.root import serve
+from anyop.engine.running import operator, run
 from anyop.errors import (
     AdmissionError,
     HandlerRetriesError,
@@ -36,6 +38,7 @@ from anyop.kube.auth import login_with_kubeconfig, login_with_service_account
 from anyop.kube.connection import ConnectionInfo
 from anyop.kube.patches import Patch, PatchFn
 from anyop.kube.resources import Resource
+from anyop.logs import Logger, configure
 from anyop.on import daemon, index, register, subhandler, timer
 from anyop.settings import OperatorSettings
 from anyop.storage.defaults import kopf_compatible_storages, status_storages
@@ -71,6 +74,7 @@ __all__ = [
     "HandlerRetriesError",
     "HandlerTimeoutError",
     "Labels",
+    "Logger",
     "LoginError",
     "Memo",
     "Meta",
@@ -97,6 +101,7 @@ __all__ = [
     "__version__",
     "all_",
     "any_",
+    "configure",
     "daemon",
     "get_default_lifecycle",
     "get_default_registry",
@@ -108,7 +113,10 @@ __all__ = [
     "none_",
     "not_",
     "on",
+    "operator",
     "register",
+    "run",
+    "serve",
     "set_default_lifecycle",
     "set_default_registry",
     "status_storages",

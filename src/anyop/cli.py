@@ -43,6 +43,67 @@ def version() -> None:
     typer.echo(f"anyop {__version__}")
 
 
+@app.command(context_settings={"auto_envvar_prefix": "ANYOP"})
+def run(
+    paths: Annotated[list[Path] | None, typer.Argument(help="Python files with handlers.")] = None,
+    module: Annotated[
+        list[str] | None,
+        typer.Option("-m", "--module", help="A module with handlers."),
+    ] = None,
+    namespace: Annotated[
+        list[str] | None,
+        typer.Option(
+            "-n", "--namespace", envvar="ANYOP_NAMESPACE", help="A namespace (repeatable)."
+        ),
+    ] = None,
+    all_namespaces: Annotated[
+        bool, typer.Option("-A", "--all-namespaces", help="Serve the whole cluster.")
+    ] = False,
+    backend: Annotated[
+        str, typer.Option(envvar="ANYOP_BACKEND", help="asyncio (default) or trio.")
+    ] = "asyncio",
+    standalone: Annotated[bool, typer.Option(help="Run without peering.")] = False,
+    verbose: Annotated[bool, typer.Option("-v", "--verbose")] = False,
+    debug: Annotated[bool, typer.Option("-d", "--debug")] = False,
+    quiet: Annotated[bool, typer.Option("-q", "--quiet")] = False,
+    log_format: Annotated[str, typer.Option(help="plain, full or json.")] = "full",
+    log_refkey: Annotated[str, typer.Option(help="JSON logs: the object's key.")] = "object",
+    log_prefix: Annotated[bool | None, typer.Option("--log-prefix/--no-log-prefix")] = None,
+) -> None:
+    """Run an operator: import the handlers, then serve until SIGINT or SIGTERM."""
+    import warnings
+
+    from anyop.engine.running import load_sources
+    from anyop.engine.running import run as run_operator
+    from anyop.logs import configure
+
+    if namespace and all_namespaces:
+        raise typer.BadParameter("Either --namespace or --all-namespaces, not both.")
+    if backend not in ("asyncio", "trio"):
+        raise typer.BadParameter(f"Unknown backend {backend!r}: use asyncio or trio.")
+    configure(
+        debug=debug,
+        verbose=verbose,
+        quiet=quiet,
+        log_format=log_format,
+        log_refkey=log_refkey,
+        log_prefix=log_prefix,
+    )
+    if not namespace and not all_namespaces:
+        warnings.warn(
+            "Neither --namespace nor --all-namespaces is given: serving the whole "
+            "cluster. Pass -A to silence this.",
+            FutureWarning,
+            stacklevel=1,
+        )
+        all_namespaces = True
+    try:
+        load_sources(paths or [], module or [])
+        run_operator(backend=backend, namespaces=namespace or [], clusterwide=all_namespaces)
+    except AnyopError as e:
+        raise _fail(e) from e
+
+
 @controlplane_app.command("build")
 def controlplane_build() -> None:
     """Find or build the kube-apiserver, kubectl and etcd binaries; print their paths."""

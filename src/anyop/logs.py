@@ -17,6 +17,7 @@ from typing import Any
 
 __all__ = [
     "LogFormat",
+    "Logger",
     "ObjectLogger",
     "ObjectPrefixingFormatter",
     "configure",
@@ -160,3 +161,7 @@ def configure(
     noisy = logging.DEBUG if debug else logging.WARNING
     for name in ("httpx", "httpcore", "hpack", "hypercorn", "asyncio", "trio"):
         logging.getLogger(name).setLevel(noisy)
+
+
+Logger = logging.Logger | logging.LoggerAdapter[logging.Logger]
+"""The type of the ``logger`` kwarg (Kopf's ``kopf.Logger``)."""

@@ -1,0 +1,138 @@
+"""Entry points around :func:`~anyop.engine.root.serve`: Kopf's ``operator()`` and ``run()``.
+
+``serve()`` is the structured-concurrency core. ``operator()`` accepts Kopf's keyword names and
+flags (threading, asyncio or AnyIO events, or futures). ``run()`` blocks, owns the event loop of
+the chosen backend, and turns SIGINT/SIGTERM into a graceful stop (a second signal stops at once).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.util
+import inspect
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Collection, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from anyop.engine.root import serve
+from anyop.errors import ConfigError
+
+__all__ = ["load_sources", "operator", "run"]
+
+logger = logging.getLogger("anyop.engine")
+
+
+def load_sources(paths: Sequence[str | Path] = (), modules: Sequence[str] = ()) -> None:
+    """Import the operator's code: files by path, modules by name (``anyop run app.py -m pkg``).
+
+    Raises:
+        ConfigError: A file does not exist or a module cannot be imported (named in the message).
+    """
+    for path in map(Path, paths):
+        if not path.is_file():
+            raise ConfigError(f"The operator file does not exist: {path}")
+        name = path.stem if path.stem.isidentifier() else "anyop_operator"
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise ConfigError(f"Cannot import the operator file: {path}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        sys.path.insert(0, str(path.parent.resolve()))
+        spec.loader.exec_module(module)
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError as e:
+            raise ConfigError(f"Cannot import the operator module {name!r}: {e}") from e
+
+
+async def _wait_flag(flag: Any) -> None:
+    """Wait until a Kopf-style flag is set: an AnyIO/asyncio/threading event or a future."""
+    if isinstance(flag, threading.Event):
+        while not flag.is_set():  # noqa: ASYNC110
+            await anyio.sleep(0.1)  # a thread's event offers nothing to await
+    elif inspect.isawaitable(flag):
+        await flag
+    else:
+        await flag.wait()
+
+
+def _set_flag(flag: Any) -> None:
+    if hasattr(flag, "set_result"):
+        if not flag.done():
+            flag.set_result(None)
+    else:
+        flag.set()
+
+
+async def operator(
+    *,
+    registry: Any = None,
+    settings: Any = None,
+    namespaces: Collection[str] = (),
+    namespace: str | None = None,
+    clusterwide: bool = False,
+    memo: Any = None,
+    stop_flag: Any = None,
+    ready_flag: Any = None,
+    vault: Any = None,
+    **_ignored: Any,
+) -> None:
+    """Run the operator until ``stop_flag`` is set or the caller cancels it (Kopf's signature).
+
+    Kopf's options that anyop does not act on yet (``standalone``, ``priority``, ``peering_name``,
+    ``liveness_endpoint``...) are accepted and ignored.
+    """
+    stop_event, ready_event = anyio.Event(), anyio.Event()
+    names = [*namespaces, *([namespace] if namespace else [])]
+    async with anyio.create_task_group() as tg:
+        if stop_flag is not None:
+            tg.start_soon(_relay, functools.partial(_wait_flag, stop_flag), stop_event.set)
+        if ready_flag is not None:
+            tg.start_soon(_relay, ready_event.wait, functools.partial(_set_flag, ready_flag))
+        await serve(
+            registry=registry, settings=settings, namespaces=names, clusterwide=clusterwide,
+            memo=memo, stop_event=stop_event, ready_event=ready_event, vault=vault,
+        )  # fmt: skip
+        tg.cancel_scope.cancel()
+
+
+async def _relay(wait: Any, then: Any) -> None:
+    await wait()
+    then()
+
+
+async def _serve_until_signalled(kwargs: dict[str, Any]) -> None:
+    stop_flag = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        if threading.current_thread() is threading.main_thread():
+            tg.start_soon(_watch_signals, stop_flag, tg.cancel_scope)
+        await operator(stop_flag=stop_flag, **kwargs)
+        tg.cancel_scope.cancel()
+
+
+async def _watch_signals(stop: anyio.Event, scope: anyio.CancelScope) -> None:
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for signum in signals:
+            if stop.is_set():
+                logger.warning("Signal %s received again: stopping at once.", signum.name)
+                scope.cancel()
+                return
+            logger.info("Signal %s received. Operator is stopping.", signum.name)
+            stop.set()
+
+
+def run(*, backend: str = "asyncio", **kwargs: Any) -> None:
+    """Run the operator in a new event loop of ``backend`` until SIGINT or SIGTERM (or a flag).
+
+    Accepts the keyword arguments of :func:`operator`. Signal handlers are installed only when
+    called from the main thread.
+    """
+    anyio.run(_serve_until_signalled, kwargs, backend=backend)

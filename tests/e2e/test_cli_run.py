@@ -1,0 +1,92 @@
+"""`anyop run` runs an example operator against the real API server, on both backends."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from anyop.testing.controlplane import LocalControlPlane
+from anyop.testing.pytest_plugin import kubectl
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "01-minimal" / "example.py"
+
+
+def wait_for_status(plane: LocalControlPlane, namespace: str, name: str) -> dict[str, object]:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        body = json.loads(kubectl(plane, "get", "-n", namespace, "kex", name, "-o", "json"))
+        if "create_fn" in (body.get("status") or {}):
+            return dict(body["status"])
+        time.sleep(0.2)
+    raise AssertionError(f"{name} was not handled within 60 s")
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_the_minimal_example_handles_an_object_and_exits_0_on_sigterm(
+    anyop_controlplane: LocalControlPlane,
+    anyop_namespace: str,
+    kopfexample_crd: str,
+    backend: str,
+) -> None:
+    env = {**os.environ, "KUBECONFIG": str(anyop_controlplane.kubeconfig)}
+    cmd = [
+        sys.executable,
+        "-m",
+        "anyop",
+        "run",
+        str(EXAMPLE),
+        "-n",
+        anyop_namespace,
+        "--backend",
+        backend,
+        "--log-format",
+        "plain",
+    ]
+    operator = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        manifest = {
+            "apiVersion": "kopf.dev/v1",
+            "kind": "KopfExample",
+            "metadata": {"name": "kex-1"},
+            "spec": {"field": "value"},
+        }
+        kubectl(
+            anyop_controlplane,
+            "apply",
+            "-n",
+            anyop_namespace,
+            "-f",
+            "-",
+            stdin=json.dumps(manifest),
+        )
+        status = wait_for_status(anyop_controlplane, anyop_namespace, "kex-1")
+        assert status["create_fn"] == {"message": "hello world"}
+    finally:
+        operator.send_signal(signal.SIGTERM)
+        output, _ = operator.communicate(timeout=30)
+    assert operator.returncode == 0, output
+    assert f"[{anyop_namespace}/kex-1] Handler 'create_fn' succeeded." in output
+    assert f"[{anyop_namespace}/kex-1] Creation is processed: 1 succeeded; 0 failed." in output
+
+
+def test_namespace_and_all_namespaces_together_are_a_usage_error() -> None:
+    cmd = [sys.executable, "-m", "anyop", "run", str(EXAMPLE), "-n", "x", "-A"]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert "not both" in result.stderr
+
+
+def test_a_missing_operator_file_is_a_clear_error(tmp_path: Path) -> None:
+    cmd = [sys.executable, "-m", "anyop", "run", str(tmp_path / "nope.py"), "-A"]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert "The operator file does not exist" in result.stderr
