@@ -90,3 +90,87 @@ def test_a_missing_operator_file_is_a_clear_error(tmp_path: Path) -> None:
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert result.returncode == 1
     assert "The operator file does not exist" in result.stderr
+
+
+ACTIVITIES = """
+import anyop
+
+@anyop.on.startup()
+def startup_fn(retry, settings, logger, **_):
+    if retry < 2:
+        raise anyop.TemporaryError("not yet", delay=0.1)
+    logger.info("STARTUP DONE")
+
+@anyop.on.cleanup()
+async def cleanup_fn(logger, **_):
+    logger.info("CLEANUP DONE")
+
+@anyop.on.create("kopfexamples")
+def create_fn(logger, **_):
+    logger.info("CREATE RAN")
+"""
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_startup_runs_before_handlers_and_cleanup_runs_once_at_exit(
+    anyop_controlplane: LocalControlPlane,
+    anyop_namespace: str,
+    kopfexample_crd: str,
+    backend: str,
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "activities_operator.py"
+    source.write_text(ACTIVITIES)
+    kubectl(
+        anyop_controlplane,
+        "apply",
+        "-n",
+        anyop_namespace,
+        "-f",
+        "-",
+        stdin=json.dumps(
+            {
+                "apiVersion": "kopf.dev/v1",
+                "kind": "KopfExample",
+                "metadata": {"name": "kex-a"},
+                "spec": {},
+            }
+        ),
+    )
+    env = {**os.environ, "KUBECONFIG": str(anyop_controlplane.kubeconfig)}
+    cmd = [
+        sys.executable,
+        "-m",
+        "anyop",
+        "run",
+        str(source),
+        "-n",
+        anyop_namespace,
+        "--backend",
+        backend,
+        "--log-format",
+        "plain",
+    ]
+    operator = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            body = json.loads(
+                kubectl(
+                    anyop_controlplane, "get", "-n", anyop_namespace, "kex", "kex-a", "-o", "json"
+                )
+            )
+            if (body.get("status") or {}).get("anyop"):
+                break
+            time.sleep(0.2)
+    finally:
+        operator.send_signal(signal.SIGTERM)
+        output, _ = operator.communicate(timeout=60)
+    assert operator.returncode == 0, output
+    lines = output.splitlines()
+    assert lines.count("Activity 'startup_fn' failed temporarily: not yet") == 2
+    assert lines.index("STARTUP DONE") < lines.index(f"[{anyop_namespace}/kex-a] CREATE RAN")
+    assert lines.count("CLEANUP DONE") == 1
+    assert lines.index("CLEANUP DONE") > lines.index(f"[{anyop_namespace}/kex-a] CREATE RAN")

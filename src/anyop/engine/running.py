@@ -21,12 +21,20 @@ from typing import Any
 
 import anyio
 
+from anyop.engine.activities import run_activity
 from anyop.engine.root import serve
 from anyop.errors import ConfigError
+from anyop.handlers.bodies import Memo
+from anyop.handlers.causes import Activity
+from anyop.handlers.registry import get_default_registry
+from anyop.settings import OperatorSettings
 
 __all__ = ["load_sources", "operator", "run"]
 
 logger = logging.getLogger("anyop.engine")
+
+CLEANUP_TIMEOUT = 30.0
+"""Seconds the cleanup handlers may take at exit."""
 
 
 def load_sources(paths: Sequence[str | Path] = (), modules: Sequence[str] = ()) -> None:
@@ -87,20 +95,37 @@ async def operator(
 ) -> None:
     """Run the operator until ``stop_flag`` is set or the caller cancels it (Kopf's signature).
 
-    Kopf's options that anyop does not act on yet (``standalone``, ``priority``, ``peering_name``,
-    ``liveness_endpoint``...) are accepted and ignored.
+    Startup handlers run first (a final failure raises :class:`ActivityError` and nothing is
+    served); cleanup handlers run once at the end, shielded, for at most ``CLEANUP_TIMEOUT``
+    seconds. Kopf's options that anyop does not act on yet (``standalone``, ``priority``,
+    ``peering_name``, ``liveness_endpoint``...) are accepted and ignored.
     """
     stop_event, ready_event = anyio.Event(), anyio.Event()
     names = [*namespaces, *([namespace] if namespace else [])]
+    registry = registry if registry is not None else get_default_registry()
+    settings = settings if settings is not None else OperatorSettings()
+    memo = memo if memo is not None else Memo()
+    await run_activity(registry, Activity.STARTUP, settings=settings, memo=memo)
+    try:
+        await _serve_with_flags(
+            stop_flag, ready_flag, stop_event, ready_event, registry=registry,
+            settings=settings, namespaces=names, clusterwide=clusterwide, memo=memo, vault=vault,
+        )  # fmt: skip
+    finally:
+        with anyio.move_on_after(CLEANUP_TIMEOUT, shield=True):
+            await run_activity(registry, Activity.CLEANUP, settings=settings, memo=memo)
+
+
+async def _serve_with_flags(
+    stop_flag: Any, ready_flag: Any, stop_event: anyio.Event, ready_event: anyio.Event,
+    **kwargs: Any,
+) -> None:  # fmt: skip
     async with anyio.create_task_group() as tg:
         if stop_flag is not None:
             tg.start_soon(_relay, functools.partial(_wait_flag, stop_flag), stop_event.set)
         if ready_flag is not None:
             tg.start_soon(_relay, ready_event.wait, functools.partial(_set_flag, ready_flag))
-        await serve(
-            registry=registry, settings=settings, namespaces=names, clusterwide=clusterwide,
-            memo=memo, stop_event=stop_event, ready_event=ready_event, vault=vault,
-        )  # fmt: skip
+        await serve(stop_event=stop_event, ready_event=ready_event, **kwargs)
         tg.cancel_scope.cancel()
 
 

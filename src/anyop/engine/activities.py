@@ -1,0 +1,105 @@
+"""Operator-level activities: startup and cleanup handlers (and later login and probe ones).
+
+All handlers of an activity run at once; each is retried per its ``errors``, ``retries``,
+``backoff`` and ``timeout`` until it succeeds or fails for good. Their state lives in memory only.
+A final failure of any of them fails the whole activity with :class:`ActivityError`.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+
+from anyop.engine.invocation import invoke
+from anyop.errors import AnyopError
+from anyop.handlers.causes import Activity
+from anyop.handlers.outcomes import Decision, Failed, Succeeded, decide, precheck
+from anyop.handlers.progression import HandlerState
+from anyop.handlers.records import ActivityHandler
+from anyop.handlers.registry import OperatorRegistry
+from anyop.settings import OperatorSettings
+
+__all__ = ["ActivityError", "run_activity"]
+
+
+class ActivityError(AnyopError):
+    """One or more handlers of an activity failed for good.
+
+    Attributes:
+        failures: The final errors by handler id.
+    """
+
+    def __init__(self, message: str, failures: Mapping[str, BaseException]) -> None:
+        super().__init__(message)
+        self.failures = dict(failures)
+
+
+def _now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
+
+
+async def _attempt(
+    handler: ActivityHandler, state: HandlerState, context: Mapping[str, Any]
+) -> Decision:
+    now = _now()
+    if (early := precheck(handler, state, now=now)) is not None:
+        return early
+    kwargs = {
+        **context,
+        "param": handler.param,
+        "retry": state.retries,
+        "started": state.started or now,
+        "runtime": state.runtime(now),
+    }
+    try:
+        result = await invoke(handler.fn, kwargs)
+    except Exception as error:  # a handler's failure is data for the decision
+        return decide(handler, state, Failed(error), now=_now())
+    return decide(handler, state, Succeeded(result), now=_now())
+
+
+async def run_activity(
+    registry: OperatorRegistry,
+    activity: Activity,
+    *,
+    settings: OperatorSettings,
+    memo: Any,
+) -> dict[str, Any]:
+    """Run the activity's handlers until all have succeeded or one has failed for good.
+
+    Returns:
+        The handlers' results by handler id.
+
+    Raises:
+        ActivityError: A handler failed permanently, or ran out of retries or time.
+    """
+    logger = logging.getLogger(f"anyop.activities.{activity.value}")
+    context = {"logger": logger, "memo": memo, "settings": settings, "activity": activity}
+    pending = {h.id: h for h in registry.activities.select(activity)}
+    states = {hid: HandlerState.from_scratch(now=_now(), purpose=activity.value) for hid in pending}
+    results: dict[str, Any] = {}
+    failures: dict[str, BaseException] = {}
+    while pending:
+        delays: list[float] = []
+        for handler_id, handler in list(pending.items()):
+            decision = await _attempt(handler, states[handler_id], context)
+            logger.log(decision.level, decision.message, exc_info=decision.exc_info)
+            states[handler_id] = decision.state
+            if not decision.outcome.final:
+                delays.append(decision.outcome.delay or 0)
+                continue
+            del pending[handler_id]
+            if decision.outcome.exception is not None:
+                failures[handler_id] = decision.outcome.exception
+            else:
+                results[handler_id] = decision.outcome.result
+        if failures:
+            names = ", ".join(sorted(failures))
+            raise ActivityError(f"The {activity.value} activity failed: {names}.", failures)
+        if pending:
+            await anyio.sleep(min(delays))
+    return results
