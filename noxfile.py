@@ -16,7 +16,7 @@ nox.options.reuse_existing_virtualenvs = True
 def lint(session: nox.Session) -> None:
     """ruff (lint and format check) and the import-linter layer contracts."""
     session.install("-e", ".[dev]")
-    session.run("ruff", "check", "src", "tests")
+    session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", "src", "tests")
     session.run("lint-imports", "--no-cache")
 
