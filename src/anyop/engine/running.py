@@ -27,7 +27,7 @@ from anyop.errors import ConfigError
 from anyop.handlers.bodies import Memo
 from anyop.handlers.causes import Activity
 from anyop.handlers.registry import get_default_registry
-from anyop.settings import OperatorSettings
+from anyop.settings import settings_from_environ
 
 __all__ = ["load_sources", "operator", "run"]
 
@@ -103,7 +103,7 @@ async def operator(
     stop_event, ready_event = anyio.Event(), anyio.Event()
     names = [*namespaces, *([namespace] if namespace else [])]
     registry = registry if registry is not None else get_default_registry()
-    settings = settings if settings is not None else OperatorSettings()
+    settings = settings if settings is not None else settings_from_environ()
     memo = memo if memo is not None else Memo()
     await run_activity(registry, Activity.STARTUP, settings=settings, memo=memo)
     try:

@@ -79,3 +79,17 @@ async def test_an_activity_without_handlers_does_nothing() -> None:
     assert (
         await run_activity(registry, Activity.STARTUP, settings=OperatorSettings(), memo=None) == {}
     )
+
+
+async def test_operator_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from anyop.engine import running
+
+    seen: list[OperatorSettings] = []
+
+    async def fake_serve(**kwargs: Any) -> None:
+        seen.append(kwargs["settings"])
+
+    monkeypatch.setattr(running, "serve", fake_serve)
+    monkeypatch.setenv("ANYOP_WATCHING__INACTIVITY_TIMEOUT", "12.5")
+    await running.operator(registry=OperatorRegistry(), namespaces=["x"])
+    assert seen[0].watching.inactivity_timeout == 12.5
