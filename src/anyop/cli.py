@@ -43,6 +43,22 @@ def version() -> None:
     typer.echo(f"anyop {__version__}")
 
 
+def _scope(namespaces: list[str], all_namespaces: bool, backend: str) -> bool:
+    """Check the scope and backend options; return whether to serve the whole cluster."""
+    import warnings
+
+    if namespaces and all_namespaces:
+        raise typer.BadParameter("Either --namespace or --all-namespaces, not both.")
+    if backend not in ("asyncio", "trio"):
+        raise typer.BadParameter(f"Unknown backend {backend!r}: use asyncio or trio.")
+    if not namespaces and not all_namespaces:
+        warnings.warn(
+            "Neither --namespace nor --all-namespaces is given: serving the whole cluster. "
+            "Pass -A to silence this.", FutureWarning, stacklevel=1,
+        )  # fmt: skip
+    return not namespaces
+
+
 @app.command(context_settings={"auto_envvar_prefix": "ANYOP"})
 def run(
     paths: Annotated[list[Path] | None, typer.Argument(help="Python files with handlers.")] = None,
@@ -71,35 +87,18 @@ def run(
     log_prefix: Annotated[bool | None, typer.Option("--log-prefix/--no-log-prefix")] = None,
 ) -> None:
     """Run an operator: import the handlers, then serve until SIGINT or SIGTERM."""
-    import warnings
-
     from anyop.engine.running import load_sources
     from anyop.engine.running import run as run_operator
     from anyop.logs import configure
 
-    if namespace and all_namespaces:
-        raise typer.BadParameter("Either --namespace or --all-namespaces, not both.")
-    if backend not in ("asyncio", "trio"):
-        raise typer.BadParameter(f"Unknown backend {backend!r}: use asyncio or trio.")
+    clusterwide = _scope(namespace or [], all_namespaces, backend)
     configure(
-        debug=debug,
-        verbose=verbose,
-        quiet=quiet,
-        log_format=log_format,
-        log_refkey=log_refkey,
-        log_prefix=log_prefix,
-    )
-    if not namespace and not all_namespaces:
-        warnings.warn(
-            "Neither --namespace nor --all-namespaces is given: serving the whole "
-            "cluster. Pass -A to silence this.",
-            FutureWarning,
-            stacklevel=1,
-        )
-        all_namespaces = True
+        debug=debug, verbose=verbose, quiet=quiet, log_format=log_format,
+        log_refkey=log_refkey, log_prefix=log_prefix,
+    )  # fmt: skip
     try:
         load_sources(paths or [], module or [])
-        run_operator(backend=backend, namespaces=namespace or [], clusterwide=all_namespaces)
+        run_operator(backend=backend, namespaces=namespace or [], clusterwide=clusterwide)
     except AnyopError as e:
         raise _fail(e) from e
 
