@@ -33,6 +33,9 @@ __all__ = ["load_sources", "operator", "run"]
 
 logger = logging.getLogger("anyop.engine")
 
+thread_flags = threading.local()
+"""``stop_flag``/``ready_flag`` for :func:`run` in this thread (set by the test runner)."""
+
 CLEANUP_TIMEOUT = 30.0
 """Seconds the cleanup handlers may take at exit."""
 
@@ -136,9 +139,13 @@ async def _relay(wait: Any, then: Any) -> None:
 
 async def _serve_until_signalled(kwargs: dict[str, Any]) -> None:
     stop_flag = anyio.Event()
+    outer_stop = kwargs.pop("stop_flag", None) or getattr(thread_flags, "stop_flag", None)
+    kwargs.setdefault("ready_flag", getattr(thread_flags, "ready_flag", None))
     async with anyio.create_task_group() as tg:
         if threading.current_thread() is threading.main_thread():
             tg.start_soon(_watch_signals, stop_flag, tg.cancel_scope)
+        if outer_stop is not None:
+            tg.start_soon(_relay, functools.partial(_wait_flag, outer_stop), stop_flag.set)
         await operator(stop_flag=stop_flag, **kwargs)
         tg.cancel_scope.cancel()
 
@@ -160,4 +167,20 @@ def run(*, backend: str = "asyncio", **kwargs: Any) -> None:
     Accepts the keyword arguments of :func:`operator`. Signal handlers are installed only when
     called from the main thread.
     """
-    anyio.run(_serve_until_signalled, kwargs, backend=backend)
+    try:
+        anyio.run(_serve_until_signalled, kwargs, backend=backend)
+    except BaseExceptionGroup as group:
+        raise _single(group) from None
+
+
+def _single(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one real error inside nested task-group errors, or the group if there are several."""
+    leaves: list[BaseException] = []
+    pending: list[BaseException] = [group]
+    while pending:
+        error = pending.pop()
+        if isinstance(error, BaseExceptionGroup):
+            pending.extend(error.exceptions)
+        else:
+            leaves.append(error)
+    return leaves[0] if len(leaves) == 1 else group

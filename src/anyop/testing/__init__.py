@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from anyop.testing.controlplane import LocalControlPlane
+    from anyop.testing.runner import KopfRunner, OperatorRunner
 
-__all__ = ["LocalControlPlane"]
+__all__ = ["KopfRunner", "LocalControlPlane", "OperatorRunner"]
 
 
 def __getattr__(name: str) -> Any:
@@ -18,4 +19,8 @@ def __getattr__(name: str) -> Any:
         from anyop.testing.controlplane import LocalControlPlane
 
         return LocalControlPlane
+    if name in ("OperatorRunner", "KopfRunner"):
+        from anyop.testing import runner
+
+        return getattr(runner, name)
     raise AttributeError(f"module 'anyop.testing' has no attribute {name!r}")

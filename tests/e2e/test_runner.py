@@ -1,0 +1,81 @@
+"""OperatorRunner (Kopf's KopfRunner): the CLI in a thread, with output and exit code."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from anyop.errors import AnyopError
+from anyop.testing import KopfRunner, OperatorRunner
+from anyop.testing.controlplane import LocalControlPlane
+from anyop.testing.pytest_plugin import kubectl
+
+EXAMPLE = str(Path(__file__).parents[2] / "examples" / "01-minimal" / "example.py")
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_the_runner_runs_an_operator_and_captures_its_output(
+    anyop_controlplane: LocalControlPlane,
+    anyop_namespace: str,
+    kopfexample_crd: str,
+    anyop_kubeconfig: Path,
+    backend: str,
+) -> None:
+    args = ["run", "-n", anyop_namespace, "--backend", backend, "--log-format", "plain", EXAMPLE]
+    with OperatorRunner(args, timeout=60) as runner:
+        kubectl(
+            anyop_controlplane,
+            "apply",
+            "-n",
+            anyop_namespace,
+            "-f",
+            "-",
+            stdin=json.dumps(
+                {
+                    "apiVersion": "kopf.dev/v1",
+                    "kind": "KopfExample",
+                    "metadata": {"name": "kex-r"},
+                    "spec": {},
+                }
+            ),
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            body = json.loads(
+                kubectl(
+                    anyop_controlplane, "get", "-n", anyop_namespace, "kex", "kex-r", "-o", "json"
+                )
+            )
+            if "create_fn" in (body.get("status") or {}):
+                break
+            time.sleep(0.2)
+    assert runner.exit_code == 0
+    assert runner.exception is None
+    assert f"[{anyop_namespace}/kex-r] Handler 'create_fn' succeeded." in runner.output
+
+
+def test_kopf_runner_is_the_same_class() -> None:
+    assert KopfRunner is OperatorRunner
+
+
+def test_a_failing_operator_is_reraised(tmp_path: Path, anyop_kubeconfig: Path) -> None:
+    source = tmp_path / "failing.py"
+    source.write_text(
+        "import anyop\n"
+        "@anyop.on.startup()\n"
+        "def boom(**_):\n"
+        "    raise anyop.PermanentError('cannot start')\n"
+    )
+    runner = OperatorRunner(["run", "-A", str(source)], timeout=60)
+    with runner:
+        pass
+    assert runner.exit_code == 1
+    assert "The startup activity failed: boom." in runner.output
+
+
+def test_the_runner_reraises_unexpected_exceptions(anyop_kubeconfig: Path) -> None:
+    with pytest.raises(AnyopError), OperatorRunner(["run", "-A", "/nonexistent.py"], timeout=60):
+        raise AnyopError("from the block")  # the block's own error wins over the operator's
