@@ -34,6 +34,16 @@ from anyop.handlers.lifecycles import get_default_lifecycle, set_default_lifecyc
 from anyop.handlers.outcomes import ErrorsMode
 from anyop.handlers.registry import OperatorRegistry, get_default_registry, set_default_registry
 from anyop.handlers.selectors import EVERYTHING
+from anyop.hierarchies import (
+    adjust_namespace,
+    adopt,
+    append_owner_reference,
+    build_object_reference,
+    build_owner_reference,
+    harmonize_naming,
+    label,
+    remove_owner_reference,
+)
 from anyop.kube.auth import login_with_kubeconfig, login_with_service_account
 from anyop.kube.connection import ConnectionInfo
 from anyop.kube.patches import Patch, PatchFn
@@ -99,14 +109,21 @@ __all__ = [
     "StatusProgressStorage",
     "TemporaryError",
     "__version__",
+    "adjust_namespace",
+    "adopt",
     "all_",
     "any_",
+    "append_owner_reference",
+    "build_object_reference",
+    "build_owner_reference",
     "configure",
     "daemon",
     "get_default_lifecycle",
     "get_default_registry",
+    "harmonize_naming",
     "index",
     "kopf_compatible_storages",
+    "label",
     "lifecycles",
     "login_with_kubeconfig",
     "login_with_service_account",
@@ -115,6 +132,7 @@ __all__ = [
     "on",
     "operator",
     "register",
+    "remove_owner_reference",
     "run",
     "serve",
     "set_default_lifecycle",

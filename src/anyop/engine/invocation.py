@@ -7,7 +7,6 @@ copied, so one blocking handler never blocks the event loop or other objects.
 
 from __future__ import annotations
 
-import contextvars
 import functools
 import inspect
 from collections.abc import Callable, Iterator, Mapping
@@ -17,6 +16,8 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from anyop.handlers.context import current_body, current_invocation_kwargs
+
 __all__ = [
     "current_body",
     "current_invocation_kwargs",
@@ -24,16 +25,6 @@ __all__ = [
     "is_async",
     "use_context",
 ]
-
-current_body: contextvars.ContextVar[Mapping[str, Any] | None] = contextvars.ContextVar(
-    "anyop_current_body", default=None
-)
-"""The body of the object whose handler runs now (the default owner in ``anyop.adopt``)."""
-
-current_invocation_kwargs: contextvars.ContextVar[Mapping[str, Any] | None] = (
-    contextvars.ContextVar("anyop_current_kwargs", default=None)
-)
-"""The kwargs of the handler that runs now (what ``anyop.execute`` passes to sub-handlers)."""
 
 
 def is_async(fn: Callable[..., Any]) -> bool:
