@@ -9,11 +9,14 @@ from __future__ import annotations
 import copy
 import dataclasses
 import logging
+import re
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 import anyio
+import anyio.abc
 
+from anyop.engine.namespaces import NamespacePatterns, serve_namespaces
 from anyop.engine.resources import ResourceScope, serve_resource
 from anyop.errors import ConfigError
 from anyop.handlers.bodies import Memo
@@ -34,7 +37,7 @@ async def serve(
     *,
     registry: OperatorRegistry | None = None,
     settings: OperatorSettings | None = None,
-    namespaces: Collection[str] = (),
+    namespaces: Collection[str | re.Pattern[str]] = (),
     clusterwide: bool = False,
     memo: Any = None,
     stop_event: anyio.Event | None = None,
@@ -46,7 +49,7 @@ async def serve(
     Args:
         registry: The handlers; the default registry if ``None``.
         settings: The operator's settings; the defaults if ``None``.
-        namespaces: The namespaces to serve (exact names).
+        namespaces: The namespaces to serve: exact names, globs (see :mod:`.namespaces`), regexps.
         clusterwide: Serve the whole cluster instead.
         memo: The operator's memo; every object gets a shallow copy of it.
         stop_event: Set it to stop the operator gracefully.
@@ -67,7 +70,8 @@ async def serve(
     vault = vault if vault is not None else await login()
     async with open_client(vault, settings=settings) as client:
         resources = await served_resources(client, registry)
-        where: list[str | None] = [None] if clusterwide else list(namespaces)
+        patterns = NamespacePatterns(namespaces)
+        exact = [None] if clusterwide else patterns.exact_names
         template = ResourceScope(
             client,
             Resource("", "v1", "-"),
@@ -77,7 +81,13 @@ async def serve(
             new_memo=_memo_factory(Memo() if memo is None else memo),
             limiter=_thread_limiter(settings),
         )
-        await _serve_scopes(_scopes(template, resources, where), stop_event, ready_event)
+        if exact is not None:
+            scopes = _scopes(template, resources, list(exact))
+            await _serve_scopes(scopes, stop_event, ready_event)
+        else:
+            scopes = _scopes(template, [r for r in resources if not r.namespaced], [])
+            namespaced = [r for r in resources if r.namespaced]
+            await _serve_scopes(scopes, stop_event, ready_event, (template, namespaced, patterns))
 
 
 async def login() -> Vault:
@@ -117,16 +127,22 @@ def _scopes(
     ]
 
 
+_Discovery = tuple[ResourceScope, list[Resource], NamespacePatterns]
+
+
 async def _serve_scopes(
     scopes: list[ResourceScope],
     stop_event: anyio.Event | None,
     ready_event: anyio.Event | None,
+    discovery: _Discovery | None = None,
 ) -> None:
-    """Start every resource task, report readiness, and wait for the stop event."""
+    """Start every resource task (and the namespace discovery), report readiness, wait for stop."""
     stopping = anyio.Event()
     async with anyio.create_task_group() as tg:
         for scope in scopes:
             await tg.start(serve_resource, scope, stopping)
+        if discovery is not None:
+            await tg.start(_discover, discovery, stopping)
         if ready_event is not None:
             ready_event.set()
         logger.debug("The operator is ready: %d resource scopes.", len(scopes))
@@ -136,6 +152,31 @@ async def _serve_scopes(
             await stop_event.wait()
         logger.info("Stop is requested. Stopping the watches and the workers.")
         stopping.set()
+
+
+async def _discover(
+    discovery: _Discovery,
+    stopping: anyio.Event,
+    *,
+    task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve the namespaced resources in every namespace matching the patterns."""
+    template, resources, patterns = discovery
+
+    async def serve_one(namespace: str, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        async with anyio.create_task_group() as tg:
+            for scope in _scopes(template, resources, [namespace]):
+                await tg.start(serve_resource, scope, stopping)
+            task_status.started()
+
+    await serve_namespaces(
+        template.client,
+        patterns,
+        serve_one,
+        stopping,
+        settings=template.settings,
+        task_status=task_status,
+    )
 
 
 def _memo_factory(memo: Any) -> Callable[[], Any]:
