@@ -2,30 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from tests.e2e.kex import apply_kex, wait_for_status
 
 from anyop.testing.controlplane import LocalControlPlane
-from anyop.testing.pytest_plugin import kubectl
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "01-minimal" / "example.py"
-
-
-def wait_for_status(plane: LocalControlPlane, namespace: str, name: str) -> dict[str, object]:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        body = json.loads(kubectl(plane, "get", "-n", namespace, "kex", name, "-o", "json"))
-        if "create_fn" in (body.get("status") or {}):
-            return dict(body["status"])
-        time.sleep(0.2)
-    raise AssertionError(f"{name} was not handled within 60 s")
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
@@ -53,21 +41,7 @@ def test_the_minimal_example_handles_an_object_and_exits_0_on_sigterm(
         cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     try:
-        manifest = {
-            "apiVersion": "kopf.dev/v1",
-            "kind": "KopfExample",
-            "metadata": {"name": "kex-1"},
-            "spec": {"field": "value"},
-        }
-        kubectl(
-            anyop_controlplane,
-            "apply",
-            "-n",
-            anyop_namespace,
-            "-f",
-            "-",
-            stdin=json.dumps(manifest),
-        )
+        apply_kex(anyop_controlplane, anyop_namespace, "kex-1", field="value")
         status = wait_for_status(anyop_controlplane, anyop_namespace, "kex-1")
         assert status["create_fn"] == {"message": "hello world"}
     finally:
@@ -121,22 +95,7 @@ def test_startup_runs_before_handlers_and_cleanup_runs_once_at_exit(
 ) -> None:
     source = tmp_path / "activities_operator.py"
     source.write_text(ACTIVITIES)
-    kubectl(
-        anyop_controlplane,
-        "apply",
-        "-n",
-        anyop_namespace,
-        "-f",
-        "-",
-        stdin=json.dumps(
-            {
-                "apiVersion": "kopf.dev/v1",
-                "kind": "KopfExample",
-                "metadata": {"name": "kex-a"},
-                "spec": {},
-            }
-        ),
-    )
+    apply_kex(anyop_controlplane, anyop_namespace, "kex-a")
     env = {**os.environ, "KUBECONFIG": str(anyop_controlplane.kubeconfig)}
     cmd = [
         sys.executable,
@@ -155,16 +114,7 @@ def test_startup_runs_before_handlers_and_cleanup_runs_once_at_exit(
         cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            body = json.loads(
-                kubectl(
-                    anyop_controlplane, "get", "-n", anyop_namespace, "kex", "kex-a", "-o", "json"
-                )
-            )
-            if (body.get("status") or {}).get("anyop"):
-                break
-            time.sleep(0.2)
+        wait_for_status(anyop_controlplane, anyop_namespace, "kex-a", key="anyop")
     finally:
         operator.send_signal(signal.SIGTERM)
         output, _ = operator.communicate(timeout=60)

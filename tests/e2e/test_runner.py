@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import json
-import time
 from pathlib import Path
 
 import pytest
+from tests.e2e.kex import apply_kex, wait_for_status
 
 from anyop.errors import AnyopError
 from anyop.testing import KopfRunner, OperatorRunner
 from anyop.testing.controlplane import LocalControlPlane
-from anyop.testing.pytest_plugin import kubectl
 
 EXAMPLE = str(Path(__file__).parents[2] / "examples" / "01-minimal" / "example.py")
 
@@ -26,32 +24,8 @@ def test_the_runner_runs_an_operator_and_captures_its_output(
 ) -> None:
     args = ["run", "-n", anyop_namespace, "--backend", backend, "--log-format", "plain", EXAMPLE]
     with OperatorRunner(args, timeout=60) as runner:
-        kubectl(
-            anyop_controlplane,
-            "apply",
-            "-n",
-            anyop_namespace,
-            "-f",
-            "-",
-            stdin=json.dumps(
-                {
-                    "apiVersion": "kopf.dev/v1",
-                    "kind": "KopfExample",
-                    "metadata": {"name": "kex-r"},
-                    "spec": {},
-                }
-            ),
-        )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            body = json.loads(
-                kubectl(
-                    anyop_controlplane, "get", "-n", anyop_namespace, "kex", "kex-r", "-o", "json"
-                )
-            )
-            if "create_fn" in (body.get("status") or {}):
-                break
-            time.sleep(0.2)
+        apply_kex(anyop_controlplane, anyop_namespace, "kex-r")
+        wait_for_status(anyop_controlplane, anyop_namespace, "kex-r")
     assert runner.exit_code == 0
     assert runner.exception is None
     assert f"[{anyop_namespace}/kex-r] Handler 'create_fn' succeeded." in runner.output
