@@ -16,6 +16,18 @@ from anyop.testing.controlplane import LocalControlPlane
 EXAMPLE = Path(__file__).parents[2] / "examples" / "01-minimal" / "example.py"
 
 
+def start_operator(
+    plane: LocalControlPlane, source: str, namespace: str, backend: str
+) -> subprocess.Popen[str]:
+    """`anyop run SOURCE -n NAMESPACE` in a child process, its output captured as plain text."""
+    env = {**os.environ, "KUBECONFIG": str(plane.kubeconfig)}
+    cmd = [sys.executable, "-m", "anyop", "run", source, "-n", namespace, "--backend", backend,
+           "--log-format", "plain"]  # fmt: skip
+    return subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+
+
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_the_minimal_example_handles_an_object_and_exits_0_on_sigterm(
     anyop_controlplane: LocalControlPlane,
@@ -23,23 +35,7 @@ def test_the_minimal_example_handles_an_object_and_exits_0_on_sigterm(
     kopfexample_crd: str,
     backend: str,
 ) -> None:
-    env = {**os.environ, "KUBECONFIG": str(anyop_controlplane.kubeconfig)}
-    cmd = [
-        sys.executable,
-        "-m",
-        "anyop",
-        "run",
-        str(EXAMPLE),
-        "-n",
-        anyop_namespace,
-        "--backend",
-        backend,
-        "--log-format",
-        "plain",
-    ]
-    operator = subprocess.Popen(
-        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
+    operator = start_operator(anyop_controlplane, str(EXAMPLE), anyop_namespace, backend)
     try:
         apply_kex(anyop_controlplane, anyop_namespace, "kex-1", field="value")
         status = wait_for_status(anyop_controlplane, anyop_namespace, "kex-1")
@@ -96,23 +92,7 @@ def test_startup_runs_before_handlers_and_cleanup_runs_once_at_exit(
     source = tmp_path / "activities_operator.py"
     source.write_text(ACTIVITIES)
     apply_kex(anyop_controlplane, anyop_namespace, "kex-a")
-    env = {**os.environ, "KUBECONFIG": str(anyop_controlplane.kubeconfig)}
-    cmd = [
-        sys.executable,
-        "-m",
-        "anyop",
-        "run",
-        str(source),
-        "-n",
-        anyop_namespace,
-        "--backend",
-        backend,
-        "--log-format",
-        "plain",
-    ]
-    operator = subprocess.Popen(
-        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
+    operator = start_operator(anyop_controlplane, str(source), anyop_namespace, backend)
     try:
         wait_for_status(anyop_controlplane, anyop_namespace, "kex-a", key="anyop")
     finally:
