@@ -9,7 +9,6 @@ object's :class:`ObjectSlot`, which is dropped when the object is gone.
 from __future__ import annotations
 
 import enum
-import math
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -155,7 +154,7 @@ class ObjectWorkers:
     async def _next_body(self, slot: ObjectSlot, delay: float | None) -> Mapping[str, Any] | None:
         """The next body to handle: a new one, or the last one when a delay has run out."""
         if slot.pending is None and not self._closing:
-            wait = self._idle_timeout if delay is None else min(delay, math.inf)
+            wait = self._idle_timeout if delay is None else delay
             with anyio.move_on_after(wait):
                 await slot.wakeup.wait()
             slot.wakeup = anyio.Event()
