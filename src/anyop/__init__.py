@@ -7,6 +7,7 @@ from anyop import on
 from anyop._version import __version__
 from anyop.engine.root import serve
 from anyop.engine.running import operator, run
+from anyop.engine.subhandlers import execute
 from anyop.errors import (
     AdmissionError,
     HandlerRetriesError,
@@ -118,6 +119,7 @@ __all__ = [
     "build_owner_reference",
     "configure",
     "daemon",
+    "execute",
     "get_default_lifecycle",
     "get_default_registry",
     "harmonize_naming",

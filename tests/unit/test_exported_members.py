@@ -40,6 +40,7 @@ def test_kopf_names_needed_by_simple_operators_exist() -> None:
         "index",
         "subhandler",
         "register",
+        "execute",
         "ConnectionInfo",
     ):
         assert hasattr(anyop, name), name

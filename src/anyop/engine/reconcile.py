@@ -18,10 +18,12 @@ import anyio
 from anyop.engine.invocation import invoke
 from anyop.engine.objects import CycleResult, ObjectSlot
 from anyop.engine.patching import apply_patch
+from anyop.engine.subhandlers import ChildrenRetry, Execution
 from anyop.handlers.causes import ChangingCause, Reason, WatchingCause, detect_changing_cause
 from anyop.handlers.filters import KwargsFactory
-from anyop.handlers.lifecycles import get_default_lifecycle
+from anyop.handlers.lifecycles import LifeCycleFn, get_default_lifecycle
 from anyop.handlers.outcomes import (
+    ChildrenPending,
     Decision,
     Failed,
     Happening,
@@ -29,6 +31,7 @@ from anyop.handlers.outcomes import (
     decide,
     deliver_results,
     precheck,
+    unstorable,
 )
 from anyop.handlers.progression import (
     FREE_MESSAGE,
@@ -41,7 +44,7 @@ from anyop.handlers.progression import (
     processed_message,
 )
 from anyop.handlers.records import ResourceChangingHandler
-from anyop.handlers.registry import OperatorRegistry
+from anyop.handlers.registry import OperatorRegistry, SubRegistry
 from anyop.kube.client import KubeClient
 from anyop.kube.patches import Patch
 from anyop.kube.resources import Resource
@@ -369,9 +372,10 @@ class Reconciler:
         progress: Progress,
         patch: Patch,
         logger: Logger,
+        lifecycle: LifeCycleFn | None = None,
     ) -> dict[str, Outcome]:
         """Invoke the handlers that are due now, in the order of the lifecycle."""
-        lifecycle = get_default_lifecycle()
+        lifecycle = lifecycle or get_default_lifecycle()
         due = lifecycle(progress.awakened(handlers, now=_now()), state=progress)
         outcomes: dict[str, Outcome] = {}
         for handler in due:
@@ -398,11 +402,45 @@ class Reconciler:
         kwargs = self._kwargs(narrowed.kwargs, slot, logger, patch)
         kwargs.update(retry=state.retries, started=state.started, param=handler.param)
         kwargs.update(runtime=state.runtime(_now()))
-        try:
-            result = await invoke(handler.fn, kwargs, limiter=self.limiter, body=cause.body)
-        except Exception as error:
-            return Failed(error)
-        return Succeeded(result)
+        children = functools.partial(self._run_children, slot, narrowed, patch, logger)
+        execution = Execution(parent=handler, run_children=children)
+        with execution.active():
+            try:
+                result = await invoke(handler.fn, kwargs, limiter=self.limiter, body=cause.body)
+                await execution.finish()
+            except ChildrenRetry as pending:
+                return ChildrenPending(delay=pending.delay, subrefs=tuple(execution.subrefs))
+            except Exception as error:
+                return Failed(error, subrefs=tuple(execution.subrefs))
+        if (problem := unstorable(result)) is not None:
+            logger.error(f"{handler} succeeded, but its result cannot be stored: {problem}")
+            result = None
+        return Succeeded(result, subrefs=tuple(execution.subrefs))
+
+    async def _run_children(
+        self,
+        slot: ObjectSlot,
+        cause: ChangingCause,
+        patch: Patch,
+        logger: Logger,
+        handlers: Sequence[ResourceChangingHandler],
+        registry: SubRegistry,
+        lifecycle: LifeCycleFn | None,
+    ) -> Progress:
+        """Run a parent's due sub-handlers once; their progress goes into the cycle's patch."""
+        storage = self.persistence.progress
+        factory = functools.partial(self._kwargs, cause.kwargs, slot, logger, patch)
+        selected = registry.select(cause, factory)
+        now = _now()
+        progress = Progress.from_storage(
+            body=cause.body, storage=storage, handlers=handlers, now=now
+        )
+        progress = progress.with_purpose(cause.reason).with_handlers(selected, now=now)
+        outcomes = await self._attempt(slot, cause, selected, progress, patch, logger, lifecycle)
+        progress = progress.with_outcomes(outcomes, now=_now())
+        deliver_results(outcomes, patch)
+        progress.store(body=cause.body, patch=patch, storage=storage)
+        return progress
 
     @staticmethod
     def _log(decision: Decision, logger: Logger) -> None:

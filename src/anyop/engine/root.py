@@ -7,24 +7,29 @@ returns when its stop event is set or when it is cancelled.
 from __future__ import annotations
 
 import copy
-import dataclasses
+import functools
 import logging
 import re
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection
 from typing import Any
 
 import anyio
 import anyio.abc
 
 from anyop.engine.namespaces import NamespacePatterns, serve_namespaces
-from anyop.engine.resources import ResourceScope, serve_resource
+from anyop.engine.resources import ResourceScope
+from anyop.engine.served import (
+    ServedResources,
+    follow_crds,
+    needs_following,
+    serve_group,
+    served_resources,
+)
 from anyop.errors import ConfigError
 from anyop.handlers.bodies import Memo
 from anyop.handlers.registry import OperatorRegistry, get_default_registry
-from anyop.handlers.selectors import resolve, unresolved_message
 from anyop.kube.auth import Vault, login_with_kubeconfig, login_with_service_account
-from anyop.kube.client import KubeClient, open_client
-from anyop.kube.discovery import discover
+from anyop.kube.client import open_client
 from anyop.kube.resources import Resource
 from anyop.settings import OperatorSettings
 
@@ -69,9 +74,7 @@ async def serve(
     settings = settings or OperatorSettings()
     vault = vault if vault is not None else await login()
     async with open_client(vault, settings=settings) as client:
-        resources = await served_resources(client, registry)
-        patterns = NamespacePatterns(namespaces)
-        exact = [None] if clusterwide else patterns.exact_names
+        served = ServedResources(await served_resources(client, registry))
         template = ResourceScope(
             client,
             Resource("", "v1", "-"),
@@ -81,13 +84,9 @@ async def serve(
             new_memo=_memo_factory(Memo() if memo is None else memo),
             limiter=_thread_limiter(settings),
         )
-        if exact is not None:
-            scopes = _scopes(template, resources, list(exact))
-            await _serve_scopes(scopes, stop_event, ready_event)
-        else:
-            scopes = _scopes(template, [r for r in resources if not r.namespaced], [])
-            namespaced = [r for r in resources if r.namespaced]
-            await _serve_scopes(scopes, stop_event, ready_event, (template, namespaced, patterns))
+        follow = needs_following(registry, served.resources)
+        scopes = (namespaces, clusterwide, follow)
+        await _serve_scopes(template, served, scopes, stop_event, ready_event)
 
 
 async def login() -> Vault:
@@ -108,66 +107,56 @@ async def login() -> Vault:
     raise ConfigError("No credentials: neither a kubeconfig nor a service account was found.")
 
 
-async def served_resources(client: KubeClient, registry: OperatorRegistry) -> list[Resource]:
-    """Discover the cluster's resources and pick those the handlers select."""
-    resolution = resolve(registry.watched_selectors(), await discover(client))
-    if message := unresolved_message(resolution):
-        logger.warning(message)
-    return sorted(resolution.resources, key=str)
-
-
-def _scopes(
-    template: ResourceScope, resources: Iterable[Resource], namespaces: list[str | None]
-) -> list[ResourceScope]:
-    """One scope per namespaced resource and namespace; one per cluster-scoped resource."""
-    return [
-        dataclasses.replace(template, resource=resource, namespace=namespace)
-        for resource in resources
-        for namespace in (namespaces if resource.namespaced else [None])
-    ]
-
-
-_Discovery = tuple[ResourceScope, list[Resource], NamespacePatterns]
-
-
 async def _serve_scopes(
-    scopes: list[ResourceScope],
+    template: ResourceScope,
+    served: ServedResources,
+    scopes: tuple[Collection[str | re.Pattern[str]], bool, bool],
     stop_event: anyio.Event | None,
     ready_event: anyio.Event | None,
-    discovery: _Discovery | None = None,
 ) -> None:
-    """Start every resource task (and the namespace discovery), report readiness, wait for stop."""
+    """Start every scope (and the namespace and CRD following), report readiness, wait for stop."""
+    namespaces, clusterwide, follow = scopes
     stopping = anyio.Event()
-    async with anyio.create_task_group() as tg:
-        for scope in scopes:
-            await tg.start(serve_resource, scope, stopping)
-        if discovery is not None:
-            await tg.start(_discover, discovery, stopping)
+    patterns = NamespacePatterns(namespaces)
+    group = functools.partial(serve_group, template, served, stopping=stopping)
+    async with anyio.create_task_group() as tg, anyio.create_task_group() as followers:
+        if follow:
+            await followers.start(follow_crds, template.client, template.registry, served)
+        if clusterwide:
+            await tg.start(functools.partial(group, None))
+        else:
+            await tg.start(functools.partial(group, None, namespaced=False))
+            exact = patterns.exact_names
+            for namespace in exact or ():
+                await tg.start(functools.partial(group, namespace, namespaced=True))
+            if exact is None:
+                await tg.start(_discover, template, served, patterns, stopping)
         if ready_event is not None:
             ready_event.set()
-        logger.debug("The operator is ready: %d resource scopes.", len(scopes))
+        logger.debug("The operator is ready: %d resources.", len(served.resources))
         if stop_event is None:
             await anyio.sleep_forever()
         else:
             await stop_event.wait()
         logger.info("Stop is requested. Stopping the watches and the workers.")
+        followers.cancel_scope.cancel()
         stopping.set()
+        served.wake()
 
 
 async def _discover(
-    discovery: _Discovery,
+    template: ResourceScope,
+    served: ServedResources,
+    patterns: NamespacePatterns,
     stopping: anyio.Event,
     *,
     task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve the namespaced resources in every namespace matching the patterns."""
-    template, resources, patterns = discovery
 
     async def serve_one(namespace: str, *, task_status: anyio.abc.TaskStatus[None]) -> None:
-        async with anyio.create_task_group() as tg:
-            for scope in _scopes(template, resources, [namespace]):
-                await tg.start(serve_resource, scope, stopping)
-            task_status.started()
+        group = functools.partial(serve_group, template, served, namespace, stopping)
+        await group(namespaced=True, task_status=task_status)
 
     await serve_namespaces(
         template.client,

@@ -13,6 +13,7 @@ import copy
 import dataclasses
 import datetime
 import enum
+import json
 import logging
 from collections.abc import Mapping
 from typing import Protocol
@@ -39,6 +40,7 @@ __all__ = [
     "decide",
     "deliver_results",
     "precheck",
+    "unstorable",
 ]
 
 DEFAULT_BACKOFF: float = 60  # an int, so that logs say "60 seconds" as in Kopf
@@ -294,3 +296,14 @@ def deliver_results(outcomes: Mapping[str, Outcome], patch: Patch) -> None:
             patch.status[handler_id] = {**merged, **copy.deepcopy(dict(outcome.result))}
         else:
             patch.status[handler_id] = copy.deepcopy(outcome.result)
+
+
+def unstorable(result: object) -> str | None:
+    """Why a handler's result cannot be stored in the status as JSON, or ``None`` if it can."""
+    if result is None:
+        return None
+    try:
+        json.dumps(result, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        return f"{error} (a {type(result).__name__} was returned)."
+    return None
