@@ -31,6 +31,7 @@ from anyop.handlers.bodies import (
 from anyop.handlers.causes import Reason
 from anyop.handlers.diffs import Diff, DiffItem, DiffOperation
 from anyop.handlers.filters import ABSENT, PRESENT, all_, any_, none_, not_
+from anyop.handlers.indexes import Index, Store
 from anyop.handlers.lifecycles import get_default_lifecycle, set_default_lifecycle
 from anyop.handlers.outcomes import ErrorsMode
 from anyop.handlers.registry import OperatorRegistry, get_default_registry, set_default_registry
@@ -84,6 +85,7 @@ __all__ = [
     "ErrorsMode",
     "HandlerRetriesError",
     "HandlerTimeoutError",
+    "Index",
     "Labels",
     "Logger",
     "LoginError",
@@ -108,6 +110,7 @@ __all__ = [
     "Status",
     "StatusDiffBaseStorage",
     "StatusProgressStorage",
+    "Store",
     "TemporaryError",
     "__version__",
     "adjust_namespace",

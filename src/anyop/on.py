@@ -221,7 +221,14 @@ def index(
     def decorator(fn: F) -> F:
         spec = Declaration("index", fn, options=options, schema=ResourceOptions)
         fields = spec.resource_fields((arg1, arg2, arg3))
-        fields["id"] = spec.handler_id(None)  # an index is named by the function, never the field
+        # An index is a kwarg: named by id= or the function's own name (never its field, and
+        # never the ``outer.<locals>.fn`` qualified name of a nested function).
+        name = options.get("id") or getattr(fn, "__name__", None) or spec.handler_id(None)
+        if not str(name).isidentifier():
+            raise DeclarationValueError(
+                f"{spec.culprit}: the index name {name!r} cannot be a kwarg; give id= a name."
+            )
+        fields["id"] = str(name)
         spec.registry().indexing.append(ResourceIndexingHandler(**fields))
         return fn
 

@@ -41,6 +41,8 @@ def test_kopf_names_needed_by_simple_operators_exist() -> None:
         "subhandler",
         "register",
         "execute",
+        "Index",
+        "Store",
         "ConnectionInfo",
     ):
         assert hasattr(anyop, name), name

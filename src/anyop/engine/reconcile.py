@@ -15,6 +15,7 @@ from typing import Any
 
 import anyio
 
+from anyop.engine.indexes import Indexer
 from anyop.engine.invocation import invoke
 from anyop.engine.objects import CycleResult, ObjectSlot
 from anyop.engine.patching import apply_patch
@@ -136,9 +137,12 @@ class Reconciler:
     settings: OperatorSettings
     persistence: Persistence
     limiter: anyio.CapacityLimiter | None = None
+    indexer: Indexer | None = None
 
     async def __call__(self, slot: ObjectSlot, body: Mapping[str, Any]) -> CycleResult:
         """Handle the latest body of an object once."""
+        if self.indexer is not None:
+            await self.indexer.ready.wait()  # no handler sees a half-built index at startup
         logger = object_logger(body)
         try:
             result = await self._cycle(slot, body, logger)
@@ -209,7 +213,8 @@ class Reconciler:
         """The kwargs common to all handlers (filters get them too)."""
         extra = {"logger": logger, "memo": slot.memo, "patch": patch, "settings": self.settings}
         retry = {"retry": 0, "started": None, "runtime": datetime.timedelta(0), "param": None}
-        return {**base, **retry, **extra}
+        indexes = self.indexer.kwargs() if self.indexer is not None else {}
+        return {**indexes, **base, **retry, **extra}
 
     # -- resource-changing handlers ----------------------------------------------------------
 

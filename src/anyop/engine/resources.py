@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
+from anyop.engine.indexes import Indexer
 from anyop.engine.objects import ObjectWorkers
 from anyop.engine.reconcile import Observed, Reconciler
 from anyop.handlers.registry import OperatorRegistry
@@ -56,6 +57,7 @@ class ResourceScope:
         settings: The operator's settings.
         new_memo: Makes the memo of a newly seen object.
         limiter: Bounds the sync handlers' threads.
+        indexer: Keeps the ``@anyop.index`` indexes (fed before each dispatch).
     """
 
     client: KubeClient
@@ -65,12 +67,19 @@ class ResourceScope:
     settings: OperatorSettings
     new_memo: Callable[[], Any] = dict
     limiter: anyio.CapacityLimiter | None = None
+    indexer: Indexer | None = None
 
     def reconciler(self) -> Reconciler:
         """The handling cycle for this resource's objects."""
         persistence = persistence_for(self.resource, self.settings)
         return Reconciler(
-            self.client, self.resource, self.registry, self.settings, persistence, self.limiter
+            self.client,
+            self.resource,
+            self.registry,
+            self.settings,
+            persistence,
+            self.limiter,
+            self.indexer,
         )
 
     def watcher(self) -> Watcher:
@@ -121,7 +130,12 @@ async def _watch_until(
 ) -> None:
     """Run the watch-stream until ``stopping`` is set."""
 
+    indexer = scope.indexer if scope.indexer and scope.indexer.serves(scope.resource) else None
+
     async def handle(event: WatchEvent) -> None:
+        if indexer is not None:
+            deleted = event.type == "DELETED"
+            await indexer.index(scope.resource, event.object, deleted=deleted, memo=scope.new_memo)
         workers.dispatch(Observed(event.object, type=event.type, listed=event.listed))
 
     async with anyio.create_task_group() as watch_group:

@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
+from anyop.engine.indexes import Indexer
 from anyop.engine.namespaces import NamespacePatterns, serve_namespaces
 from anyop.engine.resources import ResourceScope
 from anyop.engine.served import (
@@ -75,6 +76,7 @@ async def serve(
     vault = vault if vault is not None else await login()
     async with open_client(vault, settings=settings) as client:
         served = ServedResources(await served_resources(client, registry))
+        limiter = _thread_limiter(settings)
         template = ResourceScope(
             client,
             Resource("", "v1", "-"),
@@ -82,7 +84,8 @@ async def serve(
             registry,
             settings,
             new_memo=_memo_factory(Memo() if memo is None else memo),
-            limiter=_thread_limiter(settings),
+            limiter=limiter,
+            indexer=Indexer(registry, settings, limiter),
         )
         follow = needs_following(registry, served.resources)
         scopes = (namespaces, clusterwide, follow)
@@ -131,6 +134,8 @@ async def _serve_scopes(
                 await tg.start(functools.partial(group, namespace, namespaced=True))
             if exact is None:
                 await tg.start(_discover, template, served, patterns, stopping)
+        if template.indexer is not None:
+            template.indexer.ready.set()  # every resource is listed, and indexed if it is
         if ready_event is not None:
             ready_event.set()
         logger.debug("The operator is ready: %d resources.", len(served.resources))
