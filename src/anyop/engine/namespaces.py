@@ -18,6 +18,7 @@ from typing import Protocol
 import anyio
 import anyio.abc
 
+from anyop.errors import ForbiddenError
 from anyop.kube.client import KubeClient
 from anyop.kube.resources import Resource
 from anyop.kube.watch import Watcher, WatchEvent
@@ -88,6 +89,16 @@ class NamespacePatterns:
         )
 
     @property
+    def plain_names(self) -> list[str]:
+        """The names that the patterns include literally (no glob characters, not excluded)."""
+        names = [
+            globs[0].pattern
+            for globs in self._globs
+            if len(globs) == 1 and not globs[0].negated and not _GLOB_CHARS & set(globs[0].pattern)
+        ]
+        return sorted(set(names))
+
+    @property
     def exact_names(self) -> list[str] | None:
         """The plain names if no item is a glob or a regexp, else ``None``."""
         names: list[str] = []
@@ -138,6 +149,17 @@ async def serve_namespaces(
                     if scopes.get(name) is scope:
                         del scopes[name]
 
+        if not await _may_list(client):
+            names = patterns.plain_names
+            logger.warning(
+                "Namespaces cannot be listed (forbidden): namespaces created later are not "
+                f"discovered; serving only the exact names among the patterns: {names}."
+            )
+            for name in names:
+                await served.start(run_one, name)
+            task_status.started()
+            await stopping.wait()
+            return
         handle = _handler(patterns, scopes, lambda name: served.start(run_one, name))
         async with anyio.create_task_group() as watching:
             watcher = Watcher(client, NAMESPACES, settings=settings)
@@ -145,6 +167,16 @@ async def serve_namespaces(
             task_status.started()
             await stopping.wait()
             watching.cancel_scope.cancel()
+
+
+async def _may_list(client: KubeClient) -> bool:
+    """Whether this identity may list namespaces (a one-item list; other errors propagate)."""
+    try:
+        async for _ in client.list_pages(NAMESPACES, page_size=1):
+            break
+    except ForbiddenError:
+        return False
+    return True
 
 
 def _handler(

@@ -79,3 +79,8 @@ async def test_the_discovery_handler_starts_keeps_terminating_and_cancels_on_del
     await handle(WatchEvent("DELETED", {"metadata": {"name": "app-1"}}))
     assert (cancelled_while_terminating, scope.cancel_called) == (False, True)
     assert "app-1" not in scopes
+
+
+def test_plain_names_are_the_literal_inclusions_only() -> None:
+    patterns = NamespacePatterns(["app-1", "app-*", "!kube-*", "team,!team-x", "app-1", "b"])
+    assert patterns.plain_names == ["app-1", "b"]
