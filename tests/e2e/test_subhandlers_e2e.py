@@ -120,3 +120,24 @@ async def test_a_subhandler_failing_for_good_fails_its_parent(
         and "'create_fn/broken'" in message
         for message in caplog.messages
     )
+
+
+async def test_a_lifecycle_given_to_execute_runs_all_children_in_one_cycle(
+    api: httpx.AsyncClient, anyop_namespace: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    registry = OperatorRegistry()
+    calls: list[str] = []
+
+    @on.create("kopfexamples", registry=registry, id="create_fn")
+    async def create_fn(spec: Any, **_: Any) -> None:
+        calls.append("parent")
+        fns = {
+            item: functools.partial(lambda item, **_: calls.append(item), item)
+            for item in spec["items"]
+        }
+        await anyop.execute(fns=fns, lifecycle=anyop.lifecycles.all_at_once)
+
+    async with running(registry, anyop_namespace):
+        await create_with_items(api, anyop_namespace, "sub4")
+        await wait_for_log(caplog, "Creation is processed: 1 succeeded; 0 failed.")
+    assert calls == ["parent", "item1", "item2"]
