@@ -131,7 +131,7 @@ async def test_a_corrupt_annotation_is_reported_overwritten_and_never_crash_loop
     assert any("not valid JSON" in message for message in caplog.messages)
 
 
-async def test_a_result_that_is_not_json_is_reported_and_the_object_goes_on(
+async def test_a_result_that_is_not_json_fails_the_handler_and_the_object_goes_on(
     api: httpx.AsyncClient, anyop_namespace: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     registry = OperatorRegistry()
@@ -145,14 +145,15 @@ async def test_a_result_that_is_not_json_is_reported_and_the_object_goes_on(
     on.update("kopfexamples", registry=registry, id="update_fn")(lambda **_: calls.append("update"))
     async with running(registry, anyop_namespace):
         await create(api, anyop_namespace, "nonjson")
-        await wait_for_log(caplog, "Creation is processed: 1 succeeded; 0 failed.")
+        await wait_for_log(caplog, "Creation is processed: 0 succeeded; 1 failed.")
         path = url(anyop_namespace, "nonjson")
         (await api.patch(path, json={"spec": {"field": "x"}}, headers=MERGE)).raise_for_status()
         await wait_for_log(caplog, "Updating is processed: 1 succeeded; 0 failed.")
-    assert calls == ["create", "update"]
+    assert calls == ["create", "update"]  # failed for good: not retried, and the worker lives on
     assert any(
-        message.startswith("Handler 'create_fn' succeeded, but its result cannot be stored:")
+        message.startswith("Handler 'create_fn' failed permanently: Its result cannot be stored")
         and "not JSON serializable" in message
+        and "a dict was returned" in message
         for message in caplog.messages
     )
 

@@ -20,6 +20,7 @@ from anyop.engine.invocation import invoke
 from anyop.engine.objects import CycleResult, ObjectSlot
 from anyop.engine.patching import apply_patch
 from anyop.engine.subhandlers import ChildrenRetry, Execution
+from anyop.errors import PermanentError
 from anyop.handlers.causes import ChangingCause, Reason, WatchingCause, detect_changing_cause
 from anyop.handlers.filters import KwargsFactory
 from anyop.handlers.lifecycles import LifeCycleFn, get_default_lifecycle
@@ -418,8 +419,8 @@ class Reconciler:
             except Exception as error:
                 return Failed(error, subrefs=tuple(execution.subrefs))
         if (problem := unstorable(result)) is not None:
-            logger.error(f"{handler} succeeded, but its result cannot be stored: {problem}")
-            result = None
+            error = PermanentError(f"Its result cannot be stored in the status: {problem}")
+            return Failed(error, subrefs=tuple(execution.subrefs))
         return Succeeded(result, subrefs=tuple(execution.subrefs))
 
     async def _run_children(
