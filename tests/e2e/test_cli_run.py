@@ -17,12 +17,12 @@ EXAMPLE = Path(__file__).parents[2] / "examples" / "01-minimal" / "example.py"
 
 
 def start_operator(
-    plane: LocalControlPlane, source: str, namespace: str, backend: str
+    plane: LocalControlPlane, source: str, namespace: str, backend: str, *more: str
 ) -> subprocess.Popen[str]:
-    """`anyop run SOURCE -n NAMESPACE` in a child process, its output captured as plain text."""
+    """`anyop run SOURCE [MORE...] -n NAMESPACE` in a child process, its output as plain text."""
     env = {**os.environ, "KUBECONFIG": str(plane.kubeconfig)}
-    cmd = [sys.executable, "-m", "anyop", "run", source, "-n", namespace, "--backend", backend,
-           "--log-format", "plain"]  # fmt: skip
+    cmd = [sys.executable, "-m", "anyop", "run", source, *more, "-n", namespace,
+           "--backend", backend, "--log-format", "plain"]  # fmt: skip
     return subprocess.Popen(
         cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )

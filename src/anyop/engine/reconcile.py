@@ -419,8 +419,8 @@ class Reconciler:
             except Exception as error:
                 return Failed(error, subrefs=tuple(execution.subrefs))
         if (problem := unstorable(result)) is not None:
-            error = PermanentError(f"Its result cannot be stored in the status: {problem}")
-            return Failed(error, subrefs=tuple(execution.subrefs))
+            failure = PermanentError(f"Its result cannot be stored in the status: {problem}")
+            return Failed(failure, subrefs=tuple(execution.subrefs))
         return Succeeded(result, subrefs=tuple(execution.subrefs))
 
     async def _run_children(

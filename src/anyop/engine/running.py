@@ -49,19 +49,31 @@ def load_sources(paths: Sequence[str | Path] = (), modules: Sequence[str] = ()) 
     for path in map(Path, paths):
         if not path.is_file():
             raise ConfigError(f"The operator file does not exist: {path}")
-        name = path.stem if path.stem.isidentifier() else "anyop_operator"
+        name = _module_name(path)
         spec = importlib.util.spec_from_file_location(name, path)
         if spec is None or spec.loader is None:
             raise ConfigError(f"Cannot import the operator file: {path}")
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
-        sys.path.insert(0, str(path.parent.resolve()))
+        folder = str(path.parent.resolve())
+        if folder not in sys.path:  # for its sibling modules, after (never shadowing) the rest
+            sys.path.append(folder)
         spec.loader.exec_module(module)
     for name in modules:
         try:
             importlib.import_module(name)
         except ImportError as e:
             raise ConfigError(f"Cannot import the operator module {name!r}: {e}") from e
+
+
+def _module_name(path: Path) -> str:
+    """The file's module name, unless it would replace a module (``operator.py`` vs stdlib's)."""
+    stem = path.stem if path.stem.isidentifier() else "operator"
+    name, count = stem, 0
+    while name in sys.modules or name in sys.stdlib_module_names:
+        count += 1
+        name = f"anyop_operator_{stem}_{count}"
+    return name
 
 
 async def _wait_flag(flag: Any) -> None:

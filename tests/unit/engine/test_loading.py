@@ -1,0 +1,34 @@
+"""Loading operator files: `anyop run FILE...`."""
+
+from __future__ import annotations
+
+import operator as stdlib_operator
+import sys
+from pathlib import Path
+
+import pytest
+
+from anyop.engine.running import load_sources
+from anyop.errors import ConfigError
+
+
+def test_an_operator_file_named_like_a_stdlib_module_does_not_replace_it(tmp_path: Path) -> None:
+    (tmp_path / "operator.py").write_text("LOADED = 'yes'\n")
+    load_sources([tmp_path / "operator.py"])
+    assert sys.modules["operator"] is stdlib_operator
+    loaded = [m for n, m in sys.modules.items() if n.startswith("anyop_operator_operator_")]
+    assert [getattr(m, "LOADED", None) for m in loaded] == ["yes"]
+
+
+def test_an_operator_file_may_import_its_siblings(tmp_path: Path) -> None:
+    (tmp_path / "helper_for_loading_test.py").write_text("VALUE = 42\n")
+    (tmp_path / "app_for_loading_test.py").write_text(
+        "import helper_for_loading_test\nVALUE = helper_for_loading_test.VALUE\n"
+    )
+    load_sources([tmp_path / "app_for_loading_test.py"])
+    assert sys.modules["app_for_loading_test"].VALUE == 42
+
+
+def test_a_missing_file_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"nope\.py"):
+        load_sources([tmp_path / "nope.py"])
