@@ -8,6 +8,7 @@ for it, so no handler ever sees a half-built index at startup.
 
 from __future__ import annotations
 
+import datetime
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -24,6 +25,9 @@ from anyop.logs import object_logger
 from anyop.settings import OperatorSettings
 
 __all__ = ["Indexer"]
+
+
+_NO_TIME = datetime.timedelta(0)
 
 
 def _object_key(body: Mapping[str, Any]) -> ObjectKey:
@@ -83,7 +87,8 @@ class Indexer:
         cause = ResourceCause(resource=resource, body=body)
         logger = object_logger(body)
         base: dict[str, Any] = {**cause.kwargs, "logger": logger, "settings": self.settings}
-        base.update(self.kwargs(), memo=memo(), param=None)
+        base.update(memo=memo(), param=None, retry=0, started=None, runtime=_NO_TIME)
+        base.update(self.kwargs())  # indexes override other kwargs, as in Kopf
 
         def factory() -> dict[str, Any]:
             return base
@@ -93,7 +98,7 @@ class Indexer:
             if handler.id not in selected:
                 self.indexes.index(handler.id).discard(obj)
             elif not self.indexes.excluded(handler.id, obj, now=anyio.current_time()):
-                kwargs = {**base, "param": handler.param}
+                kwargs = {**base, "param": handler.param, **self.kwargs()}
                 await self._call(handler, obj, kwargs, body, logger)
 
     async def _call(

@@ -215,7 +215,7 @@ class Reconciler:
         extra = {"logger": logger, "memo": slot.memo, "patch": patch, "settings": self.settings}
         retry = {"retry": 0, "started": None, "runtime": datetime.timedelta(0), "param": None}
         indexes = self.indexer.kwargs() if self.indexer is not None else {}
-        return {**indexes, **base, **retry, **extra}
+        return {**base, **retry, **extra, **indexes}  # indexes override, as in Kopf
 
     # -- resource-changing handlers ----------------------------------------------------------
 
