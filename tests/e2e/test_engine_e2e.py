@@ -37,15 +37,19 @@ async def running(
     registry: OperatorRegistry,
     namespace: str | None,
     settings: OperatorSettings | None = None,
+    **options: Any,
 ) -> AsyncIterator[None]:
-    """The operator, serving one namespace (or the cluster), from readiness to the block's end."""
+    """The operator, serving one namespace (or the cluster), from readiness to the block's end.
+
+    ``options`` go to :func:`serve` and win over the arguments derived from ``namespace``.
+    """
     stop, ready = anyio.Event(), anyio.Event()
     operator = functools.partial(
         serve,
         registry=registry,
         settings=settings,
-        namespaces=[namespace] if namespace else [],
-        clusterwide=namespace is None,
+        **{"namespaces": [namespace] if namespace else [], "clusterwide": namespace is None}
+        | options,
         stop_event=stop,
         ready_event=ready,
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import logging
 from typing import Any
 
@@ -10,10 +9,9 @@ import anyio
 import anyio.to_thread
 import httpx
 import pytest
-from tests.e2e.test_engine_e2e import DEADLINE, create, url, wait_for
+from tests.e2e.test_engine_e2e import create, running, url, wait_for
 
 import anyop.on as on
-from anyop.engine.root import serve
 from anyop.handlers.registry import OperatorRegistry
 from anyop.kube.auth import Vault
 from anyop.kube.connection import ConnectionInfo
@@ -69,24 +67,11 @@ async def test_without_namespace_permissions_the_exact_names_are_served_with_a_w
     async def create_fn(**_: Any) -> str:
         return "served"
 
-    stop, ready = anyio.Event(), anyio.Event()
-    operator = functools.partial(
-        serve,
-        registry=registry,
-        namespaces=[anyop_namespace, "other-*"],  # a glob: discovery would need to list
-        stop_event=stop,
-        ready_event=ready,
-        vault=vault,
-    )
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(operator)
-        with anyio.fail_after(DEADLINE):
-            await ready.wait()
+    namespaces = [anyop_namespace, "other-*"]  # a glob: discovery would need to list them
+    async with running(registry, anyop_namespace, namespaces=namespaces, vault=vault):
         await create(api, anyop_namespace, "n4")
-        body = await wait_for(
-            api, url(anyop_namespace, "n4"), lambda b: "create_fn" in b.get("status", {})
-        )
-        stop.set()
+        path = url(anyop_namespace, "n4")
+        body = await wait_for(api, path, lambda b: "create_fn" in b.get("status", {}))
     assert body["status"]["create_fn"] == "served"
     assert any(
         "Namespaces cannot be listed (forbidden)" in message and anyop_namespace in message
