@@ -7,46 +7,30 @@ only reads the body, invokes the user's functions, logs Kopf's lines and writes 
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import functools
-import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anyio
 
+from anyop.engine.handling import HandlerCalls, Logger, utcnow
 from anyop.engine.indexes import Indexer
 from anyop.engine.invocation import invoke
 from anyop.engine.objects import CycleResult, ObjectSlot
 from anyop.engine.patching import apply_patch
-from anyop.engine.subhandlers import ChildrenRetry, Execution
-from anyop.errors import PermanentError
 from anyop.handlers.causes import ChangingCause, Reason, WatchingCause, detect_changing_cause
 from anyop.handlers.filters import KwargsFactory
-from anyop.handlers.lifecycles import LifeCycleFn, get_default_lifecycle
-from anyop.handlers.outcomes import (
-    ChildrenPending,
-    Decision,
-    Failed,
-    Happening,
-    Succeeded,
-    decide,
-    deliver_results,
-    precheck,
-    unstorable,
-)
+from anyop.handlers.outcomes import deliver_results
 from anyop.handlers.progression import (
     FREE_MESSAGE,
     GONE_MESSAGE,
     NOOP_MESSAGE,
-    HandlerState,
-    Outcome,
     Progress,
     in_progress_message,
     processed_message,
 )
 from anyop.handlers.records import ResourceChangingHandler
-from anyop.handlers.registry import OperatorRegistry, SubRegistry
+from anyop.handlers.registry import OperatorRegistry
 from anyop.kube.client import KubeClient
 from anyop.kube.patches import Patch
 from anyop.kube.resources import Resource
@@ -65,8 +49,6 @@ from anyop.storage.finalizers import (
 )
 
 __all__ = ["Observed", "Reconciler"]
-
-Logger = logging.LoggerAdapter[logging.Logger]
 
 ECHO = "anyop.reconcile.echo"
 ERRORS = "anyop.reconcile.errors"
@@ -98,10 +80,6 @@ class Echo:
     deadline: float
 
 
-def _now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC)
-
-
 def _version(body: Mapping[str, Any]) -> str:
     return str((body.get("metadata") or {}).get("resourceVersion", ""))
 
@@ -114,7 +92,7 @@ def _not_older(version: str, than: str) -> bool:
 
 
 @dataclasses.dataclass(eq=False)
-class Reconciler:
+class Reconciler(HandlerCalls):
     """Runs handling cycles for the objects of one resource (an :class:`ObjectWorkers` cycle).
 
     Guarantees:
@@ -208,15 +186,6 @@ class Reconciler:
             else:
                 logger.info(f"{handler} succeeded.")
 
-    def _kwargs(
-        self, base: Mapping[str, Any], slot: ObjectSlot, logger: Logger, patch: Patch
-    ) -> dict[str, Any]:
-        """The kwargs common to all handlers (filters get them too)."""
-        extra = {"logger": logger, "memo": slot.memo, "patch": patch, "settings": self.settings}
-        retry = {"retry": 0, "started": None, "runtime": datetime.timedelta(0), "param": None}
-        indexes = self.indexer.kwargs() if self.indexer is not None else {}
-        return {**base, **retry, **extra, **indexes}  # indexes override, as in Kopf
-
     # -- resource-changing handlers ----------------------------------------------------------
 
     async def _run_changing(
@@ -300,14 +269,14 @@ class Reconciler:
     ) -> CycleResult:
         """Run the due handlers and write their outcomes, progress and diff-base."""
         owned = self.registry.changing.for_resource(self.resource)
-        now = _now()
+        now = utcnow()
         storage = self.persistence.progress
         progress = Progress.from_storage(body=cause.body, storage=storage, handlers=owned, now=now)
         progress = progress.with_purpose(cause.reason).with_handlers(handlers, now=now)
         if handlers:
             logger.debug(in_progress_message(cause.reason, cause.body))
         outcomes = await self._attempt(slot, cause, handlers, progress, patch, logger)
-        progress = progress.with_outcomes(outcomes, now=_now())
+        progress = progress.with_outcomes(outcomes, now=utcnow())
         deliver_results(outcomes, patch)
         self._record(cause, progress, patch, store_essence=store_essence)
         if progress.done:
@@ -317,7 +286,7 @@ class Reconciler:
             again = Patch()
             self._record(cause, progress, again, store_essence=True)
             response = await self._send(slot, response, again) or response
-        delay = None if progress.done else progress.delay(_now())
+        delay = None if progress.done else progress.delay(utcnow())
         return CycleResult(delay=delay, body=response or cause.body)
 
     def _record(
@@ -369,88 +338,6 @@ class Reconciler:
         fallback = anyop_storages()
         self.persistence = dataclasses.replace(fallback, finalizer=self.persistence.finalizer)
         return True
-
-    async def _attempt(
-        self,
-        slot: ObjectSlot,
-        cause: ChangingCause,
-        handlers: Sequence[ResourceChangingHandler],
-        progress: Progress,
-        patch: Patch,
-        logger: Logger,
-        lifecycle: LifeCycleFn | None = None,
-    ) -> dict[str, Outcome]:
-        """Invoke the handlers that are due now, in the order of the lifecycle."""
-        lifecycle = lifecycle or get_default_lifecycle()
-        due = lifecycle(progress.awakened(handlers, now=_now()), state=progress)
-        outcomes: dict[str, Outcome] = {}
-        for handler in due:
-            state = progress[handler.id]
-            decision = precheck(handler, state, now=_now())
-            if decision is None:
-                happening = await self._invoke(slot, cause, handler, state, patch, logger)
-                decision = decide(handler, state, happening, now=_now())
-            self._log(decision, logger)
-            outcomes[handler.id] = decision.outcome
-        return outcomes
-
-    async def _invoke(
-        self,
-        slot: ObjectSlot,
-        cause: ChangingCause,
-        handler: ResourceChangingHandler,
-        state: HandlerState,
-        patch: Patch,
-        logger: Logger,
-    ) -> Happening:
-        """Call one handler with its kwargs; its errors become a :class:`Failed`."""
-        narrowed = cause.narrowed(handler.field) if handler.field else cause
-        kwargs = self._kwargs(narrowed.kwargs, slot, logger, patch)
-        kwargs.update(retry=state.retries, started=state.started, param=handler.param)
-        kwargs.update(runtime=state.runtime(_now()))
-        children = functools.partial(self._run_children, slot, narrowed, patch, logger)
-        execution = Execution(parent=handler, run_children=children)
-        with execution.active():
-            try:
-                result = await invoke(handler.fn, kwargs, limiter=self.limiter, body=cause.body)
-                await execution.finish()
-            except ChildrenRetry as pending:
-                return ChildrenPending(delay=pending.delay, subrefs=tuple(execution.subrefs))
-            except Exception as error:
-                return Failed(error, subrefs=tuple(execution.subrefs))
-        if (problem := unstorable(result)) is not None:
-            failure = PermanentError(f"Its result cannot be stored in the status: {problem}")
-            return Failed(failure, subrefs=tuple(execution.subrefs))
-        return Succeeded(result, subrefs=tuple(execution.subrefs))
-
-    async def _run_children(
-        self,
-        slot: ObjectSlot,
-        cause: ChangingCause,
-        patch: Patch,
-        logger: Logger,
-        handlers: Sequence[ResourceChangingHandler],
-        registry: SubRegistry,
-        lifecycle: LifeCycleFn | None,
-    ) -> Progress:
-        """Run a parent's due sub-handlers once; their progress goes into the cycle's patch."""
-        storage = self.persistence.progress
-        factory = functools.partial(self._kwargs, cause.kwargs, slot, logger, patch)
-        selected = registry.select(cause, factory)
-        now = _now()
-        progress = Progress.from_storage(
-            body=cause.body, storage=storage, handlers=handlers, now=now
-        )
-        progress = progress.with_purpose(cause.reason).with_handlers(selected, now=now)
-        outcomes = await self._attempt(slot, cause, selected, progress, patch, logger, lifecycle)
-        progress = progress.with_outcomes(outcomes, now=_now())
-        deliver_results(outcomes, patch)
-        progress.store(body=cause.body, patch=patch, storage=storage)
-        return progress
-
-    @staticmethod
-    def _log(decision: Decision, logger: Logger) -> None:
-        logger.log(decision.level, decision.message, exc_info=decision.exc_info)
 
     async def _write(
         self, slot: ObjectSlot, body: Mapping[str, Any], patch: Patch, *, delay: float | None

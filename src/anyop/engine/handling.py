@@ -1,0 +1,151 @@
+"""Calling resource-changing handlers and their sub-handlers within one handling cycle.
+
+:class:`HandlerCalls` is the part of the :class:`~anyop.engine.reconcile.Reconciler` that builds
+the kwargs, runs the due handlers in the lifecycle's order, opens the sub-handler
+:class:`~anyop.engine.subhandlers.Execution` around each call, and turns what happened into
+outcomes. It never writes to the API: the cycle's one patch collects everything.
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import anyio
+
+from anyop.engine.indexes import Indexer
+from anyop.engine.invocation import invoke
+from anyop.engine.objects import ObjectSlot
+from anyop.engine.subhandlers import ChildrenRetry, Execution
+from anyop.errors import PermanentError
+from anyop.handlers.causes import ChangingCause
+from anyop.handlers.lifecycles import LifeCycleFn, get_default_lifecycle
+from anyop.handlers.outcomes import (
+    ChildrenPending,
+    Decision,
+    Failed,
+    Happening,
+    Succeeded,
+    decide,
+    deliver_results,
+    precheck,
+    unstorable,
+)
+from anyop.handlers.progression import HandlerState, Outcome, Progress
+from anyop.handlers.records import ResourceChangingHandler
+from anyop.handlers.registry import SubRegistry
+from anyop.kube.patches import Patch
+from anyop.settings import OperatorSettings
+from anyop.storage.defaults import Persistence
+
+__all__ = ["HandlerCalls", "Logger", "utcnow"]
+
+Logger = logging.LoggerAdapter[logging.Logger]
+
+
+def utcnow() -> datetime.datetime:
+    """The current time as handler progress records it (aware UTC)."""
+    return datetime.datetime.now(datetime.UTC)
+
+
+class HandlerCalls:
+    """Invoking the handlers of one cycle (a base of the reconciler, which has the attributes)."""
+
+    settings: OperatorSettings
+    persistence: Persistence
+    limiter: anyio.CapacityLimiter | None
+    indexer: Indexer | None
+
+    def _kwargs(
+        self, base: Mapping[str, Any], slot: ObjectSlot, logger: Logger, patch: Patch
+    ) -> dict[str, Any]:
+        """The kwargs common to all handlers (filters get them too)."""
+        extra = {"logger": logger, "memo": slot.memo, "patch": patch, "settings": self.settings}
+        retry = {"retry": 0, "started": None, "runtime": datetime.timedelta(0), "param": None}
+        indexes = self.indexer.kwargs() if self.indexer is not None else {}
+        return {**base, **retry, **extra, **indexes}  # indexes override, as in Kopf
+
+    async def _attempt(
+        self,
+        slot: ObjectSlot,
+        cause: ChangingCause,
+        handlers: Sequence[ResourceChangingHandler],
+        progress: Progress,
+        patch: Patch,
+        logger: Logger,
+        lifecycle: LifeCycleFn | None = None,
+    ) -> dict[str, Outcome]:
+        """Invoke the handlers that are due now, in the order of the lifecycle."""
+        lifecycle = lifecycle or get_default_lifecycle()
+        due = lifecycle(progress.awakened(handlers, now=utcnow()), state=progress)
+        outcomes: dict[str, Outcome] = {}
+        for handler in due:
+            state = progress[handler.id]
+            decision = precheck(handler, state, now=utcnow())
+            if decision is None:
+                happening = await self._invoke(slot, cause, handler, state, patch, logger)
+                decision = decide(handler, state, happening, now=utcnow())
+            self._log(decision, logger)
+            outcomes[handler.id] = decision.outcome
+        return outcomes
+
+    async def _invoke(
+        self,
+        slot: ObjectSlot,
+        cause: ChangingCause,
+        handler: ResourceChangingHandler,
+        state: HandlerState,
+        patch: Patch,
+        logger: Logger,
+    ) -> Happening:
+        """Call one handler with its kwargs; its errors become a :class:`Failed`."""
+        narrowed = cause.narrowed(handler.field) if handler.field else cause
+        kwargs = self._kwargs(narrowed.kwargs, slot, logger, patch)
+        kwargs.update(retry=state.retries, started=state.started, param=handler.param)
+        kwargs.update(runtime=state.runtime(utcnow()))
+        children = functools.partial(self._run_children, slot, narrowed, patch, logger)
+        execution = Execution(parent=handler, run_children=children)
+        with execution.active():
+            try:
+                result = await invoke(handler.fn, kwargs, limiter=self.limiter, body=cause.body)
+                await execution.finish()
+            except ChildrenRetry as pending:
+                return ChildrenPending(delay=pending.delay, subrefs=tuple(execution.subrefs))
+            except Exception as error:
+                return Failed(error, subrefs=tuple(execution.subrefs))
+        if (problem := unstorable(result)) is not None:
+            failure = PermanentError(f"Its result cannot be stored in the status: {problem}")
+            return Failed(failure, subrefs=tuple(execution.subrefs))
+        return Succeeded(result, subrefs=tuple(execution.subrefs))
+
+    async def _run_children(
+        self,
+        slot: ObjectSlot,
+        cause: ChangingCause,
+        patch: Patch,
+        logger: Logger,
+        handlers: Sequence[ResourceChangingHandler],
+        registry: SubRegistry,
+        lifecycle: LifeCycleFn | None,
+    ) -> Progress:
+        """Run a parent's due sub-handlers once; their progress goes into the cycle's patch."""
+        storage = self.persistence.progress
+        factory = functools.partial(self._kwargs, cause.kwargs, slot, logger, patch)
+        selected = registry.select(cause, factory)
+        now = utcnow()
+        progress = Progress.from_storage(
+            body=cause.body, storage=storage, handlers=handlers, now=now
+        )
+        progress = progress.with_purpose(cause.reason).with_handlers(selected, now=now)
+        outcomes = await self._attempt(slot, cause, selected, progress, patch, logger, lifecycle)
+        progress = progress.with_outcomes(outcomes, now=utcnow())
+        deliver_results(outcomes, patch)
+        progress.store(body=cause.body, patch=patch, storage=storage)
+        return progress
+
+    @staticmethod
+    def _log(decision: Decision, logger: Logger) -> None:
+        logger.log(decision.level, decision.message, exc_info=decision.exc_info)
