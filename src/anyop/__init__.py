@@ -36,6 +36,12 @@ from anyop.handlers.lifecycles import get_default_lifecycle, set_default_lifecyc
 from anyop.handlers.outcomes import ErrorsMode
 from anyop.handlers.registry import OperatorRegistry, get_default_registry, set_default_registry
 from anyop.handlers.selectors import EVERYTHING
+from anyop.handlers.stopping import (
+    AsyncDaemonStopped,
+    DaemonStopped,
+    DaemonStoppingReason,
+    SyncDaemonStopped,
+)
 from anyop.hierarchies import (
     adjust_namespace,
     adopt,
@@ -75,8 +81,11 @@ __all__ = [
     "Annotations",
     "AnnotationsDiffBaseStorage",
     "AnnotationsProgressStorage",
+    "AsyncDaemonStopped",
     "Body",
     "ConnectionInfo",
+    "DaemonStopped",
+    "DaemonStoppingReason",
     "Diff",
     "DiffBaseStorage",
     "DiffItem",
@@ -111,6 +120,7 @@ __all__ = [
     "StatusDiffBaseStorage",
     "StatusProgressStorage",
     "Store",
+    "SyncDaemonStopped",
     "TemporaryError",
     "__version__",
     "adjust_namespace",

@@ -13,6 +13,7 @@ from typing import Any
 
 import anyio
 
+from anyop.engine.daemons import Spawner
 from anyop.engine.handling import HandlerCalls, Logger, utcnow
 from anyop.engine.indexes import Indexer
 from anyop.engine.invocation import invoke
@@ -31,6 +32,7 @@ from anyop.handlers.progression import (
 )
 from anyop.handlers.records import ResourceChangingHandler
 from anyop.handlers.registry import OperatorRegistry
+from anyop.handlers.stopping import DaemonStoppingReason
 from anyop.kube.client import KubeClient
 from anyop.kube.patches import Patch
 from anyop.kube.resources import Resource
@@ -117,6 +119,7 @@ class Reconciler(HandlerCalls):
     persistence: Persistence
     limiter: anyio.CapacityLimiter | None = None
     indexer: Indexer | None = None
+    spawner: Spawner | None = None
 
     async def __call__(self, slot: ObjectSlot, body: Mapping[str, Any]) -> CycleResult:
         """Handle the latest body of an object once."""
@@ -193,21 +196,46 @@ class Reconciler(HandlerCalls):
     ) -> CycleResult:
         cause, corrupt = self._detect(slot, body, logger)
         if cause.reason is Reason.GONE:
-            logger.debug(GONE_MESSAGE)
-            return CycleResult(gone=True)
+            return await self._gone(slot, body, patch, logger)
         if cause.reason is Reason.FREE:
             logger.debug(FREE_MESSAGE)
+            if self.spawner is not None:
+                self.spawner.forget(slot.uid)
             return await self._write(slot, body, patch, delay=None)
         if not self._changes_objects():
             return await self._write(slot, body, patch, delay=None)
         factory = functools.partial(self._kwargs, cause.kwargs, slot, logger, patch)
         if self._finalizer_change(cause, factory, patch, logger):
             return await self._write(slot, body, patch, delay=0.0)
+        held = self.spawner is not None and self.spawner.sync(slot, cause, factory, logger)
         if cause.reason is Reason.NOOP:
             logger.debug(NOOP_MESSAGE)
             return await self._write(slot, body, patch, delay=None)
         handlers = self.registry.changing.select(cause, factory)
-        return await self._handle(slot, cause, handlers, patch, logger, store_essence=corrupt)
+        return await self._handle(
+            slot, cause, handlers, patch, logger, store_essence=corrupt, held=held
+        )
+
+    async def _gone(
+        self, slot: ObjectSlot, body: Mapping[str, Any], patch: Patch, logger: Logger
+    ) -> CycleResult:
+        """Forget a deleted object, or one that left the watch's label selector.
+
+        An object that still exists (no ``deletionTimestamp``) left the server-side selection:
+        its filters no longer match, so its daemons stop and our finalizer is released now, as
+        nothing would ever release it later.
+        """
+        left = not (body.get("metadata") or {}).get("deletionTimestamp")
+        if self.spawner is not None:
+            reason = DaemonStoppingReason.FILTERS_MISMATCH if left else None
+            self.spawner.forget(slot.uid, reason or DaemonStoppingReason.RESOURCE_DELETED)
+        if left and has_finalizer(body, self.persistence.finalizer):
+            logger.debug(UNNEEDED_MESSAGE)
+            patch.fns.append(allow_deletion(self.persistence.finalizer))
+            await self._send(slot, body, patch)
+        else:
+            logger.debug(GONE_MESSAGE)
+        return CycleResult(gone=True)
 
     def _changes_objects(self) -> bool:
         """Whether any handler keeps state on this resource's objects (not only event ones)."""
@@ -266,8 +294,13 @@ class Reconciler(HandlerCalls):
         logger: Logger,
         *,
         store_essence: bool,
+        held: bool = False,
     ) -> CycleResult:
-        """Run the due handlers and write their outcomes, progress and diff-base."""
+        """Run the due handlers and write their outcomes, progress and diff-base.
+
+        ``held``: daemons or timers still hold the object, so a deletion is not released yet
+        (the worker is woken when they exit, or re-checks after the cancellation polling).
+        """
         owned = self.registry.changing.for_resource(self.resource)
         now = utcnow()
         storage = self.persistence.progress
@@ -278,8 +311,9 @@ class Reconciler(HandlerCalls):
         outcomes = await self._attempt(slot, cause, handlers, progress, patch, logger)
         progress = progress.with_outcomes(outcomes, now=utcnow())
         deliver_results(outcomes, patch)
-        self._record(cause, progress, patch, store_essence=store_essence)
-        if progress.done:
+        held = held and cause.deleted
+        self._record(cause, progress, patch, store_essence=store_essence, held=held)
+        if progress.done and not held:
             self._log_conclusion(slot, cause, progress, logger, announce=bool(handlers))
         response = await self._send(slot, cause.body, patch)
         if response is not None and self._pruned(patch, response, logger):
@@ -287,15 +321,28 @@ class Reconciler(HandlerCalls):
             self._record(cause, progress, again, store_essence=True)
             response = await self._send(slot, response, again) or response
         delay = None if progress.done else progress.delay(utcnow())
+        if held:
+            polling = self.settings.background.cancellation_polling
+            delay = polling if delay is None else min(delay, polling)
         return CycleResult(delay=delay, body=response or cause.body)
 
     def _record(
-        self, cause: ChangingCause, progress: Progress, patch: Patch, *, store_essence: bool
+        self,
+        cause: ChangingCause,
+        progress: Progress,
+        patch: Patch,
+        *,
+        store_essence: bool,
+        held: bool = False,
     ) -> None:
-        """Put the progress into the patch; when done, also the diff-base or the release."""
+        """Put the progress into the patch; when done, also the diff-base or the release.
+
+        A deletion ``held`` by daemons keeps its progress (its delete handlers are not re-run)
+        and its finalizer until they exit.
+        """
         storage = self.persistence.progress
         progress.store(body=cause.body, patch=patch, storage=storage)
-        if not progress.done:
+        if not progress.done or held:
             return
         owned = self.registry.changing.for_resource(self.resource)
         progress.purge(body=cause.body, patch=patch, storage=storage, handlers=owned)

@@ -14,10 +14,12 @@ from typing import Any
 import anyio
 import anyio.abc
 
+from anyop.engine.daemons import Spawner, reaping_deadline
 from anyop.engine.indexes import Indexer
 from anyop.engine.objects import ObjectWorkers
 from anyop.engine.reconcile import Observed, Reconciler
 from anyop.handlers.registry import OperatorRegistry
+from anyop.handlers.stopping import DaemonStoppingReason
 from anyop.kube.client import KubeClient
 from anyop.kube.resources import Resource
 from anyop.kube.watch import Watcher, WatchEvent
@@ -69,7 +71,7 @@ class ResourceScope:
     limiter: anyio.CapacityLimiter | None = None
     indexer: Indexer | None = None
 
-    def reconciler(self) -> Reconciler:
+    def reconciler(self, spawner: Spawner | None = None) -> Reconciler:
         """The handling cycle for this resource's objects."""
         persistence = persistence_for(self.resource, self.settings)
         return Reconciler(
@@ -80,6 +82,21 @@ class ResourceScope:
             persistence,
             self.limiter,
             self.indexer,
+            spawner,
+        )
+
+    def spawner(self, task_group: anyio.abc.TaskGroup) -> Spawner | None:
+        """The daemons and timers of this resource's objects, if it has any."""
+        if not self.registry.spawning.has_handlers(self.resource):
+            return None
+        return Spawner(
+            self.client,
+            self.resource,
+            self.registry,
+            self.settings,
+            task_group,
+            limiter=self.limiter,
+            indexer=self.indexer,
         )
 
     def watcher(self) -> Watcher:
@@ -104,22 +121,29 @@ async def serve_resource(
 
     Args:
         scope: What to serve.
-        stopping: Once set: stop the watch, let running cycles finish within
-            ``queueing.exit_timeout``, cancel what is left, and return.
+        stopping: Once set: stop the watch; stop the daemons and timers (each with its own
+            backoff and timeout); let running cycles finish within ``queueing.exit_timeout``;
+            cancel what is left of the cycles then, and of the daemons
+            :data:`~anyop.handlers.schedules.REAP_TIMEOUT` seconds after their timeouts.
         task_status: Reported ``started`` after the initial listing has been dispatched.
     """
     queueing = scope.settings.queueing
-    async with anyio.create_task_group() as workers_group:
-        workers = ObjectWorkers(
-            scope.reconciler(),
-            workers_group,
-            limiter=_worker_limiter(queueing.worker_limit),
-            idle_timeout=queueing.idle_timeout,
-            new_memo=scope.new_memo,
-        )
-        await _watch_until(scope, workers, stopping, task_status)
-        workers.close()
-        workers_group.cancel_scope.deadline = anyio.current_time() + queueing.exit_timeout
+    async with anyio.create_task_group() as daemons_group:
+        spawner = scope.spawner(daemons_group)
+        async with anyio.create_task_group() as workers_group:
+            workers = ObjectWorkers(
+                scope.reconciler(spawner),
+                workers_group,
+                limiter=_worker_limiter(queueing.worker_limit),
+                idle_timeout=queueing.idle_timeout,
+                new_memo=scope.new_memo,
+            )
+            await _watch_until(scope, workers, stopping, task_status)
+            workers.close()
+            budget = spawner.stop_all(DaemonStoppingReason.OPERATOR_EXITING) if spawner else 0
+            reaping = reaping_deadline(budget)
+            workers_group.cancel_scope.deadline = anyio.current_time() + queueing.exit_timeout
+        daemons_group.cancel_scope.deadline = reaping
 
 
 async def _watch_until(

@@ -1,0 +1,493 @@
+"""Daemons and timers: tasks in their object's own task group, stopped through cancel scopes.
+
+Every handling cycle calls :meth:`Spawner.sync` with the object's latest state: daemons and timers
+whose filters match are spawned (once per object and handler), those that no longer match are
+stopped, and all of them are stopped when the object is being deleted. Each runs in a cancel scope
+of its own inside the object's task group, which exists while any of them lives::
+
+    resource's daemons group
+    └─ object group (one per object with live daemons or timers)
+       └─ run scope: stopped -> cancellation_backoff -> cancel -> cancellation_timeout -> abandon
+
+The body they see is live: one dict per object, replaced in place on every event. What they
+return and put into ``patch`` is applied after each attempt.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import warnings
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from anyop.engine.handling import Logger, utcnow
+from anyop.engine.indexes import Indexer
+from anyop.engine.invocation import invoke, is_async
+from anyop.engine.objects import ObjectSlot
+from anyop.engine.patching import apply_patch
+from anyop.engine.threads import run_in_own_thread
+from anyop.errors import ApiError, InvalidError, PermanentError
+from anyop.handlers.bodies import Body
+from anyop.handlers.causes import ChangingCause, SpawningCause
+from anyop.handlers.filters import KwargsFactory
+from anyop.handlers.outcomes import (
+    Decision,
+    Failed,
+    Happening,
+    Succeeded,
+    decide,
+    deliver_results,
+    precheck,
+    unstorable,
+)
+from anyop.handlers.progression import HandlerState
+from anyop.handlers.records import DaemonHandler, ResourceSpawningHandler, TimerHandler
+from anyop.handlers.registry import OperatorRegistry
+from anyop.handlers.schedules import REAP_TIMEOUT, Termination, idle_left, timer_pause
+from anyop.handlers.stopping import DaemonStopper, DaemonStoppingReason
+from anyop.kube.client import KubeClient
+from anyop.kube.patches import Patch
+from anyop.kube.resources import Resource
+from anyop.settings import OperatorSettings
+
+__all__ = ["ObjectDaemons", "Run", "Spawner", "reaping_deadline"]
+
+Reason = DaemonStoppingReason
+
+
+@dataclasses.dataclass(eq=False)
+class Run:
+    """One daemon or timer of one object, from its spawning until its task exits.
+
+    Attributes:
+        handler: The daemon or timer.
+        stopper: Its ``stopped`` flag.
+        scope: The cancel scope its task runs in.
+        exited: Set when its task has exited.
+        abandoned: It did not exit within its cancellation timeout and is left to itself.
+    """
+
+    handler: ResourceSpawningHandler
+    stopper: DaemonStopper = dataclasses.field(default_factory=DaemonStopper)
+    scope: anyio.CancelScope = dataclasses.field(default_factory=anyio.CancelScope)
+    exited: anyio.Event = dataclasses.field(default_factory=anyio.Event)
+    abandoned: bool = False
+    _wakeup: anyio.Event = dataclasses.field(default_factory=anyio.Event)
+
+    @property
+    def alive(self) -> bool:
+        """Whether it still holds its object (neither exited nor abandoned)."""
+        return not self.exited.is_set() and not self.abandoned
+
+    def poke(self) -> None:
+        """End its current nap early (it was stopped, or its object changed)."""
+        self._wakeup.set()
+
+    async def nap(self, seconds: float) -> None:
+        """Sleep up to ``seconds``, less if poked or stopped."""
+        if self.stopper.is_set():
+            return
+        with anyio.move_on_after(seconds):
+            await self._wakeup.wait()
+        if not self.stopper.is_set():
+            self._wakeup = anyio.Event()
+
+    async def sleep(self, seconds: float) -> bool:
+        """Sleep ``seconds`` unless stopped (pokes do not shorten it); say if not stopped."""
+        deadline = anyio.current_time() + seconds
+        while not self.stopper.is_set() and (left := deadline - anyio.current_time()) > 0:
+            await self.nap(left)
+        return not self.stopper.is_set()
+
+    async def exits_within(self, seconds: float) -> bool:
+        """Wait up to ``seconds`` for its task to exit; say if it has."""
+        with anyio.move_on_after(seconds):
+            await self.exited.wait()
+        return self.exited.is_set()
+
+
+@dataclasses.dataclass(eq=False)
+class ObjectDaemons:
+    """The daemons and timers of one object, and what they share.
+
+    Attributes:
+        uid: The object's uid.
+        raw: The live body: replaced in place on every event, seen through ``body``/``spec``.
+        memo: The object's memo (the same as its handlers').
+        logger: The object's logger.
+        wake: Wakes the object's worker (when a run exits, deletion may proceed).
+        runs: The runs by handler id, until their tasks exit.
+        finished: Handlers that exited for good: never spawned again for this object.
+        essence: The last essence seen; a different one resets the timers' idle clocks.
+        reset: When the essence last changed (monotonic).
+        group: The object's task group while it has runs.
+        gone: The object is deleted; forget it when its last run exits.
+    """
+
+    uid: str
+    raw: dict[str, Any]
+    memo: Any
+    logger: Logger
+    wake: Callable[[], None]
+    runs: dict[str, Run] = dataclasses.field(default_factory=dict)
+    finished: set[str] = dataclasses.field(default_factory=set)
+    essence: Any = None
+    reset: float = dataclasses.field(default_factory=anyio.current_time)
+    group: anyio.abc.TaskGroup | None = None
+    hosting: list[Run] | None = None
+    gone: bool = False
+
+    @property
+    def alive(self) -> bool:
+        """Whether any run still holds the object."""
+        return any(run.alive for run in self.runs.values())
+
+    def update(self, body: Mapping[str, Any], essence: Any) -> None:
+        """Show the latest body to the runs; a changed essence resets their idle clocks."""
+        Body(self.raw).replace_with(body)
+        if essence is not None and essence != self.essence:
+            self.essence = essence
+            self.reset = anyio.current_time()
+            for run in self.runs.values():
+                run.poke()
+
+
+@dataclasses.dataclass(eq=False)
+class Spawner:
+    """The daemons and timers of one resource in one scope.
+
+    Args:
+        client: The API client (for the runs' patches).
+        resource: The resource.
+        registry: The handlers.
+        settings: The operator's settings.
+        task_group: The resource's daemons group: object groups and terminations live there.
+        limiter: Bounds the threads of sync timers (sync daemons have threads of their own).
+        indexer: Gives the index kwargs.
+
+    Guarantees:
+        * At most one run per object and handler; a terminating run is not replaced until its
+          task has exited.
+        * A run that exited for good (returned, or failed permanently) is never spawned again
+          for that object in this process.
+        * Memory is dropped with the object's last run once the object is gone.
+    """
+
+    client: KubeClient
+    resource: Resource
+    registry: OperatorRegistry
+    settings: OperatorSettings
+    task_group: anyio.abc.TaskGroup
+    limiter: anyio.CapacityLimiter | None = None
+    indexer: Indexer | None = None
+    objects: dict[str, ObjectDaemons] = dataclasses.field(default_factory=dict)
+    closing: bool = False
+
+    # -- decisions per event -----------------------------------------------------------------
+
+    def sync(
+        self, slot: ObjectSlot, cause: ChangingCause, factory: KwargsFactory, logger: Logger
+    ) -> bool:
+        """Spawn or stop the object's runs for its latest state; say if any still holds it.
+
+        Args:
+            slot: The object's slot (its uid, memo and worker).
+            cause: The cycle's cause (the body and its essence).
+            factory: The filters' kwargs.
+            logger: The object's logger.
+        """
+        obj = self.objects.get(slot.uid)
+        if obj is None:
+            if cause.deleted or self.closing:
+                return False
+            wake = lambda: slot.wakeup.set()  # noqa: E731 (the slot's current event)
+            obj = ObjectDaemons(slot.uid, dict(cause.body), slot.memo, logger, wake)
+            self.objects[slot.uid] = obj
+        obj.update(cause.body, cause.new)
+        if cause.deleted:
+            self._stop(obj, list(obj.runs.values()), Reason.RESOURCE_DELETED)
+            return obj.alive
+        spawning = SpawningCause(resource=self.resource, body=cause.body)
+        wanted = self.registry.spawning.select(spawning, factory, excluded=obj.finished)
+        wanted_ids = {handler.id for handler in wanted}
+        stale = [run for run_id, run in obj.runs.items() if run_id not in wanted_ids]
+        self._stop(obj, stale, Reason.FILTERS_MISMATCH)
+        if not self.closing:
+            self._spawn(obj, [h for h in wanted if h.id not in obj.runs])
+        return obj.alive
+
+    def forget(self, uid: str, reason: DaemonStoppingReason = Reason.RESOURCE_DELETED) -> None:
+        """The object is gone (or left the watch): stop its runs; its memory goes with them."""
+        obj = self.objects.get(uid)
+        if obj is None:
+            return
+        obj.gone = True
+        self._stop(obj, list(obj.runs.values()), reason)
+        if not obj.runs:
+            self.objects.pop(uid, None)
+
+    def stop_all(self, reason: DaemonStoppingReason) -> float:
+        """Stop every run (the operator exits or pauses); spawn no more if it exits.
+
+        Returns:
+            The seconds their terminations may take, if all of them are bounded; ``None``
+            timeouts count as 0 (the caller reaps them after :data:`REAP_TIMEOUT`).
+        """
+        if reason & Reason.OPERATOR_EXITING:
+            self.closing = True
+        polling = self.settings.background.cancellation_polling
+        budget = 0.0
+        for obj in list(self.objects.values()):
+            runs = list(obj.runs.values())
+            self._stop(obj, runs, reason)
+            for run in runs:
+                budget = max(budget, Termination.of(run.handler, polling=polling).budget)
+        return budget
+
+    @property
+    def alive(self) -> int:
+        """How many runs hold their objects now."""
+        return sum(1 for obj in self.objects.values() for run in obj.runs.values() if run.alive)
+
+    # -- spawning ----------------------------------------------------------------------------
+
+    def _spawn(self, obj: ObjectDaemons, handlers: Iterable[ResourceSpawningHandler]) -> None:
+        for handler in handlers:
+            run = obj.runs[handler.id] = Run(handler)
+            if obj.group is not None:
+                obj.group.start_soon(self._run, obj, run, name=f"anyop {handler} {obj.uid}")
+            elif obj.hosting is not None:
+                obj.hosting.append(run)
+            else:
+                obj.hosting = [run]
+                self.task_group.start_soon(self._host, obj, name=f"anyop object {obj.uid}")
+
+    async def _host(self, obj: ObjectDaemons) -> None:
+        """The object's task group: it lives while any of its runs does."""
+        async with anyio.create_task_group() as group:
+            runs, obj.hosting = obj.hosting or [], None
+            obj.group = group
+            for run in runs:
+                group.start_soon(self._run, obj, run, name=f"anyop {run.handler} {obj.uid}")
+
+    async def _run(self, obj: ObjectDaemons, run: Run) -> None:
+        try:
+            with run.scope:
+                if isinstance(run.handler, TimerHandler):
+                    await self._timer(obj, run, run.handler)
+                else:
+                    await self._daemon(obj, run)
+        except Exception:
+            obj.finished.add(run.handler.id)
+            obj.logger.exception(f"{run.handler} failed unexpectedly and will not be restarted.")
+        finally:
+            run.exited.set()
+            if obj.runs.get(run.handler.id) is run:
+                del obj.runs[run.handler.id]
+            if not obj.runs:
+                obj.group = None
+                if obj.gone:
+                    self.objects.pop(obj.uid, None)
+            obj.wake()
+
+    # -- the loops ---------------------------------------------------------------------------
+
+    async def _daemon(self, obj: ObjectDaemons, run: Run) -> None:
+        """Run a daemon until it exits for good or is stopped; retry it after errors."""
+        handler = run.handler
+        if not await self._initial_delay(obj, run):
+            return
+        state = HandlerState.from_scratch(now=utcnow())
+        patch = Patch()
+        while not run.stopper.is_set():
+            decision = await self._attempt(obj, run, state, patch)
+            state = decision.state
+            if decision.outcome.final:
+                if not run.stopper.is_set():
+                    self._finish(obj, handler)
+                return
+            await run.sleep(decision.delay or 0.0)
+
+    async def _timer(self, obj: ObjectDaemons, run: Run, handler: TimerHandler) -> None:
+        """Run a timer on its schedule until it is stopped or fails for good."""
+        if not await self._initial_delay(obj, run):
+            return
+        state = HandlerState.from_scratch(now=utcnow())
+        patch = Patch()
+        ran_for: float | None = None  # the essence change an idle-only timer last ran after
+        while not run.stopper.is_set():
+            if handler.idle is not None:
+                if handler.interval is None and ran_for == obj.reset:
+                    await run.nap(math.inf)  # once per quiet period: wait for the next change
+                    continue
+                if (left := idle_left(handler, reset=obj.reset, now=anyio.current_time())) > 0:
+                    await run.nap(left)
+                    continue
+            started = anyio.current_time()
+            decision = await self._attempt(obj, run, state, patch)
+            outcome = decision.outcome
+            if not outcome.final:
+                state = decision.state
+                await run.sleep(decision.delay or 0.0)
+                continue
+            state = HandlerState.from_scratch(now=utcnow())  # retries count per success
+            if outcome.exception is not None:
+                self._finish(obj, handler)
+                return
+            ran_for = obj.reset
+            pause = timer_pause(handler, started=started, now=anyio.current_time())
+            if pause is None and handler.idle is None:
+                obj.finished.add(handler.id)  # a one-shot timer
+                return
+            if pause is not None:
+                await run.sleep(pause)
+
+    @staticmethod
+    def _finish(obj: ObjectDaemons, handler: ResourceSpawningHandler) -> None:
+        obj.finished.add(handler.id)
+        obj.logger.info(f"{handler} has exited on its own and will not be retried or restarted.")
+
+    async def _initial_delay(self, obj: ObjectDaemons, run: Run) -> bool:
+        """Wait the handler's ``initial_delay`` unless stopped; say if it may start."""
+        delay = run.handler.initial_delay
+        if callable(delay):
+            kwargs = self._kwargs(obj, run, Patch(), HandlerState(), sync=False)
+            delay = await invoke(delay, kwargs, limiter=self.limiter, body=obj.raw)
+        if delay:
+            return await run.sleep(float(delay))
+        return not run.stopper.is_set()
+
+    async def _attempt(
+        self, obj: ObjectDaemons, run: Run, state: HandlerState, patch: Patch
+    ) -> Decision:
+        """One invocation with Kopf's error semantics; its result and patch are applied."""
+        handler = run.handler
+        decision = precheck(handler, state, now=utcnow())
+        if decision is None:
+            happening = await self._invoke(obj, run, state, patch)
+            decision = decide(handler, state, happening, now=utcnow())
+        obj.logger.log(decision.level, decision.message, exc_info=decision.exc_info)
+        deliver_results({handler.id: decision.outcome}, patch)
+        await self._apply(obj, patch)
+        return decision
+
+    async def _invoke(
+        self, obj: ObjectDaemons, run: Run, state: HandlerState, patch: Patch
+    ) -> Happening:
+        handler = run.handler
+        sync = not is_async(handler.fn)
+        kwargs = self._kwargs(obj, run, patch, state, sync=sync)
+        try:
+            if sync and isinstance(handler, DaemonHandler):
+                name = f"anyop {handler} of {obj.uid}"
+                result = await run_in_own_thread(handler.fn, kwargs, name=name, body=obj.raw)
+            else:
+                result = await invoke(handler.fn, kwargs, limiter=self.limiter, body=obj.raw)
+        except Exception as error:
+            return Failed(error)
+        if (problem := unstorable(result)) is not None:
+            return Failed(PermanentError(f"Its result cannot be stored in the status: {problem}"))
+        return Succeeded(result)
+
+    def _kwargs(
+        self, obj: ObjectDaemons, run: Run, patch: Patch, state: HandlerState, *, sync: bool
+    ) -> dict[str, Any]:
+        """Live ``body``/``spec``/... views, ``stopped``, and the rest as handlers get them."""
+        cause = SpawningCause(resource=self.resource, body=Body(obj.raw))
+        now = utcnow()
+        extra = {
+            "logger": obj.logger,
+            "memo": obj.memo,
+            "patch": patch,
+            "settings": self.settings,
+            "retry": state.retries,
+            "started": state.started or now,
+            "runtime": state.runtime(now),
+            "param": run.handler.param,
+            "stopped": run.stopper.checker(sync=sync),
+        }
+        indexes = self.indexer.kwargs() if self.indexer is not None else {}
+        return {**cause.kwargs, **extra, **indexes}
+
+    async def _apply(self, obj: ObjectDaemons, patch: Patch) -> None:
+        """Send the patch of one attempt; keep its functions if the object changed meanwhile."""
+        if not patch:
+            return
+        try:
+            response = await apply_patch(self.client, self.resource, obj.raw, patch)
+        except InvalidError as error:
+            obj.logger.warning(f"The patch is retried on the next attempt: {error}")
+            patch.clear()  # the merge part is lost; the functions are applied to a fresh body
+            return
+        except ApiError as error:
+            obj.logger.error(f"The patch could not be applied and is dropped: {error}")
+            patch.clear()
+            patch.fns.clear()
+            return
+        patch.clear()
+        patch.fns.clear()
+        if response is not None:
+            essence = obj.essence  # our own writes must not reset the idle clocks here
+            obj.update(response, None)
+            obj.essence = essence
+
+    # -- stopping ----------------------------------------------------------------------------
+
+    def _stop(self, obj: ObjectDaemons, runs: Iterable[Run], reason: DaemonStoppingReason) -> None:
+        for run in runs:
+            if run.exited.is_set():
+                continue
+            first = not run.stopper.is_set()
+            run.stopper.set(reason)
+            run.poke()
+            if first:
+                name = f"anyop stopping {run.handler} {obj.uid}"
+                self.task_group.start_soon(self._terminate, obj, run, name=name)
+
+    async def _terminate(self, obj: ObjectDaemons, run: Run) -> None:
+        """Stop one run: flag, backoff, cancel, timeout, abandon; or wait and log if unbounded."""
+        handler = run.handler
+        logger = obj.logger
+        polling = self.settings.background.cancellation_polling
+        termination = Termination.of(handler, polling=polling)
+        logger.debug(f"{handler} is signalled to exit gracefully.")
+        if await run.exits_within(termination.backoff or 0.0):
+            logger.debug(f"{handler} has exited gracefully.")
+            return
+        if termination.timeout is None:
+            polling = termination.polling
+            while not await run.exits_within(polling):
+                logger.info(f"{handler} is still exiting. The next check is in {polling} seconds.")
+            logger.debug(f"{handler} has exited gracefully.")
+            return
+        logger.debug(f"{handler} is signalled to exit by force.")
+        run.stopper.set(Reason.DAEMON_CANCELLED)
+        if is_async(handler.fn):
+            run.scope.cancel()
+            logger.debug(f"{handler} is cancelled.")
+        if await run.exits_within(termination.timeout):
+            logger.debug(f"{handler} has exited.")
+            return
+        self._abandon(obj, run)
+
+    def _abandon(self, obj: ObjectDaemons, run: Run) -> None:
+        message = f"{run.handler} did not exit in time. Leaving it orphaned."
+        obj.logger.warning(message)
+        run.stopper.set(Reason.DAEMON_ABANDONED)
+        run.abandoned = True
+        run.scope.cancel()  # a sync daemon's thread is left running; its task exits
+        obj.wake()
+        try:
+            warnings.warn(f"{message} (object {obj.uid})", ResourceWarning, stacklevel=1)
+        except Warning:  # warnings turned into errors must not break the operator
+            logging.getLogger("anyop.engine").debug("The ResourceWarning was raised as an error.")
+
+
+def reaping_deadline(budget: float) -> float:
+    """When to cancel what is left of the daemons after the operator started exiting."""
+    return anyio.current_time() + budget + REAP_TIMEOUT
