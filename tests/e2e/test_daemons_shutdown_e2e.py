@@ -1,0 +1,135 @@
+"""Operator shutdown with daemons: SIGTERM to `anyop run`, and nothing left after serve()."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import textwrap
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from tests.e2e.test_cli_run import start_operator
+from tests.e2e.test_daemons_e2e import until
+from tests.e2e.test_engine_e2e import create, running
+
+import anyop
+from anyop.handlers.registry import OperatorRegistry
+from anyop.testing.controlplane import LocalControlPlane
+from anyop.testing.pytest_plugin import kubectl
+
+OPERATOR = textwrap.dedent(
+    """
+    import time
+    import anyio
+    import anyop
+
+    @anyop.daemon("kopfexamples", id="async_daemon", cancellation_timeout=1.0,
+                  when=lambda name, **_: int(name.split("-")[1]) % 2 == 0)
+    async def async_daemon(name, logger, **_):
+        logger.info(f"started {name}")
+        try:
+            await anyio.sleep(3600)
+        finally:
+            logger.info(f"exiting {name}")
+
+    @anyop.daemon("kopfexamples", id="sync_daemon",
+                  when=lambda name, **_: int(name.split("-")[1]) % 2 == 1)
+    def sync_daemon(name, logger, stopped, **_):
+        logger.info(f"started {name}")
+        while not stopped:
+            stopped.wait(0.5)
+        logger.info(f"exiting {name} {stopped.reason!r}")
+
+    @anyop.daemon("kopfexamples", id="deaf_daemon", cancellation_timeout=0.5,
+                  when=lambda name, **_: name == "kex-0")
+    def deaf_daemon(name, logger, **_):
+        logger.info(f"started deaf {name}")
+        time.sleep(3600)  # never checks its flag: abandoned at exit; the process still ends
+    """
+)
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_sigterm_stops_fifty_daemons_and_exits_0(
+    anyop_controlplane: LocalControlPlane,
+    anyop_namespace: str,
+    kopfexample_crd: str,
+    backend: str,
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "daemons_operator.py"
+    source.write_text(OPERATOR)
+    kex = {"apiVersion": "kopf.dev/v1", "kind": "KopfExample", "spec": {"field": "x"}}
+    items = [{**kex, "metadata": {"name": f"kex-{i}"}} for i in range(50)]
+    document = json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
+    kubectl(anyop_controlplane, "apply", "-n", anyop_namespace, "-f", "-", stdin=document)
+    operator = start_operator(anyop_controlplane, str(source), anyop_namespace, backend)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(operator.stdout or []), daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + 60
+        while sum("started kex-" in line for line in lines) < 50:
+            assert time.monotonic() < deadline, "".join(lines[-30:])
+            assert operator.poll() is None, "".join(lines[-30:])
+            time.sleep(0.1)
+        assert any("started deaf kex-0" in line for line in lines)
+    finally:
+        t0 = time.monotonic()
+        operator.send_signal(signal.SIGTERM)
+        try:
+            operator.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            operator.kill()
+        elapsed = time.monotonic() - t0
+        reader.join(timeout=5)
+        if operator.stdout is not None:
+            operator.stdout.close()
+    output = "".join(lines)
+    assert operator.returncode == 0, output[-3000:]
+    assert elapsed < 5.0 + 2.0, f"{elapsed:.1f} s to exit"  # the reaping limit, plus start-up
+    assert sum("exiting kex-" in line for line in lines) == 50, output[-3000:]
+    assert sum("OPERATOR_EXITING" in line for line in lines) == 25
+    assert "Daemon 'deaf_daemon' did not exit in time. Leaving it orphaned." in output
+
+
+@pytest.mark.anyio
+@pytest.mark.usefixtures("kopfexample_crd", "anyop_kubeconfig")
+async def test_no_task_and_no_non_daemon_thread_of_anyop_outlives_serve(
+    api: httpx.AsyncClient, anyop_namespace: str, recwarn: pytest.WarningsRecorder
+) -> None:
+    registry = OperatorRegistry()
+    started = threading.Event()
+    release = threading.Event()
+
+    @anyop.daemon("kopfexamples", registry=registry, cancellation_timeout=0.2, id="deaf")
+    def deaf(**_: Any) -> None:
+        started.set()
+        release.wait(60)
+
+    @anyop.daemon("kopfexamples", registry=registry, id="polite")
+    async def polite(stopped: anyop.DaemonStopped, **_: Any) -> None:
+        await stopped.wait()
+
+    @anyop.timer("kopfexamples", registry=registry, interval=0.1, id="tick")
+    def tick(**_: Any) -> None:
+        pass
+
+    before = {task.id for task in anyio.get_running_tasks()}
+    try:
+        async with running(registry, anyop_namespace):
+            await create(api, anyop_namespace, "leftovers")
+            await until(started.is_set)
+        after = {task.id for task in anyio.get_running_tasks()}
+        assert after <= before
+        leftovers = [t for t in threading.enumerate() if t.name.startswith("anyop")]
+        assert all(thread.daemon for thread in leftovers)
+        assert any(w.category is ResourceWarning for w in recwarn.list)
+    finally:
+        release.set()
