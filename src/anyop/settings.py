@@ -129,7 +129,7 @@ class ExecutionSettings(BaseModel):
     executor: Executor | None = None
     """Kopf compatibility only: anyop runs sync handlers in AnyIO worker threads."""
     max_workers: int | None = Field(default=None, ge=1)
-    """How many sync handlers run at once (threads); ``None``: 40, AnyIO's default."""
+    """How many sync handlers run at once (threads); ``None``: 40. Sync daemons do not count."""
     default_backoff: Seconds = Field(default=60, ge=0)
 
     def model_post_init(self, context: Any, /) -> None:

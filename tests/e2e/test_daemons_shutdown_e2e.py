@@ -46,6 +46,10 @@ OPERATOR = textwrap.dedent(
             stopped.wait(0.5)
         logger.info(f"exiting {name} {stopped.reason!r}")
 
+    @anyop.on.create("kopfexamples", id="hung_handler", when=lambda name, **_: name == "kex-1")
+    def hung_handler(**_):
+        time.sleep(3600)  # a sync handler that never returns must not keep the process alive
+
     @anyop.daemon("kopfexamples", id="deaf_daemon", cancellation_timeout=0.5,
                   when=lambda name, **_: name == "kex-0")
     def deaf_daemon(name, logger, **_):

@@ -30,7 +30,6 @@ from anyop.engine.indexes import Indexer
 from anyop.engine.invocation import invoke, is_async
 from anyop.engine.objects import ObjectSlot
 from anyop.engine.patching import apply_patch
-from anyop.engine.threads import run_in_own_thread
 from anyop.errors import ApiError, InvalidError, PermanentError
 from anyop.handlers.bodies import Body
 from anyop.handlers.causes import ChangingCause, SpawningCause
@@ -383,11 +382,9 @@ class Spawner:
         sync = not is_async(handler.fn)
         kwargs = self._kwargs(obj, run, patch, state, sync=sync)
         try:
-            if sync and isinstance(handler, DaemonHandler):
-                name = f"anyop {handler} of {obj.uid}"
-                result = await run_in_own_thread(handler.fn, kwargs, name=name, body=obj.raw)
-            else:
-                result = await invoke(handler.fn, kwargs, limiter=self.limiter, body=obj.raw)
+            # Sync daemons hold a thread for their whole life: never under the handlers' limit.
+            limiter = None if sync and isinstance(handler, DaemonHandler) else self.limiter
+            result = await invoke(handler.fn, kwargs, limiter=limiter, body=obj.raw)
         except Exception as error:
             return Failed(error)
         if (problem := unstorable(result)) is not None:
@@ -432,9 +429,7 @@ class Spawner:
         patch.clear()
         patch.fns.clear()
         if response is not None:
-            essence = obj.essence  # our own writes must not reset the idle clocks here
-            obj.update(response, None)
-            obj.essence = essence
+            obj.update(response, None)  # fresher for the next attempt; the idle clock stays
 
     # -- stopping ----------------------------------------------------------------------------
 

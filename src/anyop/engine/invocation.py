@@ -1,8 +1,9 @@
 """Calling user code: async functions in the caller's task, sync ones in worker threads.
 
 Every handler, daemon, timer, filter callback and activity goes through :func:`invoke`. Sync
-functions run in AnyIO worker threads under a capacity limiter, with the caller's context variables
-copied, so one blocking handler never blocks the event loop or other objects.
+functions run in anyop's daemon threads (:mod:`anyop.engine.threads`) under a capacity limiter,
+with the caller's context variables copied, so one blocking handler never blocks the event loop
+or other objects, and never keeps the process alive after the operator has exited.
 """
 
 from __future__ import annotations
@@ -14,17 +15,22 @@ from contextlib import contextmanager
 from typing import Any
 
 import anyio
-import anyio.to_thread
 
+from anyop.engine.threads import run_sync
 from anyop.handlers.context import current_body, current_invocation_kwargs
 
 __all__ = [
+    "DEFAULT_MAX_WORKERS",
     "current_body",
     "current_invocation_kwargs",
     "invoke",
     "is_async",
     "use_context",
 ]
+
+
+DEFAULT_MAX_WORKERS = 40
+"""How many sync handlers run at once unless ``settings.execution.max_workers`` says otherwise."""
 
 
 def is_async(fn: Callable[..., Any]) -> bool:
@@ -61,7 +67,8 @@ async def invoke(
     Args:
         fn: An async or sync callable.
         kwargs: All the kwargs; user functions accept them with ``**kwargs``.
-        limiter: Bounds how many sync functions run in threads at once.
+        limiter: Bounds how many sync functions run in threads at once; ``None``: no bound
+            (sync daemons, which must never wait for each other).
         body: The object the call is about, made ambient for ``adopt`` and ``execute``.
 
     Caveats:
@@ -72,4 +79,4 @@ async def invoke(
         if is_async(fn):
             return await fn(**kwargs)
         call = functools.partial(fn, **kwargs)
-        return await anyio.to_thread.run_sync(call, limiter=limiter, abandon_on_cancel=True)
+        return await run_sync(call, limiter=limiter)

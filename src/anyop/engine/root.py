@@ -17,6 +17,7 @@ import anyio
 import anyio.abc
 
 from anyop.engine.indexes import Indexer
+from anyop.engine.invocation import DEFAULT_MAX_WORKERS
 from anyop.engine.namespaces import NamespacePatterns, serve_namespaces
 from anyop.engine.resources import ResourceScope
 from anyop.engine.served import (
@@ -182,6 +183,5 @@ def _memo_factory(memo: Any) -> Callable[[], Any]:
     return new
 
 
-def _thread_limiter(settings: OperatorSettings) -> anyio.CapacityLimiter | None:
-    limit = settings.execution.max_workers
-    return anyio.CapacityLimiter(limit) if limit else None
+def _thread_limiter(settings: OperatorSettings) -> anyio.CapacityLimiter:
+    return anyio.CapacityLimiter(settings.execution.max_workers or DEFAULT_MAX_WORKERS)

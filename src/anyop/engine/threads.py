@@ -1,68 +1,132 @@
-"""Sync daemons in threads of their own, which the operator can leave behind.
+"""Threads for sync user code that the operator can always leave behind.
 
-AnyIO's worker threads are shared with the sync handlers and are not daemon threads: a sync daemon
-that never checks its ``stopped`` flag would hold one of them forever and keep the process alive
-at exit. A thread of its own (a daemon thread) costs the same, never takes a token of the handlers'
-limiter, and can be abandoned.
+AnyIO's worker threads are not daemon threads: a sync handler or daemon that never returns would
+keep the process alive after the operator has exited (one of Kopf's long-standing complaints).
+This pool has daemon threads only. Like AnyIO's, it reuses idle threads, grows when all are
+busy, and lets idle ones exit after :data:`IDLE_TIMEOUT` seconds; cancelling the awaiting task
+abandons the call, which finishes on its own (or with the process).
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
-import functools
+import queue
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
-from anyop.engine.invocation import use_context
+__all__ = ["IDLE_TIMEOUT", "DaemonThreads", "run_sync"]
 
-__all__ = ["run_in_own_thread"]
+IDLE_TIMEOUT = 10.0
+"""Seconds an idle thread waits for more work before it exits."""
+
+Job = Callable[[], Callable[[], None]]
+"""Runs a call in a worker thread; returns what tells the awaiting task it is done."""
 
 
-async def run_in_own_thread(
-    fn: Callable[..., Any],
-    kwargs: Mapping[str, Any],
-    *,
-    name: str,
-    body: Mapping[str, Any] | None = None,
-) -> Any:
-    """Call ``fn(**kwargs)`` in a new daemon thread and return its result or raise its error.
+class _Worker(threading.Thread):
+    def __init__(self, pool: DaemonThreads) -> None:
+        super().__init__(name="anyop sync worker", daemon=True)
+        self.jobs: queue.SimpleQueue[Job] = queue.SimpleQueue()
+        self.pool = pool
 
-    Args:
-        fn: A sync callable.
-        kwargs: Its kwargs.
-        name: The thread's name (shown in thread dumps).
-        body: The object the call is about, made ambient as :func:`~anyop.engine.invoke` does.
+    def run(self) -> None:
+        while True:
+            try:
+                job = self.jobs.get(timeout=IDLE_TIMEOUT)
+            except queue.Empty:
+                if self.pool._retire(self):
+                    return
+                continue  # a job was handed over just now
+            notify = job()
+            del job  # drop references to the call's arguments and result while idle
+            self.pool._rest(self)  # before notifying: the next call may reuse this thread
+            notify()
+            del notify
 
-    Caveats:
-        Cancelling the caller does not stop the thread: it is abandoned and finishes on its own
-        (or with the process). Context variables are copied into it.
-    """
-    done = anyio.Event()
-    token = anyio.lowlevel.current_token()
-    outcome: list[Any] = []
-    failure: list[BaseException] = []
 
-    def target() -> None:
-        try:
-            outcome.append(fn(**kwargs))
-        except BaseException as error:  # handed over to the awaiting task
-            failure.append(error)
-        finally:
+class DaemonThreads:
+    """A growing pool of daemon threads; one call per thread at a time."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: list[_Worker] = []
+        self.started = 0
+        """How many threads it has started (for tests and metrics)."""
+
+    async def run(
+        self,
+        fn: Callable[[], Any],
+        *,
+        limiter: anyio.CapacityLimiter | None = None,
+    ) -> Any:
+        """Call ``fn()`` in a thread of the pool; return its result or raise its error.
+
+        Args:
+            fn: The call, with its arguments bound; the caller's context variables are copied.
+            limiter: Bounds how many calls of this kind run at once (the sync handlers');
+                ``None`` for calls that must never wait for others (daemons).
+        """
+        if limiter is None:
+            return await self._run(fn)
+        async with limiter:
+            return await self._run(fn)
+
+    async def _run(self, fn: Callable[[], Any]) -> Any:
+        done = anyio.Event()
+        token = anyio.lowlevel.current_token()
+        context = contextvars.copy_context()
+        outcome: list[tuple[bool, Any]] = []
+
+        def notify() -> None:
             with contextlib.suppress(Exception):  # the loop is gone: nobody waits any more
                 anyio.from_thread.run_sync(done.set, token=token)
 
-    with use_context(body, kwargs):
-        context = contextvars.copy_context()
-    thread = threading.Thread(target=functools.partial(context.run, target), name=name)
-    thread.daemon = True
-    thread.start()
-    await done.wait()
-    if failure:
-        raise failure[0]
-    return outcome[0]
+        def job() -> Callable[[], None]:
+            try:
+                outcome.append((True, context.run(fn)))
+            except BaseException as error:  # handed over to the awaiting task
+                outcome.append((False, error))
+            return notify
+
+        self._submit(job)
+        await done.wait()
+        ok, value = outcome[0]
+        if ok:
+            return value
+        raise value
+
+    def _submit(self, job: Job) -> None:
+        with self._lock:
+            worker = self._idle.pop() if self._idle else None
+            if worker is None:
+                self.started += 1
+        if worker is None:
+            worker = _Worker(self)
+            worker.start()
+        worker.jobs.put(job)
+
+    def _rest(self, worker: _Worker) -> None:
+        with self._lock:
+            self._idle.append(worker)
+
+    def _retire(self, worker: _Worker) -> bool:
+        """Whether an idle worker may exit (not if a job was just handed to it)."""
+        with self._lock:
+            if worker in self._idle:
+                self._idle.remove(worker)
+                return True
+            return False
+
+
+_POOL = DaemonThreads()
+
+
+async def run_sync(fn: Callable[[], Any], *, limiter: anyio.CapacityLimiter | None = None) -> Any:
+    """Call ``fn()`` in anyop's pool of daemon threads (see :class:`DaemonThreads`)."""
+    return await _POOL.run(fn, limiter=limiter)

@@ -1,0 +1,73 @@
+"""anyop's pool of daemon threads for sync user code."""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+
+import anyio
+import pytest
+
+from anyop.engine.threads import DaemonThreads
+
+pytestmark = pytest.mark.anyio
+
+VAR: contextvars.ContextVar[str] = contextvars.ContextVar("VAR", default="unset")
+
+
+async def test_results_errors_and_context_variables_cross_over() -> None:
+    pool = DaemonThreads()
+    assert await pool.run(lambda: 42) == 42
+    with pytest.raises(ZeroDivisionError):
+        await pool.run(lambda: 1 / 0)
+    VAR.set("from the loop")
+    assert await pool.run(VAR.get) == "from the loop"
+
+
+async def test_threads_are_daemon_threads_and_reused_when_idle() -> None:
+    pool = DaemonThreads()
+    names = [await pool.run(lambda: threading.current_thread()) for _ in range(5)]
+    assert pool.started == 1
+    assert all(thread.daemon for thread in names)
+
+
+async def test_the_pool_grows_when_all_threads_are_busy_and_the_limiter_bounds_it() -> None:
+    pool = DaemonThreads()
+    release = threading.Event()
+    running: list[int] = []
+    peak = 0
+    lock = threading.Lock()
+
+    def busy() -> None:
+        nonlocal peak
+        with lock:
+            running.append(1)
+            peak = max(peak, len(running))
+        release.wait(10)
+        with lock:
+            running.pop()
+
+    limiter = anyio.CapacityLimiter(3)
+    async with anyio.create_task_group() as tg:
+        for _ in range(6):
+            tg.start_soon(lambda: pool.run(busy, limiter=limiter))
+        await anyio.sleep(0.2)
+        release.set()
+    assert peak == 3
+    assert pool.started == 3
+
+
+async def test_a_cancelled_call_leaves_its_thread_running_on_its_own() -> None:
+    pool = DaemonThreads()
+    release = threading.Event()
+    finished = threading.Event()
+
+    def stuck() -> None:
+        release.wait(10)
+        finished.set()
+
+    with anyio.move_on_after(0.05):
+        await pool.run(stuck)
+    assert not finished.is_set()
+    release.set()
+    assert await anyio.to_thread.run_sync(finished.wait, 10)
