@@ -67,34 +67,45 @@ class Run:
         handler: The daemon or timer.
         stopper: Its ``stopped`` flag.
         scope: The cancel scope its task runs in.
-        exited: Set when its task has exited.
+        exited: Its task has exited.
         abandoned: It did not exit within its cancellation timeout and is left to itself.
+
+    Its events are made only when something waits for them: an idle daemon costs its task
+    and its stop flag's one event.
     """
 
     handler: ResourceSpawningHandler
     stopper: DaemonStopper = dataclasses.field(default_factory=DaemonStopper)
     scope: anyio.CancelScope = dataclasses.field(default_factory=anyio.CancelScope)
-    exited: anyio.Event = dataclasses.field(default_factory=anyio.Event)
+    exited: bool = False
     abandoned: bool = False
-    _wakeup: anyio.Event = dataclasses.field(default_factory=anyio.Event)
+    _exit: anyio.Event | None = None
+    _wakeup: anyio.Event | None = None
 
     @property
     def alive(self) -> bool:
         """Whether it still holds its object (neither exited nor abandoned)."""
-        return not self.exited.is_set() and not self.abandoned
+        return not self.exited and not self.abandoned
+
+    def finish(self) -> None:
+        """Mark its task as exited."""
+        self.exited = True
+        if self._exit is not None:
+            self._exit.set()
 
     def poke(self) -> None:
         """End its current nap early (it was stopped, or its object changed)."""
-        self._wakeup.set()
+        if self._wakeup is not None:
+            self._wakeup.set()
 
     async def nap(self, seconds: float) -> None:
         """Sleep up to ``seconds``, less if poked or stopped."""
         if self.stopper.is_set():
             return
+        self._wakeup = anyio.Event()
         with anyio.move_on_after(seconds):
             await self._wakeup.wait()
-        if not self.stopper.is_set():
-            self._wakeup = anyio.Event()
+        self._wakeup = None
 
     async def sleep(self, seconds: float) -> bool:
         """Sleep ``seconds`` unless stopped (pokes do not shorten it); say if not stopped."""
@@ -105,9 +116,12 @@ class Run:
 
     async def exits_within(self, seconds: float) -> bool:
         """Wait up to ``seconds`` for its task to exit; say if it has."""
-        with anyio.move_on_after(seconds):
-            await self.exited.wait()
-        return self.exited.is_set()
+        if not self.exited:
+            if self._exit is None:
+                self._exit = anyio.Event()
+            with anyio.move_on_after(seconds):
+                await self._exit.wait()
+        return self.exited
 
 
 @dataclasses.dataclass(eq=False)
@@ -267,12 +281,18 @@ class Spawner:
                 self.task_group.start_soon(self._host, obj, name=f"anyop object {obj.uid}")
 
     async def _host(self, obj: ObjectDaemons) -> None:
-        """The object's task group: it lives while any of its runs does."""
+        """The object's task group: it lives while any of its runs does.
+
+        The host task runs the first run itself (one task fewer per object); the others are
+        tasks in the group.
+        """
         async with anyio.create_task_group() as group:
-            runs, obj.hosting = obj.hosting or [], None
+            first, *others = obj.hosting or []
+            obj.hosting = None
             obj.group = group
-            for run in runs:
+            for run in others:
                 group.start_soon(self._run, obj, run, name=f"anyop {run.handler} {obj.uid}")
+            await self._run(obj, first)
 
     async def _run(self, obj: ObjectDaemons, run: Run) -> None:
         try:
@@ -285,7 +305,7 @@ class Spawner:
             obj.finished.add(run.handler.id)
             obj.logger.exception(f"{run.handler} failed unexpectedly and will not be restarted.")
         finally:
-            run.exited.set()
+            run.finish()
             if obj.runs.get(run.handler.id) is run:
                 del obj.runs[run.handler.id]
             if not obj.runs:
@@ -435,7 +455,7 @@ class Spawner:
 
     def _stop(self, obj: ObjectDaemons, runs: Iterable[Run], reason: DaemonStoppingReason) -> None:
         for run in runs:
-            if run.exited.is_set():
+            if run.exited:
                 continue
             first = not run.stopper.is_set()
             run.stopper.set(reason)

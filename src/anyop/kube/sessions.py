@@ -60,6 +60,8 @@ USER_AGENT = f"anyop/{__version__}"
 TransportFactory = Callable[[ConnectionInfo, ssl.SSLContext], httpx.AsyncBaseTransport]
 """Builds the HTTP transport of one credential, e.g. ``httpx.AsyncHTTPTransport(verify=ctx)``."""
 
+MAX_CONNECTIONS = 64
+"""Connections for requests (not watches) per API server, as KubeTransport's pool limits them."""
 _MAX_SESSIONS = 4  # credentials kept open at once; older ones are closed once idle
 _MAX_RELOGINS = 3  # 401s tolerated per request, each after the vault's next credential
 _CLOSE_TIMEOUT = 5.0
@@ -96,12 +98,14 @@ def default_transport(
     """anyop's :class:`~anyop.kube.transport.KubeTransport`, or httpx's own behind a proxy.
 
     KubeTransport costs a fraction of httpx's default transport in CPU per request (see
-    ``bench/http_transport.py``) but speaks no proxy protocol. Neither pool limits connections:
-    every watch holds one for minutes.
+    ``bench/http_transport.py``) but speaks no proxy protocol. KubeTransport limits requests
+    to :data:`MAX_CONNECTIONS` connections (watches have their own pool without a limit): a burst
+    of thousands of objects reuses them instead of opening (and TLS-handshaking) thousands. The
+    proxied pool has no limit, as every watch holds one of its connections for minutes.
     """
     proxy = info.effective_proxy_url()
     if proxy is None:
-        return KubeTransport(ssl_context, max_connections_per_origin=None)
+        return KubeTransport(ssl_context, max_connections_per_origin=MAX_CONNECTIONS)
     return httpx.AsyncHTTPTransport(
         verify=ssl_context,
         proxy=proxy,

@@ -102,6 +102,10 @@ def may_resend(request: httpx.Request, error: Exception, *, reused: bool, answer
     )
 
 
+_WATCHING = frozenset({"true", "1"})
+"""Values of the ``watch`` query parameter that make a request a watch."""
+
+
 class _OriginPool:
     """Idle connections to one origin and a limit on those in use (a fair semaphore).
 
@@ -247,8 +251,9 @@ class KubeTransport(httpx.AsyncBaseTransport):
             builds ``ssl.create_default_context()`` on first use.
         max_connections_per_origin: At most this many requests to one origin are in flight
             (64 by default), each on a connection of its own; more wait in order (httpx's
-            ``pool`` timeout). A streamed response such as a watch holds its connection until
-            it is read or closed, so leave room for the watches. ``None`` for no limit.
+            ``pool`` timeout). Watches (``?watch=true``) hold their connections for minutes:
+            they have a pool of their own without a limit, so they never starve requests nor
+            wait for each other. ``None`` for no limit.
         keepalive_expiry: Seconds an idle connection is kept for reuse. Below kube-apiserver's
             90 s idle timeout, so that the server rarely closes a connection as it is reused.
         connect_timeout: Seconds for the TCP connect and TLS handshake, for requests that
@@ -287,7 +292,7 @@ class KubeTransport(httpx.AsyncBaseTransport):
         self._expiry = keepalive_expiry
         self._connect_timeout = connect_timeout
         self._socket_options = tuple(socket_options)
-        self._pools: dict[tuple[str, str, int, str | None], _OriginPool] = {}
+        self._pools: dict[tuple[str, str, int, str | None, bool], _OriginPool] = {}
         self._closed = False
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -345,14 +350,16 @@ class KubeTransport(httpx.AsyncBaseTransport):
         url = request.url
         scheme = url.scheme
         sni: str | None = request.extensions.get("sni_hostname")
-        key = (scheme, url.host, url.port or _DEFAULT_PORTS.get(scheme, 0), sni)
+        watch = url.params.get("watch") in _WATCHING
+        key = (scheme, url.host, url.port or _DEFAULT_PORTS.get(scheme, 0), sni, watch)
         pool = self._pools.get(key)
         if pool is None:
             if self._closed:
                 raise RuntimeError("The KubeTransport is closed")
             if scheme not in _DEFAULT_PORTS:
                 raise httpx.UnsupportedProtocol(f"Unsupported URL scheme: {scheme!r}")
-            pool = self._pools[key] = _OriginPool(Origin(*key), self._limit)
+            limit = None if watch else self._limit
+            pool = self._pools[key] = _OriginPool(Origin(*key[:4]), limit)
         return pool
 
     async def _checkout(self, pool: _OriginPool, timeouts: Mapping[str, Any]) -> Http11Connection:

@@ -210,6 +210,27 @@ async def test_a_request_beyond_the_origin_limit_times_out_waiting_for_a_connect
     assert server.connections == 2
 
 
+async def test_watches_have_a_pool_of_their_own_beyond_the_limit_of_requests() -> None:
+    release = anyio.Event()
+
+    async def hold(server: Server, peer: Peer, request: Received) -> None:
+        if "watch=true" in request.target:
+            await release.wait()
+        await peer.respond(b"ok")
+
+    transport = KubeTransport(max_connections_per_origin=1)
+    async with serving(hold) as server, client_for(server, transport) as client:
+        async with anyio.create_task_group() as tg:
+            for _ in range(3):  # three watches hold three connections: none waits
+                tg.start_soon(client.get, "/things?watch=true")
+            await server.arrived[3].wait()
+            quick = httpx.Timeout(DEADLINE, pool=0.5)
+            assert (await client.get("/request", timeout=quick)).content == b"ok"
+            assert (await client.get("/request", timeout=quick)).content == b"ok"
+            release.set()
+    assert server.connections == 4  # 3 watches + 1 for the requests, reused
+
+
 async def test_a_waiting_request_gets_the_connection_that_a_finished_one_frees() -> None:
     release = anyio.Event()
     results: list[bytes] = []
