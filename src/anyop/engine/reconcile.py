@@ -211,6 +211,9 @@ class Reconciler(HandlerCalls):
         if cause.reason is Reason.NOOP:
             logger.debug(NOOP_MESSAGE)
             return await self._write(slot, body, patch, delay=None)
+        if not cause.deleted and not self.registry.changing.has_handlers(self.resource):
+            # Only daemons and timers: no diff-base to keep, nothing to write (as in Kopf).
+            return await self._write(slot, body, patch, delay=None)
         handlers = self.registry.changing.select(cause, factory)
         return await self._handle(
             slot, cause, handlers, patch, logger, store_essence=corrupt, held=held
