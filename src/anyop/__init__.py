@@ -5,6 +5,7 @@
 
 from anyop import on
 from anyop._version import __version__
+from anyop.engine.posting import event, exception, info, warn
 from anyop.engine.root import serve
 from anyop.engine.running import operator, run
 from anyop.engine.subhandlers import execute
@@ -132,11 +133,14 @@ __all__ = [
     "build_owner_reference",
     "configure",
     "daemon",
+    "event",
+    "exception",
     "execute",
     "get_default_lifecycle",
     "get_default_registry",
     "harmonize_naming",
     "index",
+    "info",
     "kopf_compatible_storages",
     "label",
     "lifecycles",
@@ -155,4 +159,5 @@ __all__ = [
     "status_storages",
     "subhandler",
     "timer",
+    "warn",
 ]

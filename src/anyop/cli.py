@@ -79,6 +79,13 @@ def run(
         str, typer.Option(envvar="ANYOP_BACKEND", help="asyncio (default) or trio.")
     ] = "asyncio",
     standalone: Annotated[bool, typer.Option(help="Run without peering.")] = False,
+    liveness: Annotated[
+        str | None,
+        typer.Option(
+            "--liveness",
+            help="Serve probes, e.g. http://0.0.0.0:8080/healthz (and /readyz beside it).",
+        ),
+    ] = None,
     verbose: Annotated[bool, typer.Option("-v", "--verbose")] = False,
     debug: Annotated[bool, typer.Option("-d", "--debug")] = False,
     quiet: Annotated[bool, typer.Option("-q", "--quiet")] = False,
@@ -98,7 +105,12 @@ def run(
     )  # fmt: skip
     try:
         load_sources(paths or [], module or [])
-        run_operator(backend=backend, namespaces=namespace or [], clusterwide=clusterwide)
+        run_operator(
+            backend=backend,
+            namespaces=namespace or [],
+            clusterwide=clusterwide,
+            liveness_endpoint=liveness,
+        )
     except AnyopError as e:
         raise _fail(e) from e
 

@@ -23,7 +23,7 @@ from anyop.handlers.records import ActivityHandler
 from anyop.handlers.registry import OperatorRegistry
 from anyop.settings import OperatorSettings
 
-__all__ = ["ActivityError", "run_activity"]
+__all__ = ["ActivityError", "activity_kwargs", "run_activity"]
 
 
 class ActivityError(AnyopError):
@@ -62,6 +62,23 @@ async def _attempt(
     return decide(handler, state, Succeeded(result), now=_now())
 
 
+def activity_kwargs(
+    settings: OperatorSettings, memo: Any, activity: Activity, *, param: Any = None
+) -> dict[str, Any]:
+    """The kwargs of an activity handler's first attempt (``retry=0``)."""
+    now = _now()
+    return {
+        "logger": logging.getLogger(f"anyop.activities.{activity.value}"),
+        "memo": memo,
+        "settings": settings,
+        "activity": activity,
+        "param": param,
+        "retry": 0,
+        "started": now,
+        "runtime": datetime.timedelta(0),
+    }
+
+
 async def run_activity(
     registry: OperatorRegistry,
     activity: Activity,
@@ -77,8 +94,8 @@ async def run_activity(
     Raises:
         ActivityError: A handler failed permanently, or ran out of retries or time.
     """
-    logger = logging.getLogger(f"anyop.activities.{activity.value}")
-    context = {"logger": logger, "memo": memo, "settings": settings, "activity": activity}
+    context = activity_kwargs(settings, memo, activity)
+    logger = context["logger"]
     pending = {h.id: h for h in registry.activities.select(activity)}
     states = {hid: HandlerState.from_scratch(now=_now(), purpose=activity.value) for hid in pending}
     results: dict[str, Any] = {}

@@ -6,6 +6,7 @@ stops the stream (nothing new is dispatched) and then gives the running cycles a
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 from collections.abc import Callable
@@ -17,6 +18,7 @@ import anyio.abc
 from anyop.engine.daemons import Spawner, reaping_deadline
 from anyop.engine.indexes import Indexer
 from anyop.engine.objects import ObjectWorkers
+from anyop.engine.probes import current_health
 from anyop.engine.reconcile import Observed, Reconciler
 from anyop.handlers.registry import OperatorRegistry
 from anyop.handlers.stopping import DaemonStoppingReason
@@ -162,12 +164,17 @@ async def _watch_until(
             await indexer.index(scope.resource, event.object, deleted=deleted, memo=scope.new_memo)
         workers.dispatch(Observed(event.object, type=event.type, listed=event.listed))
 
-    async with anyio.create_task_group() as watch_group:
-        await watch_group.start(scope.watcher().run, handle)
-        logger.debug("Watching %s in %s.", scope.resource, scope.namespace or "the cluster")
-        task_status.started()
-        await stopping.wait()
-        watch_group.cancel_scope.cancel()
+    watcher = scope.watcher()
+    health = current_health.get()
+    where = f"{scope.resource} in {scope.namespace or 'the cluster'}"
+    reporting = health.watching(where, watcher) if health else contextlib.nullcontext()
+    with reporting:
+        async with anyio.create_task_group() as watch_group:
+            await watch_group.start(watcher.run, handle)
+            logger.debug("Watching %s.", where)
+            task_status.started()
+            await stopping.wait()
+            watch_group.cancel_scope.cancel()
 
 
 def _worker_limiter(limit: int | None) -> anyio.CapacityLimiter | None:

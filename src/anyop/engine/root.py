@@ -19,6 +19,7 @@ import anyio.abc
 from anyop.engine.indexes import Indexer
 from anyop.engine.invocation import DEFAULT_MAX_WORKERS
 from anyop.engine.namespaces import NamespacePatterns, serve_namespaces
+from anyop.engine.posting import EventPoster
 from anyop.engine.resources import ResourceScope
 from anyop.engine.served import (
     ServedResources,
@@ -90,7 +91,15 @@ async def serve(
         )
         follow = needs_following(registry, served.resources)
         scopes = (namespaces, clusterwide, follow)
-        await _serve_scopes(template, served, scopes, stop_event, ready_event)
+        poster = EventPoster(client, settings)
+        posted = anyio.Event()
+        with poster.installed():
+            async with anyio.create_task_group() as posting:
+                posting.start_soon(poster.run, posted)
+                try:
+                    await _serve_scopes(template, served, scopes, stop_event, ready_event)
+                finally:
+                    posted.set()  # queued Events get a moment to be posted
 
 
 async def login() -> Vault:

@@ -22,6 +22,7 @@ from typing import Any
 import anyio
 
 from anyop.engine.activities import run_activity
+from anyop.engine.probes import Health, current_health, serve_probes
 from anyop.engine.root import serve
 from anyop.errors import ConfigError
 from anyop.handlers.bodies import Memo
@@ -106,29 +107,46 @@ async def operator(
     stop_flag: Any = None,
     ready_flag: Any = None,
     vault: Any = None,
+    liveness_endpoint: str | None = None,
     **_ignored: Any,
 ) -> None:
     """Run the operator until ``stop_flag`` is set or the caller cancels it (Kopf's signature).
 
     Startup handlers run first (a final failure raises :class:`ActivityError` and nothing is
     served); cleanup handlers run once at the end, shielded, for at most ``CLEANUP_TIMEOUT``
-    seconds. Kopf's options that anyop does not act on yet (``standalone``, ``priority``,
-    ``peering_name``, ``liveness_endpoint``...) are accepted and ignored.
+    seconds. With ``liveness_endpoint`` (or ``settings.server.liveness_endpoint``), ``/healthz``
+    and ``/readyz`` are served from before the startup handlers until the end (see
+    :mod:`anyop.engine.probes`). Kopf's options that anyop does not act on yet (``standalone``,
+    ``priority``, ``peering_name``...) are accepted and ignored.
     """
     stop_event, ready_event = anyio.Event(), anyio.Event()
     names = [*namespaces, *([namespace] if namespace else [])]
     registry = registry if registry is not None else get_default_registry()
     settings = settings if settings is not None else settings_from_environ()
     memo = memo if memo is not None else Memo()
-    await run_activity(registry, Activity.STARTUP, settings=settings, memo=memo)
+    health = Health(registry, settings, memo)
+    endpoint = liveness_endpoint or settings.server.liveness_endpoint
+    token = current_health.set(health)
     try:
-        await _serve_with_flags(
-            stop_flag, ready_flag, stop_event, ready_event, registry=registry,
-            settings=settings, namespaces=names, clusterwide=clusterwide, memo=memo, vault=vault,
-        )  # fmt: skip
+        async with anyio.create_task_group() as probes:
+            if endpoint:
+                await probes.start(serve_probes, health, endpoint)
+            await run_activity(registry, Activity.STARTUP, settings=settings, memo=memo)
+            now_ready = functools.partial(setattr, health, "ready", True)
+            probes.start_soon(_relay, ready_event.wait, now_ready)
+            try:
+                await _serve_with_flags(
+                    stop_flag, ready_flag, stop_event, ready_event, registry=registry,
+                    settings=settings, namespaces=names, clusterwide=clusterwide, memo=memo,
+                    vault=vault,
+                )  # fmt: skip
+            finally:
+                health.ready = False
+                with anyio.move_on_after(CLEANUP_TIMEOUT, shield=True):
+                    await run_activity(registry, Activity.CLEANUP, settings=settings, memo=memo)
+            probes.cancel_scope.cancel()
     finally:
-        with anyio.move_on_after(CLEANUP_TIMEOUT, shield=True):
-            await run_activity(registry, Activity.CLEANUP, settings=settings, memo=memo)
+        current_health.reset(token)
 
 
 async def _serve_with_flags(

@@ -393,15 +393,19 @@ class Watcher:
         started = anyio.current_time()
         hard_deadline = started + (watching.client_timeout or math.inf)
         events = 0
-        async with stream:
-            while True:
-                line, stalled = await self._next_line(stream, hard_deadline)
-                if line is None:
-                    elapsed = anyio.current_time() - started
-                    return Stalled(stalled) if stalled else Ended(events, elapsed)
-                if (outcome := await self._consume(line, handle)) is not None:
-                    return outcome
-                events += 1
+        try:
+            async with stream:
+                self.state = self.state.with_stream(open=True)
+                while True:
+                    line, stalled = await self._next_line(stream, hard_deadline)
+                    if line is None:
+                        elapsed = anyio.current_time() - started
+                        return Stalled(stalled) if stalled else Ended(events, elapsed)
+                    if (outcome := await self._consume(line, handle)) is not None:
+                        return outcome
+                    events += 1
+        finally:
+            self.state = self.state.with_stream(open=False)
 
     def _request(self, server_timeout: int) -> Request:
         params = {

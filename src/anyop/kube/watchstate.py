@@ -66,6 +66,7 @@ class WatchState:
         synced: The initial listing has been dispatched (it stays true afterwards).
         last_event_time: When the last event, bookmark or list page arrived (AnyIO's clock).
         last_error: What went wrong most recently, if anything ever did.
+        streaming: A watch response is open right now (the server answered the request).
     """
 
     phase: Phase = Phase.LISTING
@@ -78,6 +79,7 @@ class WatchState:
     synced: bool = False
     last_event_time: float | None = None
     last_error: str | None = None
+    streaming: bool = False
 
     def listed(self, now: float) -> WatchState:
         """The state after a list page: alive, but no proof yet that watching works."""
@@ -97,7 +99,12 @@ class WatchState:
             synced=self.synced,
             last_event_time=now,
             last_error=self.last_error,
+            streaming=self.streaming,
         )
+
+    def with_stream(self, *, open: bool) -> WatchState:
+        """The state as a watch response opens or ends."""
+        return dataclasses.replace(self, streaming=open)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -219,15 +219,18 @@ async def test_watches_have_a_pool_of_their_own_beyond_the_limit_of_requests() -
         await peer.respond(b"ok")
 
     transport = KubeTransport(max_connections_per_origin=1)
-    async with serving(hold) as server, client_for(server, transport) as client:
-        async with anyio.create_task_group() as tg:
-            for _ in range(3):  # three watches hold three connections: none waits
-                tg.start_soon(client.get, "/things?watch=true")
-            await server.arrived[3].wait()
-            quick = httpx.Timeout(DEADLINE, pool=0.5)
-            assert (await client.get("/request", timeout=quick)).content == b"ok"
-            assert (await client.get("/request", timeout=quick)).content == b"ok"
-            release.set()
+    async with (
+        serving(hold) as server,
+        client_for(server, transport) as client,
+        anyio.create_task_group() as tg,
+    ):
+        for _ in range(3):  # three watches hold three connections: none waits
+            tg.start_soon(client.get, "/things?watch=true")
+        await server.arrived[3].wait()
+        quick = httpx.Timeout(DEADLINE, pool=0.5)
+        assert (await client.get("/request", timeout=quick)).content == b"ok"
+        assert (await client.get("/request", timeout=quick)).content == b"ok"
+        release.set()
     assert server.connections == 4  # 3 watches + 1 for the requests, reused
 
 
