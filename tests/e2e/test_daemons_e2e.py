@@ -369,3 +369,51 @@ async def test_operator_exit_stops_daemons_with_their_reason(
     assert time.monotonic() - t0 < 2.0
     assert len(reasons) == 1
     assert reasons[0] & DaemonStoppingReason.OPERATOR_EXITING
+
+
+async def test_a_terminating_daemon_is_respawned_only_after_it_has_exited(
+    api: httpx.AsyncClient, anyop_namespace: str
+) -> None:
+    registry = OperatorRegistry()
+    runs: list[str] = []
+    exited: list[float] = []
+
+    @anyop.daemon("kopfexamples", registry=registry, labels={"on": "yes"}, id="lingering")
+    async def lingering(stopped: DaemonStopped, **_: Any) -> None:
+        runs.append("start")
+        await stopped.wait()
+        await anyio.sleep(0.8)  # still terminating for a while
+        exited.append(time.monotonic())
+
+    async with running(registry, anyop_namespace):
+        await create(api, anyop_namespace, "lingering")
+        path = url(anyop_namespace, "lingering")
+        await merge(api, path, {"metadata": {"labels": {"on": "yes"}}})
+        await until(lambda: runs == ["start"])
+        await merge(api, path, {"metadata": {"labels": {"on": "no"}}})
+        await anyio.sleep(0.2)
+        await merge(api, path, {"metadata": {"labels": {"on": "yes"}}})  # matches again at once
+        await until(lambda: len(exited) == 1)
+        assert runs == ["start"], "respawned while the old one was still exiting"
+        await merge(api, path, {"metadata": {"annotations": {"poke": "1"}}})  # the next event
+        await until(lambda: runs == ["start", "start"])
+
+
+async def test_a_daemon_out_of_retries_exits_for_good(
+    api: httpx.AsyncClient, anyop_namespace: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    registry = OperatorRegistry()
+    attempts: list[int] = []
+
+    @anyop.daemon("kopfexamples", registry=registry, retries=3, backoff=0.05, id="hopeless")
+    async def hopeless(retry: int, **_: Any) -> None:
+        attempts.append(retry)
+        raise ValueError("never works")
+
+    async with running(registry, anyop_namespace):
+        await create(api, anyop_namespace, "hopeless")
+        message = "Daemon 'hopeless' has exited on its own and will not be retried or restarted."
+        await wait_for_log(caplog, message)
+        await merge(api, url(anyop_namespace, "hopeless"), {"spec": {"field": "again"}})
+        await anyio.sleep(0.3)
+    assert attempts == [0, 1, 2]

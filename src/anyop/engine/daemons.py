@@ -30,7 +30,7 @@ from anyop.engine.indexes import Indexer
 from anyop.engine.invocation import invoke, is_async
 from anyop.engine.objects import ObjectSlot
 from anyop.engine.patching import apply_patch
-from anyop.errors import ApiError, InvalidError, PermanentError
+from anyop.errors import ApiError, InvalidError
 from anyop.handlers.bodies import Body
 from anyop.handlers.causes import ChangingCause, SpawningCause
 from anyop.handlers.filters import KwargsFactory
@@ -38,11 +38,10 @@ from anyop.handlers.outcomes import (
     Decision,
     Failed,
     Happening,
-    Succeeded,
     decide,
     deliver_results,
     precheck,
-    unstorable,
+    returned,
 )
 from anyop.handlers.progression import HandlerState
 from anyop.handlers.records import DaemonHandler, ResourceSpawningHandler, TimerHandler
@@ -221,6 +220,7 @@ class Spawner:
             wake = lambda: slot.wakeup.set()  # noqa: E731 (the slot's current event)
             obj = ObjectDaemons(slot.uid, dict(cause.body), slot.memo, logger, wake)
             self.objects[slot.uid] = obj
+        obj.gone = False  # seen again (e.g. back in the watch's label selection)
         obj.update(cause.body, cause.new)
         if cause.deleted:
             self._stop(obj, list(obj.runs.values()), Reason.RESOURCE_DELETED)
@@ -407,9 +407,7 @@ class Spawner:
             result = await invoke(handler.fn, kwargs, limiter=limiter, body=obj.raw)
         except Exception as error:
             return Failed(error)
-        if (problem := unstorable(result)) is not None:
-            return Failed(PermanentError(f"Its result cannot be stored in the status: {problem}"))
-        return Succeeded(result)
+        return returned(result)
 
     def _kwargs(
         self, obj: ObjectDaemons, run: Run, patch: Patch, state: HandlerState, *, sync: bool

@@ -20,7 +20,6 @@ from anyop.engine.indexes import Indexer
 from anyop.engine.invocation import invoke
 from anyop.engine.objects import ObjectSlot
 from anyop.engine.subhandlers import ChildrenRetry, Execution
-from anyop.errors import PermanentError
 from anyop.handlers.causes import ChangingCause
 from anyop.handlers.lifecycles import LifeCycleFn, get_default_lifecycle
 from anyop.handlers.outcomes import (
@@ -28,11 +27,10 @@ from anyop.handlers.outcomes import (
     Decision,
     Failed,
     Happening,
-    Succeeded,
     decide,
     deliver_results,
     precheck,
-    unstorable,
+    returned,
 )
 from anyop.handlers.progression import HandlerState, Outcome, Progress
 from anyop.handlers.records import ResourceChangingHandler
@@ -116,10 +114,7 @@ class HandlerCalls:
                 return ChildrenPending(delay=pending.delay, subrefs=tuple(execution.subrefs))
             except Exception as error:
                 return Failed(error, subrefs=tuple(execution.subrefs))
-        if (problem := unstorable(result)) is not None:
-            failure = PermanentError(f"Its result cannot be stored in the status: {problem}")
-            return Failed(failure, subrefs=tuple(execution.subrefs))
-        return Succeeded(result, subrefs=tuple(execution.subrefs))
+        return returned(result, tuple(execution.subrefs))
 
     async def _run_children(
         self,

@@ -40,6 +40,7 @@ __all__ = [
     "decide",
     "deliver_results",
     "precheck",
+    "returned",
     "unstorable",
 ]
 
@@ -296,6 +297,14 @@ def deliver_results(outcomes: Mapping[str, Outcome], patch: Patch) -> None:
             patch.status[handler_id] = {**merged, **copy.deepcopy(dict(outcome.result))}
         else:
             patch.status[handler_id] = copy.deepcopy(outcome.result)
+
+
+def returned(result: object, subrefs: tuple[str, ...] = ()) -> Succeeded | Failed:
+    """What a handler's return means: success, or a permanent failure if it cannot be stored."""
+    if (problem := unstorable(result)) is not None:
+        error = PermanentError(f"Its result cannot be stored in the status: {problem}")
+        return Failed(error, subrefs=subrefs)
+    return Succeeded(result, subrefs=subrefs)
 
 
 def unstorable(result: object) -> str | None:
