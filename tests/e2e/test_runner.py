@@ -4,11 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpx
 import pytest
 from tests.e2e.kex import apply_kex, wait_for_status
+from tests.e2e.test_engine_e2e import create, url, wait_for
 
+import anyop.on as on
+from anyop.engine.activities import ActivityError
 from anyop.errors import AnyopError
-from anyop.testing import KopfRunner, OperatorRunner
+from anyop.handlers.outcomes import ErrorsMode
+from anyop.handlers.registry import OperatorRegistry
+from anyop.testing import KopfRunner, OperatorRunner, run_operator
 from anyop.testing.controlplane import LocalControlPlane
 
 EXAMPLE = str(Path(__file__).parents[2] / "examples" / "01-minimal" / "example.py")
@@ -53,3 +59,47 @@ def test_a_failing_operator_is_reraised(tmp_path: Path, anyop_kubeconfig: Path) 
 def test_the_runner_reraises_unexpected_exceptions(anyop_kubeconfig: Path) -> None:
     with pytest.raises(AnyopError), OperatorRunner(["run", "-A", "/nonexistent.py"], timeout=60):
         raise AnyopError("from the block")  # the block's own error wins over the operator's
+
+
+@pytest.mark.anyio
+async def test_run_operator_serves_inside_the_tests_own_loop(
+    api: httpx.AsyncClient, anyop_namespace: str, kopfexample_crd: str, anyop_kubeconfig: Path
+) -> None:
+    registry = OperatorRegistry()
+    events: list[str] = []
+
+    @on.startup(registry=registry)
+    async def started(**_: object) -> None:
+        events.append("startup")
+
+    @on.create("kopfexamples", registry=registry, id="create_fn")
+    async def create_fn(name: str, **_: object) -> str:
+        events.append(name)
+        return "done"
+
+    @on.cleanup(registry=registry)
+    async def cleaned(**_: object) -> None:
+        events.append("cleanup")
+
+    async with run_operator(registry, namespaces=[anyop_namespace]):
+        assert events == ["startup"]  # ready: the startup is over, the listing is done
+        await create(api, anyop_namespace, "embedded")
+        path = url(anyop_namespace, "embedded")
+        body = await wait_for(api, path, lambda b: "create_fn" in b.get("status", {}))
+        assert body["status"]["create_fn"] == "done"
+    assert events == ["startup", "embedded", "cleanup"]
+
+
+@pytest.mark.anyio
+async def test_run_operator_raises_a_failed_startup_from_the_block(
+    anyop_namespace: str, anyop_kubeconfig: Path
+) -> None:
+    registry = OperatorRegistry()
+
+    @on.startup(registry=registry, errors=ErrorsMode.PERMANENT, id="broken")
+    async def broken(**_: object) -> None:
+        raise RuntimeError("cannot start")
+
+    with pytest.raises(ActivityError, match="The startup activity failed: broken"):
+        async with run_operator(registry, namespaces=[anyop_namespace]):
+            pytest.fail("the block must not run")

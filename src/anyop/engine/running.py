@@ -200,10 +200,10 @@ def run(*, backend: str = "asyncio", **kwargs: Any) -> None:
     try:
         anyio.run(_serve_until_signalled, kwargs, backend=backend)
     except BaseExceptionGroup as group:
-        raise _single(group) from None
+        raise single_error(group) from None
 
 
-def _single(group: BaseExceptionGroup[BaseException]) -> BaseException:
+def single_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
     """The one real error inside nested task-group errors, or the group if there are several."""
     leaves: list[BaseException] = []
     pending: list[BaseException] = [group]

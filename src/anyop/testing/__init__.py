@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from anyop.testing.controlplane import LocalControlPlane
+    from anyop.testing.embedded import run_operator
     from anyop.testing.runner import KopfRunner, OperatorRunner
 
-__all__ = ["KopfRunner", "LocalControlPlane", "OperatorRunner"]
+__all__ = ["KopfRunner", "LocalControlPlane", "OperatorRunner", "run_operator"]
 
 
 def __getattr__(name: str) -> Any:
@@ -23,4 +24,8 @@ def __getattr__(name: str) -> Any:
         from anyop.testing import runner
 
         return getattr(runner, name)
+    if name == "run_operator":
+        from anyop.testing.embedded import run_operator
+
+        return run_operator
     raise AttributeError(f"module 'anyop.testing' has no attribute {name!r}")
