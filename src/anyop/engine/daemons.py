@@ -25,7 +25,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from anyop.engine.handling import Logger, utcnow
+from anyop.engine.handling import Logger, common_kwargs, utcnow
 from anyop.engine.indexes import Indexer
 from anyop.engine.invocation import invoke, is_async
 from anyop.engine.objects import ObjectSlot
@@ -218,7 +218,7 @@ class Spawner:
             if cause.deleted or self.closing:
                 return False
             wake = lambda: slot.wakeup.set()  # noqa: E731 (the slot's current event)
-            obj = ObjectDaemons(slot.uid, dict(cause.body), slot.memo, logger, wake)
+            obj = ObjectDaemons(slot.uid, {}, slot.memo, logger, wake)
             self.objects[slot.uid] = obj
         obj.gone = False  # seen again (e.g. back in the watch's label selection)
         obj.update(cause.body, cause.new)
@@ -414,20 +414,14 @@ class Spawner:
     ) -> dict[str, Any]:
         """Live ``body``/``spec``/... views, ``stopped``, and the rest as handlers get them."""
         cause = SpawningCause(resource=self.resource, body=Body(obj.raw))
+        kwargs = common_kwargs(
+            cause.kwargs, logger=obj.logger, memo=obj.memo, patch=patch, settings=self.settings,
+            indexer=self.indexer,
+        )  # fmt: skip
         now = utcnow()
-        extra = {
-            "logger": obj.logger,
-            "memo": obj.memo,
-            "patch": patch,
-            "settings": self.settings,
-            "retry": state.retries,
-            "started": state.started or now,
-            "runtime": state.runtime(now),
-            "param": run.handler.param,
-            "stopped": run.stopper.checker(sync=sync),
-        }
-        indexes = self.indexer.kwargs() if self.indexer is not None else {}
-        return {**cause.kwargs, **extra, **indexes}
+        kwargs.update(retry=state.retries, started=state.started or now, param=run.handler.param)
+        kwargs.update(runtime=state.runtime(now), stopped=run.stopper.checker(sync=sync))
+        return kwargs
 
     async def _apply(self, obj: ObjectDaemons, patch: Patch) -> None:
         """Send the patch of one attempt; keep its functions if the object changed meanwhile."""

@@ -39,7 +39,7 @@ from anyop.kube.patches import Patch
 from anyop.settings import OperatorSettings
 from anyop.storage.defaults import Persistence
 
-__all__ = ["HandlerCalls", "Logger", "utcnow"]
+__all__ = ["HandlerCalls", "Logger", "common_kwargs", "utcnow"]
 
 Logger = logging.LoggerAdapter[logging.Logger]
 
@@ -47,6 +47,26 @@ Logger = logging.LoggerAdapter[logging.Logger]
 def utcnow() -> datetime.datetime:
     """The current time as handler progress records it (aware UTC)."""
     return datetime.datetime.now(datetime.UTC)
+
+
+def common_kwargs(
+    base: Mapping[str, Any],
+    *,
+    logger: Logger,
+    memo: Any,
+    patch: Patch,
+    settings: OperatorSettings,
+    indexer: Indexer | None,
+) -> dict[str, Any]:
+    """The kwargs of every resource handler, daemon and timer, before its retry state.
+
+    ``base`` is the cause's (``body``, ``spec``...); the indexes override the framework's
+    kwargs, as in Kopf.
+    """
+    extra = {"logger": logger, "memo": memo, "patch": patch, "settings": settings}
+    retry = {"retry": 0, "started": None, "runtime": datetime.timedelta(0), "param": None}
+    indexes = indexer.kwargs() if indexer is not None else {}
+    return {**base, **retry, **extra, **indexes}
 
 
 class HandlerCalls:
@@ -61,10 +81,10 @@ class HandlerCalls:
         self, base: Mapping[str, Any], slot: ObjectSlot, logger: Logger, patch: Patch
     ) -> dict[str, Any]:
         """The kwargs common to all handlers (filters get them too)."""
-        extra = {"logger": logger, "memo": slot.memo, "patch": patch, "settings": self.settings}
-        retry = {"retry": 0, "started": None, "runtime": datetime.timedelta(0), "param": None}
-        indexes = self.indexer.kwargs() if self.indexer is not None else {}
-        return {**base, **retry, **extra, **indexes}  # indexes override, as in Kopf
+        return common_kwargs(
+            base, logger=logger, memo=slot.memo, patch=patch, settings=self.settings,
+            indexer=self.indexer,
+        )  # fmt: skip
 
     async def _attempt(
         self,

@@ -151,11 +151,7 @@ class _LoggingHandler(logging.Handler):
         ref = getattr(record, "k8s_ref", None)
         if not ref or getattr(record, "anyop_no_event", False):
             return
-        obj = {
-            "apiVersion": ref.get("apiVersion"),
-            "kind": ref.get("kind"),
-            "metadata": {k: ref[k] for k in ("name", "namespace", "uid") if ref.get(k)},
-        }
+        obj = {"apiVersion": ref.get("apiVersion"), "kind": ref.get("kind"), "metadata": ref}
         kind = "Warning" if record.levelno >= logging.WARNING else "Normal"
         try:
             message = record.getMessage()

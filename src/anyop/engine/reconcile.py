@@ -32,7 +32,7 @@ from anyop.handlers.progression import (
 )
 from anyop.handlers.records import ResourceChangingHandler
 from anyop.handlers.registry import OperatorRegistry
-from anyop.handlers.stopping import DaemonStoppingReason
+from anyop.handlers.stopping import DaemonStoppingReason as Stopping
 from anyop.kube.client import KubeClient
 from anyop.kube.patches import Patch
 from anyop.kube.resources import Resource
@@ -207,7 +207,7 @@ class Reconciler(HandlerCalls):
         factory = functools.partial(self._kwargs, cause.kwargs, slot, logger, patch)
         if self._finalizer_change(cause, factory, patch, logger):
             return await self._write(slot, body, patch, delay=0.0)
-        held = self.spawner is not None and self.spawner.sync(slot, cause, factory, logger)
+        alive = self.spawner is not None and self.spawner.sync(slot, cause, factory, logger)
         if cause.reason is Reason.NOOP:
             logger.debug(NOOP_MESSAGE)
             return await self._write(slot, body, patch, delay=None)
@@ -215,6 +215,7 @@ class Reconciler(HandlerCalls):
             # Only daemons and timers: no diff-base to keep, nothing to write (as in Kopf).
             return await self._write(slot, body, patch, delay=None)
         handlers = self.registry.changing.select(cause, factory)
+        held = alive and cause.deleted
         return await self._handle(
             slot, cause, handlers, patch, logger, store_essence=corrupt, held=held
         )
@@ -230,8 +231,8 @@ class Reconciler(HandlerCalls):
         """
         left = not (body.get("metadata") or {}).get("deletionTimestamp")
         if self.spawner is not None:
-            reason = DaemonStoppingReason.FILTERS_MISMATCH if left else None
-            self.spawner.forget(slot.uid, reason or DaemonStoppingReason.RESOURCE_DELETED)
+            reason = Stopping.FILTERS_MISMATCH if left else Stopping.RESOURCE_DELETED
+            self.spawner.forget(slot.uid, reason)
         if left and has_finalizer(body, self.persistence.finalizer):
             logger.debug(UNNEEDED_MESSAGE)
             patch.fns.append(allow_deletion(self.persistence.finalizer))
@@ -301,8 +302,8 @@ class Reconciler(HandlerCalls):
     ) -> CycleResult:
         """Run the due handlers and write their outcomes, progress and diff-base.
 
-        ``held``: daemons or timers still hold the object, so a deletion is not released yet
-        (the worker is woken when they exit, or re-checks after the cancellation polling).
+        ``held``: the object is being deleted and daemons or timers still hold it, so it is not
+        released yet (the worker is woken when they exit, or re-checks after the polling).
         """
         owned = self.registry.changing.for_resource(self.resource)
         now = utcnow()
@@ -314,7 +315,6 @@ class Reconciler(HandlerCalls):
         outcomes = await self._attempt(slot, cause, handlers, progress, patch, logger)
         progress = progress.with_outcomes(outcomes, now=utcnow())
         deliver_results(outcomes, patch)
-        held = held and cause.deleted
         self._record(cause, progress, patch, store_essence=store_essence, held=held)
         if progress.done and not held:
             self._log_conclusion(slot, cause, progress, logger, announce=bool(handlers))
