@@ -137,3 +137,57 @@ async def test_no_task_and_no_non_daemon_thread_of_anyop_outlives_serve(
         assert any(w.category is ResourceWarning for w in recwarn.list)
     finally:
         release.set()
+
+
+STUBBORN = textwrap.dedent(
+    """
+    import anyio
+    import anyop
+
+    @anyop.daemon("kopfexamples", id="stubborn")
+    async def stubborn(name, logger, **_):
+        logger.info(f"started {name}")
+        await anyio.sleep(3600)  # ignores its flag, and has no cancellation timeout
+    """
+)
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_second_signal_exits_at_once(
+    anyop_controlplane: LocalControlPlane,
+    anyop_namespace: str,
+    kopfexample_crd: str,
+    backend: str,
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "stubborn_operator.py"
+    source.write_text(STUBBORN)
+    kex = {"apiVersion": "kopf.dev/v1", "kind": "KopfExample", "metadata": {"name": "kex-s"}}
+    kubectl(anyop_controlplane, "apply", "-n", anyop_namespace, "-f", "-", stdin=json.dumps(kex))
+    operator = start_operator(anyop_controlplane, str(source), anyop_namespace, backend)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(operator.stdout or []), daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not any("started kex-s" in line for line in lines):
+            assert time.monotonic() < deadline, "".join(lines[-30:])
+            time.sleep(0.1)
+        operator.send_signal(signal.SIGTERM)
+        time.sleep(0.5)  # the daemon holds the first, graceful stop (it would be reaped at 5 s)
+        assert operator.poll() is None
+        t0 = time.monotonic()
+        operator.send_signal(signal.SIGTERM)
+        operator.wait(timeout=30)
+        elapsed = time.monotonic() - t0
+    finally:
+        if operator.poll() is None:
+            operator.kill()
+            operator.wait()
+        reader.join(timeout=5)
+        if operator.stdout is not None:
+            operator.stdout.close()
+    output = "".join(lines)
+    assert elapsed < 2.0, output[-2000:]
+    assert "Signal SIGTERM received. Operator is stopping." in output
+    assert "Signal SIGTERM received again: stopping at once." in output
