@@ -83,7 +83,13 @@ def run(
         str | None,
         typer.Option(
             "--liveness",
-            help="Serve probes, e.g. http://0.0.0.0:8080/healthz (and /readyz beside it).",
+            help="Serve probes, e.g. http://0.0.0.0:8080/healthz (/readyz, /metrics beside it).",
+        ),
+    ] = None,
+    metrics: Annotated[
+        str | None,
+        typer.Option(
+            "--metrics", help="Serve Prometheus metrics, e.g. http://0.0.0.0:9090/metrics."
         ),
     ] = None,
     verbose: Annotated[bool, typer.Option("-v", "--verbose")] = False,
@@ -110,6 +116,7 @@ def run(
             namespaces=namespace or [],
             clusterwide=clusterwide,
             liveness_endpoint=liveness,
+            metrics_endpoint=metrics,
         )
     except AnyopError as e:
         raise _fail(e) from e

@@ -183,6 +183,8 @@ class ServerSettings(BaseModel):
     model_config = _MODEL
     liveness_endpoint: str | None = None
     """E.g. ``http://0.0.0.0:8080/healthz``; ``/readyz`` and ``/metrics`` are served beside it."""
+    metrics_endpoint: str | None = None
+    """E.g. ``http://0.0.0.0:9090/metrics``: the Prometheus metrics on an address of their own."""
     backend: Literal["asyncio", "trio"] = "asyncio"
 
 

@@ -1,4 +1,4 @@
-"""Operator-level activities: startup and cleanup handlers (and later login and probe ones).
+"""Operator-level activities: startup, cleanup and login handlers (probes: :mod:`.probes`).
 
 All handlers of an activity run at once; each is retried per its ``errors``, ``retries``,
 ``backoff`` and ``timeout`` until it succeeds or fails for good. Their state lives in memory only.
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -17,6 +17,7 @@ import anyio
 from anyop.engine.invocation import invoke
 from anyop.errors import AnyopError
 from anyop.handlers.causes import Activity
+from anyop.handlers.indexes import OperatorIndexes
 from anyop.handlers.outcomes import Decision, Failed, Succeeded, decide, precheck
 from anyop.handlers.progression import HandlerState
 from anyop.handlers.records import ActivityHandler
@@ -42,8 +43,15 @@ def _now() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC)
 
 
+ResultCheck = Callable[[ActivityHandler, Any], None]
+"""Raises if a handler's result is unusable (the attempt then fails like a raising handler)."""
+
+
 async def _attempt(
-    handler: ActivityHandler, state: HandlerState, context: Mapping[str, Any]
+    handler: ActivityHandler,
+    state: HandlerState,
+    context: Mapping[str, Any],
+    check: ResultCheck | None,
 ) -> Decision:
     now = _now()
     if (early := precheck(handler, state, now=now)) is not None:
@@ -57,17 +65,28 @@ async def _attempt(
     }
     try:
         result = await invoke(handler.fn, kwargs)
+        if check is not None:
+            check(handler, result)
     except Exception as error:  # a handler's failure is data for the decision
         return decide(handler, state, Failed(error), now=_now())
     return decide(handler, state, Succeeded(result), now=_now())
 
 
 def activity_kwargs(
-    settings: OperatorSettings, memo: Any, activity: Activity, *, param: Any = None
+    settings: OperatorSettings,
+    memo: Any,
+    activity: Activity,
+    *,
+    param: Any = None,
+    indexes: OperatorIndexes | None = None,
 ) -> dict[str, Any]:
-    """The kwargs of an activity handler's first attempt (``retry=0``)."""
+    """The kwargs of an activity handler's first attempt (``retry=0``), the indexes included.
+
+    The indexes may be empty or partly filled while the operator starts or stops (as in Kopf).
+    """
     now = _now()
     return {
+        **(indexes.kwargs() if indexes is not None else {}),
         "logger": logging.getLogger(f"anyop.activities.{activity.value}"),
         "memo": memo,
         "settings": settings,
@@ -85,8 +104,20 @@ async def run_activity(
     *,
     settings: OperatorSettings,
     memo: Any,
+    handlers: Sequence[ActivityHandler] | None = None,
+    check: ResultCheck | None = None,
+    indexes: OperatorIndexes | None = None,
 ) -> dict[str, Any]:
     """Run the activity's handlers until all have succeeded or one has failed for good.
+
+    Args:
+        registry: Where the activity's handlers are.
+        activity: Which activity.
+        settings: The operator's settings (a kwarg of the handlers).
+        memo: The operator's memo (a kwarg of the handlers).
+        handlers: These handlers instead of the registry's.
+        check: Judges each result; what it raises fails that attempt (retried as usual).
+        indexes: The operator's indexes, given to the handlers as kwargs by name.
 
     Returns:
         The handlers' results by handler id.
@@ -94,16 +125,17 @@ async def run_activity(
     Raises:
         ActivityError: A handler failed permanently, or ran out of retries or time.
     """
-    context = activity_kwargs(settings, memo, activity)
+    context = activity_kwargs(settings, memo, activity, indexes=indexes)
     logger = context["logger"]
-    pending = {h.id: h for h in registry.activities.select(activity)}
+    selected = registry.activities.select(activity) if handlers is None else handlers
+    pending = {h.id: h for h in selected}
     states = {hid: HandlerState.from_scratch(now=_now(), purpose=activity.value) for hid in pending}
     results: dict[str, Any] = {}
     failures: dict[str, BaseException] = {}
     while pending:
         delays: list[float] = []
         for handler_id, handler in list(pending.items()):
-            decision = await _attempt(handler, states[handler_id], context)
+            decision = await _attempt(handler, states[handler_id], context, check)
             logger.log(decision.level, decision.message, exc_info=decision.exc_info)
             states[handler_id] = decision.state
             if not decision.outcome.final:

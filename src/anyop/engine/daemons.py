@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -25,7 +26,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from anyop.engine.handling import Logger, common_kwargs, utcnow
+from anyop.engine.handling import Logger, common_kwargs, observe_handler, utcnow
 from anyop.engine.indexes import Indexer
 from anyop.engine.invocation import invoke, is_async
 from anyop.engine.objects import ObjectSlot
@@ -51,6 +52,7 @@ from anyop.handlers.stopping import DaemonStopper, DaemonStoppingReason
 from anyop.kube.client import KubeClient
 from anyop.kube.patches import Patch
 from anyop.kube.resources import Resource
+from anyop.metrics import Metrics
 from anyop.settings import OperatorSettings
 
 __all__ = ["ObjectDaemons", "Run", "Spawner", "reaping_deadline"]
@@ -181,6 +183,7 @@ class Spawner:
         task_group: The resource's daemons group: object groups and terminations live there.
         limiter: Bounds the threads of sync timers (sync daemons have threads of their own).
         indexer: Gives the index kwargs.
+        metrics: Counts the runs (the operator's metrics, if any).
 
     Guarantees:
         * At most one run per object and handler; a terminating run is not replaced until its
@@ -197,6 +200,7 @@ class Spawner:
     task_group: anyio.abc.TaskGroup
     limiter: anyio.CapacityLimiter | None = None
     indexer: Indexer | None = None
+    metrics: Metrics | None = None
     objects: dict[str, ObjectDaemons] = dataclasses.field(default_factory=dict)
     closing: bool = False
 
@@ -388,8 +392,10 @@ class Spawner:
         handler = run.handler
         decision = precheck(handler, state, now=utcnow())
         if decision is None:
+            started = time.monotonic()
             happening = await self._invoke(obj, run, state, patch)
             decision = decide(handler, state, happening, now=utcnow())
+            observe_handler(self.metrics, self.resource, handler.id, decision.outcome, started)
         obj.logger.log(decision.level, decision.message, exc_info=decision.exc_info)
         deliver_results({handler.id: decision.outcome}, patch)
         await self._apply(obj, patch)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import functools
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -36,10 +37,12 @@ from anyop.handlers.progression import HandlerState, Outcome, Progress
 from anyop.handlers.records import ResourceChangingHandler
 from anyop.handlers.registry import SubRegistry
 from anyop.kube.patches import Patch
+from anyop.kube.resources import Resource
+from anyop.metrics import Metrics
 from anyop.settings import OperatorSettings
 from anyop.storage.defaults import Persistence
 
-__all__ = ["HandlerCalls", "Logger", "common_kwargs", "utcnow"]
+__all__ = ["HandlerCalls", "Logger", "common_kwargs", "observe_handler", "utcnow"]
 
 Logger = logging.LoggerAdapter[logging.Logger]
 
@@ -69,6 +72,22 @@ def common_kwargs(
     return {**base, **retry, **extra, **indexes}
 
 
+def outcome_label(outcome: Outcome) -> str:
+    """A handler run's outcome as metrics name it: ``success``, ``retry`` or ``failure``. Pure."""
+    if not outcome.final:
+        return "retry"
+    return "failure" if outcome.exception is not None else "success"
+
+
+def observe_handler(
+    metrics: Metrics | None, resource: Resource, handler_id: str, outcome: Outcome, started: float
+) -> None:
+    """Count a handler's run in the operator's metrics, if there are any."""
+    if metrics is not None:
+        seconds = time.monotonic() - started
+        metrics.handler(str(resource), handler_id, outcome_label(outcome), seconds)
+
+
 class HandlerCalls:
     """Invoking the handlers of one cycle (a base of the reconciler, which has the attributes)."""
 
@@ -76,6 +95,8 @@ class HandlerCalls:
     persistence: Persistence
     limiter: anyio.CapacityLimiter | None
     indexer: Indexer | None
+    resource: Resource
+    metrics: Metrics | None
 
     def _kwargs(
         self, base: Mapping[str, Any], slot: ObjectSlot, logger: Logger, patch: Patch
@@ -104,8 +125,10 @@ class HandlerCalls:
             state = progress[handler.id]
             decision = precheck(handler, state, now=utcnow())
             if decision is None:
+                started = time.monotonic()
                 happening = await self._invoke(slot, cause, handler, state, patch, logger)
                 decision = decide(handler, state, happening, now=utcnow())
+                observe_handler(self.metrics, self.resource, handler.id, decision.outcome, started)
             self._log(decision, logger)
             outcomes[handler.id] = decision.outcome
         return outcomes

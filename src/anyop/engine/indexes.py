@@ -24,7 +24,7 @@ from anyop.kube.resources import Resource
 from anyop.logs import object_logger
 from anyop.settings import OperatorSettings
 
-__all__ = ["Indexer"]
+__all__ = ["Indexer", "operator_indexes"]
 
 
 _NO_TIME = datetime.timedelta(0)
@@ -35,6 +35,11 @@ def _object_key(body: Mapping[str, Any]) -> ObjectKey:
     return (meta.get("namespace"), str(meta.get("name", "")), str(meta.get("uid", "")))
 
 
+def operator_indexes(registry: OperatorRegistry) -> OperatorIndexes:
+    """Empty indexes for every ``@anyop.index`` function of the registry."""
+    return OperatorIndexes([handler.id for handler in registry.indexing.handlers])
+
+
 class Indexer:
     """Runs the indexing functions of an operator and holds its indexes.
 
@@ -42,6 +47,7 @@ class Indexer:
         registry: Where the ``@anyop.index`` handlers are.
         settings: Given to the functions as ``settings``.
         limiter: Bounds the threads of sync functions (the handlers' limiter).
+        indexes: The indexes to fill (shared with the activities); new empty ones if ``None``.
 
     Guarantees:
         An object's values are replaced on every event, and removed when it is deleted, stops
@@ -54,12 +60,12 @@ class Indexer:
         registry: OperatorRegistry,
         settings: OperatorSettings,
         limiter: anyio.CapacityLimiter | None = None,
+        indexes: OperatorIndexes | None = None,
     ) -> None:
         self.registry = registry
         self.settings = settings
         self.limiter = limiter
-        names = [handler.id for handler in registry.indexing.handlers]
-        self.indexes = OperatorIndexes(names)
+        self.indexes = indexes if indexes is not None else operator_indexes(registry)
         self.ready = anyio.Event()
         """Set when every watched resource was listed (and indexed, where it is indexed)."""
 

@@ -1,5 +1,7 @@
 """Liveness and readiness endpoints: ``/healthz`` and ``/readyz`` on Hypercorn.
 
+``/metrics`` is served beside them (see :mod:`anyop.metrics`), or on an address of its own.
+
 ``/healthz`` runs the ``@anyop.on.probe`` handlers (their results are cached for
 :data:`PROBE_CACHE` seconds, as in Kopf) and answers their results as JSON; it answers 500 while a
 probe fails or a watch-stream is failing and has seen nothing for longer than its inactivity
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 import json
 import logging
 import urllib.parse
@@ -26,12 +29,25 @@ import anyio.abc
 from anyop.engine.activities import activity_kwargs
 from anyop.engine.invocation import invoke
 from anyop.handlers.causes import Activity
+from anyop.handlers.indexes import OperatorIndexes
 from anyop.handlers.registry import OperatorRegistry
+from anyop.kube.resources import Resource
 from anyop.kube.watchstate import WatchState
+from anyop.metrics import CONTENT_TYPE, Metrics
 from anyop.servers import BoundAddress, Receive, Scope, Send, lifespan_ready, serve_asgi
 from anyop.settings import OperatorSettings
 
-__all__ = ["PROBE_CACHE", "Health", "current_health", "serve_probes", "watch_problem"]
+__all__ = [
+    "PROBE_CACHE",
+    "Health",
+    "Watched",
+    "current_health",
+    "metrics_app",
+    "probes_app",
+    "serve_metrics",
+    "serve_probes",
+    "watch_problem",
+]
 
 logger = logging.getLogger("anyop.engine")
 
@@ -60,18 +76,50 @@ def watch_problem(state: WatchState, *, now: float, stall_after: float | None) -
     return f"failing {state.failures} times, {since}: {state.last_error}"
 
 
+@dataclasses.dataclass(frozen=True)
+class Watched:
+    """One served resource in one scope, as the probes and the metrics see it.
+
+    Attributes:
+        resource: The resource.
+        namespace: The namespace, or ``None`` for the whole cluster.
+        watcher: Its watch-stream (``watcher.state`` is a :class:`WatchState`).
+        workers: Its objects' workers (an :class:`~anyop.engine.objects.ObjectWorkers`).
+        spawner: Its daemons and timers (a :class:`~anyop.engine.daemons.Spawner`), if any.
+    """
+
+    resource: Resource
+    namespace: str | None
+    watcher: Any
+    workers: Any = None
+    spawner: Any = None
+
+    @property
+    def state(self) -> WatchState:
+        """The watch-stream's state."""
+        state: WatchState = self.watcher.state
+        return state
+
+
 class Health:
     """What the probes report about one running operator.
 
     Attributes:
         ready: The startup handlers have succeeded and every resource has been listed.
-        watchers: The live watchers, by a readable key (resource and namespace).
+        watchers: The served resources (:class:`Watched`), by a readable key.
     """
 
-    def __init__(self, registry: OperatorRegistry, settings: OperatorSettings, memo: Any) -> None:
+    def __init__(
+        self,
+        registry: OperatorRegistry,
+        settings: OperatorSettings,
+        memo: Any,
+        indexes: OperatorIndexes | None = None,
+    ) -> None:
         self.registry = registry
         self.settings = settings
         self.memo = memo
+        self.indexes = indexes
         self.ready = False
         self.watchers: dict[str, Any] = {}
         self._cache: tuple[float, int, dict[str, Any]] | None = None
@@ -114,7 +162,9 @@ class Health:
         results: dict[str, Any] = {}
         code = 200
         for handler in self.registry.activities.select(Activity.PROBE):
-            kwargs = activity_kwargs(self.settings, self.memo, Activity.PROBE, param=handler.param)
+            kwargs = activity_kwargs(
+                self.settings, self.memo, Activity.PROBE, param=handler.param, indexes=self.indexes
+            )
             try:
                 results[handler.id] = await invoke(handler.fn, kwargs)
             except Exception as error:
@@ -124,15 +174,17 @@ class Health:
         return code, results
 
 
-def _address(endpoint: str) -> tuple[str, int]:
+def _address(endpoint: str) -> tuple[str, int, str]:
     url = urllib.parse.urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
     if url.scheme != "http" or url.port is None:
-        raise ValueError(f"The liveness endpoint must be http://HOST:PORT[/path]: {endpoint!r}")
-    return url.hostname or "0.0.0.0", url.port
+        raise ValueError(f"An endpoint must be http://HOST:PORT[/path]: {endpoint!r}")
+    return url.hostname or "0.0.0.0", url.port, url.path
 
 
-def probes_app(health: Health, *, liveness_path: str = "/healthz") -> Any:
-    """The ASGI app of the probe endpoints."""
+def probes_app(
+    health: Health, *, liveness_path: str = "/healthz", metrics: Metrics | None = None
+) -> Any:
+    """The ASGI app of the probe endpoints, and of ``/metrics`` if ``metrics`` are given."""
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -143,6 +195,9 @@ def probes_app(health: Health, *, liveness_path: str = "/healthz") -> Any:
             code, document = await health.liveness()
         elif path == "/readyz":
             code, document = (200, {"ready": True}) if health.ready else (503, {"ready": False})
+        elif path == "/metrics" and metrics is not None:
+            await _respond_bytes(send, 200, metrics.render(), CONTENT_TYPE)
+            return
         else:
             code, document = 404, {"error": f"no such endpoint: {path}"}
         await _respond(send, code, document)
@@ -150,9 +205,30 @@ def probes_app(health: Health, *, liveness_path: str = "/healthz") -> Any:
     return app
 
 
+def metrics_app(metrics: Metrics, *, path: str = "/metrics") -> Any:
+    """The ASGI app of a metrics endpoint of its own (``--metrics``)."""
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await lifespan_ready(receive, send)
+        elif scope.get("path", "") == path:
+            await _respond_bytes(send, 200, metrics.render(), CONTENT_TYPE)
+        else:
+            await _respond(send, 404, {"error": f"no such endpoint: {scope.get('path')}"})
+
+    return app
+
+
 async def _respond(send: Send, code: int, document: Mapping[str, Any]) -> None:
     body = json.dumps(document, default=repr).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await _respond_bytes(send, code, body, "application/json")
+
+
+async def _respond_bytes(send: Send, code: int, body: bytes, content_type: str) -> None:
+    headers = [
+        (b"content-type", content_type.encode()),
+        (b"content-length", str(len(body)).encode()),
+    ]
     await send({"type": "http.response.start", "status": code, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
@@ -161,16 +237,29 @@ async def serve_probes(
     health: Health,
     endpoint: str,
     *,
+    metrics: Metrics | None = None,
     task_status: anyio.abc.TaskStatus[BoundAddress] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve ``/healthz`` (or the endpoint's path) and ``/readyz`` until cancelled.
+    """Serve ``/healthz`` (or the endpoint's path), ``/readyz`` and ``/metrics`` until cancelled.
 
     Args:
         health: What to report.
         endpoint: E.g. ``http://0.0.0.0:8080/healthz`` (port 0 picks a free one).
+        metrics: Served at ``/metrics`` too, if given.
         task_status: Receives the bound address once listening.
     """
-    host, port = _address(endpoint)
-    path = urllib.parse.urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}").path
-    app = probes_app(health, liveness_path=path or "/healthz")
+    host, port, path = _address(endpoint)
+    app = probes_app(health, liveness_path=path or "/healthz", metrics=metrics)
     await serve_asgi(app, host=host, port=port, task_status=task_status)
+
+
+async def serve_metrics(
+    metrics: Metrics,
+    endpoint: str,
+    *,
+    task_status: anyio.abc.TaskStatus[BoundAddress] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve the metrics alone at an endpoint such as ``http://0.0.0.0:9090/metrics``."""
+    host, port, path = _address(endpoint)
+    await serve_asgi(metrics_app(metrics, path=path or "/metrics"), host=host, port=port,
+                     task_status=task_status)  # fmt: skip

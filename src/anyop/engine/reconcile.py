@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -38,6 +39,7 @@ from anyop.kube.patches import Patch
 from anyop.kube.resources import Resource
 from anyop.kube.watch import EventType
 from anyop.logs import object_logger
+from anyop.metrics import Metrics
 from anyop.settings import OperatorSettings
 from anyop.storage.defaults import Persistence, anyop_storages
 from anyop.storage.diffbase import StatusDiffBaseStorage, read_diffbase, status_was_pruned
@@ -120,19 +122,27 @@ class Reconciler(HandlerCalls):
     limiter: anyio.CapacityLimiter | None = None
     indexer: Indexer | None = None
     spawner: Spawner | None = None
+    metrics: Metrics | None = None
 
     async def __call__(self, slot: ObjectSlot, body: Mapping[str, Any]) -> CycleResult:
         """Handle the latest body of an object once."""
         if self.indexer is not None:
             await self.indexer.ready.wait()  # no handler sees a half-built index at startup
         logger = object_logger(body)
+        started = time.monotonic()
         try:
             result = await self._cycle(slot, body, logger)
         except Exception as error:
+            self._observe(started, "error")
             return self._throttle(slot, body, logger, error)
+        self._observe(started, "success" if result.delay is None else "requeue_after")
         if slot.extras.pop(ERRORS, None) is not None:
             logger.info("Throttling is over. Switching back to normal operations.")
         return result
+
+    def _observe(self, started: float, result: str) -> None:
+        if self.metrics is not None:
+            self.metrics.cycle(str(self.resource), time.monotonic() - started, result)
 
     def _throttle(
         self, slot: ObjectSlot, body: Mapping[str, Any], logger: Logger, error: Exception

@@ -18,13 +18,14 @@ import anyio.abc
 from anyop.engine.daemons import Spawner, reaping_deadline
 from anyop.engine.indexes import Indexer
 from anyop.engine.objects import ObjectWorkers
-from anyop.engine.probes import current_health
+from anyop.engine.probes import Watched, current_health
 from anyop.engine.reconcile import Observed, Reconciler
 from anyop.handlers.registry import OperatorRegistry
 from anyop.handlers.stopping import DaemonStoppingReason
 from anyop.kube.client import KubeClient
 from anyop.kube.resources import Resource
 from anyop.kube.watch import Watcher, WatchEvent
+from anyop.metrics import Metrics
 from anyop.settings import OperatorSettings
 from anyop.storage.defaults import Persistence, anyop_storages, status_storages
 
@@ -62,6 +63,7 @@ class ResourceScope:
         new_memo: Makes the memo of a newly seen object.
         limiter: Bounds the sync handlers' threads.
         indexer: Keeps the ``@anyop.index`` indexes (fed before each dispatch).
+        metrics: The operator's metrics, if it has any.
     """
 
     client: KubeClient
@@ -72,6 +74,7 @@ class ResourceScope:
     new_memo: Callable[[], Any] = dict
     limiter: anyio.CapacityLimiter | None = None
     indexer: Indexer | None = None
+    metrics: Metrics | None = None
 
     def reconciler(self, spawner: Spawner | None = None) -> Reconciler:
         """The handling cycle for this resource's objects."""
@@ -85,6 +88,7 @@ class ResourceScope:
             self.limiter,
             self.indexer,
             spawner,
+            self.metrics,
         )
 
     def spawner(self, task_group: anyio.abc.TaskGroup) -> Spawner | None:
@@ -99,6 +103,7 @@ class ResourceScope:
             task_group,
             limiter=self.limiter,
             indexer=self.indexer,
+            metrics=self.metrics,
         )
 
     def watcher(self) -> Watcher:
@@ -140,7 +145,7 @@ async def serve_resource(
                 idle_timeout=queueing.idle_timeout,
                 new_memo=scope.new_memo,
             )
-            await _watch_until(scope, workers, stopping, task_status)
+            await _watch_until(scope, workers, spawner, stopping, task_status)
             workers.close()
             budget = spawner.stop_all(DaemonStoppingReason.OPERATOR_EXITING) if spawner else 0
             reaping = reaping_deadline(budget)
@@ -151,6 +156,7 @@ async def serve_resource(
 async def _watch_until(
     scope: ResourceScope,
     workers: ObjectWorkers,
+    spawner: Spawner | None,
     stopping: anyio.Event,
     task_status: anyio.abc.TaskStatus[None],
 ) -> None:
@@ -167,7 +173,8 @@ async def _watch_until(
     watcher = scope.watcher()
     health = current_health.get()
     where = f"{scope.resource} in {scope.namespace or 'the cluster'}"
-    reporting = health.watching(where, watcher) if health else contextlib.nullcontext()
+    watched = Watched(scope.resource, scope.namespace, watcher, workers, spawner)
+    reporting = health.watching(where, watched) if health else contextlib.nullcontext()
     with reporting:
         async with anyio.create_task_group() as watch_group:
             await watch_group.start(watcher.run, handle)

@@ -16,7 +16,8 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from anyop.engine.indexes import Indexer
+from anyop.engine.authentication import authenticate, keep_logged_in
+from anyop.engine.indexes import Indexer, operator_indexes
 from anyop.engine.invocation import DEFAULT_MAX_WORKERS
 from anyop.engine.namespaces import NamespacePatterns, serve_namespaces
 from anyop.engine.posting import EventPoster
@@ -30,13 +31,15 @@ from anyop.engine.served import (
 )
 from anyop.errors import ConfigError
 from anyop.handlers.bodies import Memo
+from anyop.handlers.indexes import OperatorIndexes
 from anyop.handlers.registry import OperatorRegistry, get_default_registry
-from anyop.kube.auth import Vault, login_with_kubeconfig, login_with_service_account
+from anyop.kube.auth import Vault
 from anyop.kube.client import open_client
 from anyop.kube.resources import Resource
+from anyop.metrics import current_metrics
 from anyop.settings import OperatorSettings
 
-__all__ = ["login", "serve"]
+__all__ = ["serve"]
 
 logger = logging.getLogger("anyop.engine")
 
@@ -51,6 +54,7 @@ async def serve(
     stop_event: anyio.Event | None = None,
     ready_event: anyio.Event | None = None,
     vault: Vault | None = None,
+    indexes: OperatorIndexes | None = None,
 ) -> None:
     """Run the operator until ``stop_event`` is set or the caller cancels it.
 
@@ -62,10 +66,14 @@ async def serve(
         memo: The operator's memo; every object gets a shallow copy of it.
         stop_event: Set it to stop the operator gracefully.
         ready_event: Set once every resource's initial listing has been dispatched.
-        vault: Credentials; by default filled from the kubeconfig or the service account.
+        vault: Credentials kept by the caller; by default, the login handlers (or the built-in
+            logins from the kubeconfig and the service account) fill a new vault, and run again
+            whenever the API server rejects all of its credentials (see :mod:`.authentication`).
+        indexes: The indexes to fill, when the caller shares them with its own activities.
 
     Raises:
-        ConfigError: Neither namespaces nor ``clusterwide`` is given, or no login works.
+        ConfigError: Neither namespaces nor ``clusterwide`` is given.
+        LoginError: No login handler returned usable credentials.
 
     Guarantees:
         On stop, the watches stop first; running cycles get ``queueing.exit_timeout`` seconds,
@@ -75,8 +83,34 @@ async def serve(
         raise ConfigError("Either namespaces or clusterwide=True must be given to serve().")
     registry = registry if registry is not None else get_default_registry()
     settings = settings or OperatorSettings()
-    vault = vault if vault is not None else await login()
-    async with open_client(vault, settings=settings) as client:
+    memo = Memo() if memo is None else memo
+    indexes = indexes if indexes is not None else operator_indexes(registry)
+    relogin = vault is None
+    if vault is None:
+        vault = Vault()
+        await authenticate(vault, registry, settings, memo, indexes)
+    async with anyio.create_task_group() as logins:
+        if relogin:
+            logins.start_soon(keep_logged_in, vault, registry, settings, memo, indexes)
+        operator = functools.partial(_serve_logged_in, vault, registry, settings, memo, indexes)
+        await operator(namespaces, clusterwide, stop_event, ready_event)
+        logins.cancel_scope.cancel()
+
+
+async def _serve_logged_in(
+    vault: Vault,
+    registry: OperatorRegistry,
+    settings: OperatorSettings,
+    memo: Any,
+    indexes: OperatorIndexes,
+    namespaces: Collection[str | re.Pattern[str]],
+    clusterwide: bool,
+    stop_event: anyio.Event | None,
+    ready_event: anyio.Event | None,
+) -> None:
+    metrics = current_metrics.get()
+    observer = metrics.request if metrics is not None else None
+    async with open_client(vault, settings=settings, observer=observer) as client:
         served = ServedResources(await served_resources(client, registry))
         limiter = _thread_limiter(settings)
         template = ResourceScope(
@@ -85,9 +119,10 @@ async def serve(
             None,
             registry,
             settings,
-            new_memo=_memo_factory(Memo() if memo is None else memo),
+            new_memo=_memo_factory(memo),
             limiter=limiter,
-            indexer=Indexer(registry, settings, limiter),
+            indexer=Indexer(registry, settings, limiter, indexes),
+            metrics=metrics,
         )
         follow = needs_following(registry, served.resources)
         scopes = (namespaces, clusterwide, follow)
@@ -100,24 +135,6 @@ async def serve(
                     await _serve_scopes(template, served, scopes, stop_event, ready_event)
                 finally:
                     posted.set()  # queued Events get a moment to be posted
-
-
-async def login() -> Vault:
-    """A vault with the credentials of the kubeconfig, or else of the pod's service account.
-
-    Raises:
-        ConfigError: Neither is available.
-    """
-    vault = Vault()
-    for key, login_fn in (
-        ("kubeconfig", login_with_kubeconfig),
-        ("service-account", login_with_service_account),
-    ):
-        info = await login_fn()
-        if info is not None:
-            await vault.populate({key: info})
-            return vault
-    raise ConfigError("No credentials: neither a kubeconfig nor a service account was found.")
 
 
 async def _serve_scopes(

@@ -22,12 +22,15 @@ from typing import Any
 import anyio
 
 from anyop.engine.activities import run_activity
-from anyop.engine.probes import Health, current_health, serve_probes
+from anyop.engine.indexes import operator_indexes
+from anyop.engine.observing import operator_metrics
+from anyop.engine.probes import Health, current_health, serve_metrics, serve_probes
 from anyop.engine.root import serve
 from anyop.errors import ConfigError
 from anyop.handlers.bodies import Memo
 from anyop.handlers.causes import Activity
 from anyop.handlers.registry import get_default_registry
+from anyop.metrics import current_metrics
 from anyop.settings import settings_from_environ
 
 __all__ = ["load_sources", "operator", "run"]
@@ -108,45 +111,57 @@ async def operator(
     ready_flag: Any = None,
     vault: Any = None,
     liveness_endpoint: str | None = None,
+    metrics_endpoint: str | None = None,
     **_ignored: Any,
 ) -> None:
     """Run the operator until ``stop_flag`` is set or the caller cancels it (Kopf's signature).
 
     Startup handlers run first (a final failure raises :class:`ActivityError` and nothing is
     served); cleanup handlers run once at the end, shielded, for at most ``CLEANUP_TIMEOUT``
-    seconds. With ``liveness_endpoint`` (or ``settings.server.liveness_endpoint``), ``/healthz``
-    and ``/readyz`` are served from before the startup handlers until the end (see
-    :mod:`anyop.engine.probes`). Kopf's options that anyop does not act on yet (``standalone``,
-    ``priority``, ``peering_name``...) are accepted and ignored.
+    seconds. With ``liveness_endpoint`` (or ``settings.server.liveness_endpoint``), ``/healthz``,
+    ``/readyz`` and ``/metrics`` are served from before the startup handlers until the end (see
+    :mod:`anyop.engine.probes`); ``metrics_endpoint`` (or ``settings.server.metrics_endpoint``)
+    serves ``/metrics`` on an address of its own. Kopf's options that anyop does not act on yet
+    (``standalone``, ``priority``, ``peering_name``...) are accepted and ignored.
     """
     stop_event, ready_event = anyio.Event(), anyio.Event()
     names = [*namespaces, *([namespace] if namespace else [])]
     registry = registry if registry is not None else get_default_registry()
     settings = settings if settings is not None else settings_from_environ()
     memo = memo if memo is not None else Memo()
-    health = Health(registry, settings, memo)
+    indexes = operator_indexes(registry)
+    health = Health(registry, settings, memo, indexes)
+    metrics = operator_metrics(health)
+    activity = functools.partial(run_activity, registry, settings=settings, memo=memo,
+                                 indexes=indexes)  # fmt: skip
     endpoint = liveness_endpoint or settings.server.liveness_endpoint
-    token = current_health.set(health)
+    metrics_at = metrics_endpoint or settings.server.metrics_endpoint
+    tokens = current_health.set(health), current_metrics.set(metrics)
     try:
         async with anyio.create_task_group() as probes:
             if endpoint:
-                await probes.start(serve_probes, health, endpoint)
-            await run_activity(registry, Activity.STARTUP, settings=settings, memo=memo)
+                await probes.start(
+                    functools.partial(serve_probes, metrics=metrics), health, endpoint
+                )
+            if metrics_at:
+                await probes.start(serve_metrics, metrics, metrics_at)
+            await activity(Activity.STARTUP)
             now_ready = functools.partial(setattr, health, "ready", True)
             probes.start_soon(_relay, ready_event.wait, now_ready)
             try:
                 await _serve_with_flags(
                     stop_flag, ready_flag, stop_event, ready_event, registry=registry,
                     settings=settings, namespaces=names, clusterwide=clusterwide, memo=memo,
-                    vault=vault,
+                    vault=vault, indexes=indexes,
                 )  # fmt: skip
             finally:
                 health.ready = False
                 with anyio.move_on_after(CLEANUP_TIMEOUT, shield=True):
-                    await run_activity(registry, Activity.CLEANUP, settings=settings, memo=memo)
+                    await activity(Activity.CLEANUP)
             probes.cancel_scope.cancel()
     finally:
-        current_health.reset(token)
+        current_health.reset(tokens[0])
+        current_metrics.reset(tokens[1])
 
 
 async def _serve_with_flags(

@@ -22,7 +22,7 @@ from typing import Any, Self, TypedDict, Unpack
 from anyop.errors import GoneError, TransportError
 from anyop.kube.auth import Vault
 from anyop.kube.resources import Resource
-from anyop.kube.sessions import Request, SessionPool, TransportFactory
+from anyop.kube.sessions import Request, RequestObserver, SessionPool, TransportFactory
 from anyop.settings import OperatorSettings
 
 __all__ = [
@@ -128,6 +128,7 @@ class KubeClient:
             :func:`~anyop.kube.sessions.default_transport`.
         keep_managed_fields: Keep ``metadata.managedFields`` in returned bodies (they are big;
             only server-side apply tooling needs them).
+        observer: Told every request attempt's method, status code and seconds (metrics).
 
     Guarantees:
         * Only :class:`~anyop.errors.AnyopError` subclasses escape: ``ApiError`` (by status),
@@ -147,6 +148,7 @@ class KubeClient:
         settings: OperatorSettings | None = None,
         transport_factory: TransportFactory | None = None,
         keep_managed_fields: bool = False,
+        observer: RequestObserver | None = None,
     ) -> None:
         self.settings = settings or OperatorSettings()
         self.sessions = SessionPool(
@@ -154,6 +156,7 @@ class KubeClient:
             self.settings.networking,
             transport_factory=transport_factory,
             keep_managed_fields=keep_managed_fields,
+            observer=observer,
         )
 
     @property
@@ -420,6 +423,7 @@ def open_client(
     settings: OperatorSettings | None = None,
     transport_factory: TransportFactory | None = None,
     keep_managed_fields: bool = False,
+    observer: RequestObserver | None = None,
 ) -> KubeClient:
     """Open the operator's API client: ``async with open_client(vault) as client: ...``.
 
@@ -430,4 +434,5 @@ def open_client(
         settings=settings,
         transport_factory=transport_factory,
         keep_managed_fields=keep_managed_fields,
+        observer=observer,
     )

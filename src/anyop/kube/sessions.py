@@ -18,6 +18,7 @@ import logging
 import random
 import socket
 import ssl
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -43,6 +44,7 @@ from anyop.kube.transport import KubeTransport
 from anyop.settings import NetworkingSettings
 
 __all__ = [
+    "RequestObserver",
     "USER_AGENT",
     "Request",
     "Session",
@@ -58,6 +60,8 @@ logger = logging.getLogger("anyop.kube")
 
 USER_AGENT = f"anyop/{__version__}"
 TransportFactory = Callable[[ConnectionInfo, ssl.SSLContext], httpx.AsyncBaseTransport]
+RequestObserver = Callable[[str, "int | None", float], None]
+"""Told each request attempt's method, status code (``None``: no answer) and seconds."""
 """Builds the HTTP transport of one credential, e.g. ``httpx.AsyncHTTPTransport(verify=ctx)``."""
 
 MAX_CONNECTIONS = 64
@@ -183,6 +187,8 @@ class SessionPool:
         networking: Timeouts, retries, rate limits, proxies (``settings.networking``).
         transport_factory: Builds the HTTP transport of a credential.
         keep_managed_fields: Keep ``metadata.managedFields`` in decoded answers.
+        observer: Told the method, status code (``None``: no answer) and seconds of every
+            attempt (the operator's metrics).
 
     Guarantees:
         * A rejected credential (401) is dropped from the vault once, and its HTTP client is
@@ -198,7 +204,9 @@ class SessionPool:
         *,
         transport_factory: TransportFactory | None = None,
         keep_managed_fields: bool = False,
+        observer: RequestObserver | None = None,
     ) -> None:
+        self.observer = observer
         self.vault = vault
         self.networking = networking
         self.limiter = RateLimiter.from_settings(networking)
@@ -251,18 +259,26 @@ class SessionPool:
         session = await self.checkout()
         try:
             built = self.build(session, request, self.timeout(total))
+            started = time.monotonic()
             try:
                 with anyio.fail_after(total):
                     response = await self._send(session, built)
             except TimeoutError as exc:
+                self._observe(request, None, started)
                 raise transport_error(exc, f"No answer within {total}s") from exc
             except httpx.HTTPError as exc:
+                self._observe(request, None, started)
                 raise transport_error(exc) from exc
+            self._observe(request, response.status_code, started)
             if response.is_error:
                 raise await self.reject(session, response)
             return self._decode(response)
         finally:
             await self.checkin(session)
+
+    def _observe(self, request: Request, code: int | None, started: float) -> None:
+        if self.observer is not None:
+            self.observer(request.method, code, time.monotonic() - started)
 
     direct: bool = True
     """Send plain requests straight to the transport, skipping httpx's client layer.

@@ -20,7 +20,7 @@ import anyio
 import anyio.abc
 import httpx
 
-from anyop.errors import AnyopError
+from anyop.errors import AnyopError, LoginError
 from anyop.kube.client import PAGE_SIZE, Body, KubeClient, ListOptions
 from anyop.kube.resources import Resource
 from anyop.kube.sessions import (
@@ -320,6 +320,8 @@ class Watcher:
                     return await self._watch(handle)
                 case Phase.BACKING_OFF:
                     return Waited()
+        except LoginError:
+            raise  # the vault is closed: no request can succeed, the operator must fail
         except AnyopError as exc:
             return outcome_of_error(exc)
         except Exception as exc:  # a surprise must not end the watch: report it and go on

@@ -1,0 +1,93 @@
+"""Live values for ``/metrics``: read from the served resources at every scrape, never counted.
+
+The counters (cycles, handler runs, API requests) are incremented where things happen (see
+:mod:`anyop.metrics`); the gauges here cost nothing between scrapes: objects and busy workers per
+resource, running daemons and timers, and each watch-stream's restarts, relists, whether it is
+streaming, and the age of the last thing it received.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import anyio
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from anyop.engine.probes import Health, Watched
+from anyop.handlers.records import TimerHandler
+from anyop.metrics import Metrics
+
+__all__ = ["LiveCollector", "operator_metrics"]
+
+_LABELS = ["controller", "namespace"]
+
+
+class LiveCollector:
+    """A Prometheus collector of the operator's live state (its :class:`Health`'s resources)."""
+
+    def __init__(self, health: Health) -> None:
+        self.health = health
+
+    def describe(self) -> Iterable[Metric]:
+        """Nothing up front: the metrics are only known when collected."""
+        return ()
+
+    def collect(self) -> Iterator[Metric]:
+        """The gauges and counters of every served resource, now."""
+        objects = GaugeMetricFamily("anyop_objects", "Objects with a worker slot.", labels=_LABELS)
+        depth = GaugeMetricFamily(
+            "workqueue_depth", "Objects with a cycle running or due (by resource).",
+            labels=["name", "namespace"],
+        )  # fmt: skip
+        daemons = GaugeMetricFamily(
+            "anyop_daemons", "Running daemons and timers.", labels=[*_LABELS, "kind"]
+        )
+        restarts = CounterMetricFamily(
+            "anyop_watch_restarts", "Watch-streams reopened, for any reason.", labels=_LABELS
+        )
+        relists = CounterMetricFamily(
+            "anyop_watch_relists", "Listings after an expired resourceVersion.", labels=_LABELS
+        )
+        streaming = GaugeMetricFamily(
+            "anyop_watch_streaming", "1 while a watch response is open.", labels=_LABELS
+        )
+        age = GaugeMetricFamily(
+            "anyop_watch_last_event_age_seconds",
+            "Seconds since the watch-stream last received an event, bookmark or page.",
+            labels=_LABELS,
+        )
+        now = anyio.current_time()
+        for watched in list(self.health.watchers.values()):
+            labels = [str(watched.resource), watched.namespace or ""]
+            state = watched.state
+            restarts.add_metric(labels, state.restarts)
+            relists.add_metric(labels, state.relists)
+            streaming.add_metric(labels, 1 if state.streaming else 0)
+            if state.last_event_time is not None:
+                age.add_metric(labels, now - state.last_event_time)
+            if watched.workers is not None:
+                objects.add_metric(labels, len(watched.workers))
+                depth.add_metric(labels, watched.workers.busy)
+            for kind, count in _runs(watched).items():
+                daemons.add_metric([*labels, kind], count)
+        yield from (objects, depth, daemons, restarts, relists, streaming, age)
+
+
+def _runs(watched: Watched) -> dict[str, int]:
+    counts = {"daemon": 0, "timer": 0}
+    spawner: Any = watched.spawner
+    if spawner is None:
+        return counts
+    for obj in list(spawner.objects.values()):
+        for run in list(obj.runs.values()):
+            if run.alive:
+                counts["timer" if isinstance(run.handler, TimerHandler) else "daemon"] += 1
+    return counts
+
+
+def operator_metrics(health: Health) -> Metrics:
+    """New metrics for an operator, with the live values of its ``health``."""
+    metrics = Metrics()
+    metrics.register(LiveCollector(health))
+    return metrics
