@@ -23,6 +23,7 @@ __all__ = [
     "configure",
     "object_logger",
     "object_ref",
+    "redacted",
 ]
 
 FULL_FORMAT = "[%(asctime)s] %(name)-20.20s [%(levelname)-8.8s] %(message)s"
@@ -36,6 +37,32 @@ class LogFormat(enum.StrEnum):
     PLAIN = "plain"
     FULL = "full"
     JSON = "json"
+
+
+REDACTED = "<redacted>"
+_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def redacted(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The body as it may be logged: a Secret's values and its last applied copy hidden. Pure.
+
+    Every key of a Secret's ``data`` and ``stringData`` stays visible; its values do not, and
+    neither does kubectl's last-applied-configuration annotation (which holds them too). Other
+    objects are returned as they are (shallow-copied).
+    """
+    if body.get("kind") != "Secret" or body.get("apiVersion") != "v1":
+        return dict(body)
+    shown = dict(body)
+    for key in ("data", "stringData"):
+        if isinstance(body.get(key), Mapping):
+            shown[key] = dict.fromkeys(body[key], REDACTED)
+    metadata = body.get("metadata")
+    if isinstance(metadata, Mapping):
+        annotations = metadata.get("annotations")
+        if isinstance(annotations, Mapping) and _LAST_APPLIED in annotations:
+            hidden = {**annotations, _LAST_APPLIED: REDACTED}
+            shown["metadata"] = {**metadata, "annotations": hidden}
+    return shown
 
 
 def object_ref(body: Mapping[str, Any]) -> dict[str, str]:

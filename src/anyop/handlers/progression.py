@@ -17,6 +17,7 @@ from typing import Any, NamedTuple, Protocol
 
 from anyop.handlers.causes import TITLES, Reason
 from anyop.kube.patches import Patch
+from anyop.logs import redacted
 from anyop.storage.progress import ProgressRecord, ProgressStorage
 
 __all__ = [
@@ -335,8 +336,8 @@ def title(purpose: str) -> str:
 
 
 def in_progress_message(reason: str, body: Mapping[str, Any]) -> str:
-    """``Creation is in progress: {...}`` (logged at debug level on every cycle)."""
-    return f"{title(reason).capitalize()} is in progress: {dict(body)!r}"
+    """``Creation is in progress: {...}`` (logged at debug level on every cycle; no secrets)."""
+    return f"{title(reason).capitalize()} is in progress: {redacted(body)!r}"
 
 
 def diff_message(reason: str, diff: object) -> str:
