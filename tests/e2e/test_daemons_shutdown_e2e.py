@@ -191,3 +191,56 @@ def test_a_second_signal_exits_at_once(
     assert elapsed < 2.0, output[-2000:]
     assert "Signal SIGTERM received. Operator is stopping." in output
     assert "Signal SIGTERM received again: stopping at once." in output
+
+
+DEAF = textwrap.dedent(
+    """
+    import time
+    import anyop
+
+    @anyop.daemon("kopfexamples", id="deaf")
+    def deaf(name, logger, **_):
+        logger.info(f"started {name}")
+        time.sleep(3600)  # a sync daemon ignoring its flag and no timeout: waited for forever
+    """
+)
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_the_ultimate_exiting_timeout_kills_a_process_whose_graceful_exit_hangs(
+    anyop_controlplane: LocalControlPlane,
+    anyop_namespace: str,
+    kopfexample_crd: str,
+    backend: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    source = tmp_path / "deaf_operator.py"
+    source.write_text(DEAF)
+    monkeypatch.setenv("ANYOP_PROCESS__ULTIMATE_EXITING_TIMEOUT", "1.5")
+    kex = {"apiVersion": "kopf.dev/v1", "kind": "KopfExample", "metadata": {"name": "kex-d"}}
+    kubectl(anyop_controlplane, "apply", "-n", anyop_namespace, "-f", "-", stdin=json.dumps(kex))
+    operator = start_operator(anyop_controlplane, str(source), anyop_namespace, backend)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(operator.stdout or []), daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not any("started kex-d" in line for line in lines):
+            assert time.monotonic() < deadline, "".join(lines[-30:])
+            time.sleep(0.1)
+        t0 = time.monotonic()
+        operator.send_signal(signal.SIGTERM)
+        operator.wait(timeout=30)
+        elapsed = time.monotonic() - t0
+    finally:
+        if operator.poll() is None:
+            operator.kill()
+            operator.wait()
+        reader.join(timeout=5)
+        if operator.stdout is not None:
+            operator.stdout.close()
+    output = "".join(lines)
+    assert operator.returncode == -signal.SIGKILL, output[-2000:]
+    assert 1.4 < elapsed < 10, output[-2000:]
+    assert "(process.ultimate_exiting_timeout). Killing the process." in output

@@ -12,6 +12,7 @@ import importlib
 import importlib.util
 import inspect
 import logging
+import os
 import signal
 import sys
 import threading
@@ -186,16 +187,53 @@ async def _serve_until_signalled(kwargs: dict[str, Any]) -> None:
     stop_flag = anyio.Event()
     outer_stop = kwargs.pop("stop_flag", None) or getattr(thread_flags, "stop_flag", None)
     kwargs.setdefault("ready_flag", getattr(thread_flags, "ready_flag", None))
-    async with anyio.create_task_group() as tg:
-        if threading.current_thread() is threading.main_thread():
-            tg.start_soon(_watch_signals, stop_flag, tg.cancel_scope)
-        if outer_stop is not None:
-            tg.start_soon(_relay, functools.partial(_wait_flag, outer_stop), stop_flag.set)
-        await operator(stop_flag=stop_flag, **kwargs)
-        tg.cancel_scope.cancel()
+    if kwargs.get("settings") is None:
+        kwargs["settings"] = settings_from_environ()
+    ultimate = kwargs["settings"].process.ultimate_exiting_timeout
+    with _Watchdog(ultimate) as watchdog:
+        async with anyio.create_task_group() as tg:
+            if threading.current_thread() is threading.main_thread():
+                tg.start_soon(_watch_signals, stop_flag, tg.cancel_scope, watchdog)
+            if outer_stop is not None:
+                tg.start_soon(_relay, functools.partial(_wait_flag, outer_stop), stop_flag.set)
+            await operator(stop_flag=stop_flag, **kwargs)
+            tg.cancel_scope.cancel()
 
 
-async def _watch_signals(stop: anyio.Event, scope: anyio.CancelScope) -> None:
+class _Watchdog:
+    """Kills the process if a signalled graceful exit takes longer than the ultimate timeout.
+
+    Hung sync handlers and daemons run in threads that nothing can cancel; this is the last
+    resort (``settings.process.ultimate_exiting_timeout``; ``None`` disables it).
+    """
+
+    def __init__(self, timeout: float | None) -> None:
+        self.timeout = timeout
+        self._timer: threading.Timer | None = None
+
+    def __enter__(self) -> _Watchdog:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
+    def arm(self) -> None:
+        """Start counting (at the first signal)."""
+        if self.timeout is not None and self._timer is None:
+            self._timer = threading.Timer(self.timeout, self._kill)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _kill(self) -> None:
+        logger.error(
+            "The operator did not exit within %s seconds (process.ultimate_exiting_timeout). "
+            "Killing the process.", self.timeout,
+        )  # fmt: skip
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+async def _watch_signals(stop: anyio.Event, scope: anyio.CancelScope, watchdog: _Watchdog) -> None:
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async for signum in signals:
             if stop.is_set():
@@ -203,6 +241,7 @@ async def _watch_signals(stop: anyio.Event, scope: anyio.CancelScope) -> None:
                 scope.cancel()
                 return
             logger.info("Signal %s received. Operator is stopping.", signum.name)
+            watchdog.arm()
             stop.set()
 
 
