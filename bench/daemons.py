@@ -40,8 +40,10 @@ OPERATOR = ROOT / "bench" / "operators" / "idle_daemon.py"
 FRAMEWORKS = ("anyop-asyncio", "anyop-trio", "kopf")
 
 
-async def create_objects(plane: LocalControlPlane, namespace: str, count: int) -> None:
-    """Create ``count`` KopfExamples, 32 requests in flight."""
+async def create_objects(
+    plane: LocalControlPlane, namespace: str, count: int, *, prefix: str = "kex", parallel: int = 32
+) -> None:
+    """Create ``count`` KopfExamples named ``<prefix>-<i>``, ``parallel`` requests in flight."""
     url = f"/apis/kopf.dev/v1/namespaces/{namespace}/kopfexamples"
     names = iter(range(count))
     verify = plane.ssl_context()
@@ -50,11 +52,11 @@ async def create_objects(plane: LocalControlPlane, namespace: str, count: int) -
         async def creator() -> None:
             for i in names:
                 body = {"apiVersion": "kopf.dev/v1", "kind": "KopfExample",
-                        "metadata": {"name": f"kex-{i}"}, "spec": {"field": i}}  # fmt: skip
+                        "metadata": {"name": f"{prefix}-{i}"}, "spec": {"field": i}}  # fmt: skip
                 (await client.post(url, json=body)).raise_for_status()
 
         async with anyio.create_task_group() as tg:
-            for _ in range(32):
+            for _ in range(parallel):
                 tg.start_soon(creator)
 
 

@@ -3,6 +3,14 @@
 ``import anyop as kopf`` gives Kopf's names with Kopf's meanings; see the README for what differs.
 """
 
+import sys
+
+if "httpx" not in sys.modules:
+    # httpx imports its command-line client (rich, pygments, click: about 6 MiB and 40 ms) when
+    # those happen to be installed; an operator never uses it. ``httpx.main`` then explains
+    # that the client cannot run here; everything else in httpx is unchanged.
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+
 from anyop import on
 from anyop._version import __version__
 from anyop.engine.posting import event, exception, info, warn

@@ -10,21 +10,20 @@ live objects, daemons and timers, and the watch-streams' restarts and the age of
 
 The ``controller`` label is the resource (``kopfexamples.v1.kopf.dev``). Every operator has a
 registry of its own, so several operators in one process (or in one test run) never mix.
-The engine reaches the running operator's :class:`Metrics` through :data:`current_metrics`.
+The engine reaches the running operator's :class:`Metrics` through :data:`current_metrics`;
+an operator that serves no metrics endpoint has none, counts nothing, and never imports
+prometheus-client (about 10 MiB).
 """
 
 from __future__ import annotations
 
 import contextvars
+from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
-from prometheus_client.registry import Collector
+if TYPE_CHECKING:
+    from prometheus_client.registry import Collector
 
-__all__ = ["CONTENT_TYPE", "Metrics", "current_metrics"]
-
-CONTENT_TYPE = CONTENT_TYPE_LATEST
-"""The ``Content-Type`` of :meth:`Metrics.render`'s text."""
+__all__ = ["Metrics", "content_type", "current_metrics"]
 
 current_metrics: contextvars.ContextVar[Metrics | None] = contextvars.ContextVar(
     "anyop.current_metrics", default=None
@@ -42,7 +41,9 @@ class Metrics:
     """
 
     def __init__(self) -> None:
-        self.registry = CollectorRegistry(auto_describe=True)
+        from prometheus_client import CollectorRegistry, Counter, Histogram
+
+        self.registry: Any = CollectorRegistry(auto_describe=True)
         r = self.registry
         self._cycles = Counter(
             "controller_runtime_reconcile_total", "Handling cycles by resource and result.",
@@ -105,4 +106,14 @@ class Metrics:
 
     def render(self) -> bytes:
         """The Prometheus text exposition of every metric."""
-        return generate_latest(self.registry)
+        from prometheus_client.exposition import generate_latest
+
+        text: bytes = generate_latest(self.registry)
+        return text
+
+
+def content_type() -> str:
+    """The ``Content-Type`` of :meth:`Metrics.render`'s text."""
+    from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+    return str(CONTENT_TYPE_LATEST)

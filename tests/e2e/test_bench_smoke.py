@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from bench.bulk_create import run
+from bench.compare import SCENARIOS, run_all
 
 from anyop.testing.controlplane import LocalControlPlane
 
@@ -15,3 +18,21 @@ def test_bulk_create_handles_every_object_with_one_write_each(
     result = run(anyop_controlplane, 20, backend)
     assert result["writes_per_object"] == 1.0
     assert result["rss_mib"] > 0
+
+
+def test_the_side_by_side_harness_runs_every_scenario_in_smoke_mode(
+    anyop_controlplane: LocalControlPlane, kopfexample_crd: str
+) -> None:
+    """Kopf joins only with ANYOP_BENCH_KOPF=1 (it is installed from the package index)."""
+    frameworks = ["anyop-asyncio", "anyop-trio", "raw"]
+    if os.environ.get("ANYOP_BENCH_KOPF"):
+        frameworks.append("kopf")
+    results = run_all(anyop_controlplane, list(SCENARIOS), frameworks, count=20, repeats=1)
+    assert set(results) == set(SCENARIOS)
+    for framework in ("anyop-asyncio", "anyop-trio"):
+        assert results["bulk"][framework]["patches_per_object"] == [1.0]
+        assert results["bulk"][framework]["seconds"][0] > 0
+        assert results["latency"][framework]["p99_ms"][0] > 0
+        assert results["restart"][framework]["seconds"][0] > 0
+    assert results["bulk"]["raw"]["patches_per_object"] == [1.0]
+    assert "raw" not in results["latency"]

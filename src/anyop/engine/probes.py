@@ -33,7 +33,7 @@ from anyop.handlers.indexes import OperatorIndexes
 from anyop.handlers.registry import OperatorRegistry
 from anyop.kube.resources import Resource
 from anyop.kube.watchstate import WatchState
-from anyop.metrics import CONTENT_TYPE, Metrics
+from anyop.metrics import Metrics, content_type
 from anyop.servers import BoundAddress, Receive, Scope, Send, lifespan_ready, serve_asgi
 from anyop.settings import OperatorSettings
 
@@ -196,7 +196,7 @@ def probes_app(
         elif path == "/readyz":
             code, document = (200, {"ready": True}) if health.ready else (503, {"ready": False})
         elif path == "/metrics" and metrics is not None:
-            await _respond_bytes(send, 200, metrics.render(), CONTENT_TYPE)
+            await _respond_bytes(send, 200, metrics.render(), content_type())
             return
         else:
             code, document = 404, {"error": f"no such endpoint: {path}"}
@@ -212,7 +212,7 @@ def metrics_app(metrics: Metrics, *, path: str = "/metrics") -> Any:
         if scope["type"] == "lifespan":
             await lifespan_ready(receive, send)
         elif scope.get("path", "") == path:
-            await _respond_bytes(send, 200, metrics.render(), CONTENT_TYPE)
+            await _respond_bytes(send, 200, metrics.render(), content_type())
         else:
             await _respond(send, 404, {"error": f"no such endpoint: {scope.get('path')}"})
 

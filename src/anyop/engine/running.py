@@ -24,14 +24,13 @@ import anyio
 
 from anyop.engine.activities import run_activity
 from anyop.engine.indexes import operator_indexes
-from anyop.engine.observing import operator_metrics
 from anyop.engine.probes import Health, current_health, serve_metrics, serve_probes
 from anyop.engine.root import serve
 from anyop.errors import ConfigError
 from anyop.handlers.bodies import Memo
 from anyop.handlers.causes import Activity
 from anyop.handlers.registry import get_default_registry
-from anyop.metrics import current_metrics
+from anyop.metrics import Metrics, current_metrics
 from anyop.settings import settings_from_environ
 
 __all__ = ["load_sources", "operator", "run"]
@@ -132,11 +131,11 @@ async def operator(
     memo = memo if memo is not None else Memo()
     indexes = operator_indexes(registry)
     health = Health(registry, settings, memo, indexes)
-    metrics = operator_metrics(health)
     activity = functools.partial(run_activity, registry, settings=settings, memo=memo,
                                  indexes=indexes)  # fmt: skip
     endpoint = liveness_endpoint or settings.server.liveness_endpoint
     metrics_at = metrics_endpoint or settings.server.metrics_endpoint
+    metrics = _served_metrics(health) if endpoint or metrics_at else None
     tokens = current_health.set(health), current_metrics.set(metrics)
     try:
         async with anyio.create_task_group() as probes:
@@ -163,6 +162,13 @@ async def operator(
     finally:
         current_health.reset(tokens[0])
         current_metrics.reset(tokens[1])
+
+
+def _served_metrics(health: Health) -> Metrics:
+    """Metrics for an operator that serves them (imports prometheus-client only then)."""
+    from anyop.engine.observing import operator_metrics
+
+    return operator_metrics(health)
 
 
 async def _serve_with_flags(

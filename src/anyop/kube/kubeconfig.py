@@ -15,8 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from anyop.errors import ConfigError
 from anyop.kube.execplugins import EXEC_API_VERSIONS, ExecSpec
 
@@ -228,6 +226,8 @@ def read_document(path: Path) -> Mapping[str, Any]:
         ConfigError: The file cannot be read, is not YAML, or is not a mapping. Only the position
             of a YAML error is shown, not the offending text.
     """
+    import yaml  # only when a kubeconfig is read (about 2.5 MiB)
+
     try:
         document = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:

@@ -1,0 +1,375 @@
+"""anyop beside Kopf on one local control plane, same operator code, alternating repetitions.
+
+``python -m bench.compare [--objects 1000] [--repeats 3] [--scenarios ...] [--frameworks ...]``
+(or ``nox -s bench -- compare ...``; ``--smoke`` is the suite's quick mode: 20 objects, once).
+
+Frameworks: ``anyop-asyncio``, ``anyop-trio``, ``kopf`` (Kopf from PyPI in its own venv, see
+``bench/kopf_env.py``, run ``--standalone``) and, for ``bulk``, ``raw`` (``bench/raw_floor.py``: the
+necessary writes on plain httpx, the floor). All run ``bench/operators/kopf_code.py``, which is
+Kopf code (``import anyop as kopf`` under anyop). Each run gets a fresh namespace and the operator
+is scoped to it (a bare kube-apiserver never removes deleted namespaces). Scenarios:
+
+- ``bulk`` / ``bulk-delete``: N objects exist, then the operator starts; seconds until every one
+  has ``status.create_fn`` (seen on a watch), operator CPU seconds and peak RSS at that moment,
+  and per object the API requests, PATCHes and response bytes (from the API server's own
+  ``apiserver_request_total`` and ``apiserver_response_sizes``); ``bulk-delete`` adds a delete
+  handler (a finalizer on every object).
+- ``latency`` / ``latency-backlog``: one handled object; ``spec.sent`` is patched every 0.5 s
+  with the wall time, and the update handler prints when it starts: p50 and p99 in ms. With a
+  backlog, N new objects are being created meanwhile.
+- ``restart``: N objects handled by a first run; a second run with a resume handler: seconds
+  until all resumed, its CPU seconds and peak RSS.
+- ``import``: seconds and max RSS of ``python -c 'import anyop'`` (or ``import kopf``).
+
+Every repetition runs every framework, in a rotating order; reported are medians and the ratios
+to Kopf. Numbers are printed as a Markdown table for ``docs/benchmarks.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import anyio
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from anyop.testing.controlplane import LocalControlPlane
+from anyop.testing.pytest_plugin import kubectl, wait_for_crd
+from bench.bulk_create import proc_stats
+from bench.daemons import create_objects
+from bench.kopf_env import KOPF_VERSION, kopf_command
+
+ROOT = Path(__file__).resolve().parents[1]
+OPERATOR = ROOT / "bench" / "operators" / "kopf_code.py"
+FRAMEWORKS = ("anyop-asyncio", "anyop-trio", "kopf", "raw")
+SCENARIOS = ("bulk", "bulk-delete", "latency", "latency-backlog", "restart", "import")
+Result = dict[str, float]
+Runs = dict[str, dict[str, list[float]]]
+
+
+def command(framework: str, namespace: str) -> list[str]:
+    """The command line of a framework serving one namespace."""
+    if framework == "kopf":
+        return [*kopf_command(), "run", "--standalone", "-q", "-n", namespace, str(OPERATOR)]
+    if framework == "raw":
+        return [sys.executable, "-m", "bench.raw_floor", namespace]
+    backend = framework.split("-", 1)[1]
+    return [sys.executable, "-m", "anyop", "run", str(OPERATOR), "-n", namespace,
+            "--backend", backend, "-q"]  # fmt: skip
+
+
+class Process:
+    """An operator child process; its stderr lines are kept as they come, with their times."""
+
+    def __init__(self, plane: LocalControlPlane, framework: str, namespace: str, **env: str):
+        full_env = {**os.environ, "KUBECONFIG": str(plane.kubeconfig), "BENCH_FRAMEWORK": framework,
+                    "PYTHONPATH": str(ROOT), **env}  # fmt: skip
+        argv = command(framework, namespace)  # may install Kopf first: not part of the timing
+        self.started = time.monotonic()
+        self.popen = subprocess.Popen(
+            argv, env=full_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
+        self.lines: list[tuple[float, str]] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.popen.stderr is not None
+        for line in self.popen.stderr:
+            self.lines.append((time.monotonic(), line))
+
+    def wait_for_line(self, text: str, timeout: float = 1800) -> float:
+        """Seconds since the start until a line containing ``text`` came."""
+        limit = time.monotonic() + timeout
+        while time.monotonic() < limit:
+            for when, line in list(self.lines):
+                if text in line:
+                    return when - self.started
+            self.check()
+            time.sleep(0.02)
+        raise RuntimeError(f"no {text!r} line in time")
+
+    def check(self) -> None:
+        if self.popen.poll() not in (None, 0):
+            tail = "".join(line for _, line in self.lines[-30:])
+            raise RuntimeError(f"{self.popen.args} failed:\n{tail}")
+
+    def stop(self) -> None:
+        if self.popen.poll() is None:
+            self.popen.terminate()
+            try:
+                self.popen.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait()
+        self._reader.join(timeout=10)
+        if self.popen.stderr is not None:
+            self.popen.stderr.close()
+
+
+class Handled:
+    """Watches a namespace from a resourceVersion and counts objects with ``status.create_fn``."""
+
+    def __init__(self, plane: LocalControlPlane, namespace: str, since: str) -> None:
+        self.names: set[str] = set()
+        self._plane, self._url, self._since = plane, kex_url(namespace), since
+        self._stop = False
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        version = self._since
+        with httpx.Client(base_url=self._plane.server, verify=self._plane.ssl_context(),
+                          timeout=httpx.Timeout(60, read=None)) as client:  # fmt: skip
+            while not self._stop:
+                params = {"watch": "1", "resourceVersion": version, "timeoutSeconds": "60",
+                          "allowWatchBookmarks": "true"}  # fmt: skip
+                try:
+                    with client.stream("GET", self._url, params=params) as response:
+                        for line in response.iter_lines():
+                            obj = json.loads(line)["object"]
+                            version = obj["metadata"]["resourceVersion"]
+                            if "create_fn" in (obj.get("status") or {}):
+                                self.names.add(obj["metadata"]["name"])
+                except httpx.HTTPError:
+                    time.sleep(0.1)  # reconnect from the last version (or stop)
+
+    def wait(self, count: int, process: Process | None = None, timeout: float = 1800) -> float:
+        """Block until ``count`` objects are handled; the monotonic time then."""
+        limit = time.monotonic() + timeout
+        while len(self.names) < count:
+            if process is not None:
+                process.check()
+            if time.monotonic() > limit:
+                raise RuntimeError(f"only {len(self.names)} of {count} handled in time")
+            time.sleep(0.01)
+        return time.monotonic()
+
+    def close(self) -> None:
+        self._stop = True
+
+
+def kex_url(namespace: str) -> str:
+    return f"/apis/kopf.dev/v1/namespaces/{namespace}/kopfexamples"
+
+
+def api_counts(client: httpx.Client) -> dict[str, float]:
+    """The API server's own counts for kopfexamples: requests by verb, response bytes."""
+    counts: dict[str, float] = {}
+    for family in text_string_to_metric_families(client.get("/metrics").text):
+        for sample in family.samples:
+            if sample.labels.get("resource") != "kopfexamples":
+                continue
+            if sample.name == "apiserver_request_total":
+                verb = sample.labels["verb"]
+                counts[verb] = counts.get(verb, 0) + sample.value
+                counts["requests"] = counts.get("requests", 0) + sample.value
+            elif sample.name == "apiserver_response_sizes_sum":
+                counts["bytes"] = counts.get("bytes", 0) + sample.value
+    return counts
+
+
+@contextmanager
+def namespace_with(plane: LocalControlPlane, prefix: str, count: int) -> Iterator[tuple[str, str]]:
+    """A fresh namespace with ``count`` objects; yields it and the resourceVersion after them."""
+    namespace = f"{prefix}-{time.time_ns() % 10**10}"
+    kubectl(plane, "create", "namespace", namespace)
+    anyio.run(create_objects, plane, namespace, count)
+    with httpx.Client(base_url=plane.server, verify=plane.ssl_context(), timeout=60) as client:
+        version = client.get(kex_url(namespace), params={"limit": "1"}).json()["metadata"]
+        yield namespace, version["resourceVersion"]
+
+
+def bulk(plane: LocalControlPlane, framework: str, count: int, delete: bool = False) -> Result:
+    with (
+        namespace_with(plane, f"bulk-{framework}", count) as (namespace, since),
+        httpx.Client(base_url=plane.server, verify=plane.ssl_context(), timeout=60) as api,
+    ):
+        handled = Handled(plane, namespace, since)
+        before = api_counts(api)
+        process = Process(plane, framework, namespace, **({"BENCH_DELETE": "1"} if delete else {}))
+        try:
+            seconds = handled.wait(count, process) - process.started
+            if framework == "raw":
+                process.wait_for_line("RAW ")
+                line = next(line for _, line in process.lines if line.startswith("RAW "))
+                cpu, rss = map(float, line.split()[1:])
+            else:
+                cpu, rss = proc_stats(process.popen.pid)
+            time.sleep(1)  # the echoes of the last writes
+            after = api_counts(api)
+        finally:
+            process.stop()
+            handled.close()
+    delta = {key: after.get(key, 0) - before.get(key, 0) for key in after}
+    return {
+        "seconds": seconds, "cpu_s": cpu, "rss_mib": rss,
+        "requests_per_object": (delta.get("requests", 0) - 1) / count,  # minus our own watch
+        "patches_per_object": delta.get("PATCH", 0) / count,
+        "kib_per_object": delta.get("bytes", 0) / 1024 / count,
+    }  # fmt: skip
+
+
+def latency(plane: LocalControlPlane, framework: str, count: int, backlog: bool = False) -> Result:
+    samples = 5 if count <= 20 else 20
+    with (
+        namespace_with(plane, f"lat-{framework}", 1) as (namespace, since),
+        httpx.Client(base_url=plane.server, verify=plane.ssl_context(), timeout=60) as api,
+    ):
+        handled = Handled(plane, namespace, since)
+        process = Process(plane, framework, namespace, BENCH_LATENCY="1")
+        creator = None
+        try:
+            handled.wait(1, process)
+            if backlog:
+
+                def more() -> None:
+                    anyio.run(lambda: create_objects(plane, namespace, count, prefix="backlog"))
+
+                creator = threading.Thread(target=more, daemon=True)
+                creator.start()
+                time.sleep(1)
+            name = next(iter(handled.names))
+            for _ in range(samples):
+                body = {"spec": {"sent": repr(time.time())}}
+                headers = {"Content-Type": "application/merge-patch+json"}
+                api.patch(f"{kex_url(namespace)}/{name}", json=body, headers=headers)
+                time.sleep(0.5)
+            deadline = time.monotonic() + 60
+            while sum("LATENCY" in line for _, line in process.lines) < samples:
+                process.check()
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the update handler did not run for every patch")
+                time.sleep(0.05)
+        finally:
+            process.stop()
+            handled.close()
+            if creator is not None:
+                creator.join()
+    values = sorted(
+        (float(line.split()[2]) - float(line.split()[1])) * 1000
+        for _, line in process.lines if line.startswith("LATENCY")
+    )  # fmt: skip
+    return {"p50_ms": statistics.median(values), "p99_ms": percentile(values, 0.99)}
+
+
+def percentile(values: list[float], q: float) -> float:
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+def restart(plane: LocalControlPlane, framework: str, count: int) -> Result:
+    with namespace_with(plane, f"restart-{framework}", count) as (namespace, since):
+        handled = Handled(plane, namespace, since)
+        first = Process(plane, framework, namespace)
+        try:
+            handled.wait(count, first)
+        finally:
+            first.stop()
+            handled.close()
+        second = Process(plane, framework, namespace, BENCH_RESUME=str(count))
+        try:
+            seconds = second.wait_for_line("ALL RESUMED")
+            cpu, rss = proc_stats(second.popen.pid)
+        finally:
+            second.stop()
+    return {"seconds": seconds, "cpu_s": cpu, "rss_mib": rss}
+
+
+def import_cost(_: LocalControlPlane, framework: str, __: int) -> Result:
+    module, python = ("kopf", str(Path(kopf_command()[0]).with_name("python"))) \
+        if framework == "kopf" else ("anyop", sys.executable)  # fmt: skip
+    code = (
+        "import time; t = time.perf_counter(); import " + module + "; d = time.perf_counter() - t"
+        "; print(d, next(l for l in open('/proc/self/status') if l.startswith('VmHWM')).split()[1])"
+    )
+    out = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout
+    seconds, rss_kib = out.split()
+    return {"seconds": float(seconds), "rss_mib": int(rss_kib) / 1024}
+
+
+RUNNERS: dict[str, Callable[[LocalControlPlane, str, int], Result]] = {
+    "bulk": bulk,
+    "bulk-delete": lambda plane, fw, n: bulk(plane, fw, n, delete=True),
+    "latency": latency,
+    "latency-backlog": lambda plane, fw, n: latency(plane, fw, n, backlog=True),
+    "restart": restart,
+    "import": import_cost,
+}
+
+
+def applicable(scenario: str, frameworks: list[str]) -> list[str]:
+    """The raw floor only does what ``bulk`` needs; imports exist only for frameworks."""
+    return [fw for fw in frameworks if fw != "raw" or scenario == "bulk"]
+
+
+def compare(plane: LocalControlPlane, scenario: str, frameworks: list[str], count: int,
+            repeats: int) -> Runs:  # fmt: skip
+    """Run every framework ``repeats`` times, rotating the order; all values by framework."""
+    runs: Runs = {fw: {} for fw in frameworks}
+    for rep in range(repeats):
+        order = frameworks[rep % len(frameworks) :] + frameworks[: rep % len(frameworks)]
+        for framework in order:
+            result = RUNNERS[scenario](plane, framework, count)
+            print(f"  [{scenario} #{rep + 1}] {framework}: "
+                  + ", ".join(f"{k}={v:.3g}" for k, v in result.items()), flush=True)  # fmt: skip
+            for key, value in result.items():
+                runs[framework].setdefault(key, []).append(value)
+    return runs
+
+
+def table(scenario: str, count: int, runs: Runs) -> str:
+    """A Markdown table: medians per framework, and anyop's ratios to Kopf."""
+    frameworks = list(runs)
+    ours = [fw for fw in frameworks if fw.startswith("anyop")]
+    head = ["metric", *frameworks, *(f"{fw} / kopf" for fw in ours if "kopf" in runs)]
+    lines = [f"**{scenario}**, N = {count}", "", "| " + " | ".join(head) + " |",
+             "|" + "---|" * len(head)]  # fmt: skip
+    for metric in next(iter(runs.values())):
+        medians = {fw: statistics.median(runs[fw][metric]) for fw in frameworks}
+        cells = [metric, *(f"{medians[fw]:.3g}" for fw in frameworks)]
+        if "kopf" in runs:
+            cells += [f"{medians[fw] / medians['kopf']:.2f}" if medians["kopf"] else "-"
+                      for fw in ours]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def run_all(plane: LocalControlPlane, scenarios: list[str], frameworks: list[str], count: int,
+            repeats: int) -> dict[str, Runs]:  # fmt: skip
+    """Every scenario on a running control plane (with the KopfExample CRD); prints the tables."""
+    print(f"anyop vs Kopf {KOPF_VERSION}; {os.cpu_count()} CPUs; load {os.getloadavg()}")
+    results = {}
+    for scenario in scenarios:
+        results[scenario] = compare(plane, scenario, applicable(scenario, frameworks), count,
+                                    repeats)  # fmt: skip
+        print("\n" + table(scenario, count, results[scenario]) + "\n", flush=True)
+    return results
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--objects", type=int, default=1000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--scenarios", nargs="+", default=list(SCENARIOS), choices=SCENARIOS)
+    parser.add_argument("--frameworks", nargs="+", default=list(FRAMEWORKS), choices=FRAMEWORKS)
+    parser.add_argument("--smoke", action="store_true", help="20 objects, once (the tests).")
+    args = parser.parse_args(argv)
+    count, repeats = (20, 1) if args.smoke else (args.objects, args.repeats)
+    with LocalControlPlane() as plane:
+        kubectl(plane, "apply", "-f", str(ROOT / "examples" / "crd.yaml"))
+        wait_for_crd(plane, "kopfexamples.kopf.dev")
+        run_all(plane, args.scenarios, args.frameworks, count, repeats)
+
+
+if __name__ == "__main__":
+    main()
