@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import runpy
 
-BENCHMARKS = ["bench.http_transport", "bench.client_requests", "bench.bulk_create"]
+BENCHMARKS = ["bench.http_transport", "bench.client_requests", "bench.compare", "bench.daemons"]
 
 if __name__ == "__main__":
     for name in BENCHMARKS:
