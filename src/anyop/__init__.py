@@ -75,6 +75,14 @@ from anyop.storage.progress import (
     StatusProgressStorage,
 )
 from anyop.storage.records import ProgressRecord
+from anyop.webhooks.managed import WebhookClientConfig, WebhookClientConfigService
+from anyop.webhooks.review import WebhookFn
+from anyop.webhooks.server import (
+    WebhookDockerDesktopServer,
+    WebhookK3dServer,
+    WebhookMinikubeServer,
+    WebhookServer,
+)
 
 __all__ = [
     "ABSENT",
@@ -123,6 +131,13 @@ __all__ = [
     "Store",
     "SyncDaemonStopped",
     "TemporaryError",
+    "WebhookClientConfig",
+    "WebhookClientConfigService",
+    "WebhookDockerDesktopServer",
+    "WebhookFn",
+    "WebhookK3dServer",
+    "WebhookMinikubeServer",
+    "WebhookServer",
     "__version__",
     "adjust_namespace",
     "adopt",

@@ -1,0 +1,137 @@
+"""The ASGI app of webhook servers: bounded requests in, admission reviews out.
+
+``POST {path}/{handler_id}`` runs that handler; ``POST {path}`` runs all matching ones. The
+body must be JSON (``Content-Type: application/json``), at most ``max_body_size`` bytes (a larger
+``Content-Length`` is refused with 413 before anything is read; a chunked body is cut off at the
+limit), and it must arrive within ``body_timeout`` seconds (else 408). Bad reviews get the status
+of their :class:`~anyop.webhooks.review.ReviewError`. None of this is logged as a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import urllib.parse
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+
+from anyop.servers import Receive, Scope, Send, lifespan_ready
+from anyop.webhooks.review import ReviewError, WebhookFn, decode_review
+from anyop.webhooks.tls import current_sslpeer
+
+__all__ = ["DEFAULT_BODY_TIMEOUT", "DEFAULT_MAX_BODY_SIZE", "AdmissionApp", "HTTPError"]
+
+logger = logging.getLogger("anyop.webhooks")
+
+DEFAULT_MAX_BODY_SIZE = 7 * 1024 * 1024
+"""Bytes: an object and its old version, each up to the API server's 3 MiB, plus the review."""
+
+DEFAULT_BODY_TIMEOUT = 10.0
+"""Seconds a client may take to send a whole request body."""
+
+
+class HTTPError(Exception):
+    """An HTTP error answer with a plain-text message."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class AdmissionApp:
+    """An ASGI app that hands admission reviews to a :class:`~anyop.webhooks.review.WebhookFn`.
+
+    Args:
+        fn: Runs the handlers for a review and returns the response review.
+        path: The root path; handler ids follow it as the last path components.
+        max_body_size: The largest accepted body, in bytes.
+        body_timeout: Seconds a client may take to send the body.
+    """
+
+    def __init__(
+        self,
+        fn: WebhookFn,
+        *,
+        path: str = "",
+        max_body_size: int = DEFAULT_MAX_BODY_SIZE,
+        body_timeout: float = DEFAULT_BODY_TIMEOUT,
+    ) -> None:
+        self.fn = fn
+        self.path = "/" + path.strip("/") if path.strip("/") else ""
+        self.max_body_size = max_body_size
+        self.body_timeout = body_timeout
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await lifespan_ready(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        try:
+            status, answer = 200, await self._answer(scope, receive)
+        except HTTPError as e:
+            status, answer = e.status, {"error": str(e)}
+            logger.warning("Webhook request refused with %d: %s", e.status, e)
+        except ReviewError as e:
+            status, answer = e.status, {"error": str(e)}
+            logger.warning("Bad admission review refused with %d: %s", e.status, e)
+        await _respond(send, status, answer)
+
+    async def _answer(self, scope: Scope, receive: Receive) -> dict[str, Any]:
+        if scope["method"] != "POST":
+            raise HTTPError(405, f"Only POST is served, not {scope['method']}.")
+        webhook = self._webhook_id(scope["path"])
+        headers = _headers(scope)
+        content_type = headers.get("content-type", "").split(";")[0].strip().lower()
+        if content_type != "application/json":
+            raise HTTPError(415, f"Content-Type must be application/json, not {content_type!r}.")
+        raw = await self._read_body(headers, receive)
+        payload = decode_review(raw)
+        return await self.fn(
+            payload, webhook=webhook, headers=headers, sslpeer=current_sslpeer.get()
+        )
+
+    def _webhook_id(self, path: str) -> str | None:
+        if path != self.path and not path.startswith(self.path + "/"):
+            raise HTTPError(404, f"No webhooks at {path!r}; they are under {self.path or '/'!r}.")
+        rest = urllib.parse.unquote(path[len(self.path) :].strip("/"))
+        return rest or None
+
+    async def _read_body(self, headers: Mapping[str, str], receive: Receive) -> bytes:
+        declared = headers.get("content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.max_body_size):
+            raise HTTPError(413, f"The body is larger than {self.max_body_size} bytes.")
+        chunks: list[bytes] = []
+        size = 0
+        with anyio.move_on_after(self.body_timeout) as timer:
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    raise HTTPError(400, "The client disconnected before sending the body.")
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > self.max_body_size:
+                    raise HTTPError(413, f"The body is larger than {self.max_body_size} bytes.")
+                chunks.append(chunk)
+                if not message.get("more_body", False):
+                    return b"".join(chunks)
+        assert timer.cancelled_caught
+        raise HTTPError(408, f"The body did not arrive within {self.body_timeout} seconds.")
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    return {
+        name.decode("latin-1").lower(): value.decode("latin-1")
+        for name, value in scope.get("headers", ())
+    }
+
+
+async def _respond(send: Send, status: int, answer: Mapping[str, Any]) -> None:
+    body = json.dumps(answer).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if status >= 400:
+        headers.append((b"connection", b"close"))  # the rest of a refused body is not read
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
