@@ -209,3 +209,26 @@ async def test_managed_configurations_are_created_and_the_non_persistent_removed
     assert gone["rules"][0]["operations"] == ["CREATE"]
     assert [hook["name"] for hook in after_validating["webhooks"]] == [f"kept.{name}"]
     assert after_mutating.status_code == 404
+
+
+async def test_the_api_server_applies_the_failure_policy_when_the_webhook_is_unreachable(
+    api: httpx.AsyncClient, anyop_namespace: str
+) -> None:
+    registry = OperatorRegistry()
+    name = managed_name(anyop_namespace)
+    validating = f"{ADMISSION}/validatingwebhookconfigurations/{name}"
+    options: dict[str, Any] = {"registry": registry, "persistent": True}
+    on.validate("kopfexamples", id="open", labels={"t": "open"}, ignore_failures=True, **options)(
+        lambda **_: None
+    )
+    on.validate("kopfexamples", id="closed", labels={"t": "closed"}, **options)(lambda **_: None)
+    try:
+        async with webhooks(api, registry, anyop_namespace):
+            pass  # the persistent webhooks stay, but nobody answers them any more
+        passed = await api.post(url(anyop_namespace), json=kex("o", {"t": "open"}))
+        failed = await api.post(url(anyop_namespace), json=kex("c", {"t": "closed"}))
+    finally:
+        await api.delete(validating)
+    assert passed.status_code == 201
+    assert failed.status_code >= 500
+    assert f'failed calling webhook "closed.{name}"' in failed.json()["message"]

@@ -201,13 +201,21 @@ class WebhookServer:
             return self.cadata
         return Path(self.cafile).read_bytes() if self.cafile is not None else None
 
-    def _self_signed(self) -> tuple[ssl.SSLContext, bytes]:
-        """A new CA and a serving certificate for the host, the address and the extra SANs."""
+    def generate_certificate(self) -> tuple[KeyPair, bytes]:
+        """A new CA and a serving certificate it issued, for the advertised host, the listening
+        address and the extra SANs (the wildcard addresses excluded).
+
+        Returns:
+            The certificate with its key, and the CA certificate (the ``caBundle``), all PEM.
+        """
         sans = san_hosts([self.advertised_host, self.listen_addr, *self.extra_sans])
         ca = CertificateAuthority("anyop-webhook-ca")
-        pair = ca.issue(sans[0] if sans else "localhost", sans=sans, server=True)
-        check_certificate(pair.cert_pem, self.advertised_host, ca_pem=ca.cert_pem)
-        return self._context_from(pair), ca.cert_pem
+        return ca.issue(sans[0] if sans else "localhost", sans=sans, server=True), ca.cert_pem
+
+    def _self_signed(self) -> tuple[ssl.SSLContext, bytes]:
+        pair, ca_pem = self.generate_certificate()
+        check_certificate(pair.cert_pem, self.advertised_host, ca_pem=ca_pem)
+        return self._context_from(pair), ca_pem
 
     def _context_from(self, pair: KeyPair) -> ssl.SSLContext:
         with tempfile.TemporaryDirectory(prefix="anyop-webhook-") as folder:
