@@ -9,25 +9,34 @@ objects carry, which also becomes the webhooks' objectSelector.
 from __future__ import annotations
 
 import base64
+import json
+import signal
+import subprocess
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx
 import pytest
+from tests.e2e.test_cli_run import start_operator
 from tests.e2e.test_engine_e2e import DEADLINE, running, url
 
 import anyop.on as on
 from anyop.errors import AdmissionError
 from anyop.handlers.registry import OperatorRegistry
 from anyop.settings import OperatorSettings
+from anyop.testing.controlplane import LocalControlPlane
+from anyop.testing.pytest_plugin import kubectl
 from anyop.webhooks.server import WebhookServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("kopfexample_crd", "anyop_kubeconfig")]
 
 ADMISSION = "/apis/admissionregistration.k8s.io/v1"
 PROBE_WARNING = "anyop's webhook is active"
+EXAMPLES = Path(__file__).parents[2] / "examples"
 
 
 def managed_name(namespace: str) -> str:
@@ -232,3 +241,49 @@ async def test_the_api_server_applies_the_failure_policy_when_the_webhook_is_unr
     assert passed.status_code == 201
     assert failed.status_code >= 500
     assert f'failed calling webhook "closed.{name}"' in failed.json()["message"]
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_the_admission_example_denies_mutates_warns_and_cleans_up(
+    anyop_controlplane: LocalControlPlane,
+    anyop_namespace: str,
+    kopfexample_crd: str,
+    backend: str,
+) -> None:
+    plane, ns = anyop_controlplane, anyop_namespace
+    source = str(EXAMPLES / "05-admission" / "example.py")
+    configs = ("validatingwebhookconfigurations", "mutatingwebhookconfigurations")
+    operator = start_operator(plane, source, ns, backend)
+    try:
+        # The API server's informers see new configurations after a moment: retry dry runs.
+        bad = json.dumps(kex("kex-bad", {}, {"field": "wrong"}))
+        deadline = time.monotonic() + DEADLINE
+        while True:
+            try:
+                kubectl(plane, "create", "--dry-run=server", "-n", ns, "-f", "-", stdin=bad)
+            except AssertionError as e:
+                denial = str(e)
+                break
+            assert time.monotonic() < deadline, "the webhooks never became active"
+            time.sleep(0.2)
+        warned = subprocess.run(
+            [str(plane.assets.kubectl), f"--kubeconfig={plane.kubeconfig}", "create", "-n", ns,
+             "-f", "-"],
+            input=json.dumps(kex("kex-1", {"inject": "yes"}, {})), capture_output=True,
+            text=True, check=True,
+        )  # fmt: skip
+        stored = json.loads(kubectl(plane, "get", "-n", ns, "kex", "kex-1", "-o", "json"))
+    finally:
+        operator.send_signal(signal.SIGTERM)
+        output, _ = operator.communicate(timeout=30)
+        left = kubectl(plane, "get", ",".join(configs), "-o", "name")
+        for kind in configs:
+            kubectl(plane, "delete", kind, "auto.anyop.dev", "--ignore-not-found")
+    assert operator.returncode == 0, output
+    assert 'admission webhook "check-field.auto.anyop.dev" denied the request' in denial
+    assert "The field must not be 'wrong'. Change it." in denial
+    assert "Warning: The default field is used; consider setting your own." in warned.stderr
+    assert stored["spec"] == {"field": "default"}
+    assert stored["metadata"]["labels"] == {"inject": "yes", "injected-by": "anyop"}
+    assert "auto.anyop.dev" not in left
+    assert "Webhook server listens at https://127.0.0.1:" in output

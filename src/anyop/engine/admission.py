@@ -257,7 +257,10 @@ async def _pump(
     server: Any, fn: Reviewer, send: MemoryObjectSendStream[WebhookClientConfig]
 ) -> None:
     """Iterate the server's configs in one task; the server's own task group lives in here."""
-    async with send, contextlib.aclosing(server(fn)) as configs:
+    configs = server(fn)
+    closable = hasattr(configs, "aclose")  # Kopf allows any async iterator
+    closing = contextlib.aclosing(configs) if closable else contextlib.nullcontext()
+    async with send, closing:
         async for config in configs:
             send.send_nowait(config)  # never awaits: cancellation always lands inside the server
     raise ConfigError("The webhook server or tunnel exited; the operator cannot serve webhooks.")
