@@ -9,6 +9,7 @@ of their :class:`~anyop.webhooks.review.ReviewError`. None of this is logged as 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import urllib.parse
@@ -30,6 +31,9 @@ DEFAULT_MAX_BODY_SIZE = 7 * 1024 * 1024
 
 DEFAULT_BODY_TIMEOUT = 10.0
 """Seconds a client may take to send a whole request body."""
+
+DRAIN_FACTOR = 4
+"""After refusing a body, up to this many times the size limit is read and dropped."""
 
 
 class HTTPError(Exception):
@@ -69,17 +73,26 @@ class AdmissionApp:
             return
         if scope["type"] != "http":
             return
+        body = _Body(receive)
         try:
-            status, answer = 200, await self._answer(scope, receive)
+            status, answer = 200, await self._answer(scope, body)
         except HTTPError as e:
             status, answer = e.status, {"error": str(e)}
             logger.warning("Webhook request refused with %d: %s", e.status, e)
         except ReviewError as e:
             status, answer = e.status, {"error": str(e)}
             logger.warning("Bad admission review refused with %d: %s", e.status, e)
-        await _respond(send, status, answer)
+        await _respond(send, status, answer, more=not body.finished)
+        if not body.finished:
+            # The answer is out, but the response is left open: ending it now would close the
+            # connection while the client still sends, which breaks TLS's close_notify (an
+            # SSLError with a traceback in Hypercorn's logs). So let the unwanted rest arrive,
+            # boundedly, and drop it.
+            with anyio.move_on_after(self.body_timeout):
+                await body.drain(limit=DRAIN_FACTOR * self.max_body_size)
+            await send({"type": "http.response.body", "body": b""})
 
-    async def _answer(self, scope: Scope, receive: Receive) -> dict[str, Any]:
+    async def _answer(self, scope: Scope, body: _Body) -> dict[str, Any]:
         if scope["method"] != "POST":
             raise HTTPError(405, f"Only POST is served, not {scope['method']}.")
         webhook = self._webhook_id(scope["path"])
@@ -87,7 +100,7 @@ class AdmissionApp:
         content_type = headers.get("content-type", "").split(";")[0].strip().lower()
         if content_type != "application/json":
             raise HTTPError(415, f"Content-Type must be application/json, not {content_type!r}.")
-        raw = await self._read_body(headers, receive)
+        raw = await self._read_body(headers, body)
         payload = decode_review(raw)
         return await self.fn(
             payload, webhook=webhook, headers=headers, sslpeer=current_sslpeer.get()
@@ -99,26 +112,49 @@ class AdmissionApp:
         rest = urllib.parse.unquote(path[len(self.path) :].strip("/"))
         return rest or None
 
-    async def _read_body(self, headers: Mapping[str, str], receive: Receive) -> bytes:
+    async def _read_body(self, headers: Mapping[str, str], body: _Body) -> bytes:
         declared = headers.get("content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_body_size):
             raise HTTPError(413, f"The body is larger than {self.max_body_size} bytes.")
         chunks: list[bytes] = []
         size = 0
-        with anyio.move_on_after(self.body_timeout) as timer:
-            while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    raise HTTPError(400, "The client disconnected before sending the body.")
-                chunk = message.get("body", b"")
+        with anyio.move_on_after(self.body_timeout):
+            while not body.finished:
+                chunk = await body.receive()
                 size += len(chunk)
                 if size > self.max_body_size:
                     raise HTTPError(413, f"The body is larger than {self.max_body_size} bytes.")
                 chunks.append(chunk)
-                if not message.get("more_body", False):
-                    return b"".join(chunks)
-        assert timer.cancelled_caught
+            return b"".join(chunks)
         raise HTTPError(408, f"The body did not arrive within {self.body_timeout} seconds.")
+
+
+class _Body:
+    """A request body arriving in chunks; remembers whether all of it has arrived."""
+
+    def __init__(self, receive: Receive) -> None:
+        self._receive = receive
+        self.finished = False
+
+    async def receive(self) -> bytes:
+        """The next chunk (the last one sets :attr:`finished`).
+
+        Raises:
+            HTTPError: The client disconnected.
+        """
+        message = await self._receive()
+        if message["type"] == "http.disconnect":
+            self.finished = True
+            raise HTTPError(400, "The client disconnected before sending the whole body.")
+        self.finished = not message.get("more_body", False)
+        return bytes(message.get("body", b""))
+
+    async def drain(self, *, limit: int) -> None:
+        """Receive and drop the rest, up to ``limit`` bytes."""
+        dropped = 0
+        with contextlib.suppress(HTTPError):
+            while not self.finished and dropped <= limit:
+                dropped += len(await self.receive())
 
 
 def _headers(scope: Scope) -> dict[str, str]:
@@ -128,10 +164,10 @@ def _headers(scope: Scope) -> dict[str, str]:
     }
 
 
-async def _respond(send: Send, status: int, answer: Mapping[str, Any]) -> None:
+async def _respond(send: Send, status: int, answer: Mapping[str, Any], *, more: bool) -> None:
     body = json.dumps(answer).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     if status >= 400:
-        headers.append((b"connection", b"close"))  # the rest of a refused body is not read
+        headers.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    await send({"type": "http.response.body", "body": body, "more_body": more})
