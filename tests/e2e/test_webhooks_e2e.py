@@ -25,11 +25,14 @@ from tests.e2e.test_cli_run import start_operator
 from tests.e2e.test_engine_e2e import DEADLINE, running, url
 
 import anyop.on as on
-from anyop.errors import AdmissionError
+from anyop.engine.root import serve
+from anyop.engine.running import single_error
+from anyop.errors import AdmissionError, ConfigError
 from anyop.handlers.registry import OperatorRegistry
 from anyop.settings import OperatorSettings
 from anyop.testing.controlplane import LocalControlPlane
 from anyop.testing.pytest_plugin import kubectl
+from anyop.webhooks.certs import CertificateAuthority
 from anyop.webhooks.server import WebhookServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("kopfexample_crd", "anyop_kubeconfig")]
@@ -287,3 +290,22 @@ def test_the_admission_example_denies_mutates_warns_and_cleans_up(
     assert stored["metadata"]["labels"] == {"inject": "yes", "injected-by": "anyop"}
     assert "auto.anyop.dev" not in left
     assert "Webhook server listens at https://127.0.0.1:" in output
+
+
+async def test_a_certificate_without_the_advertised_host_fails_the_startup_clearly(
+    anyop_namespace: str, tmp_path: Path
+) -> None:
+    registry = OperatorRegistry()
+    on.validate("kopfexamples", registry=registry, id="v")(lambda **_: None)
+    CertificateAuthority().issue("op", sans=["elsewhere.example"], server=True).write(
+        tmp_path / "tls.crt", tmp_path / "tls.key"
+    )
+    settings = OperatorSettings()
+    settings.admission.server = WebhookServer(
+        addr="127.0.0.1", port=0, certfile=tmp_path / "tls.crt", pkeyfile=tmp_path / "tls.key"
+    )
+    with anyio.fail_after(DEADLINE), pytest.raises((ConfigError, BaseExceptionGroup)) as info:
+        await serve(registry=registry, settings=settings, namespaces=[anyop_namespace])
+    error = single_error(info.value) if isinstance(info.value, BaseExceptionGroup) else info.value
+    assert isinstance(error, ConfigError)
+    assert "no SAN for '127.0.0.1'" in str(error)

@@ -22,7 +22,13 @@ from anyop.servers import Receive, Scope, Send, lifespan_ready
 from anyop.webhooks.review import ReviewError, WebhookFn, decode_review
 from anyop.webhooks.tls import current_sslpeer
 
-__all__ = ["DEFAULT_BODY_TIMEOUT", "DEFAULT_MAX_BODY_SIZE", "AdmissionApp", "HTTPError"]
+__all__ = [
+    "DEFAULT_BODY_TIMEOUT",
+    "DEFAULT_MAX_BODY_SIZE",
+    "DEFAULT_MAX_CONCURRENCY",
+    "AdmissionApp",
+    "HTTPError",
+]
 
 logger = logging.getLogger("anyop.webhooks")
 
@@ -31,6 +37,9 @@ DEFAULT_MAX_BODY_SIZE = 7 * 1024 * 1024
 
 DEFAULT_BODY_TIMEOUT = 10.0
 """Seconds a client may take to send a whole request body."""
+
+DEFAULT_MAX_CONCURRENCY = 64
+"""Requests read and reviewed at once by one server."""
 
 DRAIN_FACTOR = 4
 """After refusing a body, up to this many times the size limit is read and dropped."""
@@ -52,6 +61,8 @@ class AdmissionApp:
         path: The root path; handler ids follow it as the last path components.
         max_body_size: The largest accepted body, in bytes.
         body_timeout: Seconds a client may take to send the body.
+        max_concurrency: How many requests are read and reviewed at once; more get 503 at once
+            (so memory stays bounded by this many bodies, whatever the clients do).
     """
 
     def __init__(
@@ -61,11 +72,13 @@ class AdmissionApp:
         path: str = "",
         max_body_size: int = DEFAULT_MAX_BODY_SIZE,
         body_timeout: float = DEFAULT_BODY_TIMEOUT,
+        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
     ) -> None:
         self.fn = fn
         self.path = "/" + path.strip("/") if path.strip("/") else ""
         self.max_body_size = max_body_size
         self.body_timeout = body_timeout
+        self.limiter = anyio.CapacityLimiter(max_concurrency)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -75,7 +88,7 @@ class AdmissionApp:
             return
         body = _Body(receive)
         try:
-            status, answer = 200, await self._answer(scope, body)
+            status, answer = 200, await self._limited(scope, body)
         except HTTPError as e:
             status, answer = e.status, {"error": str(e)}
             logger.warning("Webhook request refused with %d: %s", e.status, e)
@@ -91,6 +104,16 @@ class AdmissionApp:
             with anyio.move_on_after(self.body_timeout):
                 await body.drain(limit=DRAIN_FACTOR * self.max_body_size)
             await send({"type": "http.response.body", "body": b""})
+
+    async def _limited(self, scope: Scope, body: _Body) -> dict[str, Any]:
+        try:
+            self.limiter.acquire_nowait()
+        except anyio.WouldBlock:
+            raise HTTPError(503, "Too many concurrent requests; try again.") from None
+        try:
+            return await self._answer(scope, body)
+        finally:
+            self.limiter.release()
 
     async def _answer(self, scope: Scope, body: _Body) -> dict[str, Any]:
         if scope["method"] != "POST":

@@ -22,7 +22,12 @@ from typing import Self
 import anyio
 
 from anyop.servers import BoundAddress, serve_asgi
-from anyop.webhooks.app import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY_SIZE, AdmissionApp
+from anyop.webhooks.app import (
+    DEFAULT_BODY_TIMEOUT,
+    DEFAULT_MAX_BODY_SIZE,
+    DEFAULT_MAX_CONCURRENCY,
+    AdmissionApp,
+)
 from anyop.webhooks.certs import CertificateAuthority, KeyPair
 from anyop.webhooks.managed import WebhookClientConfig
 from anyop.webhooks.review import WebhookFn
@@ -71,6 +76,7 @@ class WebhookServer:
             changed files are loaded for new connections without a restart.
         max_body_size: The largest accepted request body, in bytes (413 beyond).
         body_timeout: Seconds a client may take to send a request body (408 beyond).
+        max_concurrency: Requests read and reviewed at once (503 beyond).
         read_timeout: Seconds an idle client connection is kept open.
     """
 
@@ -101,6 +107,7 @@ class WebhookServer:
         file_check_interval: float = 10.0,
         max_body_size: int = DEFAULT_MAX_BODY_SIZE,
         body_timeout: float = DEFAULT_BODY_TIMEOUT,
+        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         read_timeout: int = 30,
     ) -> None:
         if (certfile is None) != (pkeyfile is None):
@@ -127,6 +134,7 @@ class WebhookServer:
         self.file_check_interval = file_check_interval
         self.max_body_size = max_body_size
         self.body_timeout = body_timeout
+        self.max_concurrency = max_concurrency
         self.read_timeout = read_timeout
 
     async def __aenter__(self) -> Self:
@@ -161,7 +169,7 @@ class WebhookServer:
         context, ca_pem = self._tls()
         app = AdmissionApp(
             fn, path=self.path or "", max_body_size=self.max_body_size,
-            body_timeout=self.body_timeout,
+            body_timeout=self.body_timeout, max_concurrency=self.max_concurrency,
         )  # fmt: skip
         port = self.DEFAULT_PORT if self.port is None else self.port
         serve = functools.partial(

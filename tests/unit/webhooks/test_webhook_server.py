@@ -325,3 +325,28 @@ async def test_certificate_files_changed_on_disk_are_served_without_a_restart(
             after = await client.post(url, json=review())
     assert before.json()["response"]["allowed"] is True
     assert after.json()["response"]["allowed"] is True
+
+
+async def test_requests_beyond_the_concurrency_cap_get_503_at_once(cadump: Path) -> None:
+    registry = OperatorRegistry()
+    entered, release = anyio.Event(), anyio.Event()
+
+    @on.validate("kopfexamples", registry=registry, id="held")
+    async def held(**_: Any) -> None:
+        entered.set()
+        await release.wait()
+
+    server = WebhookServer(addr="127.0.0.1", port=0, cadump=cadump, max_concurrency=1)
+    answers: list[int] = []
+    async with client_of(server, registry, cadump) as client, anyio.create_task_group() as tg:
+
+        async def first() -> None:
+            answers.append((await client.post("/held", json=review())).status_code)
+
+        tg.start_soon(first)
+        with anyio.fail_after(5):
+            await entered.wait()
+            busy = await client.post("/held", json=review())
+        release.set()
+    assert busy.status_code == 503
+    assert answers == [200]
