@@ -95,6 +95,9 @@ class AdmissionApp:
         except ReviewError as e:
             status, answer = e.status, {"error": str(e)}
             logger.warning("Bad admission review refused with %d: %s", e.status, e)
+        except Exception as e:  # e.g. a filter callback failed: a bug to see, not a crash
+            status, answer = 500, {"error": f"The review failed: {e!r:.500}"}
+            logger.exception("An admission review failed unexpectedly.")
         await _respond(send, status, answer, more=not body.finished)
         if not body.finished:
             # The answer is out, but the response is left open: ending it now would close the

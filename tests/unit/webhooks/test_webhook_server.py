@@ -350,3 +350,23 @@ async def test_requests_beyond_the_concurrency_cap_get_503_at_once(cadump: Path)
         release.set()
     assert busy.status_code == 503
     assert answers == [200]
+
+
+async def test_a_failing_filter_callback_answers_500_and_the_server_stays_up(
+    cadump: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    registry = OperatorRegistry()
+
+    def broken(**_: Any) -> bool:
+        raise RuntimeError("the filter is broken")
+
+    on.validate("kopfexamples", registry=registry, id="f", when=broken)(lambda **_: None)
+    on.validate("kopfexamples", registry=registry, id="ok")(lambda **_: None)
+    server = WebhookServer(addr="127.0.0.1", port=0, cadump=cadump)
+    async with client_of(server, registry, cadump) as client:
+        failed = await client.post("/f", json=review())
+        fine = await client.post("/ok", json=review())
+    assert failed.status_code == 500
+    assert "the filter is broken" in failed.json()["error"]
+    assert fine.json()["response"]["allowed"] is True
+    assert "An admission review failed unexpectedly." in caplog.messages
