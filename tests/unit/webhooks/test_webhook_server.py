@@ -370,3 +370,15 @@ async def test_a_failing_filter_callback_answers_500_and_the_server_stays_up(
     assert "the filter is broken" in failed.json()["error"]
     assert fine.json()["response"]["allowed"] is True
     assert "An admission review failed unexpectedly." in caplog.messages
+
+
+async def test_an_insecure_server_speaks_plain_http_and_advertises_no_ca(
+    registry: OperatorRegistry,
+) -> None:
+    server = WebhookServer(addr="127.0.0.1", port=0, path="hooks/", insecure=True)
+    async with serving(server, registry) as config, httpx.AsyncClient() as client:
+        response = await client.post(config["url"] + "/first", json=review())
+    assert config["url"].startswith("http://127.0.0.1:")
+    assert config["url"].endswith("/hooks")
+    assert "caBundle" not in config
+    assert response.json()["response"]["warnings"] == ["first"]
