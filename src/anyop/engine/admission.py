@@ -239,7 +239,10 @@ async def _serve_webhooks(
         server = settings.admission.server
         if hasattr(server, "__aenter__"):
             server = await stack.enter_async_context(server)
-        tg.start_soon(_pump, server, reviewer, send)
+        # The server outlives the operator's cancellation until its webhooks are deregistered:
+        # requests arriving meanwhile are still answered.
+        serving = anyio.CancelScope(shield=True)
+        tg.start_soon(_pump, server, reviewer, send, serving)
         try:
             async for config in receive:
                 latest = config
@@ -248,22 +251,31 @@ async def _serve_webhooks(
                 task_status.started()  # ready once the first config is applied
                 task_status = anyio.TASK_STATUS_IGNORED
         finally:
-            if managed and latest is not None:
-                with anyio.move_on_after(CLEANUP_TIMEOUT, shield=True):
-                    await _configure(client, registry, resources, latest, managed, exiting=True)
+            try:
+                if managed and latest is not None:
+                    with anyio.move_on_after(CLEANUP_TIMEOUT, shield=True):
+                        await _configure(client, registry, resources, latest, managed, exiting=True)
+            finally:
+                serving.cancel()
 
 
 async def _pump(
-    server: Any, fn: Reviewer, send: MemoryObjectSendStream[WebhookClientConfig]
+    server: Any,
+    fn: Reviewer,
+    send: MemoryObjectSendStream[WebhookClientConfig],
+    scope: anyio.CancelScope,
 ) -> None:
     """Iterate the server's configs in one task; the server's own task group lives in here."""
-    configs = server(fn)
-    closable = hasattr(configs, "aclose")  # Kopf allows any async iterator
-    closing = contextlib.aclosing(configs) if closable else contextlib.nullcontext()
-    async with send, closing:
-        async for config in configs:
-            send.send_nowait(config)  # never awaits: cancellation always lands inside the server
-    raise ConfigError("The webhook server or tunnel exited; the operator cannot serve webhooks.")
+    with scope:
+        configs = server(fn)
+        closable = hasattr(configs, "aclose")  # Kopf allows any async iterator
+        closing = contextlib.aclosing(configs) if closable else contextlib.nullcontext()
+        async with send, closing:
+            async for config in configs:
+                send.send_nowait(config)  # never awaits: cancellation lands inside the server
+        raise ConfigError(
+            "The webhook server or tunnel exited; the operator cannot serve webhooks."
+        )
 
 
 async def _configure(
