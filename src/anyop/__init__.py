@@ -3,7 +3,10 @@
 ``import anyop as kopf`` gives Kopf's names with Kopf's meanings; see the README for what differs.
 """
 
+import importlib
 import sys
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
 
 if "httpx" not in sys.modules:
     # httpx imports its command-line client (rich, pygments, click: about 6 MiB and 40 ms) when
@@ -83,6 +86,36 @@ from anyop.storage.progress import (
     StatusProgressStorage,
 )
 from anyop.storage.records import ProgressRecord
+from anyop.webhooks.managed import WebhookClientConfig, WebhookClientConfigService
+from anyop.webhooks.review import WebhookFn
+
+if _TYPE_CHECKING:
+    from anyop.webhooks.server import (
+        WebhookDockerDesktopServer,
+        WebhookK3dServer,
+        WebhookMinikubeServer,
+        WebhookServer,
+    )
+
+_LAZY = {
+    name: "anyop.webhooks.server"
+    for name in ("WebhookDockerDesktopServer", "WebhookK3dServer", "WebhookMinikubeServer",
+                 "WebhookServer")
+}  # fmt: skip
+"""Imported on first use: the webhook servers need cryptography (about 8 MiB)."""
+
+
+def __getattr__(name: str) -> _Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'anyop' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
     "ABSENT",
@@ -131,6 +164,13 @@ __all__ = [
     "Store",
     "SyncDaemonStopped",
     "TemporaryError",
+    "WebhookClientConfig",
+    "WebhookClientConfigService",
+    "WebhookDockerDesktopServer",
+    "WebhookFn",
+    "WebhookK3dServer",
+    "WebhookMinikubeServer",
+    "WebhookServer",
     "__version__",
     "adjust_namespace",
     "adopt",

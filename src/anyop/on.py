@@ -291,6 +291,9 @@ def _webhook(
 ) -> Callable[[F], F]:
     def decorator(fn: F) -> F:
         spec = Declaration(f"on.{name}", fn, options=options, schema=WebhookOptions)
+        timeout = spec.get("timeout", float, minimum=1)
+        if timeout is not None and timeout > 30:
+            raise DeclarationValueError(f"{spec.culprit}: timeout= must be 1-30: {timeout!r}.")
         handler = ResourceWebhookHandler(
             **spec.resource_fields(args),
             reason=reason,

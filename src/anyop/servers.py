@@ -78,10 +78,20 @@ def _listening_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _config(fd: int, tls: TLSFiles | None, graceful: float) -> Any:
+def _config(fd: int, tls: TLSFiles | None, graceful: float, context: ssl.SSLContext | None) -> Any:
     from hypercorn.config import Config
 
-    config = Config()
+    class _Config(Config):
+        """Serves with a ready-made SSL context, if one is given (it can be reloaded live)."""
+
+        @property
+        def ssl_enabled(self) -> bool:
+            return context is not None or bool(super().ssl_enabled)
+
+        def create_ssl_context(self) -> ssl.SSLContext | None:
+            return context if context is not None else super().create_ssl_context()
+
+    config = _Config()
     config.bind = [f"fd://{fd}"]
     config.accesslog = None
     config.errorlog = logger
@@ -114,6 +124,8 @@ async def serve_asgi(
     host: str = "127.0.0.1",
     port: int = 0,
     tls: TLSFiles | None = None,
+    context: ssl.SSLContext | None = None,
+    read_timeout: int | None = None,
     graceful_timeout: float = 2.0,
     task_status: anyio.abc.TaskStatus[BoundAddress] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
@@ -124,6 +136,9 @@ async def serve_asgi(
         host: The address to listen on.
         port: The port; ``0`` picks a free one.
         tls: Serve HTTPS with these files (and require client certificates if a CA is given).
+        context: Serve HTTPS with this context instead (it may be changed while serving, e.g.
+            to load a renewed certificate).
+        read_timeout: Close connections that send nothing for this many seconds.
         graceful_timeout: On cancellation, how long in-flight requests may still finish.
         task_status: Receives the bound address once the socket listens.
 
@@ -131,8 +146,10 @@ async def serve_asgi(
         OSError: The address cannot be bound (e.g. the port is in use).
     """
     sock = _listening_socket(host, port)
-    bound = BoundAddress(host, int(sock.getsockname()[1]), tls=tls is not None)
-    config = _config(sock.detach(), tls, graceful_timeout)  # Hypercorn owns the socket now
+    secure = tls is not None or context is not None
+    bound = BoundAddress(host, int(sock.getsockname()[1]), tls=secure)
+    config = _config(sock.detach(), tls, graceful_timeout, context)  # Hypercorn owns the socket
+    config.read_timeout = read_timeout
     shutdown, finished = anyio.Event(), anyio.Event()
     hard_stop = anyio.CancelScope(shield=True)  # Hypercorn stops by its trigger, not by our cancel
 

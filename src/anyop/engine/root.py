@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
+from anyop.engine.admission import open_admission
 from anyop.engine.authentication import authenticate, keep_logged_in
 from anyop.engine.indexes import Indexer, operator_indexes
 from anyop.engine.invocation import DEFAULT_MAX_WORKERS
@@ -132,7 +133,11 @@ async def _serve_logged_in(
             async with anyio.create_task_group() as posting:
                 posting.start_soon(poster.run, posted)
                 try:
-                    await _serve_scopes(template, served, scopes, stop_event, ready_event)
+                    async with open_admission(
+                        client, registry, settings, new_memo=template.new_memo,
+                        indexer=template.indexer, limiter=limiter,
+                    ):  # fmt: skip
+                        await _serve_scopes(template, served, scopes, stop_event, ready_event)
                 finally:
                     posted.set()  # queued Events get a moment to be posted
 

@@ -151,8 +151,13 @@ class TimerOptions(ResourceOptions, total=False):
 
 
 class WebhookOptions(_Selecting, _Identity, _Filters, total=False):
-    """Options of ``validate`` and ``mutate``."""
+    """Options of ``validate`` and ``mutate``.
 
+    ``timeout=`` (an anyop addition; 1-30 seconds) becomes the webhook's ``timeoutSeconds``,
+    and the server answers a margin before it if the handler is still running.
+    """
+
+    timeout: float | None
     operation: str | None
     operations: Collection[str] | None
     subresource: str | None

@@ -1,0 +1,300 @@
+"""Admission: running validating and mutating handlers for reviews, and the webhook server.
+
+:class:`Reviewer` is the framework's :class:`~anyop.webhooks.review.WebhookFn`: it parses a
+review, selects the handlers (by resource, kind, operation, subresource, filters, and the handler
+id from the URL), runs them one after another (sync ones in threads), and answers: denied with
+the most important error, or allowed with the warnings and, for mutations, a JSON patch built
+from the ``patch`` kwarg (its merge part and its fns).
+
+:func:`open_admission` runs the configured server (``settings.admission.server``) in the
+operator's task group before any watch starts, keeps the managed webhook configurations up to
+date with what the server advertises, and removes the non-persistent webhooks at exit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import logging
+import math
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
+from typing import Any
+
+import anyio
+import anyio.abc
+from anyio.streams.memory import MemoryObjectSendStream
+
+from anyop.engine.indexes import Indexer
+from anyop.engine.invocation import invoke
+from anyop.errors import ConfigError
+from anyop.handlers.causes import WebhookCause, WebhookType
+from anyop.handlers.diffs import diff
+from anyop.handlers.records import ResourceWebhookHandler
+from anyop.handlers.registry import OperatorRegistry
+from anyop.kube.client import KubeClient
+from anyop.kube.discovery import discover
+from anyop.kube.patches import Patch
+from anyop.kube.resources import Resource
+from anyop.logs import object_logger
+from anyop.settings import OperatorSettings
+from anyop.webhooks.managed import WebhookClientConfig, apply_configuration, build_webhooks
+from anyop.webhooks.review import (
+    AdmissionRequest,
+    Headers,
+    ReviewError,
+    SSLPeer,
+    build_response,
+    error_status,
+    parse_review,
+)
+
+__all__ = ["ANSWER_MARGIN", "Reviewer", "open_admission"]
+
+logger = logging.getLogger("anyop.webhooks")
+
+ANSWER_MARGIN = 1.0
+"""Seconds before a handler's ``timeout=`` when the server answers without it (per its policy)."""
+
+CLEANUP_TIMEOUT = 10.0
+"""Seconds to remove the non-persistent webhooks at exit."""
+
+
+class Reviewer:
+    """Answers admission reviews by running the matching handlers.
+
+    Args:
+        registry: Where the admission handlers are.
+        settings: Passed to the handlers.
+        resources: The cluster's resources, to recognise the reviewed one.
+        new_memo: Makes the ``memo`` of a request (each request gets its own).
+        indexer: The operator's indexes, passed to the handlers as kwargs.
+        limiter: Bounds how many sync handlers run in threads at once.
+    """
+
+    def __init__(
+        self,
+        registry: OperatorRegistry,
+        settings: OperatorSettings,
+        resources: Collection[Resource],
+        *,
+        new_memo: Callable[[], Any],
+        indexer: Indexer | None = None,
+        limiter: anyio.CapacityLimiter | None = None,
+    ) -> None:
+        self.registry = registry
+        self.settings = settings
+        self.resources = {(r.group, r.version, r.plural): r for r in resources}
+        self.new_memo = new_memo
+        self.indexer = indexer
+        self.limiter = limiter
+
+    async def __call__(
+        self,
+        request: Any,
+        *,
+        webhook: str | None = None,
+        headers: Headers | None = None,
+        sslpeer: SSLPeer | None = None,
+        reason: WebhookType | None = None,
+    ) -> dict[str, Any]:
+        """Run the handlers for one review and return the response review.
+
+        Raises:
+            ReviewError: The review is malformed (400), or its resource or the webhook id is
+                unknown (404).
+        """
+        parsed = parse_review(request)
+        cause = self._cause(parsed, webhook, reason)
+        base = self._kwargs(cause, parsed, headers, sslpeer)
+        handlers = self.registry.webhooks.select(cause, lambda: base)
+        errors: list[BaseException] = []
+        for handler in handlers:
+            error = await self._run(handler, base, parsed)
+            if error is not None:
+                errors.append(error)
+        patch: Patch = base["patch"]
+        mutated = any(h.reason == WebhookType.MUTATING for h in handlers)
+        ops = patch.as_json_patch(parsed.new) if mutated and patch and parsed.new else []
+        return build_response(
+            parsed, warnings=base["warnings"], denial=error_status(errors), patch=ops
+        )
+
+    def _cause(
+        self, request: AdmissionRequest, webhook: str | None, reason: WebhookType | None
+    ) -> WebhookCause:
+        resource = self.resources.get((request.group, request.version, request.plural))
+        if resource is None:
+            name = f"{request.plural}.{request.version}.{request.group}".rstrip(".")
+            raise ReviewError(f"The resource {name} is not served by this operator.", 404)
+        if webhook is not None and all(h.id != webhook for h in self.registry.webhooks.handlers):
+            raise ReviewError(f"No admission handler has the id {webhook!r}.", 404)
+        return WebhookCause(
+            resource=resource, body=request.body, reason=reason, webhook=webhook,
+            operation=request.operation, subresource=request.subresource,
+            dryrun=request.dryrun, old=request.old, new=request.new,
+            diff=diff(request.old, request.new),
+        )  # fmt: skip
+
+    def _kwargs(
+        self,
+        cause: WebhookCause,
+        request: AdmissionRequest,
+        headers: Headers | None,
+        sslpeer: SSLPeer | None,
+    ) -> dict[str, Any]:
+        warnings: list[str] = []
+        extra = {
+            "logger": object_logger(cause.body), "memo": self.new_memo(), "patch": Patch(),
+            "settings": self.settings, "warnings": warnings, "userinfo": request.userinfo,
+            "headers": dict(headers or {}), "sslpeer": sslpeer, "reason": cause.reason,
+            "retry": 0, "started": datetime.datetime.now(datetime.UTC),
+            "runtime": datetime.timedelta(0), "param": None,
+        }  # fmt: skip
+        indexes = self.indexer.kwargs() if self.indexer is not None else {}
+        return {**cause.kwargs, **extra, **indexes}
+
+    async def _run(
+        self, handler: ResourceWebhookHandler, base: Mapping[str, Any], request: AdmissionRequest
+    ) -> BaseException | None:
+        """Run one handler; return its error (a too slow handler gets one), or ``None``."""
+        kwargs = {**base, "param": handler.param, "reason": handler.reason}
+        deadline = _answer_deadline(handler)
+        with anyio.move_on_after(deadline) as timer:
+            try:
+                await invoke(handler.fn, kwargs, limiter=self.limiter, body=request.body)
+            except Exception as error:  # every error denies; the user's traceback is logged
+                kwargs["logger"].exception(f"{handler} failed with an exception.")
+                return error
+        if timer.cancelled_caught:
+            return self._too_slow(handler, kwargs, deadline)
+        kwargs["logger"].debug(f"{handler} succeeded.")
+        return None
+
+    def _too_slow(
+        self, handler: ResourceWebhookHandler, kwargs: Mapping[str, Any], deadline: float
+    ) -> BaseException | None:
+        message = f"{handler} did not finish within {deadline:g}s."
+        kwargs["logger"].error(message)
+        if handler.ignore_failures:
+            kwargs["warnings"].append(f"{message} Ignored (ignore_failures=True).")
+            return None
+        return TimeoutError(message)
+
+
+def _answer_deadline(handler: ResourceWebhookHandler) -> float:
+    """When to answer without the handler: a margin before the API server gives up on us."""
+    if handler.timeout is None:
+        return math.inf
+    return max(handler.timeout - ANSWER_MARGIN, handler.timeout / 2)
+
+
+@contextlib.asynccontextmanager
+async def open_admission(
+    client: KubeClient,
+    registry: OperatorRegistry,
+    settings: OperatorSettings,
+    *,
+    new_memo: Callable[[], Any],
+    indexer: Indexer | None = None,
+    limiter: anyio.CapacityLimiter | None = None,
+) -> AsyncIterator[None]:
+    """Serve the admission webhooks (if there are handlers) while the block runs.
+
+    Raises:
+        ConfigError: Admission handlers exist, but ``settings.admission.server`` is not set.
+    """
+    if not registry.webhooks.handlers:
+        yield
+        return
+    if settings.admission.server is None:
+        raise ConfigError(
+            "There are admission handlers (@on.validate/@on.mutate), but no webhook server: "
+            "set settings.admission.server (e.g. to anyop.WebhookServer()) in a startup handler."
+        )
+    resources = await discover(client)
+    reviewer = Reviewer(
+        registry, settings, resources, new_memo=new_memo, indexer=indexer, limiter=limiter
+    )
+    async with anyio.create_task_group() as tg:
+        await tg.start(_serve_webhooks, client, reviewer, resources)
+        try:
+            yield
+        finally:
+            tg.cancel_scope.cancel()
+
+
+async def _serve_webhooks(
+    client: KubeClient,
+    reviewer: Reviewer,
+    resources: Sequence[Resource],
+    *,
+    task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Run the server; apply every client config it yields to the managed configurations."""
+    settings, registry = reviewer.settings, reviewer.registry
+    managed = settings.admission.managed
+    send, receive = anyio.create_memory_object_stream[WebhookClientConfig](math.inf)
+    latest: WebhookClientConfig | None = None
+    async with receive, contextlib.AsyncExitStack() as stack, anyio.create_task_group() as tg:
+        server = settings.admission.server
+        if hasattr(server, "__aenter__"):
+            server = await stack.enter_async_context(server)
+        # The server outlives the operator's cancellation until its webhooks are deregistered:
+        # requests arriving meanwhile are still answered.
+        serving = anyio.CancelScope(shield=True)
+        tg.start_soon(_pump, server, reviewer, send, serving)
+        try:
+            async for config in receive:
+                latest = config
+                if managed:
+                    await _configure(client, registry, resources, config, managed)
+                task_status.started()  # ready once the first config is applied
+                task_status = anyio.TASK_STATUS_IGNORED
+        finally:
+            try:
+                if managed and latest is not None:
+                    with anyio.move_on_after(CLEANUP_TIMEOUT, shield=True):
+                        await _configure(client, registry, resources, latest, managed, exiting=True)
+            finally:
+                serving.cancel()
+
+
+async def _pump(
+    server: Any,
+    fn: Reviewer,
+    send: MemoryObjectSendStream[WebhookClientConfig],
+    scope: anyio.CancelScope,
+) -> None:
+    """Iterate the server's configs in one task; the server's own task group lives in here."""
+    with scope:
+        configs = server(fn)
+        closable = hasattr(configs, "aclose")  # Kopf allows any async iterator
+        closing = contextlib.aclosing(configs) if closable else contextlib.nullcontext()
+        async with send, closing:
+            async for config in configs:
+                send.send_nowait(config)  # never awaits: cancellation lands inside the server
+        raise ConfigError(
+            "The webhook server or tunnel exited; the operator cannot serve webhooks."
+        )
+
+
+async def _configure(
+    client: KubeClient,
+    registry: OperatorRegistry,
+    resources: Sequence[Resource],
+    config: WebhookClientConfig,
+    managed: str,
+    *,
+    exiting: bool = False,
+) -> None:
+    """Write both managed configurations (at exit: only the persistent webhooks stay)."""
+    for reason in (WebhookType.VALIDATING, WebhookType.MUTATING):
+        webhooks = build_webhooks(
+            registry.webhooks.handlers, resources, config, managed=managed, reason=reason,
+            persistent_only=exiting,
+        )  # fmt: skip
+        await apply_configuration(client, reason, managed, webhooks)
+        logger.info(
+            "%s webhook configuration %r %s: %d webhooks.",
+            reason.capitalize(), managed, "cleaned up" if exiting else "applied", len(webhooks),
+        )  # fmt: skip

@@ -1,0 +1,285 @@
+"""Webhook servers: HTTPS endpoints on Hypercorn that hand admission reviews to the framework.
+
+A server is what ``settings.admission.server`` holds (Kopf's protocol): called with the
+framework's :class:`~anyop.webhooks.review.WebhookFn`, it serves requests and yields one or more
+:class:`~anyop.webhooks.managed.WebhookClientConfig` (how API servers reach it), then holds
+control until cancelled. :class:`WebhookServer` listens locally; the K3d, Minikube and Docker
+Desktop variants only advertise the host name those clusters use to reach their host machine.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import logging
+import ssl
+import tempfile
+from collections.abc import AsyncIterator, Collection
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+import anyio
+
+from anyop.servers import BoundAddress, serve_asgi
+from anyop.webhooks.app import (
+    DEFAULT_BODY_TIMEOUT,
+    DEFAULT_MAX_BODY_SIZE,
+    DEFAULT_MAX_CONCURRENCY,
+    AdmissionApp,
+)
+from anyop.webhooks.certs import CertificateAuthority, KeyPair
+from anyop.webhooks.managed import WebhookClientConfig
+from anyop.webhooks.review import WebhookFn
+from anyop.webhooks.tls import (
+    CertificateFiles,
+    ClientVerification,
+    check_certificate,
+    reload,
+    san_hosts,
+    server_context,
+)
+
+__all__ = [
+    "WebhookDockerDesktopServer",
+    "WebhookK3dServer",
+    "WebhookMinikubeServer",
+    "WebhookServer",
+]
+
+logger = logging.getLogger("anyop.webhooks")
+
+
+class WebhookServer:
+    """A local HTTPS endpoint for admission webhooks (Kopf's ``WebhookServer``), on Hypercorn.
+
+    Args:
+        addr: The address to listen on (default ``localhost``).
+        port: The port (default 9443); ``0`` picks a free one.
+        path: The root path; handler ids are appended as the last path component.
+        host: The host name in the advertised URL (default: ``addr``).
+        cadata: The CA bundle (PEM) that API servers verify the server with.
+        cafile: The same, from a file.
+        cadump: Write the CA bundle there (e.g. for ``curl --cacert``).
+        context: A ready serving SSL context (then no certificate is loaded or generated).
+        insecure: Serve plain HTTP (API servers refuse it; for tunnels and debugging).
+        certfile: The serving certificate (PEM); without it, a CA and a certificate for
+            ``host``, ``addr`` and ``extra_sans`` are generated.
+        pkeyfile: The certificate's private key (PEM).
+        password: The private key's password.
+        extra_sans: More DNS names or IPs for the generated certificate.
+        verify_mode: :attr:`ssl.SSLContext.verify_mode` for client certificates.
+        verify_cafile: The CA of client certificates, from a file.
+        verify_capath: The same, from a directory.
+        verify_cadata: The same, as PEM data.
+        file_check_interval: Seconds between checks whether ``certfile``/``pkeyfile`` changed;
+            changed files are loaded for new connections without a restart.
+        max_body_size: The largest accepted request body, in bytes (413 beyond).
+        body_timeout: Seconds a client may take to send a request body (408 beyond).
+        max_concurrency: Requests read and reviewed at once (503 beyond).
+        read_timeout: Seconds an idle client connection is kept open.
+    """
+
+    DEFAULT_ADDR: str = "localhost"
+    DEFAULT_HOST: str | None = None
+    DEFAULT_PORT: int = 9443
+
+    def __init__(
+        self,
+        *,
+        addr: str | None = None,
+        port: int | None = None,
+        path: str | None = None,
+        host: str | None = None,
+        cadata: bytes | None = None,
+        cafile: str | Path | None = None,
+        cadump: str | Path | None = None,
+        context: ssl.SSLContext | None = None,
+        insecure: bool = False,
+        certfile: str | Path | None = None,
+        pkeyfile: str | Path | None = None,
+        password: str | None = None,
+        extra_sans: Collection[str] = (),
+        verify_mode: ssl.VerifyMode | None = None,
+        verify_cafile: str | Path | None = None,
+        verify_capath: str | Path | None = None,
+        verify_cadata: bytes | str | None = None,
+        file_check_interval: float = 10.0,
+        max_body_size: int = DEFAULT_MAX_BODY_SIZE,
+        body_timeout: float = DEFAULT_BODY_TIMEOUT,
+        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+        read_timeout: int = 30,
+    ) -> None:
+        if (certfile is None) != (pkeyfile is None):
+            raise ValueError("WebhookServer needs both certfile= and pkeyfile=, or neither.")
+        self.addr = addr
+        self.port = port
+        self.path = path
+        self.host = host
+        self.cadata = cadata
+        self.cafile = cafile
+        self.cadump = cadump
+        self.context = context
+        self.insecure = insecure
+        self.certfile = certfile
+        self.pkeyfile = pkeyfile
+        self.password = password
+        self.extra_sans = tuple(extra_sans)
+        self.verification = ClientVerification(
+            verify_mode,
+            str(verify_cafile) if verify_cafile else None,
+            str(verify_capath) if verify_capath else None,
+            verify_cadata,
+        )
+        self.file_check_interval = file_check_interval
+        self.max_body_size = max_body_size
+        self.body_timeout = body_timeout
+        self.max_concurrency = max_concurrency
+        self.read_timeout = read_timeout
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        return None
+
+    @property
+    def listen_addr(self) -> str:
+        """Where the server listens."""
+        return self.addr or self.DEFAULT_ADDR
+
+    @property
+    def advertised_host(self) -> str:
+        """The host name that API servers are given."""
+        return self.host or self.DEFAULT_HOST or self.listen_addr
+
+    async def __call__(self, fn: WebhookFn) -> AsyncIterator[WebhookClientConfig]:
+        """Serve until cancelled; yield how to reach this server once it listens.
+
+        Raises:
+            ConfigError: The certificate does not cover the advertised host, is expired, or was
+                not issued by the given CA bundle.
+            OSError: The address cannot be bound.
+        """
+        context, ca_pem = self._tls()
+        app = AdmissionApp(
+            fn, path=self.path or "", max_body_size=self.max_body_size,
+            body_timeout=self.body_timeout, max_concurrency=self.max_concurrency,
+        )  # fmt: skip
+        port = self.DEFAULT_PORT if self.port is None else self.port
+        serve = functools.partial(
+            serve_asgi, app, host=self.listen_addr, port=port, context=context,
+            read_timeout=self.read_timeout,
+        )  # fmt: skip
+        async with anyio.create_task_group() as tg:
+            bound: BoundAddress = await tg.start(serve)
+            if context is not None and self.certfile and self.pkeyfile and not self.context:
+                files = CertificateFiles(Path(self.certfile), Path(self.pkeyfile))
+                tg.start_soon(self._follow_files, context, files)
+            logger.info("Webhook server listens at %s.", bound.url(self.path or ""))
+            yield self._client_config(bound, ca_pem)
+            await anyio.sleep_forever()
+
+    def _tls(self) -> tuple[ssl.SSLContext | None, bytes | None]:
+        """The serving context and the CA bundle for clients (``None``: the system's trust)."""
+        if self.insecure:
+            return None, None
+        ca_pem = self._given_ca()
+        if self.context is not None:
+            return self.context, ca_pem
+        if self.certfile is not None and self.pkeyfile is not None:
+            certfile, keyfile = Path(self.certfile), Path(self.pkeyfile)
+            check_certificate(certfile.read_bytes(), self.advertised_host, ca_pem=ca_pem)
+            context = server_context(
+                certfile, keyfile, password=self.password, verification=self.verification
+            )
+        else:
+            context, ca_pem = self._self_signed()
+        if self.cadump is not None and ca_pem is not None:
+            Path(self.cadump).write_bytes(ca_pem)
+        return context, ca_pem
+
+    def _given_ca(self) -> bytes | None:
+        if self.cadata is not None:
+            return self.cadata
+        return Path(self.cafile).read_bytes() if self.cafile is not None else None
+
+    def generate_certificate(self) -> tuple[KeyPair, bytes]:
+        """A new CA and a serving certificate it issued, for the advertised host, the listening
+        address and the extra SANs (the wildcard addresses excluded).
+
+        Returns:
+            The certificate with its key, and the CA certificate (the ``caBundle``), all PEM.
+        """
+        sans = san_hosts([self.advertised_host, self.listen_addr, *self.extra_sans])
+        ca = CertificateAuthority("anyop-webhook-ca")
+        return ca.issue(sans[0] if sans else "localhost", sans=sans, server=True), ca.cert_pem
+
+    def _self_signed(self) -> tuple[ssl.SSLContext, bytes]:
+        pair, ca_pem = self.generate_certificate()
+        check_certificate(pair.cert_pem, self.advertised_host, ca_pem=ca_pem)
+        return self._context_from(pair), ca_pem
+
+    def _context_from(self, pair: KeyPair) -> ssl.SSLContext:
+        with tempfile.TemporaryDirectory(prefix="anyop-webhook-") as folder:
+            certfile, keyfile = Path(folder) / "tls.crt", Path(folder) / "tls.key"
+            pair.write(certfile, keyfile)
+            return server_context(certfile, keyfile, password=None, verification=self.verification)
+
+    async def _follow_files(self, context: ssl.SSLContext, files: CertificateFiles) -> None:
+        """Load the certificate files into the context whenever they change."""
+        while True:
+            await anyio.sleep(self.file_check_interval)
+            if files.changed():
+                try:
+                    reload(context, files.certfile, files.keyfile, self.password)
+                except (ssl.SSLError, OSError) as e:
+                    logger.error("The changed webhook certificate cannot be loaded: %s", e)
+                else:
+                    logger.info("The webhook certificate changed on disk and is reloaded.")
+
+    def _client_config(self, bound: BoundAddress, ca_pem: bytes | None) -> WebhookClientConfig:
+        host = self.advertised_host
+        host = f"[{host}]" if ":" in host else host
+        scheme = "http" if self.insecure else "https"
+        path = "/" + self.path.strip("/") if self.path and self.path.strip("/") else ""
+        config = WebhookClientConfig(url=f"{scheme}://{host}:{bound.port}{path}")
+        if ca_pem is not None:
+            config["caBundle"] = base64.b64encode(ca_pem).decode("ascii")
+        return config
+
+
+class WebhookK3dServer(WebhookServer):
+    """A local server for K3d/K3s clusters, which reach their host as ``host.k3d.internal``.
+
+    Listens on all interfaces. Untested in anyop's own suite (no K3d cluster there).
+    """
+
+    DEFAULT_ADDR = "0.0.0.0"
+    DEFAULT_HOST = "host.k3d.internal"
+
+
+class WebhookMinikubeServer(WebhookServer):
+    """A local server for Minikube, which reaches its host as ``host.minikube.internal``.
+
+    Listens on all interfaces. Untested in anyop's own suite (no Minikube there).
+    """
+
+    DEFAULT_ADDR = "0.0.0.0"
+    DEFAULT_HOST = "host.minikube.internal"
+
+
+class WebhookDockerDesktopServer(WebhookServer):
+    """A local server for Docker Desktop's cluster, which reaches its host as
+    ``host.docker.internal``.
+
+    Listens on all interfaces. Untested in anyop's own suite (no Docker Desktop there).
+    """
+
+    DEFAULT_ADDR = "0.0.0.0"
+    DEFAULT_HOST = "host.docker.internal"

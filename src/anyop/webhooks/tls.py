@@ -1,0 +1,198 @@
+"""TLS for webhook servers: serving contexts, client certificates, SANs, and reloading.
+
+- :func:`server_context` builds the serving :class:`ssl.SSLContext`; client certificates are
+  verified when a CA for them is given (``verify_*``).
+- :data:`current_sslpeer`: the verified client certificate of the connection a request came on.
+  The context's SSL objects record it when the server asks for the negotiated protocol right
+  after the handshake, in the connection's task; Hypercorn starts every request's task from
+  there, so each request sees its own connection's peer (on Trio and asyncio alike).
+- :func:`certificate_names` and :func:`check_certificate` check that a certificate covers the
+  host that the API servers are told to call, so a bad setup fails at startup, not per request.
+- :class:`CertificateFiles` notices changed certificate files; :func:`reload` loads them into the
+  running context: new handshakes use the new certificate, open connections keep the old one.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import datetime
+import hashlib
+import ipaddress
+import ssl
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cryptography import x509
+from cryptography.exceptions import InvalidSignature
+
+from anyop.errors import ConfigError
+
+__all__ = [
+    "CertificateFiles",
+    "ClientVerification",
+    "PeerRecordingSSLObject",
+    "certificate_names",
+    "check_certificate",
+    "current_sslpeer",
+    "reload",
+    "san_hosts",
+    "server_context",
+]
+
+current_sslpeer: contextvars.ContextVar[Mapping[str, Any] | None] = contextvars.ContextVar(
+    "anyop_sslpeer", default=None
+)
+"""The verified client certificate of the current connection (``None`` if none was verified)."""
+
+
+class PeerRecordingSSLObject(ssl.SSLObject):
+    """An SSL object that makes its verified peer certificate ambient after the handshake."""
+
+    def selected_alpn_protocol(self) -> str | None:
+        """The negotiated protocol; also records the peer certificate (see the module doc)."""
+        current_sslpeer.set(self.getpeercert() or None)
+        return super().selected_alpn_protocol()
+
+
+@dataclass(frozen=True)
+class ClientVerification:
+    """How client certificates are checked (Kopf's ``verify_*`` options)."""
+
+    mode: ssl.VerifyMode | None = None
+    cafile: str | None = None
+    capath: str | None = None
+    cadata: bytes | str | None = None
+
+    @property
+    def configured(self) -> bool:
+        """Whether any CA for client certificates is given."""
+        return any(v is not None for v in (self.cafile, self.capath, self.cadata))
+
+
+def server_context(
+    certfile: Path, keyfile: Path, *, password: str | None, verification: ClientVerification
+) -> ssl.SSLContext:
+    """A serving context with the certificate, and client verification if configured.
+
+    With a CA for clients but no ``mode``, a client certificate is optional, but verified if
+    presented (a wrong one fails the handshake).
+    """
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.set_alpn_protocols(["h2", "http/1.1"])
+    context.sslobject_class = PeerRecordingSSLObject
+    context.load_cert_chain(str(certfile), str(keyfile), password=password)
+    if verification.configured:
+        cadata = verification.cadata
+        context.load_verify_locations(
+            cafile=verification.cafile,
+            capath=verification.capath,
+            cadata=cadata.decode() if isinstance(cadata, bytes) else cadata,
+        )
+        context.verify_mode = verification.mode or ssl.CERT_OPTIONAL
+    elif verification.mode is not None:
+        context.verify_mode = verification.mode
+    return context
+
+
+def reload(context: ssl.SSLContext, certfile: Path, keyfile: Path, password: str | None) -> None:
+    """Load new certificate files into a serving context (used by new handshakes).
+
+    Raises:
+        ssl.SSLError: The files do not form a valid certificate and key (the old ones stay).
+    """
+    context.load_cert_chain(str(certfile), str(keyfile), password=password)
+
+
+def san_hosts(hosts: Iterable[str | None]) -> list[str]:
+    """The SANs for a self-made certificate: unique, in order, without ``0.0.0.0`` and ``::``."""
+    unique: list[str] = []
+    for host in hosts:
+        if host and host not in unique and host not in {"0.0.0.0", "::"}:
+            unique.append(host)
+    return unique
+
+
+def certificate_names(cert_pem: bytes) -> tuple[set[str], set[str]]:
+    """The DNS names and the IP addresses (normalised) among a certificate's SANs."""
+    cert = x509.load_pem_x509_certificate(cert_pem)
+    try:
+        sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return set(), set()
+    dns = {name.lower() for name in sans.get_values_for_type(x509.DNSName)}
+    ips = {str(ip) for ip in sans.get_values_for_type(x509.IPAddress)}
+    return dns, ips
+
+
+def check_certificate(cert_pem: bytes, host: str, *, ca_pem: bytes | None = None) -> None:
+    """Check that the serving certificate is current and names ``host`` in its SANs, and (if a
+    CA bundle is given) that the bundle can verify it.
+
+    Raises:
+        ConfigError: What is wrong, naming the host or the dates.
+    """
+    cert = x509.load_pem_x509_certificate(cert_pem)
+    now = datetime.datetime.now(datetime.UTC)
+    if not cert.not_valid_before_utc <= now <= cert.not_valid_after_utc:
+        raise ConfigError(
+            f"The webhook certificate is valid only from {cert.not_valid_before_utc} to "
+            f"{cert.not_valid_after_utc}."
+        )
+    dns, ips = certificate_names(cert_pem)
+    if not _covers(host, dns, ips):
+        raise ConfigError(
+            f"The webhook certificate has no SAN for {host!r} (it has {sorted(dns | ips)}); "
+            "API servers would refuse it. Add the host to the certificate (extra_sans=...)."
+        )
+    if ca_pem is not None and not _issued_by_bundle(cert, ca_pem):
+        raise ConfigError("The webhook CA bundle did not issue the serving certificate.")
+
+
+def _covers(host: str, dns: set[str], ips: set[str]) -> bool:
+    try:
+        return str(ipaddress.ip_address(host.strip("[]"))) in ips
+    except ValueError:
+        pass
+    host = host.lower()
+    wildcard = "*." + host.split(".", 1)[1] if "." in host else None
+    return host in dns or wildcard in dns
+
+
+def _issued_by_bundle(cert: x509.Certificate, ca_pem: bytes) -> bool:
+    for ca in x509.load_pem_x509_certificates(ca_pem):
+        try:
+            cert.verify_directly_issued_by(ca)
+            return True
+        except (ValueError, TypeError, InvalidSignature):
+            continue  # not this one: try the next
+    return False
+
+
+class CertificateFiles:
+    """A certificate and key on disk, and whether they changed since the last look.
+
+    Changes are noticed by content (a hash), so an atomic swap of a symlinked directory (as
+    Kubernetes does for mounted Secrets) counts, and a mere ``touch`` does not.
+    """
+
+    def __init__(self, certfile: Path, keyfile: Path) -> None:
+        self.certfile, self.keyfile = certfile, keyfile
+        self._digest = self._read_digest()
+
+    def _read_digest(self) -> bytes | None:
+        try:
+            content = self.certfile.read_bytes() + b"\0" + self.keyfile.read_bytes()
+        except OSError:
+            return None  # mid-swap: look again next time
+        return hashlib.sha256(content).digest()
+
+    def changed(self) -> bool:
+        """Whether both files are readable and differ from the last time this returned true."""
+        digest = self._read_digest()
+        if digest is None or digest == self._digest:
+            return False
+        self._digest = digest
+        return True
