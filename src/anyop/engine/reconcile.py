@@ -215,9 +215,10 @@ class Reconciler(HandlerCalls):
         if not self._changes_objects():
             return await self._write(slot, body, patch, delay=None)
         factory = functools.partial(self._kwargs, cause.kwargs, slot, logger, patch)
-        if self._finalizer_change(cause, factory, patch, logger):
-            return await self._write(slot, body, patch, delay=0.0)
         alive = self.spawner is not None and self.spawner.sync(slot, cause, factory, logger)
+        if self._finalizer_change(cause, factory, patch, logger):
+            # Daemons and timers start at once; the finalizer lands in this cycle's one write.
+            return await self._write(slot, body, patch, delay=0.0)
         if cause.reason is Reason.NOOP:
             logger.debug(NOOP_MESSAGE)
             return await self._write(slot, body, patch, delay=None)
