@@ -62,6 +62,8 @@ class ResourceScope:
         new_memo: Makes the memo of a newly seen object.
         limiter: Bounds the sync handlers' threads.
         indexer: Keeps the ``@anyop.index`` indexes (fed before each dispatch).
+        stop_reason: Why the daemons and timers are stopped when the watch stops: the operator
+            exits, or it pauses (peering, leadership).
     """
 
     client: KubeClient
@@ -72,6 +74,7 @@ class ResourceScope:
     new_memo: Callable[[], Any] = dict
     limiter: anyio.CapacityLimiter | None = None
     indexer: Indexer | None = None
+    stop_reason: Callable[[], DaemonStoppingReason] = lambda: DaemonStoppingReason.OPERATOR_EXITING
 
     def reconciler(self, spawner: Spawner | None = None) -> Reconciler:
         """The handling cycle for this resource's objects."""
@@ -142,7 +145,7 @@ async def serve_resource(
             )
             await _watch_until(scope, workers, stopping, task_status)
             workers.close()
-            budget = spawner.stop_all(DaemonStoppingReason.OPERATOR_EXITING) if spawner else 0
+            budget = spawner.stop_all(scope.stop_reason()) if spawner else 0
             reaping = reaping_deadline(budget)
             workers_group.cancel_scope.deadline = anyio.current_time() + queueing.exit_timeout
         daemons_group.cancel_scope.deadline = reaping

@@ -10,15 +10,19 @@ import copy
 import functools
 import logging
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
+from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.abc
 
+from anyop.engine.gate import Gate
 from anyop.engine.indexes import Indexer
 from anyop.engine.invocation import DEFAULT_MAX_WORKERS
+from anyop.engine.leadership import hold_leadership
 from anyop.engine.namespaces import NamespacePatterns, serve_namespaces
+from anyop.engine.peering import hold_peering
 from anyop.engine.posting import EventPoster
 from anyop.engine.resources import ResourceScope
 from anyop.engine.served import (
@@ -31,6 +35,7 @@ from anyop.engine.served import (
 from anyop.errors import ConfigError
 from anyop.handlers.bodies import Memo
 from anyop.handlers.registry import OperatorRegistry, get_default_registry
+from anyop.handlers.stopping import DaemonStoppingReason
 from anyop.kube.auth import Vault, login_with_kubeconfig, login_with_service_account
 from anyop.kube.client import open_client
 from anyop.kube.resources import Resource
@@ -69,13 +74,16 @@ async def serve(
 
     Guarantees:
         On stop, the watches stop first; running cycles get ``queueing.exit_timeout`` seconds,
-        then they are cancelled.
+        then they are cancelled. While a peer of a higher priority is alive, or while another
+        replica holds the leadership (``settings.leadership.enabled``), nothing is watched and
+        no handler runs (``ready_event`` is set anyway: a standby is healthy).
     """
     if not clusterwide and not namespaces:
         raise ConfigError("Either namespaces or clusterwide=True must be given to serve().")
     registry = registry if registry is not None else get_default_registry()
     settings = settings or OperatorSettings()
     vault = vault if vault is not None else await login()
+    stop = stop_event or anyio.Event()
     async with open_client(vault, settings=settings) as client:
         served = ServedResources(await served_resources(client, registry))
         limiter = _thread_limiter(settings)
@@ -88,6 +96,7 @@ async def serve(
             new_memo=_memo_factory(Memo() if memo is None else memo),
             limiter=limiter,
             indexer=Indexer(registry, settings, limiter),
+            stop_reason=functools.partial(_stop_reason, stop),
         )
         follow = needs_following(registry, served.resources)
         scopes = (namespaces, clusterwide, follow)
@@ -97,7 +106,7 @@ async def serve(
             async with anyio.create_task_group() as posting:
                 posting.start_soon(poster.run, posted)
                 try:
-                    await _serve_scopes(template, served, scopes, stop_event, ready_event)
+                    await _serve_gated(template, served, scopes, stop, ready_event)
                 finally:
                     posted.set()  # queued Events get a moment to be posted
 
@@ -118,6 +127,88 @@ async def login() -> Vault:
             await vault.populate({key: info})
             return vault
     raise ConfigError("No credentials: neither a kubeconfig nor a service account was found.")
+
+
+def _stop_reason(stop: anyio.Event) -> DaemonStoppingReason:
+    if stop.is_set():
+        return DaemonStoppingReason.OPERATOR_EXITING
+    return DaemonStoppingReason.OPERATOR_PAUSING
+
+
+async def _serve_gated(
+    template: ResourceScope,
+    served: ServedResources,
+    scopes: tuple[Collection[str | re.Pattern[str]], bool, bool],
+    stop: anyio.Event,
+    ready_event: anyio.Event | None,
+) -> None:
+    """Peer and elect a leader beside the serving rounds; serve only while the gate is open."""
+    namespaces, clusterwide, _ = scopes
+    client, settings = template.client, template.settings
+    exact = NamespacePatterns(namespaces).exact_names
+    gate = Gate()
+    async with anyio.create_task_group() as holders:
+        peering = settings.peering.model_copy(update={"clusterwide": clusterwide})
+        if exact is None and not clusterwide and not peering.standalone:
+            logger.warning("Peering works with exact namespace names only: running standalone.")
+            peering.standalone = True
+        await holders.start(hold_peering, client, peering, None if clusterwide else exact, gate)
+        if settings.leadership.enabled:
+            namespace = lease_namespace(settings.leadership.lease_namespace, exact)
+            await holders.start(hold_leadership, client, settings.leadership, namespace, gate)
+        serve_scopes = functools.partial(_serve_scopes, template, served, scopes)
+        await _serve_rounds(gate, serve_scopes, stop, ready_event)
+        holders.cancel_scope.cancel()
+
+
+async def _serve_rounds(
+    gate: Gate,
+    serve_scopes: Callable[[anyio.Event, anyio.Event | None], Awaitable[None]],
+    stop: anyio.Event,
+    ready_event: anyio.Event | None,
+) -> None:
+    """Serve in rounds: each starts with fresh listings and ends when stopped or paused."""
+    while not stop.is_set():
+        if not gate.is_open():
+            if ready_event is not None:
+                ready_event.set()  # paused, or standing by: healthy, and ready as such
+            logger.debug(f"Paused: {gate.reasons or 'the leadership is not renewed'}.")
+            await _first(stop.wait, gate.wait_open)
+            continue
+        ending = anyio.Event()
+        with gate.fenced():
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_set_after_first, ending, stop.wait, gate.wait_paused)
+                await serve_scopes(ending, ready_event)
+                tg.cancel_scope.cancel()
+
+
+async def _first(*waits: Callable[[], Awaitable[Any]]) -> None:
+    """Return as soon as one of ``waits`` returns."""
+    async with anyio.create_task_group() as tg:
+
+        async def one(wait: Callable[[], Awaitable[Any]]) -> None:
+            await wait()
+            tg.cancel_scope.cancel()
+
+        for wait in waits:
+            tg.start_soon(one, wait)
+
+
+async def _set_after_first(event: anyio.Event, *waits: Callable[[], Awaitable[Any]]) -> None:
+    await _first(*waits)
+    event.set()
+
+
+def lease_namespace(configured: str | None, served: list[str] | None) -> str:
+    """Where the leadership Lease lives: as configured, else the pod's namespace, else the first
+    served namespace, else ``default``."""
+    if configured:
+        return configured
+    pod = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+    if pod.is_file():
+        return pod.read_text().strip()
+    return served[0] if served else "default"
 
 
 async def _serve_scopes(
