@@ -150,7 +150,9 @@ async def _serve_gated(
     async with anyio.create_task_group() as holders:
         peering = settings.peering.model_copy(update={"clusterwide": clusterwide})
         if exact is None and not clusterwide and not peering.standalone:
-            logger.warning("Peering works with exact namespace names only: running standalone.")
+            if peering.mandatory:
+                raise ConfigError("Peering needs exact namespace names (or -A), not patterns.")
+            logger.debug("Peering works with exact namespace names only: running standalone.")
             peering.standalone = True
         await holders.start(hold_peering, client, peering, None if clusterwide else exact, gate)
         if settings.leadership.enabled:
