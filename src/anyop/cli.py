@@ -44,6 +44,24 @@ def version() -> None:
     typer.echo(f"anyop {__version__}")
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        version()
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    show_version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Kubernetes operators in Python on AnyIO (Trio or asyncio), with Kopf's API."""
+
+
 def _scope(namespaces: list[str], all_namespaces: bool, backend: str = "asyncio") -> bool:
     """Check the scope and backend options; return whether to serve the whole cluster."""
     import warnings

@@ -233,7 +233,10 @@ async def _peer_in(
         task_status.started()
         task_status = anyio.TASK_STATUS_IGNORED
         await anyio.sleep(ABSENT_RECHECK)
-        found = await find_peering(client, settings.name, namespace)
+        try:
+            found = await find_peering(client, settings.name, namespace)
+        except AnyopError as e:
+            logger.warning(f"Looking for the peering object {where} failed; will retry: {e}")
     gate.resume(key)
     resource = found[0]
     logger.debug(f"Peering in {where} via {resource!r} as {identity!r}.")
