@@ -146,6 +146,13 @@ def run(
             "--leader-election", help="Several replicas: only the holder of a Lease serves."
         ),
     ] = False,
+    warm_standby: Annotated[
+        bool,
+        typer.Option(
+            "--warm-standby",
+            help="With --leader-election: standbys keep their watches synced for a fast takeover.",
+        ),
+    ] = False,
     lease_name: Annotated[str | None, typer.Option(help="The Lease's name.")] = None,
     lease_namespace: Annotated[str | None, typer.Option(help="The Lease's namespace.")] = None,
     liveness: Annotated[
@@ -172,6 +179,8 @@ def run(
     clusterwide = _scope(namespace or [], all_namespaces, backend)
     if standalone and peering:
         raise typer.BadParameter("Either --standalone or --peering, not both.")
+    if warm_standby and not leader_election:
+        raise typer.BadParameter("--warm-standby needs --leader-election.")
     chosen = _priority(dev, priority, None)
     configure(
         debug=debug, verbose=verbose, quiet=quiet, log_format=log_format,
@@ -181,6 +190,7 @@ def run(
         settings = settings_from_environ()
         settings.leadership.lease_name = lease_name or settings.leadership.lease_name
         settings.leadership.lease_namespace = lease_namespace or settings.leadership.lease_namespace
+        settings.leadership.keep_watching = warm_standby or settings.leadership.keep_watching
         load_sources(paths or [], module or [])
         run_operator(
             backend=backend,

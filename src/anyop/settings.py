@@ -100,6 +100,9 @@ class LeadershipSettings(BaseModel):
     """Seconds between attempts to acquire or renew; below ``renew_deadline``."""
     identity: str | None = None
     """This replica's name in the Lease; ``None``: the host name and the process id."""
+    keep_watching: bool = False
+    """Standbys keep their watches and indexes synced (but run no handlers), so a takeover
+    needs no new listing."""
 
     def check(self) -> None:
         """Check that the three durations fit together (checked when the operator starts,

@@ -90,9 +90,9 @@ def wait_for_holder(
 
 
 def replicas(
-    plane: LocalControlPlane, source: Path, namespace: str, backend: str
+    plane: LocalControlPlane, source: Path, namespace: str, backend: str, *more: str
 ) -> list[subprocess.Popen[str]]:
-    options = ["--leader-election", "--lease-name", LEASE, "--lease-namespace", namespace]
+    options = ["--leader-election", "--lease-name", LEASE, "--lease-namespace", namespace, *more]
     return [start_operator(plane, str(source), namespace, backend, *options) for _ in range(2)]
 
 
@@ -130,17 +130,20 @@ def stop(*operators: subprocess.Popen[str]) -> list[str]:
     return outputs
 
 
+@pytest.mark.parametrize("warm", [False, True], ids=["cold", "warm"])
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_a_killed_leader_is_replaced_within_lease_duration_and_runs_never_overlap(
     anyop_controlplane: LocalControlPlane,
     anyop_namespace: str,
     kopfexample_crd: str,
     backend: str,
+    warm: bool,
     ledger: Path,
     http: httpx.Client,
 ) -> None:
     source = ledger.parent / "ledger_operator.py"
-    operators = replicas(anyop_controlplane, source, anyop_namespace, backend)
+    more = ["--warm-standby", "-v"] if warm else ["-v"]
+    operators = replicas(anyop_controlplane, source, anyop_namespace, backend, *more)
     by_identity = {identity_of(operator): operator for operator in operators}
     try:
         leader_id = wait_for_holder(http, anyop_namespace, set(by_identity))
@@ -168,7 +171,12 @@ def test_a_killed_leader_is_replaced_within_lease_duration_and_runs_never_overla
     all_runs = runs(ledger, {leader.pid: killed_wall})
     assert {pid for _, _, pid, _ in all_runs} == {leader.pid, standby.pid}
     assert_never_concurrent(all_runs)
-    assert f"Became the leader of {anyop_namespace}/{LEASE}" in outputs[operators.index(standby)]
+    standby_lines = outputs[operators.index(standby)].splitlines()
+    became = next(i for i, line in enumerate(standby_lines) if "Became the leader of" in line)
+    watching = [i for i, line in enumerate(standby_lines) if "Watching kopfexamples" in line]
+    # A warm standby watched (and listed) once, before the takeover; a cold one lists after it.
+    assert len(watching) == 1, standby_lines
+    assert (watching[0] < became) is warm, standby_lines
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
 
 import anyio
 
-__all__ = ["Gate"]
+__all__ = ["Gate", "first_of"]
 
 
 class Gate:
@@ -24,7 +25,9 @@ class Gate:
         Use it from the event loop's tasks only.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, warm: bool = False) -> None:
+        self.warm = warm
+        """Standbys keep watching: the fence applies to handling only (see :meth:`leading`)."""
         self._reasons: dict[str, str] = {}
         self._changed = anyio.Event()
         self._fence = math.inf
@@ -44,8 +47,12 @@ class Gate:
         return self._fence
 
     def is_open(self) -> bool:
-        """Whether serving may run now."""
-        return not self._reasons and anyio.current_time() < self._fence
+        """Whether serving (watching, and handling unless :attr:`warm`) may run now."""
+        return not self._reasons and (self.warm or self.leading())
+
+    def leading(self) -> bool:
+        """Whether the fence lets handlers run now (always, without leader election)."""
+        return anyio.current_time() < self._fence
 
     def pause(self, holder: str, why: str) -> None:
         """Close the gate on behalf of ``holder`` (until it calls :meth:`resume`)."""
@@ -72,6 +79,11 @@ class Gate:
             with anyio.move_on_after(max(0.0, self._fence - anyio.current_time()) or math.inf):
                 await changed.wait()  # a fence that is already past waits for a renewal
 
+    async def wait_leading(self) -> None:
+        """Return once the fence lets handlers run."""
+        while not self.leading():
+            await self._changed.wait()
+
     async def wait_paused(self) -> None:
         """Return once a holder pauses the operator (the fence cancels by itself)."""
         while not self._reasons:
@@ -90,3 +102,15 @@ class Gate:
     def _wake(self) -> None:
         changed, self._changed = self._changed, anyio.Event()
         changed.set()
+
+
+async def first_of(*waits: Callable[[], Awaitable[Any]]) -> None:
+    """Return as soon as one of ``waits`` returns (the others are cancelled)."""
+    async with anyio.create_task_group() as tg:
+
+        async def one(wait: Callable[[], Awaitable[Any]]) -> None:
+            await wait()
+            tg.cancel_scope.cancel()
+
+        for wait in waits:
+            tg.start_soon(one, wait)

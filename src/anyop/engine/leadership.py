@@ -100,7 +100,7 @@ class LeaseKeeper:
         """Step down if the fence has passed without a renewal."""
         if self.leading and anyio.current_time() >= self.gate.fence:
             self.leading = False
-            self.gate.pause(HOLDER, "the Lease was not renewed in time")
+            self.pause("the Lease was not renewed in time")
             logger.warning(
                 f"Lost the leadership of {self.where}: not renewed within "
                 f"{self.settings.renew_deadline} s. All work is stopped."
@@ -134,10 +134,15 @@ class LeaseKeeper:
             self.gate.resume(HOLDER)
             logger.info(f"Became the leader of {self.where} as {self.identity!r}.")
 
+    def pause(self, why: str) -> None:
+        """Pause serving, unless standbys keep watching (then the fence alone holds handling)."""
+        if not self.settings.keep_watching:
+            self.gate.pause(HOLDER, why)
+
     def _standing_by(self, holder: str | None) -> None:
         if self.leading:  # someone took it: we are past our fence already
             self.check_fence()
-        self.gate.pause(HOLDER, f"standing by for {holder}")
+        self.pause(f"standing by for {holder}")
         if holder != self._holder_logged:
             self._holder_logged = holder
             logger.info(f"Standing by: the Lease {self.where} is held by {holder!r}.")
@@ -160,7 +165,7 @@ async def hold_leadership(
     """
     settings.check()
     keeper = LeaseKeeper(client, settings, namespace, gate)
-    gate.pause(HOLDER, "waiting for the Lease")
+    keeper.pause("waiting for the Lease")
     gate.fence_until(-math.inf)
     task_status.started()
     try:

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
 import anyio.abc
 
 from anyop.engine.daemons import Spawner, reaping_deadline
+from anyop.engine.gate import Gate, first_of
 from anyop.engine.indexes import Indexer
 from anyop.engine.objects import ObjectWorkers
 from anyop.engine.probes import current_health
@@ -64,6 +66,8 @@ class ResourceScope:
         indexer: Keeps the ``@anyop.index`` indexes (fed before each dispatch).
         stop_reason: Why the daemons and timers are stopped when the watch stops: the operator
             exits, or it pauses (peering, leadership).
+        gate: The pause gate, when standbys keep watching (``settings.leadership.keep_watching``):
+            then the watch runs on a standby too, and handling only while it leads.
     """
 
     client: KubeClient
@@ -75,6 +79,7 @@ class ResourceScope:
     limiter: anyio.CapacityLimiter | None = None
     indexer: Indexer | None = None
     stop_reason: Callable[[], DaemonStoppingReason] = lambda: DaemonStoppingReason.OPERATOR_EXITING
+    gate: Gate | None = None
 
     def reconciler(self, spawner: Spawner | None = None) -> Reconciler:
         """The handling cycle for this resource's objects."""
@@ -132,6 +137,16 @@ async def serve_resource(
             :data:`~anyop.handlers.schedules.REAP_TIMEOUT` seconds after their timeouts.
         task_status: Reported ``started`` after the initial listing has been dispatched.
     """
+    if scope.gate is not None and scope.gate.warm:
+        await _serve_warm(scope, scope.gate, stopping, task_status)
+        return
+    async with _handling(scope) as workers:
+        await _watch_until(scope, workers.dispatch, stopping, task_status=task_status)
+
+
+@contextlib.asynccontextmanager
+async def _handling(scope: ResourceScope) -> AsyncIterator[ObjectWorkers]:
+    """Per-object workers with their daemons and timers; stopped gracefully on the way out."""
     queueing = scope.settings.queueing
     async with anyio.create_task_group() as daemons_group:
         spawner = scope.spawner(daemons_group)
@@ -143,7 +158,7 @@ async def serve_resource(
                 idle_timeout=queueing.idle_timeout,
                 new_memo=scope.new_memo,
             )
-            await _watch_until(scope, workers, stopping, task_status)
+            yield workers
             workers.close()
             budget = spawner.stop_all(scope.stop_reason()) if spawner else 0
             reaping = reaping_deadline(budget)
@@ -151,11 +166,53 @@ async def serve_resource(
         daemons_group.cancel_scope.deadline = reaping
 
 
-async def _watch_until(
+async def _serve_warm(
     scope: ResourceScope,
-    workers: ObjectWorkers,
+    gate: Gate,
     stopping: anyio.Event,
     task_status: anyio.abc.TaskStatus[None],
+) -> None:
+    """A replica's watch that runs while it stands by: handling runs only while it leads.
+
+    The latest body of every object is kept; when this replica becomes the leader, they are
+    handled as if just listed, with no new listing. Handling is fenced by the leadership.
+    """
+    latest: dict[str, Observed] = {}
+    leading: list[ObjectWorkers] = []
+
+    def dispatch(observed: Observed) -> None:
+        uid = str((observed.get("metadata") or {}).get("uid", ""))
+        if observed.type == "DELETED":
+            latest.pop(uid, None)
+        else:
+            latest[uid] = observed
+        if leading:
+            leading[0].dispatch(observed)
+
+    async with anyio.create_task_group() as tg:
+        await tg.start(functools.partial(_watch_until, scope, dispatch, stopping))
+        task_status.started()
+        while not stopping.is_set():
+            await first_of(stopping.wait, gate.wait_leading)
+            if stopping.is_set():
+                break
+            with gate.fenced():
+                async with _handling(scope) as workers:
+                    for body in list(latest.values()):
+                        workers.dispatch(Observed(body, type="ADDED", listed=True))
+                    leading.append(workers)
+                    try:
+                        await stopping.wait()
+                    finally:
+                        leading.clear()
+
+
+async def _watch_until(
+    scope: ResourceScope,
+    dispatch: Callable[[Observed], object],
+    stopping: anyio.Event,
+    *,
+    task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run the watch-stream until ``stopping`` is set."""
 
@@ -165,7 +222,7 @@ async def _watch_until(
         if indexer is not None:
             deleted = event.type == "DELETED"
             await indexer.index(scope.resource, event.object, deleted=deleted, memo=scope.new_memo)
-        workers.dispatch(Observed(event.object, type=event.type, listed=event.listed))
+        dispatch(Observed(event.object, type=event.type, listed=event.listed))
 
     watcher = scope.watcher()
     health = current_health.get()

@@ -6,7 +6,9 @@ returns when its stop event is set or when it is cancelled.
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import dataclasses
 import functools
 import logging
 import re
@@ -17,7 +19,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from anyop.engine.gate import Gate
+from anyop.engine.gate import Gate, first_of
 from anyop.engine.indexes import Indexer
 from anyop.engine.invocation import DEFAULT_MAX_WORKERS
 from anyop.engine.leadership import hold_leadership
@@ -146,7 +148,9 @@ async def _serve_gated(
     namespaces, clusterwide, _ = scopes
     client, settings = template.client, template.settings
     exact = NamespacePatterns(namespaces).exact_names
-    gate = Gate()
+    leadership = settings.leadership
+    gate = Gate(warm=leadership.enabled and leadership.keep_watching)
+    template = dataclasses.replace(template, gate=gate)
     async with anyio.create_task_group() as holders:
         peering = settings.peering.model_copy(update={"clusterwide": clusterwide})
         if exact is None and not clusterwide and not peering.standalone:
@@ -175,30 +179,18 @@ async def _serve_rounds(
             if ready_event is not None:
                 ready_event.set()  # paused, or standing by: healthy, and ready as such
             logger.debug(f"Paused: {gate.reasons or 'the leadership is not renewed'}.")
-            await _first(stop.wait, gate.wait_open)
+            await first_of(stop.wait, gate.wait_open)
             continue
         ending = anyio.Event()
-        with gate.fenced():
+        with contextlib.nullcontext() if gate.warm else gate.fenced():
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_set_after_first, ending, stop.wait, gate.wait_paused)
                 await serve_scopes(ending, ready_event)
                 tg.cancel_scope.cancel()
 
 
-async def _first(*waits: Callable[[], Awaitable[Any]]) -> None:
-    """Return as soon as one of ``waits`` returns."""
-    async with anyio.create_task_group() as tg:
-
-        async def one(wait: Callable[[], Awaitable[Any]]) -> None:
-            await wait()
-            tg.cancel_scope.cancel()
-
-        for wait in waits:
-            tg.start_soon(one, wait)
-
-
 async def _set_after_first(event: anyio.Event, *waits: Callable[[], Awaitable[Any]]) -> None:
-    await _first(*waits)
+    await first_of(*waits)
     event.set()
 
 
