@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 from tests.e2e.kex import apply_kex, wait_for_status
+from tests.e2e.live import LiveOperator
 from tests.e2e.test_cli_run import start_operator
 
 from anyop.testing.controlplane import LocalControlPlane
@@ -234,3 +235,53 @@ def test_conflicting_lease_timings_are_a_clear_error(
     assert operator.returncode == 1, output
     assert "renew_deadline (5.0) must be below lease_duration (3)" in output
     assert not os.path.getsize(ledger)
+
+
+FENCED_OPERATOR = """
+import anyio
+import anyop
+
+@anyop.daemon("kopfexamples", id="worker")
+async def worker(name, logger, **_):
+    logger.info(f"DAEMON STARTED {name}")
+    try:
+        await anyio.sleep_forever()
+    except anyio.get_cancelled_exc_class():
+        logger.info(f"DAEMON CANCELLED {name}")
+        raise
+"""
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_leader_that_cannot_renew_stops_its_work_by_the_renew_deadline(
+    anyop_controlplane: LocalControlPlane,
+    anyop_namespace: str,
+    kopfexample_crd: str,
+    backend: str,
+    ledger: Path,
+) -> None:
+    plane, ns = anyop_controlplane, anyop_namespace
+    source = ledger.parent / "fenced_operator.py"
+    source.write_text(FENCED_OPERATOR)
+    options = ["--leader-election", "--lease-name", LEASE, "--lease-namespace", ns]
+    operator = LiveOperator(plane, str(source), ns, backend, *options)
+    try:
+        operator.wait_for(f"Became the leader of {ns}/{LEASE}")
+        apply_kex(plane, ns, "kex-1")
+        operator.wait_for(f"[{ns}/kex-1] DAEMON STARTED kex-1")
+        plane.pause_apiserver()
+        paused_at = time.monotonic()
+        try:
+            operator.wait_for(f"[{ns}/kex-1] DAEMON CANCELLED kex-1", timeout=10)
+            fenced = time.monotonic() - paused_at
+            operator.wait_for(f"Lost the leadership of {ns}/{LEASE}", timeout=10)
+        finally:
+            plane.resume_apiserver()
+        operator.wait_for(f"Became the leader of {ns}/{LEASE}", times=2)
+        operator.wait_for(f"[{ns}/kex-1] DAEMON STARTED kex-1", times=2)
+    finally:
+        output = operator.stop()
+    print(f"work stopped {fenced:.2f} s after the API server froze")  # shown with -s
+    # The last renewal started at most one retry period (0.5 s) before the freeze; the work
+    # stops 2 s (renew_deadline) after that start, well before a standby could take the Lease.
+    assert fenced < 2 + 0.5, output
