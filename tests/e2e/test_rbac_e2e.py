@@ -106,3 +106,14 @@ def test_the_rbac_manifest_lets_a_non_admin_identity_run_the_example_operator(
     assert operator.returncode == 0, output
     assert f"[{ns}/kex-1] Handler 'create_fn' succeeded." in output
     assert "forbidden" not in output.lower(), output
+
+
+def test_every_manifest_is_accepted_by_the_api_server(
+    anyop_controlplane: LocalControlPlane, anyop_namespace: str
+) -> None:
+    for name in ("peering.yaml", "rbac.yaml", "deployment.yaml"):
+        manifest = (MANIFESTS / name).read_text().replace("anyop-example", anyop_namespace)
+        output = kubectl(
+            anyop_controlplane, "apply", "--dry-run=server", "-f", "-", stdin=manifest
+        )
+        assert "(server dry run)" in output, output
