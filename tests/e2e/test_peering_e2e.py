@@ -126,10 +126,10 @@ def test_a_lower_priority_operator_pauses_for_a_higher_one_and_resumes_when_it_e
         assert "ghost" not in peers(plane, ns)  # a dead peer is removed by a live one
         low.wait_for(f"[{ns}/kex-1] DAEMON STARTED kex-1")
 
-        high = LiveOperator(plane, source, ns, backend, "--priority", "20")
+        high = LiveOperator(plane, source, ns, backend, "--dev")  # priority 666
         low.wait_for("Pausing operations in favour of [")
         low.wait_for(f"[{ns}/kex-1] DAEMON STOPPED kex-1: <DaemonStoppingReason.OPERATOR_PAUSING")
-        assert {record["priority"] for record in peers(plane, ns).values()} == {10, 20}
+        assert {record["priority"] for record in peers(plane, ns).values()} == {10, 666}
         apply_kex(plane, ns, "kex-2")
         assert handled_by(plane, ns, "kex-2") == high.pid
 
