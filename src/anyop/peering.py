@@ -1,11 +1,12 @@
 """Kopf-style peering, the pure part: peer records, who is alive, and who must pause.
 
-Operators that serve the same resources find each other in a peering object (``AnyopPeering``
+Operators that serve the same resources find each other in a peering object: ``AnyopPeering``
 in a namespace, ``ClusterAnyopPeering`` for the cluster, or Kopf's ``KopfPeering`` and
-``ClusterKopfPeering``). Each writes ``status.<identity> = {priority, lifetime, lastseen}`` and
-renews it before its lifetime ends. An operator pauses while a live peer has a higher priority;
-peers of the same priority pause each other (and warn). A record whose ``lastseen`` is older than
-its ``lifetime`` belongs to a dead peer; any live peer removes it.
+``ClusterKopfPeering`` (of ``kopf.dev``, or of ``kopf.zalando.org`` before Kopf 1.29). Each
+writes ``status.<identity> = {priority, lifetime, lastseen}`` and renews it before its lifetime
+ends. An operator pauses while a live peer has a higher priority; peers of the same priority
+pause each other (and warn). A record whose ``lastseen`` is older than its ``lifetime`` belongs
+to a dead peer; any live peer removes it.
 
 Nothing here does I/O: ``anyop.engine.peering`` reads and writes the objects and acts on the
 :class:`Verdict` of :func:`judge`.
@@ -30,6 +31,8 @@ __all__ = [
     "DEFAULT_LIFETIME",
     "KOPF_CLUSTER_PEERINGS",
     "KOPF_PEERINGS",
+    "LEGACY_CLUSTER_PEERINGS",
+    "LEGACY_PEERINGS",
     "Peer",
     "Verdict",
     "judge",
@@ -60,13 +63,20 @@ KOPF_CLUSTER_PEERINGS = Resource(
 KOPF_PEERINGS = Resource(
     "kopf.dev", "v1", "kopfpeerings", kind="KopfPeering", namespaced=True, verbs=_VERBS
 )
+LEGACY_CLUSTER_PEERINGS = Resource(
+    "kopf.zalando.org", "v1", "clusterkopfpeerings", kind="ClusterKopfPeering",
+    namespaced=False, verbs=_VERBS,
+)  # fmt: skip
+LEGACY_PEERINGS = Resource(
+    "kopf.zalando.org", "v1", "kopfpeerings", kind="KopfPeering", namespaced=True, verbs=_VERBS
+)
 
 
-def peering_resources(*, clusterwide: bool) -> tuple[Resource, Resource]:
-    """Where to look for a peering object, in order: anyop's kind first, then Kopf's."""
+def peering_resources(*, clusterwide: bool) -> tuple[Resource, ...]:
+    """Where to look for a peering object, in order: anyop's kind, Kopf's, Kopf's old group."""
     if clusterwide:
-        return ANYOP_CLUSTER_PEERINGS, KOPF_CLUSTER_PEERINGS
-    return ANYOP_PEERINGS, KOPF_PEERINGS
+        return ANYOP_CLUSTER_PEERINGS, KOPF_CLUSTER_PEERINGS, LEGACY_CLUSTER_PEERINGS
+    return ANYOP_PEERINGS, KOPF_PEERINGS, LEGACY_PEERINGS
 
 
 def peer_identity(

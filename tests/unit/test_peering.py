@@ -116,5 +116,13 @@ def test_the_identity_is_the_pod_id_or_user_at_host_with_a_start_time() -> None:
 
 
 def test_anyops_kinds_come_before_kopfs() -> None:
-    assert peering_resources(clusterwide=True) == (ANYOP_CLUSTER_PEERINGS, KOPF_CLUSTER_PEERINGS)
-    assert peering_resources(clusterwide=False) == (ANYOP_PEERINGS, KOPF_PEERINGS)
+    cluster = peering_resources(clusterwide=True)
+    namespaced = peering_resources(clusterwide=False)
+    assert cluster[:2] == (ANYOP_CLUSTER_PEERINGS, KOPF_CLUSTER_PEERINGS)
+    assert namespaced[:2] == (ANYOP_PEERINGS, KOPF_PEERINGS)
+    assert [resource.group for resource in namespaced] == [
+        "anyop.dev",
+        "kopf.dev",
+        "kopf.zalando.org",
+    ]
+    assert all(not resource.namespaced for resource in cluster)
