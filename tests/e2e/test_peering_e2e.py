@@ -301,3 +301,25 @@ def test_freezing_a_missing_peering_is_a_clear_error(
     result = anyop_cli(anyop_controlplane, "freeze", "-P", "nope", "-n", anyop_namespace, "-t", "5")
     assert result.returncode == 1
     assert f"Peering object 'nope' in {anyop_namespace!r} is not found." in result.stderr
+
+
+@BACKENDS
+def test_a_standalone_operator_ignores_a_frozen_peering(
+    anyop_controlplane: LocalControlPlane,
+    anyop_namespace: str,
+    kopfexample_crd: str,
+    peering: str,
+    source: str,
+    backend: str,
+) -> None:
+    plane, ns = anyop_controlplane, anyop_namespace
+    frozen = anyop_cli(plane, "freeze", "-P", peering, "-n", ns, "-t", "60", "-i", "upgrader")
+    assert frozen.returncode == 0, frozen.stderr
+    operator = LiveOperator(plane, source, ns, backend, "--standalone")
+    try:
+        apply_kex(plane, ns, "kex-1")
+        assert handled_by(plane, ns, "kex-1") == operator.pid
+    finally:
+        output = operator.stop()
+    assert "Pausing" not in output
+    assert list(peers(plane, ns)) == ["upgrader"]  # it never wrote a record of its own

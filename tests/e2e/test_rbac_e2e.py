@@ -113,7 +113,5 @@ def test_every_manifest_is_accepted_by_the_api_server(
 ) -> None:
     for name in ("peering.yaml", "rbac.yaml", "deployment.yaml"):
         manifest = (MANIFESTS / name).read_text().replace("anyop-example", anyop_namespace)
-        output = kubectl(
-            anyop_controlplane, "apply", "--dry-run=server", "-f", "-", stdin=manifest
-        )
+        output = kubectl(anyop_controlplane, "apply", "--dry-run=server", "-f", "-", stdin=manifest)
         assert "(server dry run)" in output, output

@@ -131,6 +131,7 @@ async def operator(
     registry = registry if registry is not None else get_default_registry()
     settings = settings if settings is not None else settings_from_environ()
     _override(settings, standalone, priority, peering_name, leader_election)
+    settings.peering.clusterwide = clusterwide
     memo = memo if memo is not None else Memo()
     health = Health(registry, settings, memo)
     endpoint = liveness_endpoint or settings.server.liveness_endpoint
