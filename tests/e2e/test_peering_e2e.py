@@ -17,9 +17,8 @@ from tests.e2e.live import LiveOperator
 
 from anyop.peering import user_at_host
 from anyop.testing.controlplane import LocalControlPlane
-from anyop.testing.pytest_plugin import kubectl, wait_for_crd
+from anyop.testing.pytest_plugin import kubectl
 
-MANIFESTS = Path(__file__).parents[2] / "manifests"
 BACKENDS = pytest.mark.parametrize("backend", ["asyncio", "trio"])
 
 OPERATOR = """
@@ -36,32 +35,6 @@ async def watcher(stopped, name, logger, **_):
     await stopped.wait()
     logger.info(f"DAEMON STOPPED {name}: {stopped.reason!r}")
 """
-
-KOPF_PEERING_CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "kopfpeerings.kopf.dev"},
-    "spec": {
-        "group": "kopf.dev",
-        "scope": "Namespaced",
-        "names": {"kind": "KopfPeering", "plural": "kopfpeerings", "singular": "kopfpeering"},
-        "versions": [{
-            "name": "v1", "served": True, "storage": True,
-            "schema": {"openAPIV3Schema": {"type": "object", "properties": {"status": {
-                "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}},
-        }],
-    },
-}  # fmt: skip
-
-
-@pytest.fixture(scope="session")
-def peering_crds(anyop_controlplane: LocalControlPlane) -> None:
-    """anyop's peering CRDs from manifests/, and Kopf's namespaced one."""
-    kubectl(anyop_controlplane, "apply", "-f", str(MANIFESTS / "peering.yaml"))
-    kubectl(anyop_controlplane, "apply", "-f", "-", stdin=json.dumps(KOPF_PEERING_CRD))
-    for name in ("anyoppeerings.anyop.dev", "clusteranyoppeerings.anyop.dev"):
-        wait_for_crd(anyop_controlplane, name)
-    wait_for_crd(anyop_controlplane, "kopfpeerings.kopf.dev")
 
 
 @pytest.fixture

@@ -14,13 +14,13 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from tests.e2e.conftest import MANIFESTS
 from tests.e2e.kex import apply_kex, wait_for_status
 from tests.e2e.test_cli_run import EXAMPLE, start_operator
 
 from anyop.testing.controlplane import LocalControlPlane
 from anyop.testing.pytest_plugin import kubectl
 
-MANIFESTS = Path(__file__).parents[2] / "manifests"
 ACCOUNT = "anyop-operator"
 
 

@@ -18,10 +18,11 @@ import anyio.abc
 
 from anyop.engine.daemons import Spawner, reaping_deadline
 from anyop.engine.gate import Gate, first_of
-from anyop.engine.indexes import Indexer
+from anyop.engine.indexes import Indexer, object_key
 from anyop.engine.objects import ObjectWorkers
 from anyop.engine.probes import current_health
 from anyop.engine.reconcile import Observed, Reconciler
+from anyop.handlers.indexes import ObjectKey
 from anyop.handlers.registry import OperatorRegistry
 from anyop.handlers.stopping import DaemonStoppingReason
 from anyop.kube.client import KubeClient
@@ -217,11 +218,16 @@ async def _watch_until(
     """Run the watch-stream until ``stopping`` is set."""
 
     indexer = scope.indexer if scope.indexer and scope.indexer.serves(scope.resource) else None
+    indexed: set[ObjectKey] = set()  # forgotten when the watch stops: a later one lists anew
 
     async def handle(event: WatchEvent) -> None:
         if indexer is not None:
             deleted = event.type == "DELETED"
             await indexer.index(scope.resource, event.object, deleted=deleted, memo=scope.new_memo)
+            if deleted:
+                indexed.discard(object_key(event.object))
+            else:
+                indexed.add(object_key(event.object))
         dispatch(Observed(event.object, type=event.type, listed=event.listed))
 
     watcher = scope.watcher()
@@ -229,12 +235,16 @@ async def _watch_until(
     where = f"{scope.resource} in {scope.namespace or 'the cluster'}"
     reporting = health.watching(where, watcher) if health else contextlib.nullcontext()
     with reporting:
-        async with anyio.create_task_group() as watch_group:
-            await watch_group.start(watcher.run, handle)
-            logger.debug("Watching %s.", where)
-            task_status.started()
-            await stopping.wait()
-            watch_group.cancel_scope.cancel()
+        try:
+            async with anyio.create_task_group() as watch_group:
+                await watch_group.start(watcher.run, handle)
+                logger.debug("Watching %s.", where)
+                task_status.started()
+                await stopping.wait()
+                watch_group.cancel_scope.cancel()
+        finally:
+            if indexer is not None:
+                indexer.forget(indexed)
 
 
 def _worker_limiter(limit: int | None) -> anyio.CapacityLimiter | None:
