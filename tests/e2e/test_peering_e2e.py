@@ -296,3 +296,11 @@ def test_a_standalone_operator_ignores_a_frozen_peering(
         output = operator.stop()
     assert "Pausing" not in output
     assert list(peers(plane, ns)) == ["upgrader"]  # it never wrote a record of its own
+
+
+def test_options_come_from_anyop_environment_variables() -> None:
+    env = {**os.environ, "ANYOP_PEERING": "example", "ANYOP_STANDALONE": "1"}
+    cmd = [sys.executable, "-m", "anyop", "run", "x.py", "-A"]
+    result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert "Either --standalone or --peering" in result.stderr
