@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -43,12 +44,29 @@ def version() -> None:
     typer.echo(f"anyop {__version__}")
 
 
-def _scope(namespaces: list[str], all_namespaces: bool, backend: str) -> bool:
+def _print_version(value: bool) -> None:
+    if value:
+        version()
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    show_version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Kubernetes operators in Python on AnyIO (Trio or asyncio), with Kopf's API."""
+
+
+def _scope(namespaces: list[str], all_namespaces: bool, backend: str = "asyncio") -> bool:
     """Check the scope and backend options; return whether to serve the whole cluster."""
     import warnings
 
-    if namespaces and all_namespaces:
-        raise typer.BadParameter("Either --namespace or --all-namespaces, not both.")
+    _only_one(namespaces, all_namespaces)
     if backend not in ("asyncio", "trio"):
         raise typer.BadParameter(f"Unknown backend {backend!r}: use asyncio or trio.")
     if not namespaces and not all_namespaces:
@@ -59,29 +77,88 @@ def _scope(namespaces: list[str], all_namespaces: bool, backend: str) -> bool:
     return not namespaces
 
 
-@app.command(context_settings={"auto_envvar_prefix": "ANYOP"})
+def _only_one(namespaces: list[str], all_namespaces: bool) -> None:
+    if namespaces and all_namespaces:
+        raise typer.BadParameter("Either --namespace or --all-namespaces, not both.")
+
+
+def _priority(dev: bool, priority: int | None, default: int | None) -> int | None:
+    """``--dev`` means priority 666; together with ``--priority`` it is ambiguous."""
+    if dev and priority is not None:
+        raise typer.BadParameter("Either --dev or --priority, not both.")
+    return 666 if dev else priority if priority is not None else default
+
+
+NamespaceOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "-n", "--namespace", envvar="ANYOP_NAMESPACE",
+        help="A namespace or a pattern (repeatable).",
+    ),
+]  # fmt: skip
+AllNamespacesOption = Annotated[
+    bool, typer.Option("-A", "--all-namespaces", help="The whole cluster.")
+]
+PeeringOption = Annotated[
+    str | None,
+    typer.Option(
+        "-P", "--peering", help="The peering object's name (peering is then mandatory).",
+    ),
+]  # fmt: skip
+PriorityOption = Annotated[
+    int | None, typer.Option("-p", "--priority", help="The priority among peers.")
+]
+DevOption = Annotated[bool, typer.Option("--dev", help="Development mode: priority 666.")]
+IdOption = Annotated[
+    str | None, typer.Option("-i", "--id", help="The peer's identity (default: user@host).")
+]
+VerboseOption = Annotated[bool, typer.Option("-v", "--verbose", help="Log what anyop does.")]
+DebugOption = Annotated[bool, typer.Option("-d", "--debug", help="Log everything.")]
+QuietOption = Annotated[bool, typer.Option("-q", "--quiet", help="Warnings and errors only.")]
+LogFormatOption = Annotated[str, typer.Option(help="plain, full or json.")]
+LogRefkeyOption = Annotated[str, typer.Option(help="JSON logs: the object's key.")]
+LogPrefixOption = Annotated[
+    bool | None,
+    typer.Option("--log-prefix/--no-log-prefix", help="Prefix object messages with its name."),
+]
+ENV = {"auto_envvar_prefix": "ANYOP"}
+
+
+@app.command(context_settings=ENV)
 def run(
     paths: Annotated[list[Path] | None, typer.Argument(help="Python files with handlers.")] = None,
     module: Annotated[
         list[str] | None,
         typer.Option("-m", "--module", help="A module with handlers."),
     ] = None,
-    namespace: Annotated[
-        list[str] | None,
-        typer.Option(
-            "-n", "--namespace", envvar="ANYOP_NAMESPACE", help="A namespace (repeatable)."
-        ),
-    ] = None,
-    all_namespaces: Annotated[
-        bool, typer.Option("-A", "--all-namespaces", help="Serve the whole cluster.")
-    ] = False,
+    namespace: NamespaceOption = None,
+    all_namespaces: AllNamespacesOption = False,
     backend: Annotated[
         str, typer.Option(envvar="ANYOP_BACKEND", help="asyncio (default) or trio.")
     ] = "asyncio",
-    standalone: Annotated[bool, typer.Option(help="Run without peering.")] = False,
+    standalone: Annotated[bool, typer.Option("--standalone", help="Run without peering.")] = False,
+    dev: DevOption = False,
+    peering: PeeringOption = None,
+    priority: PriorityOption = None,
+    leader_election: Annotated[
+        bool,
+        typer.Option(
+            "--leader-election", help="Several replicas: only the holder of a Lease serves."
+        ),
+    ] = False,
+    warm_standby: Annotated[
+        bool,
+        typer.Option(
+            "--warm-standby",
+            help="With --leader-election: standbys keep their watches synced for a fast takeover.",
+        ),
+    ] = False,
+    lease_name: Annotated[str | None, typer.Option(help="The Lease's name.")] = None,
+    lease_namespace: Annotated[str | None, typer.Option(help="The Lease's namespace.")] = None,
     liveness: Annotated[
         str | None,
         typer.Option(
+            "-L",
             "--liveness",
             help="Serve probes, e.g. http://0.0.0.0:8080/healthz (/readyz, /metrics beside it).",
         ),
@@ -92,32 +169,147 @@ def run(
             "--metrics", help="Serve Prometheus metrics, e.g. http://0.0.0.0:9090/metrics."
         ),
     ] = None,
-    verbose: Annotated[bool, typer.Option("-v", "--verbose")] = False,
-    debug: Annotated[bool, typer.Option("-d", "--debug")] = False,
-    quiet: Annotated[bool, typer.Option("-q", "--quiet")] = False,
-    log_format: Annotated[str, typer.Option(help="plain, full or json.")] = "full",
-    log_refkey: Annotated[str, typer.Option(help="JSON logs: the object's key.")] = "object",
-    log_prefix: Annotated[bool | None, typer.Option("--log-prefix/--no-log-prefix")] = None,
+    verbose: VerboseOption = False,
+    debug: DebugOption = False,
+    quiet: QuietOption = False,
+    log_format: LogFormatOption = "full",
+    log_refkey: LogRefkeyOption = "object",
+    log_prefix: LogPrefixOption = None,
 ) -> None:
     """Run an operator: import the handlers, then serve until SIGINT or SIGTERM."""
     from anyop.engine.running import load_sources
     from anyop.engine.running import run as run_operator
     from anyop.logs import configure
+    from anyop.settings import settings_from_environ
 
     clusterwide = _scope(namespace or [], all_namespaces, backend)
+    if standalone and peering:
+        raise typer.BadParameter("Either --standalone or --peering, not both.")
+    if warm_standby and not leader_election:
+        raise typer.BadParameter("--warm-standby needs --leader-election.")
+    chosen = _priority(dev, priority, None)
     configure(
         debug=debug, verbose=verbose, quiet=quiet, log_format=log_format,
         log_refkey=log_refkey, log_prefix=log_prefix,
     )  # fmt: skip
     try:
+        settings = settings_from_environ()
+        settings.leadership.lease_name = lease_name or settings.leadership.lease_name
+        settings.leadership.lease_namespace = lease_namespace or settings.leadership.lease_namespace
+        settings.leadership.keep_watching = warm_standby or settings.leadership.keep_watching
         load_sources(paths or [], module or [])
         run_operator(
             backend=backend,
+            settings=settings,
             namespaces=namespace or [],
             clusterwide=clusterwide,
             liveness_endpoint=liveness,
             metrics_endpoint=metrics,
+            standalone=standalone or None,
+            priority=chosen,
+            peering_name=peering,
+            leader_election=leader_election or None,
         )
+    except AnyopError as e:
+        raise _fail(e) from e
+
+
+@app.command(context_settings=ENV)
+def freeze(
+    peering: Annotated[str, typer.Option("-P", "--peering", help="The peering object's name.")],
+    lifetime: Annotated[
+        int, typer.Option("-t", "--lifetime", min=1, help="Seconds until it thaws by itself.")
+    ],
+    namespace: NamespaceOption = None,
+    all_namespaces: AllNamespacesOption = False,
+    identity: IdOption = None,
+    dev: DevOption = False,
+    priority: PriorityOption = None,
+    message: Annotated[
+        str | None, typer.Option("-m", "--message", help="Why (for the log).")
+    ] = None,
+    verbose: VerboseOption = False,
+    debug: DebugOption = False,
+    quiet: QuietOption = False,
+    log_format: LogFormatOption = "full",
+    log_refkey: LogRefkeyOption = "object",
+    log_prefix: LogPrefixOption = None,
+) -> None:
+    """Pause the operators of a peering: a fake peer of priority 100 for --lifetime seconds."""
+    from anyop.engine.peering import freeze as freeze_one
+    from anyop.logs import configure
+
+    _only_one(namespace or [], all_namespaces)
+    chosen = _priority(dev, priority, 100) or 0
+    configure(
+        debug=debug, verbose=verbose, quiet=quiet, log_format=log_format,
+        log_refkey=log_refkey, log_prefix=log_prefix,
+    )  # fmt: skip
+    who = identity or _user_at_host()
+    for where in _each_peering(namespace or [], peering):
+        act = functools.partial(freeze_one, identity=who, priority=chosen, lifetime=lifetime)
+        _peering_call(act, peering, where)
+        reason = f": {message}" if message else "."
+        typer.echo(f"Frozen {_where(peering, where)} for {lifetime} s as {who!r}{reason}")
+
+
+@app.command(context_settings=ENV)
+def resume(
+    peering: Annotated[str, typer.Option("-P", "--peering", help="The peering object's name.")],
+    namespace: NamespaceOption = None,
+    all_namespaces: AllNamespacesOption = False,
+    identity: IdOption = None,
+    verbose: VerboseOption = False,
+    debug: DebugOption = False,
+    quiet: QuietOption = False,
+    log_format: LogFormatOption = "full",
+    log_refkey: LogRefkeyOption = "object",
+    log_prefix: LogPrefixOption = None,
+) -> None:
+    """Resume the operators of a peering frozen by ``anyop freeze``."""
+    from anyop.engine.peering import thaw
+    from anyop.logs import configure
+
+    _only_one(namespace or [], all_namespaces)
+    configure(
+        debug=debug, verbose=verbose, quiet=quiet, log_format=log_format,
+        log_refkey=log_refkey, log_prefix=log_prefix,
+    )  # fmt: skip
+    who = identity or _user_at_host()
+    for where in _each_peering(namespace or [], peering):
+        _peering_call(functools.partial(thaw, identity=who), peering, where)
+        typer.echo(f"Resumed {_where(peering, where)} (removed {who!r}).")
+
+
+def _user_at_host() -> str:
+    from anyop.peering import user_at_host
+
+    return user_at_host()
+
+
+def _each_peering(namespaces: list[str], name: str) -> list[str | None]:
+    if not name:
+        raise typer.BadParameter("The peering name must not be empty.")
+    return list(namespaces) if namespaces else [None]
+
+
+def _where(name: str, namespace: str | None) -> str:
+    return f"{name!r} in {namespace!r}" if namespace else f"{name!r} (cluster-wide)"
+
+
+def _peering_call(act: Any, name: str, namespace: str | None) -> None:
+    """Run ``act(client, name, namespace)`` with a fresh login; exit 1 on an anyop error."""
+    import anyio
+
+    from anyop.engine.authentication import login
+    from anyop.kube.client import open_client
+
+    async def main() -> None:
+        async with open_client(await login()) as client:
+            await act(client, name, namespace)
+
+    try:
+        anyio.run(main)
     except AnyopError as e:
         raise _fail(e) from e
 

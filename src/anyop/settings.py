@@ -21,6 +21,7 @@ __all__ = [
     "AdmissionSettings",
     "BackgroundSettings",
     "ExecutionSettings",
+    "LeadershipSettings",
     "NetworkingSettings",
     "OperatorSettings",
     "PeeringSettings",
@@ -75,6 +76,53 @@ class PeeringSettings(BaseModel):
     def namespaced(self) -> bool:
         """The inverse of ``clusterwide``."""
         return not self.clusterwide
+
+
+class LeadershipSettings(BaseModel):
+    """anyop: Lease-based leader election, so that only one of several replicas is active.
+
+    The active replica renews a ``coordination.k8s.io/v1`` Lease every ``retry_period`` seconds;
+    if it has not renewed it for ``renew_deadline`` seconds, it stops all its work at once. The
+    others take the Lease ``lease_duration`` seconds after they last saw it change.
+    """
+
+    model_config = _MODEL
+    enabled: bool = False
+    lease_name: str = "anyop-leader"
+    lease_namespace: str | None = None
+    """``None``: the pod's namespace (in a cluster), else the first served namespace, else
+    ``default``."""
+    lease_duration: int = Field(default=15, ge=1)
+    """Seconds a standby waits after the Lease last changed before it takes it."""
+    renew_deadline: PositiveFloat = 10.0
+    """Seconds the leader keeps working without a successful renewal; below ``lease_duration``."""
+    retry_period: PositiveFloat = 2.0
+    """Seconds between attempts to acquire or renew; below ``renew_deadline``."""
+    identity: str | None = None
+    """This replica's name in the Lease; ``None``: the host name and the process id."""
+    keep_watching: bool = False
+    """Standbys keep their watches and indexes synced (but run no handlers), so a takeover
+    needs no new listing."""
+
+    def check(self) -> None:
+        """Check that the three durations fit together (checked when the operator starts,
+        so that a startup handler may set them in any order).
+
+        Raises:
+            ConfigError: ``renew_deadline`` is not below ``lease_duration``, or ``retry_period``
+                is not below ``renew_deadline``.
+        """
+        if not self.renew_deadline < self.lease_duration:
+            raise ConfigError(
+                f"settings.leadership.renew_deadline ({self.renew_deadline}) must be below "
+                f"lease_duration ({self.lease_duration}): a leader must stop before "
+                "a standby may take the Lease."
+            )
+        if not self.retry_period < self.renew_deadline:
+            raise ConfigError(
+                f"settings.leadership.retry_period ({self.retry_period}) must be below "
+                f"renew_deadline ({self.renew_deadline})."
+            )
 
 
 class WatchingSettings(BaseModel):
@@ -195,6 +243,7 @@ class OperatorSettings(BaseModel):
     process: ProcessSettings = Field(default_factory=ProcessSettings)
     posting: PostingSettings = Field(default_factory=PostingSettings)
     peering: PeeringSettings = Field(default_factory=PeeringSettings)
+    leadership: LeadershipSettings = Field(default_factory=LeadershipSettings)
     watching: WatchingSettings = Field(default_factory=WatchingSettings)
     queueing: QueueingSettings = Field(default_factory=QueueingSettings)
     scanning: ScanningSettings = Field(default_factory=ScanningSettings)

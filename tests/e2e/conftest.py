@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 from anyop.testing.controlplane import LocalControlPlane
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
+MANIFESTS = Path(__file__).parents[2] / "manifests"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -37,3 +39,32 @@ def kopfexample_crd(anyop_controlplane: LocalControlPlane) -> str:
     kubectl(anyop_controlplane, "apply", "-f", str(EXAMPLES / "crd.yaml"))
     wait_for_crd(anyop_controlplane, "kopfexamples.kopf.dev")
     return "kopfexamples.kopf.dev"
+
+
+KOPF_PEERING_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "kopfpeerings.kopf.dev"},
+    "spec": {
+        "group": "kopf.dev",
+        "scope": "Namespaced",
+        "names": {"kind": "KopfPeering", "plural": "kopfpeerings", "singular": "kopfpeering"},
+        "versions": [{
+            "name": "v1", "served": True, "storage": True,
+            "schema": {"openAPIV3Schema": {"type": "object", "properties": {"status": {
+                "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}},
+        }],
+    },
+}  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def peering_crds(anyop_controlplane: LocalControlPlane) -> None:
+    """anyop's peering CRDs from manifests/, and Kopf's namespaced one."""
+    from anyop.testing.pytest_plugin import kubectl, wait_for_crd
+
+    kubectl(anyop_controlplane, "apply", "-f", str(MANIFESTS / "peering.yaml"))
+    kubectl(anyop_controlplane, "apply", "-f", "-", stdin=json.dumps(KOPF_PEERING_CRD))
+    for name in ("anyoppeerings.anyop.dev", "clusteranyoppeerings.anyop.dev"):
+        wait_for_crd(anyop_controlplane, name)
+    wait_for_crd(anyop_controlplane, "kopfpeerings.kopf.dev")

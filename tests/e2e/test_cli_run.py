@@ -17,10 +17,18 @@ EXAMPLE = Path(__file__).parents[2] / "examples" / "01-minimal" / "example.py"
 
 
 def start_operator(
-    plane: LocalControlPlane, source: str, namespace: str, backend: str, *more: str
+    plane: LocalControlPlane,
+    source: str,
+    namespace: str,
+    backend: str,
+    *more: str,
+    kubeconfig: Path | None = None,
 ) -> subprocess.Popen[str]:
-    """`anyop run SOURCE [MORE...] -n NAMESPACE` in a child process, its output as plain text."""
-    env = {**os.environ, "KUBECONFIG": str(plane.kubeconfig)}
+    """`anyop run SOURCE [MORE...] -n NAMESPACE` in a child process, its output as plain text.
+
+    It uses the admin's kubeconfig unless another one is given.
+    """
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig or plane.kubeconfig)}
     cmd = [sys.executable, "-m", "anyop", "run", source, *more, "-n", namespace,
            "--backend", backend, "--log-format", "plain"]  # fmt: skip
     return subprocess.Popen(

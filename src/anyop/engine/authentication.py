@@ -26,7 +26,7 @@ from anyop.kube.auth import Vault, login_with_kubeconfig, login_with_service_acc
 from anyop.kube.connection import ConnectionInfo
 from anyop.settings import OperatorSettings
 
-__all__ = ["BUILTIN_LOGINS", "authenticate", "check_credentials", "keep_logged_in"]
+__all__ = ["BUILTIN_LOGINS", "authenticate", "check_credentials", "keep_logged_in", "login"]
 
 logger = logging.getLogger("anyop.activities.authentication")
 
@@ -95,6 +95,17 @@ async def authenticate(
     if not accepted:
         raise LoginError(_nothing_usable(bool(found), builtin=handlers is BUILTIN_LOGINS))
     return accepted
+
+
+async def login(registry: OperatorRegistry | None = None) -> Vault:
+    """A vault filled by the registry's login handlers, or the built-in ones (for CLI commands).
+
+    Raises:
+        LoginError: No login handler returned usable credentials.
+    """
+    vault = Vault()
+    await authenticate(vault, registry or OperatorRegistry(), OperatorSettings(), None)
+    return vault
 
 
 def _nothing_usable(found: bool, *, builtin: bool) -> str:

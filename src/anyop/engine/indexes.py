@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import anyio
@@ -24,13 +24,14 @@ from anyop.kube.resources import Resource
 from anyop.logs import object_logger
 from anyop.settings import OperatorSettings
 
-__all__ = ["Indexer", "operator_indexes"]
+__all__ = ["Indexer", "object_key", "operator_indexes"]
 
 
 _NO_TIME = datetime.timedelta(0)
 
 
-def _object_key(body: Mapping[str, Any]) -> ObjectKey:
+def object_key(body: Mapping[str, Any]) -> ObjectKey:
+    """How the indexes know an object: its namespace, name and uid."""
     meta = body.get("metadata") or {}
     return (meta.get("namespace"), str(meta.get("name", "")), str(meta.get("uid", "")))
 
@@ -77,6 +78,11 @@ class Indexer:
         """Whether any indexing function wants objects of this resource."""
         return self.registry.indexing.has_handlers(resource)
 
+    def forget(self, objects: Iterable[ObjectKey]) -> None:
+        """Drop these objects from every index (their watch stopped; a new one lists again)."""
+        for obj in objects:
+            self.indexes.forget(obj)
+
     async def index(
         self,
         resource: Resource,
@@ -86,7 +92,7 @@ class Indexer:
         memo: Callable[[], Any] = dict,
     ) -> None:
         """Update the indexes from one event of an object."""
-        obj = _object_key(body)
+        obj = object_key(body)
         if deleted:
             self.indexes.forget(obj)
             return

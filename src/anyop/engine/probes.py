@@ -76,7 +76,7 @@ def watch_problem(state: WatchState, *, now: float, stall_after: float | None) -
     return f"failing {state.failures} times, {since}: {state.last_error}"
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass
 class Watched:
     """One served resource in one scope, as the probes and the metrics see it.
 
@@ -84,13 +84,14 @@ class Watched:
         resource: The resource.
         namespace: The namespace, or ``None`` for the whole cluster.
         watcher: Its watch-stream (``watcher.state`` is a :class:`WatchState`).
-        workers: Its objects' workers (an :class:`~anyop.engine.objects.ObjectWorkers`).
+        workers: Its objects' workers (an :class:`~anyop.engine.objects.ObjectWorkers`), while
+            it handles them (a standby that keeps watching does not).
         spawner: Its daemons and timers (a :class:`~anyop.engine.daemons.Spawner`), if any.
     """
 
     resource: Resource
     namespace: str | None
-    watcher: Any
+    watcher: Any = None
     workers: Any = None
     spawner: Any = None
 

@@ -8,18 +8,21 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
 import anyio.abc
 
 from anyop.engine.daemons import Spawner, reaping_deadline
-from anyop.engine.indexes import Indexer
+from anyop.engine.gate import Gate, first_of
+from anyop.engine.indexes import Indexer, object_key
 from anyop.engine.objects import ObjectWorkers
 from anyop.engine.probes import Watched, current_health
 from anyop.engine.reconcile import Observed, Reconciler
+from anyop.handlers.indexes import ObjectKey
 from anyop.handlers.registry import OperatorRegistry
 from anyop.handlers.stopping import DaemonStoppingReason
 from anyop.kube.client import KubeClient
@@ -63,6 +66,10 @@ class ResourceScope:
         new_memo: Makes the memo of a newly seen object.
         limiter: Bounds the sync handlers' threads.
         indexer: Keeps the ``@anyop.index`` indexes (fed before each dispatch).
+        stop_reason: Why the daemons and timers are stopped when the watch stops: the operator
+            exits, or it pauses (peering, leadership).
+        gate: The pause gate, when standbys keep watching (``settings.leadership.keep_watching``):
+            then the watch runs on a standby too, and handling only while it leads.
         metrics: The operator's metrics, if it has any.
     """
 
@@ -74,6 +81,8 @@ class ResourceScope:
     new_memo: Callable[[], Any] = dict
     limiter: anyio.CapacityLimiter | None = None
     indexer: Indexer | None = None
+    stop_reason: Callable[[], DaemonStoppingReason] = lambda: DaemonStoppingReason.OPERATOR_EXITING
+    gate: Gate | None = None
     metrics: Metrics | None = None
 
     def reconciler(self, spawner: Spawner | None = None) -> Reconciler:
@@ -134,6 +143,17 @@ async def serve_resource(
             :data:`~anyop.handlers.schedules.REAP_TIMEOUT` seconds after their timeouts.
         task_status: Reported ``started`` after the initial listing has been dispatched.
     """
+    watched = Watched(scope.resource, scope.namespace)
+    if scope.gate is not None and scope.gate.warm:
+        await _serve_warm(scope, scope.gate, stopping, watched, task_status)
+        return
+    async with _handling(scope, watched) as workers:
+        await _watch_until(scope, workers.dispatch, stopping, watched, task_status=task_status)
+
+
+@contextlib.asynccontextmanager
+async def _handling(scope: ResourceScope, watched: Watched) -> AsyncIterator[ObjectWorkers]:
+    """Per-object workers with their daemons and timers; stopped gracefully on the way out."""
     queueing = scope.settings.queueing
     async with anyio.create_task_group() as daemons_group:
         spawner = scope.spawner(daemons_group)
@@ -145,43 +165,99 @@ async def serve_resource(
                 idle_timeout=queueing.idle_timeout,
                 new_memo=scope.new_memo,
             )
-            await _watch_until(scope, workers, spawner, stopping, task_status)
+            watched.workers, watched.spawner = workers, spawner
+            try:
+                yield workers
+            finally:
+                watched.workers = watched.spawner = None
             workers.close()
-            budget = spawner.stop_all(DaemonStoppingReason.OPERATOR_EXITING) if spawner else 0
+            budget = spawner.stop_all(scope.stop_reason()) if spawner else 0
             reaping = reaping_deadline(budget)
             workers_group.cancel_scope.deadline = anyio.current_time() + queueing.exit_timeout
         daemons_group.cancel_scope.deadline = reaping
 
 
+async def _serve_warm(
+    scope: ResourceScope,
+    gate: Gate,
+    stopping: anyio.Event,
+    watched: Watched,
+    task_status: anyio.abc.TaskStatus[None],
+) -> None:
+    """A replica's watch that runs while it stands by: handling runs only while it leads.
+
+    The latest body of every object is kept; when this replica becomes the leader, they are
+    handled as if just listed, with no new listing. Handling is fenced by the leadership.
+    """
+    latest: dict[str, Observed] = {}
+    leading: list[ObjectWorkers] = []
+
+    def dispatch(observed: Observed) -> None:
+        uid = str((observed.get("metadata") or {}).get("uid", ""))
+        if observed.type == "DELETED":
+            latest.pop(uid, None)
+        else:
+            latest[uid] = observed
+        if leading:
+            leading[0].dispatch(observed)
+
+    async with anyio.create_task_group() as tg:
+        await tg.start(functools.partial(_watch_until, scope, dispatch, stopping, watched))
+        task_status.started()
+        while not stopping.is_set():
+            await first_of(stopping.wait, gate.wait_leading)
+            if stopping.is_set():
+                break
+            with gate.fenced():
+                async with _handling(scope, watched) as workers:
+                    for body in list(latest.values()):
+                        workers.dispatch(Observed(body, type="ADDED", listed=True))
+                    leading.append(workers)
+                    try:
+                        await stopping.wait()
+                    finally:
+                        leading.clear()
+
+
 async def _watch_until(
     scope: ResourceScope,
-    workers: ObjectWorkers,
-    spawner: Spawner | None,
+    dispatch: Callable[[Observed], object],
     stopping: anyio.Event,
-    task_status: anyio.abc.TaskStatus[None],
+    watched: Watched,
+    *,
+    task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run the watch-stream until ``stopping`` is set."""
 
     indexer = scope.indexer if scope.indexer and scope.indexer.serves(scope.resource) else None
+    indexed: set[ObjectKey] = set()  # forgotten when the watch stops: a later one lists anew
 
     async def handle(event: WatchEvent) -> None:
         if indexer is not None:
             deleted = event.type == "DELETED"
             await indexer.index(scope.resource, event.object, deleted=deleted, memo=scope.new_memo)
-        workers.dispatch(Observed(event.object, type=event.type, listed=event.listed))
+            if deleted:
+                indexed.discard(object_key(event.object))
+            else:
+                indexed.add(object_key(event.object))
+        dispatch(Observed(event.object, type=event.type, listed=event.listed))
 
     watcher = scope.watcher()
     health = current_health.get()
     where = f"{scope.resource} in {scope.namespace or 'the cluster'}"
-    watched = Watched(scope.resource, scope.namespace, watcher, workers, spawner)
+    watched.watcher = watcher
     reporting = health.watching(where, watched) if health else contextlib.nullcontext()
     with reporting:
-        async with anyio.create_task_group() as watch_group:
-            await watch_group.start(watcher.run, handle)
-            logger.debug("Watching %s.", where)
-            task_status.started()
-            await stopping.wait()
-            watch_group.cancel_scope.cancel()
+        try:
+            async with anyio.create_task_group() as watch_group:
+                await watch_group.start(watcher.run, handle)
+                logger.debug("Watching %s.", where)
+                task_status.started()
+                await stopping.wait()
+                watch_group.cancel_scope.cancel()
+        finally:
+            if indexer is not None:
+                indexer.forget(indexed)
 
 
 def _worker_limiter(limit: int | None) -> anyio.CapacityLimiter | None:

@@ -6,11 +6,14 @@ returns when its stop event is set or when it is cancelled.
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import dataclasses
 import functools
 import logging
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -18,9 +21,12 @@ import anyio.abc
 
 from anyop.engine.admission import open_admission
 from anyop.engine.authentication import authenticate, keep_logged_in
+from anyop.engine.gate import Gate, first_of
 from anyop.engine.indexes import Indexer, operator_indexes
 from anyop.engine.invocation import DEFAULT_MAX_WORKERS
+from anyop.engine.leadership import hold_leadership
 from anyop.engine.namespaces import NamespacePatterns, serve_namespaces
+from anyop.engine.peering import hold_peering
 from anyop.engine.posting import EventPoster
 from anyop.engine.resources import ResourceScope
 from anyop.engine.served import (
@@ -34,13 +40,14 @@ from anyop.errors import ConfigError
 from anyop.handlers.bodies import Memo
 from anyop.handlers.indexes import OperatorIndexes
 from anyop.handlers.registry import OperatorRegistry, get_default_registry
+from anyop.handlers.stopping import DaemonStoppingReason
 from anyop.kube.auth import Vault
 from anyop.kube.client import open_client
 from anyop.kube.resources import Resource
 from anyop.metrics import current_metrics
 from anyop.settings import OperatorSettings
 
-__all__ = ["serve"]
+__all__ = ["lease_namespace", "serve"]
 
 logger = logging.getLogger("anyop.engine")
 
@@ -78,7 +85,9 @@ async def serve(
 
     Guarantees:
         On stop, the watches stop first; running cycles get ``queueing.exit_timeout`` seconds,
-        then they are cancelled.
+        then they are cancelled. While a peer of a higher priority is alive, or while another
+        replica holds the leadership (``settings.leadership.enabled``), nothing is watched and
+        no handler runs (``ready_event`` is set anyway: a standby is healthy).
     """
     if not clusterwide and not namespaces:
         raise ConfigError("Either namespaces or clusterwide=True must be given to serve().")
@@ -111,6 +120,7 @@ async def _serve_logged_in(
 ) -> None:
     metrics = current_metrics.get()
     observer = metrics.request if metrics is not None else None
+    stop = stop_event or anyio.Event()
     async with open_client(vault, settings=settings, observer=observer) as client:
         served = ServedResources(await served_resources(client, registry))
         limiter = _thread_limiter(settings)
@@ -124,6 +134,7 @@ async def _serve_logged_in(
             limiter=limiter,
             indexer=Indexer(registry, settings, limiter, indexes),
             metrics=metrics,
+            stop_reason=functools.partial(_stop_reason, stop),
         )
         follow = needs_following(registry, served.resources)
         scopes = (namespaces, clusterwide, follow)
@@ -137,9 +148,83 @@ async def _serve_logged_in(
                         client, registry, settings, new_memo=template.new_memo,
                         indexer=template.indexer, limiter=limiter,
                     ):  # fmt: skip
-                        await _serve_scopes(template, served, scopes, stop_event, ready_event)
+                        await _serve_gated(template, served, scopes, stop, ready_event)
                 finally:
                     posted.set()  # queued Events get a moment to be posted
+
+
+def _stop_reason(stop: anyio.Event) -> DaemonStoppingReason:
+    if stop.is_set():
+        return DaemonStoppingReason.OPERATOR_EXITING
+    return DaemonStoppingReason.OPERATOR_PAUSING
+
+
+async def _serve_gated(
+    template: ResourceScope,
+    served: ServedResources,
+    scopes: tuple[Collection[str | re.Pattern[str]], bool, bool],
+    stop: anyio.Event,
+    ready_event: anyio.Event | None,
+) -> None:
+    """Peer and elect a leader beside the serving rounds; serve only while the gate is open."""
+    namespaces, clusterwide, _ = scopes
+    client, settings = template.client, template.settings
+    exact = NamespacePatterns(namespaces).exact_names
+    leadership = settings.leadership
+    gate = Gate(warm=leadership.enabled and leadership.keep_watching)
+    template = dataclasses.replace(template, gate=gate)
+    async with anyio.create_task_group() as holders:
+        peering = settings.peering.model_copy(update={"clusterwide": clusterwide})
+        if exact is None and not clusterwide and not peering.standalone:
+            if peering.mandatory:
+                raise ConfigError("Peering needs exact namespace names (or -A), not patterns.")
+            logger.debug("Peering works with exact namespace names only: running standalone.")
+            peering.standalone = True
+        await holders.start(hold_peering, client, peering, None if clusterwide else exact, gate)
+        if settings.leadership.enabled:
+            namespace = lease_namespace(settings.leadership.lease_namespace, exact)
+            await holders.start(hold_leadership, client, settings.leadership, namespace, gate)
+        serve_scopes = functools.partial(_serve_scopes, template, served, scopes)
+        await _serve_rounds(gate, serve_scopes, stop, ready_event)
+        holders.cancel_scope.cancel()
+
+
+async def _serve_rounds(
+    gate: Gate,
+    serve_scopes: Callable[[anyio.Event, anyio.Event | None], Awaitable[None]],
+    stop: anyio.Event,
+    ready_event: anyio.Event | None,
+) -> None:
+    """Serve in rounds: each starts with fresh listings and ends when stopped or paused."""
+    while not stop.is_set():
+        if not gate.is_open():
+            if ready_event is not None:
+                ready_event.set()  # paused, or standing by: healthy, and ready as such
+            logger.debug(f"Paused: {gate.reasons or 'the leadership is not renewed'}.")
+            await first_of(stop.wait, gate.wait_open)
+            continue
+        ending = anyio.Event()
+        with contextlib.nullcontext() if gate.warm else gate.fenced():
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_set_after_first, ending, stop.wait, gate.wait_paused)
+                await serve_scopes(ending, ready_event)
+                tg.cancel_scope.cancel()
+
+
+async def _set_after_first(event: anyio.Event, *waits: Callable[[], Awaitable[Any]]) -> None:
+    await first_of(*waits)
+    event.set()
+
+
+def lease_namespace(configured: str | None, served: list[str] | None) -> str:
+    """Where the leadership Lease lives: as configured, else the pod's namespace, else the first
+    served namespace, else ``default``."""
+    if configured:
+        return configured
+    pod = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+    if pod.is_file():
+        return pod.read_text().strip()
+    return served[0] if served else "default"
 
 
 async def _serve_scopes(

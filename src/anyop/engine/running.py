@@ -112,6 +112,10 @@ async def operator(
     vault: Any = None,
     liveness_endpoint: str | None = None,
     metrics_endpoint: str | None = None,
+    standalone: bool | None = None,
+    priority: int | None = None,
+    peering_name: str | None = None,
+    leader_election: bool | None = None,
     **_ignored: Any,
 ) -> None:
     """Run the operator until ``stop_flag`` is set or the caller cancels it (Kopf's signature).
@@ -121,13 +125,18 @@ async def operator(
     seconds. With ``liveness_endpoint`` (or ``settings.server.liveness_endpoint``), ``/healthz``,
     ``/readyz`` and ``/metrics`` are served from before the startup handlers until the end (see
     :mod:`anyop.engine.probes`); ``metrics_endpoint`` (or ``settings.server.metrics_endpoint``)
-    serves ``/metrics`` on an address of its own. Kopf's options that anyop does not act on yet
-    (``standalone``, ``priority``, ``peering_name``...) are accepted and ignored.
+    serves ``/metrics`` on an address of its own. ``standalone``, ``priority`` and
+    ``peering_name`` (which makes peering mandatory) override ``settings.peering``, and
+    ``leader_election`` overrides ``settings.leadership.enabled``, before the startup handlers
+    run (so they may change them again). Kopf's options that anyop does not act on
+    (``lifecycle``, ``insights``...) are accepted and ignored.
     """
     stop_event, ready_event = anyio.Event(), anyio.Event()
     names = [*namespaces, *([namespace] if namespace else [])]
     registry = registry if registry is not None else get_default_registry()
     settings = settings if settings is not None else settings_from_environ()
+    _override(settings, standalone, priority, peering_name, leader_election)
+    settings.peering.clusterwide = clusterwide
     memo = memo if memo is not None else Memo()
     indexes = operator_indexes(registry)
     health = Health(registry, settings, memo, indexes)
@@ -169,6 +178,25 @@ def _served_metrics(health: Health) -> Metrics:
     from anyop.engine.observing import operator_metrics
 
     return operator_metrics(health)
+
+
+def _override(
+    settings: Any,
+    standalone: bool | None,
+    priority: int | None,
+    peering_name: str | None,
+    leader_election: bool | None = None,
+) -> None:
+    """Apply the command line's (or the caller's) peering and leadership options."""
+    if standalone is not None:
+        settings.peering.standalone = standalone
+    if priority is not None:
+        settings.peering.priority = priority
+    if peering_name is not None:
+        settings.peering.name = peering_name
+        settings.peering.mandatory = True
+    if leader_election is not None:
+        settings.leadership.enabled = leader_election
 
 
 async def _serve_with_flags(

@@ -1,0 +1,280 @@
+"""Peering with other operators: keep-alives, pausing for higher priorities, freeze and resume.
+
+:func:`hold_peering` runs beside the serving rounds (see :mod:`anyop.engine.gate`): for every
+peering object the operator uses, a :class:`PeeringKeeper` writes our record, watches the
+object, removes dead peers, and pauses the gate while a live peer has a higher (or the same)
+priority. The pure rules are in :mod:`anyop.peering`.
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from anyop.engine.gate import Gate
+from anyop.errors import AnyopError, ConfigError, ForbiddenError, NotFoundError
+from anyop.kube.client import KubeClient
+from anyop.kube.resources import Resource
+from anyop.kube.watch import Watcher, WatchEvent
+from anyop.peering import (
+    Verdict,
+    judge,
+    keepalive_interval,
+    keepalive_patch,
+    parse_peers,
+    peer_identity,
+    peering_resources,
+    removal_patch,
+    transition_messages,
+)
+from anyop.settings import PeeringSettings
+
+__all__ = ["PeeringKeeper", "find_peering", "freeze", "hold_peering", "thaw"]
+
+logger = logging.getLogger("anyop.peering")
+
+ABSENT_RECHECK = 5.0
+"""Seconds between looks for a mandatory peering object that does not exist yet."""
+
+GOODBYE_TIMEOUT = 5.0
+"""Seconds the removal of our record may take at exit."""
+
+
+def _now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
+
+
+def _describe(name: str, namespace: str | None) -> str:
+    return f"{name!r} in {namespace!r}" if namespace else f"{name!r} (cluster-wide)"
+
+
+async def find_peering(
+    client: KubeClient, name: str, namespace: str | None
+) -> tuple[Resource, dict[str, Any]] | None:
+    """The peering object of this name: anyop's kind first, then Kopf's; ``None`` if neither.
+
+    A kind whose CRD is absent, or that we may not read, counts as having no such object.
+    """
+    for resource in peering_resources(clusterwide=namespace is None):
+        try:
+            return resource, await client.get(resource, name=name, namespace=namespace)
+        except NotFoundError:
+            continue
+        except ForbiddenError as e:
+            logger.debug(f"No access to {resource!r}: {e}")
+    return None
+
+
+class PeeringKeeper:
+    """Our membership in one peering object.
+
+    Args:
+        client: The API client.
+        settings: Our priority, lifetime, and whether to log keep-alives.
+        resource: The peering object's resource (anyop's or Kopf's kind).
+        namespace: Its namespace, or ``None`` for the cluster-wide one.
+        identity: Our key in its ``status``.
+        gate: Paused while we must pause.
+    """
+
+    def __init__(
+        self,
+        client: KubeClient,
+        settings: PeeringSettings,
+        resource: Resource,
+        namespace: str | None,
+        *,
+        identity: str,
+        gate: Gate,
+    ) -> None:
+        self.client, self.settings, self.resource = client, settings, resource
+        self.namespace, self.identity, self.gate = namespace, identity, gate
+        self.status: dict[str, Any] = {}
+        self.paused = False
+        self._changed = anyio.Event()
+        self._key = f"peering:{namespace or ''}/{settings.name}"
+
+    @property
+    def where(self) -> str:
+        """The peering object, for log messages."""
+        return _describe(self.settings.name, self.namespace)
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        """Keep our record alive and act on the others' until cancelled; then say goodbye."""
+        watcher = Watcher(
+            self.client, self.resource, namespace=self.namespace,
+            field_selector=f"metadata.name={self.settings.name}",
+        )  # fmt: skip
+        try:
+            async with anyio.create_task_group() as tg:
+                await tg.start(watcher.run, self._seen)
+                await self._keep_alive()
+                self._judge()
+                task_status.started()
+                await self._serve_forever()
+        finally:
+            with anyio.move_on_after(GOODBYE_TIMEOUT, shield=True):
+                await self._patch(removal_patch([self.identity]), quiet=True)
+
+    async def _serve_forever(self) -> None:
+        next_keepalive = anyio.current_time() + keepalive_interval(self.settings.lifetime)
+        while True:
+            changed = self._changed
+            verdict = self._judge()
+            if verdict.dead:
+                await self._patch(removal_patch(verdict.dead))
+            wake = next_keepalive
+            if verdict.next_expiry is not None:
+                left = (verdict.next_expiry - _now()).total_seconds()
+                wake = min(wake, anyio.current_time() + max(left, 0) + 0.1)
+            with anyio.move_on_after(max(0.0, wake - anyio.current_time())):
+                await changed.wait()
+            if anyio.current_time() >= next_keepalive:
+                await self._keep_alive()
+                next_keepalive = anyio.current_time() + keepalive_interval(self.settings.lifetime)
+
+    async def _seen(self, event: WatchEvent) -> None:
+        self.status = {} if event.type == "DELETED" else dict(event.object.get("status") or {})
+        self._wake()
+
+    async def _keep_alive(self) -> None:
+        patch = keepalive_patch(
+            self.identity, priority=self.settings.priority,
+            lifetime=self.settings.lifetime, now=_now(),
+        )  # fmt: skip
+        if await self._patch(patch) and not self.settings.stealth:
+            logger.debug(f"Keep-alive in {self.where}: ok.")
+
+    async def _patch(self, patch: dict[str, Any], *, quiet: bool = False) -> bool:
+        try:
+            body = await self.client.patch(
+                self.resource, patch, name=self.settings.name, namespace=self.namespace
+            )
+        except AnyopError as e:
+            if not quiet:
+                logger.warning(f"Peering in {self.where} failed; will retry: {e}")
+            return False
+        self.status = dict(body.get("status") or {})
+        self._wake()
+        return True
+
+    def _judge(self) -> Verdict:
+        verdict = judge(
+            parse_peers(self.status), identity=self.identity,
+            priority=self.settings.priority, now=_now(),
+        )  # fmt: skip
+        for warning, message in transition_messages(self.paused, verdict):
+            logger.log(logging.WARNING if warning else logging.INFO, message)
+        if verdict.paused != self.paused:
+            self.paused = verdict.paused
+            if verdict.paused:
+                self.gate.pause(self._key, f"peers {[*verdict.higher, *verdict.same]}")
+            else:
+                self.gate.resume(self._key)
+        return verdict
+
+    def _wake(self) -> None:
+        changed, self._changed = self._changed, anyio.Event()
+        changed.set()
+
+
+async def hold_peering(
+    client: KubeClient,
+    settings: PeeringSettings,
+    namespaces: Sequence[str] | None,
+    gate: Gate,
+    *,
+    task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Peer in the cluster-wide object (``namespaces=None``) or in one object per namespace.
+
+    Returns at once in the standalone mode, and when no peering object exists unless peering is
+    mandatory (then the gate stays paused until the object appears). Otherwise runs until
+    cancelled and removes our records on the way out.
+    """
+    if settings.standalone:
+        logger.debug("Standalone mode: no peering.")
+        task_status.started()
+        return
+    identity = peer_identity()
+    async with anyio.create_task_group() as tg:
+        for namespace in namespaces if namespaces is not None else [None]:
+            peer = functools.partial(_peer_in, client, settings, namespace, identity, gate)
+            await tg.start(peer)
+        task_status.started()
+
+
+async def _peer_in(
+    client: KubeClient,
+    settings: PeeringSettings,
+    namespace: str | None,
+    identity: str,
+    gate: Gate,
+    *,
+    task_status: anyio.abc.TaskStatus[None],
+) -> None:
+    found = await find_peering(client, settings.name, namespace)
+    where = _describe(settings.name, namespace)
+    if found is None and not settings.mandatory:
+        what = "Default peering object" if settings.name == "default" else f"Peering object {where}"
+        logger.warning(f"{what} is not found, falling back to the standalone mode.")
+        task_status.started()
+        return
+    key = f"peering:{namespace or ''}/{settings.name}:absent"
+    while found is None:
+        logger.warning(f"Peering object {where} is not found; pausing until it exists.")
+        gate.pause(key, f"no peering object {where}")
+        task_status.started()
+        task_status = anyio.TASK_STATUS_IGNORED
+        await anyio.sleep(ABSENT_RECHECK)
+        try:
+            found = await find_peering(client, settings.name, namespace)
+        except AnyopError as e:
+            logger.warning(f"Looking for the peering object {where} failed; will retry: {e}")
+    gate.resume(key)
+    resource = found[0]
+    logger.debug(f"Peering in {where} via {resource!r} as {identity!r}.")
+    keeper = PeeringKeeper(client, settings, resource, namespace, identity=identity, gate=gate)
+    await keeper.run(task_status=task_status)
+
+
+async def freeze(
+    client: KubeClient,
+    name: str,
+    namespace: str | None,
+    *,
+    identity: str,
+    priority: int,
+    lifetime: float,
+) -> None:
+    """Pause the operators of a peering (``anyop freeze``): a fake peer for ``lifetime`` s.
+
+    Raises:
+        ConfigError: There is no such peering object.
+    """
+    resource = await _existing(client, name, namespace)
+    patch = keepalive_patch(identity, priority=priority, lifetime=lifetime, now=_now())
+    await client.patch(resource, patch, name=name, namespace=namespace)
+
+
+async def thaw(client: KubeClient, name: str, namespace: str | None, *, identity: str) -> None:
+    """Remove the fake peer of :func:`freeze` (``anyop resume``).
+
+    Raises:
+        ConfigError: There is no such peering object.
+    """
+    resource = await _existing(client, name, namespace)
+    await client.patch(resource, removal_patch([identity]), name=name, namespace=namespace)
+
+
+async def _existing(client: KubeClient, name: str, namespace: str | None) -> Resource:
+    found = await find_peering(client, name, namespace)
+    if found is None:
+        raise ConfigError(f"Peering object {_describe(name, namespace)} is not found.")
+    return found[0]
