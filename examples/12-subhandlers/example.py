@@ -38,7 +38,7 @@ def create_fn(spec: anyop.Spec, **_: Any) -> dict[str, int]:
     return {"items": len(items)}
 
 
-@anyop.on.field("kopfexamples", field="spec.version")
+@anyop.on.update("kopfexamples", field="spec.version")  # on changes only, not on creation
 async def upgrade(old: Any, new: Any, logger: anyop.Logger, **_: Any) -> str:
     """Run the steps of an upgrade as sub-handlers, then finish once all of them are done."""
 

@@ -32,9 +32,13 @@ def greet(body: anyop.Body, name: str, logger: anyop.Logger, **_: Any) -> None:
     logger.info(f"ConfigMap {name} says: {greeting}")
 
 
-@anyop.on.field("v1", "configmaps", field="data.greeting", labels={"app": "greeter"})
+@anyop.on.update("v1", "configmaps", field="data.greeting", labels={"app": "greeter"})
 def greeting_changed(body: anyop.Body, old: Any, new: Any, logger: anyop.Logger, **_: Any) -> None:
-    """The ``data`` of a ConfigMap is part of what anyop watches for changes, as a spec is."""
+    """The ``data`` of a ConfigMap is part of what anyop watches for changes, as a spec is.
+
+    ``@on.update(field=...)`` runs on changes of the field only; ``@on.field(field=...)`` would
+    also run when the object is created (with ``old=None``).
+    """
     logger.info(f"The greeting has changed: {old!r} -> {new!r}")
     anyop.info(body, reason="GreetingChanged", message=f"{old!r} -> {new!r}")
 

@@ -359,3 +359,90 @@ def test_embedding_the_operator_runs_in_the_programs_own_task_group(
     assert f"[{ns}/kex-embedded-1] Handler 'greet' succeeded." in logged
     assert f"[{ns}/kex-embedded-1] Good bye, kex-embedded-1!" in logged
     assert get(anyop_controlplane, ns, "kex")["items"] == []
+
+
+# -- 12-subhandlers ------------------------------------------------------------------------------
+
+
+@BACKENDS
+def test_subhandlers_are_retried_on_their_own_and_the_parent_finishes_once(
+    anyop_controlplane: LocalControlPlane, anyop_namespace: str, kopfexample_crd: str, backend: str
+) -> None:
+    plane, ns = anyop_controlplane, anyop_namespace
+    with running_example(plane, "12-subhandlers", ns, backend) as output:
+        apply_kex(plane, ns, "kex-12", items=["db", "slow-cache"], version=1)
+        output.wait_for(f"[{ns}/kex-12] Creation is processed:")
+        created = get(plane, ns, "kex", "kex-12")["status"]
+        apply_kex(plane, ns, "kex-12", items=["db", "slow-cache"], version=2)
+        output.wait_for(f"[{ns}/kex-12] Updating is processed:")
+        updated = get(plane, ns, "kex", "kex-12")["status"]
+    lines = output.text.splitlines()
+    prefix = f"[{ns}/kex-12] "
+    assert created["create_fn"] == {"items": 2}
+    assert created["create_fn/db"] == "db is ready"
+    assert created["create_fn/slow-cache"] == "slow-cache is ready"
+    assert lines.count(f"{prefix}=== Handling creation for db, attempt 1. ===") == 1
+    assert lines.count(f"{prefix}=== Handling creation for db, attempt 2. ===") == 0
+    assert lines.count(f"{prefix}=== Handling creation for slow-cache, attempt 2. ===") == 1
+    field = "upgrade/spec.version"
+    assert updated[field] == "1 -> 2"
+    assert updated[f"{field}/drain"] == "drained"
+    assert updated[f"{field}/install"] == "installed"
+    assert lines.count(f"{prefix}Draining the traffic off version 1.") == 1
+    assert lines.count(f"{prefix}Upgraded from version 1 to 2.") == 1
+    failed = f"{prefix}Handler '{field}/install' failed temporarily: "
+    assert lines.count(failed + "The new version is still downloading.") == 1
+
+
+# -- 13-event-watching ---------------------------------------------------------------------------
+
+
+@BACKENDS
+def test_event_watching_sees_every_event_and_survives_errors_without_state(
+    anyop_controlplane: LocalControlPlane, anyop_namespace: str, kopfexample_crd: str, backend: str
+) -> None:
+    plane, ns = anyop_controlplane, anyop_namespace
+    apply(plane, ns, kex("kex-old", {"field": "x"}))
+    with running_example(plane, "13-event-watching", ns, backend) as output:
+        output.wait_for(f"[{ns}/kex-old] Event LISTED #1 for kex-old: field='x'")
+        apply(plane, ns, kex("kex-13", {"field": "a"}, labels={"fragile": "yes"}))
+        output.wait_for(f"[{ns}/kex-13] Event ADDED #1 for kex-13: field='a'")
+        kubectl(plane, "patch", "-n", ns, "kex", "kex-13", "--type=merge",
+                "-p", '{"spec": {"field": "b"}}')  # fmt: skip
+        output.wait_for(f"[{ns}/kex-13] Event MODIFIED #2 for kex-13: field='b'")
+        body = get(plane, ns, "kex", "kex-13")
+        kubectl(plane, "delete", "-n", ns, "kex", "kex-13", "--timeout=60s")
+        output.wait_for(f"[{ns}/kex-13] Event DELETED #3 for kex-13: field='b'")
+    assert "status" not in body
+    assert not body["metadata"].get("finalizers")
+    assert not [key for key in body["metadata"]["annotations"] if "anyop" in key]
+    assert "RuntimeError: Cannot cope with a MODIFIED event." in output.text
+    assert "RuntimeError: Cannot cope with a LISTED event." not in output.text  # not fragile
+
+
+# -- 14-builtin-resources ------------------------------------------------------------------------
+
+
+@BACKENDS
+def test_builtin_resources_configmaps_are_greeted_and_pods_expire(
+    anyop_controlplane: LocalControlPlane, anyop_namespace: str, backend: str
+) -> None:
+    plane, ns = anyop_controlplane, anyop_namespace
+    configmap = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"greeting": "hello"},
+                 "metadata": {"name": "hello", "labels": {"app": "greeter"}}}  # fmt: skip
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": "short-lived", "labels": {"ttl-seconds": "1"}},
+           "spec": {"containers": [{"name": "main", "image": "busybox"}]}}  # fmt: skip
+    with running_example(plane, "14-builtin-resources", ns, backend) as output:
+        apply(plane, ns, configmap)
+        output.wait_for(f"[{ns}/hello] ConfigMap hello says: hello")
+        kubectl(plane, "patch", "-n", ns, "configmap", "hello", "--type=merge",
+                "-p", '{"data": {"greeting": "bonjour"}}')  # fmt: skip
+        output.wait_for(f"[{ns}/hello] The greeting has changed: 'hello' -> 'bonjour'")
+        events = events_about(plane, ns, "hello", {"GreetingChanged"})
+        apply(plane, ns, pod)
+        output.wait_for(f"[{ns}/short-lived] === Pod short-lived has expired and is deleted.")
+        until(lambda: not get(plane, ns, "pods")["items"], "the pod is gone")
+    assert events[0]["message"] == "'hello' -> 'bonjour'"
+    assert events[0]["involvedObject"]["kind"] == "ConfigMap"
+    assert f"[{ns}/short-lived] === Pod short-lived will be deleted in 1 seconds." in output.text
