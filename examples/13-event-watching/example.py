@@ -32,4 +32,4 @@ def log_event(
 @anyop.on.event("kopfexamples", labels={"fragile": "yes"})
 def fragile(type: str | None, **_: Any) -> None:
     """A failing event handler: its error is logged with a traceback, and that is all."""
-    raise RuntimeError(f"Cannot cope with a {type or 'LISTED'} event.")
+    raise RuntimeError(f"Cannot cope with the {type or 'LISTED'} event.")

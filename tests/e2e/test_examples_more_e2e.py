@@ -416,8 +416,8 @@ def test_event_watching_sees_every_event_and_survives_errors_without_state(
     assert "status" not in body
     assert not body["metadata"].get("finalizers")
     assert not [key for key in body["metadata"]["annotations"] if "anyop" in key]
-    assert "RuntimeError: Cannot cope with a MODIFIED event." in output.text
-    assert "RuntimeError: Cannot cope with a LISTED event." not in output.text  # not fragile
+    assert "RuntimeError: Cannot cope with the MODIFIED event." in output.text
+    assert "RuntimeError: Cannot cope with the LISTED event." not in output.text  # not fragile
 
 
 # -- 14-builtin-resources ------------------------------------------------------------------------
@@ -446,3 +446,22 @@ def test_builtin_resources_configmaps_are_greeted_and_pods_expire(
     assert events[0]["message"] == "'hello' -> 'bonjour'"
     assert events[0]["involvedObject"]["kind"] == "ConfigMap"
     assert f"[{ns}/short-lived] === Pod short-lived will be deleted in 1 seconds." in output.text
+
+
+# -- 15-testing ----------------------------------------------------------------------------------
+
+
+def test_testing_the_users_example_tests_pass_with_their_own_pytest_settings() -> None:
+    """``pytest examples/15-testing`` as a user runs it: its own control plane, both backends."""
+    folder = EXAMPLES / "15-testing"
+    env = {key: value for key, value in os.environ.items() if key != "KUBECONFIG"}
+    cmd = [sys.executable, "-m", "pytest", "-c", str(folder / "pytest.ini"), str(folder), "-v"]
+    result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    passed = [line.split(" ")[0] for line in result.stdout.splitlines() if " PASSED" in line]
+    assert sorted(name.split("::")[-1] for name in passed) == [
+        "test_the_operator_greets_in_a_background_thread[asyncio]",
+        "test_the_operator_greets_in_a_background_thread[trio]",
+        "test_the_operator_greets_in_the_tests_own_event_loop[asyncio]",
+        "test_the_operator_greets_in_the_tests_own_event_loop[trio]",
+    ]
