@@ -17,7 +17,7 @@ import contextvars
 import json
 import logging
 import urllib.parse
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import anyio
@@ -26,6 +26,7 @@ import anyio.abc
 from anyop.engine.activities import activity_kwargs
 from anyop.engine.invocation import invoke
 from anyop.handlers.causes import Activity
+from anyop.handlers.indexes import Index, OperatorIndexes
 from anyop.handlers.registry import OperatorRegistry
 from anyop.kube.watchstate import WatchState
 from anyop.servers import BoundAddress, Receive, Scope, Send, lifespan_ready, serve_asgi
@@ -66,6 +67,8 @@ class Health:
     Attributes:
         ready: The startup handlers have succeeded and every resource has been listed.
         watchers: The live watchers, by a readable key (resource and namespace).
+        indexes: The ``@anyop.index`` indexes as probe kwargs: empty until :func:`serve`
+            installs its own (probes answer during the startup, as in Kopf).
     """
 
     def __init__(self, registry: OperatorRegistry, settings: OperatorSettings, memo: Any) -> None:
@@ -74,6 +77,8 @@ class Health:
         self.memo = memo
         self.ready = False
         self.watchers: dict[str, Any] = {}
+        names = [handler.id for handler in registry.indexing.handlers]
+        self.indexes: Callable[[], Mapping[str, Index]] = OperatorIndexes(names).kwargs
         self._cache: tuple[float, int, dict[str, Any]] | None = None
         self._lock = anyio.Lock()
 
@@ -115,6 +120,7 @@ class Health:
         code = 200
         for handler in self.registry.activities.select(Activity.PROBE):
             kwargs = activity_kwargs(self.settings, self.memo, Activity.PROBE, param=handler.param)
+            kwargs.update(self.indexes())  # index names win over the framework's, as in Kopf
             try:
                 results[handler.id] = await invoke(handler.fn, kwargs)
             except Exception as error:

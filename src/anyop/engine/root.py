@@ -20,6 +20,7 @@ from anyop.engine.indexes import Indexer
 from anyop.engine.invocation import DEFAULT_MAX_WORKERS
 from anyop.engine.namespaces import NamespacePatterns, serve_namespaces
 from anyop.engine.posting import EventPoster
+from anyop.engine.probes import current_health
 from anyop.engine.resources import ResourceScope
 from anyop.engine.served import (
     ServedResources,
@@ -79,6 +80,9 @@ async def serve(
     async with open_client(vault, settings=settings) as client:
         served = ServedResources(await served_resources(client, registry))
         limiter = _thread_limiter(settings)
+        indexer = Indexer(registry, settings, limiter)
+        if (health := current_health.get()) is not None:
+            health.indexes = indexer.kwargs  # the probes see the live indexes from now on
         template = ResourceScope(
             client,
             Resource("", "v1", "-"),
@@ -87,7 +91,7 @@ async def serve(
             settings,
             new_memo=_memo_factory(Memo() if memo is None else memo),
             limiter=limiter,
-            indexer=Indexer(registry, settings, limiter),
+            indexer=indexer,
         )
         follow = needs_following(registry, served.resources)
         scopes = (namespaces, clusterwide, follow)
