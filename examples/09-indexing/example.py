@@ -6,12 +6,13 @@ after the function. All indexed resources are listed and indexed before any hand
 
 Try it::
 
-    anyop run examples/09-indexing/example.py -n default
+    anyop run examples/09-indexing/example.py -n default --liveness http://127.0.0.1:8080/healthz
     for who in ann bob cid; do team=$([ $who = cid ] && echo blue || echo red)
       kubectl apply -f - <<< '{"apiVersion": "kopf.dev/v1", "kind": "KopfExample",
         "metadata": {"name": "'$who'"}, "spec": {"team": "'$team'"}}'; done
     kubectl get kex -o custom-columns=NAME:.metadata.name,MATES:.status.team_mates
     kubectl patch kex cid --type merge -p '{"spec": {"team": "red"}}'    # everyone follows
+    curl -s http://127.0.0.1:8080/healthz                                # {"team_sizes": ...}
 """
 
 from typing import Any
@@ -40,3 +41,9 @@ def team_mates(name: str, spec: anyop.Spec, teams: anyop.Index, **_: Any) -> lis
     """Every second, list the other members of the object's team in ``status.team_mates``."""
     members = teams.get(spec.get("team"), ())
     return sorted(str(member) for member in members if member != name)
+
+
+@anyop.on.probe()
+def team_sizes(teams: anyop.Index, **_: Any) -> dict[str, int]:
+    """Operator-level handlers get the indexes too: ``/healthz`` shows the size of each team."""
+    return {str(team): len(members) for team, members in teams.items()}

@@ -282,7 +282,9 @@ def test_indexing_the_index_is_a_kwarg_that_follows_every_change(
         return {i["metadata"]["name"]: (i.get("status") or {}).get("team_mates") for i in items}
 
     apply_kex(plane, ns, "ann", team="red")  # before the start: listed and indexed first
-    with running_example(plane, "09-indexing", ns, backend) as output:
+    base = f"http://127.0.0.1:{free_port()}"
+    liveness = ("--liveness", f"{base}/healthz")
+    with running_example(plane, "09-indexing", ns, backend, *liveness) as output:
         apply_kex(plane, ns, "bob", team="red")
         apply_kex(plane, ns, "cid", team="blue")
         expected = {"ann": ["bob"], "bob": ["ann"], "cid": []}
@@ -290,6 +292,8 @@ def test_indexing_the_index_is_a_kwarg_that_follows_every_change(
         apply_kex(plane, ns, "cid", team="red")
         expected = {"ann": ["bob", "cid"], "bob": ["ann", "cid"], "cid": ["ann", "bob"]}
         until(lambda: mates() == expected, f"team mates are {expected}")
+        health = httpx.get(f"{base}/healthz", timeout=10)
+    assert health.json() == {"team_sizes": {"red": 3}}
     assert f"[{ns}/ann] ann joins team 'red' with " in output.text  # 1 or 2: bob may be first
     assert f"[{ns}/cid] cid joins team 'blue' with 1 member(s) now." in output.text
 
