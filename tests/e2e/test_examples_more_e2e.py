@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -25,13 +24,24 @@ import pytest
 from tests.e2e.kex import apply_kex, wait_for_status
 from tests.e2e.test_cli_run import start_operator
 
-from anyop.testing.controlplane import LocalControlPlane
+from anyop.testing.controlplane import LocalControlPlane, free_port
 from anyop.testing.pytest_plugin import kubectl
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 DEADLINE = 60  # seconds; only reached when something is broken
 DIFFBASE = "last-handled-configuration"  # in status.anyop, by default
 BACKENDS = pytest.mark.parametrize("backend", ["asyncio", "trio"])
+
+
+Cluster = tuple[LocalControlPlane, str]
+
+
+@pytest.fixture
+def cluster(
+    anyop_controlplane: LocalControlPlane, anyop_namespace: str, kopfexample_crd: str
+) -> Cluster:
+    """The control plane and a fresh namespace in it, with the KopfExample CRD applied."""
+    return anyop_controlplane, anyop_namespace
 
 
 class Output:
@@ -124,9 +134,9 @@ def kex(name: str, spec: dict[str, Any] | None = None, **meta: Any) -> dict[str,
 
 @BACKENDS
 def test_children_a_pod_is_created_and_adopted_by_its_kopfexample(
-    anyop_controlplane: LocalControlPlane, anyop_namespace: str, kopfexample_crd: str, backend: str
+    cluster: Cluster, backend: str
 ) -> None:
-    plane, ns = anyop_controlplane, anyop_namespace
+    plane, ns = cluster
     with running_example(plane, "05-children", ns, backend) as output:
         apply(plane, ns, kex("kex-5", {"duration": 60}, labels={"app": "demo"}))
         status = wait_for_status(plane, ns, "kex-5")
@@ -153,9 +163,9 @@ def test_children_a_pod_is_created_and_adopted_by_its_kopfexample(
 
 @BACKENDS
 def test_exceptions_temporary_ones_are_retried_permanent_ones_are_final(
-    anyop_controlplane: LocalControlPlane, anyop_namespace: str, kopfexample_crd: str, backend: str
+    cluster: Cluster, backend: str
 ) -> None:
-    plane, ns = anyop_controlplane, anyop_namespace
+    plane, ns = cluster
     with running_example(plane, "06-exceptions", ns, backend) as output:
         apply(plane, ns, kex("kex-6", {"field": "not-a-number"}))
         output.wait_for(f"[{ns}/kex-6] Creation is processed: 2 succeeded; 3 failed.")
@@ -208,9 +218,9 @@ def events_about(
 
 @BACKENDS
 def test_events_are_posted_about_the_object_and_its_log_lines(
-    anyop_controlplane: LocalControlPlane, anyop_namespace: str, kopfexample_crd: str, backend: str
+    cluster: Cluster, backend: str
 ) -> None:
-    plane, ns = anyop_controlplane, anyop_namespace
+    plane, ns = cluster
     with running_example(plane, "07-events", ns, backend) as output:
         apply(plane, ns, kex("kex-7", {"size": "XXL"}))
         reasons = {"Greeting", "Provisioning", "BadSize", "NoRedundancy", "Logging"}
@@ -235,9 +245,9 @@ def test_events_are_posted_about_the_object_and_its_log_lines(
 
 @BACKENDS
 def test_filters_pick_the_handlers_by_labels_annotations_fields_and_transitions(
-    anyop_controlplane: LocalControlPlane, anyop_namespace: str, kopfexample_crd: str, backend: str
+    cluster: Cluster, backend: str
 ) -> None:
-    plane, ns = anyop_controlplane, anyop_namespace
+    plane, ns = cluster
     with running_example(plane, "08-filters", ns, backend) as output:
         apply(plane, ns, kex("kex-plain", {"replicas": 1}))
         apply(plane, ns, kex("kex-gold", {"replicas": 5, "phase": "draft"},
@@ -273,9 +283,9 @@ def test_filters_pick_the_handlers_by_labels_annotations_fields_and_transitions(
 
 @BACKENDS
 def test_indexing_the_index_is_a_kwarg_that_follows_every_change(
-    anyop_controlplane: LocalControlPlane, anyop_namespace: str, kopfexample_crd: str, backend: str
+    cluster: Cluster, backend: str
 ) -> None:
-    plane, ns = anyop_controlplane, anyop_namespace
+    plane, ns = cluster
 
     def mates() -> dict[str, Any]:
         items = get(plane, ns, "kex")["items"]
@@ -301,17 +311,11 @@ def test_indexing_the_index_is_a_kwarg_that_follows_every_change(
 # -- 10-activities -------------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @BACKENDS
 def test_activities_startup_settings_and_memo_probes_and_cleanup(
-    anyop_controlplane: LocalControlPlane, anyop_namespace: str, kopfexample_crd: str, backend: str
+    cluster: Cluster, backend: str
 ) -> None:
-    plane, ns = anyop_controlplane, anyop_namespace
+    plane, ns = cluster
     base = f"http://127.0.0.1:{free_port()}"
     liveness = ("--liveness", f"{base}/healthz")
     with running_example(plane, "10-activities", ns, backend, *liveness) as output:
@@ -341,10 +345,10 @@ def test_activities_startup_settings_and_memo_probes_and_cleanup(
 
 @BACKENDS
 def test_embedding_the_operator_runs_in_the_programs_own_task_group(
-    anyop_controlplane: LocalControlPlane, anyop_namespace: str, kopfexample_crd: str, backend: str
+    cluster: Cluster, backend: str
 ) -> None:
-    ns = anyop_namespace
-    env = {**os.environ, "KUBECONFIG": str(anyop_controlplane.kubeconfig)}
+    plane, ns = cluster
+    env = {**os.environ, "KUBECONFIG": str(plane.kubeconfig)}
     cmd = [sys.executable, str(EXAMPLES / "11-embedding" / "example.py"),
            "-n", ns, "--backend", backend, "--count", "2"]  # fmt: skip
     result = subprocess.run(
@@ -362,7 +366,7 @@ def test_embedding_the_operator_runs_in_the_programs_own_task_group(
     logged = result.stderr.splitlines()
     assert f"[{ns}/kex-embedded-1] Handler 'greet' succeeded." in logged
     assert f"[{ns}/kex-embedded-1] Good bye, kex-embedded-1!" in logged
-    assert get(anyop_controlplane, ns, "kex")["items"] == []
+    assert get(plane, ns, "kex")["items"] == []
 
 
 # -- 12-subhandlers ------------------------------------------------------------------------------
@@ -370,9 +374,9 @@ def test_embedding_the_operator_runs_in_the_programs_own_task_group(
 
 @BACKENDS
 def test_subhandlers_are_retried_on_their_own_and_the_parent_finishes_once(
-    anyop_controlplane: LocalControlPlane, anyop_namespace: str, kopfexample_crd: str, backend: str
+    cluster: Cluster, backend: str
 ) -> None:
-    plane, ns = anyop_controlplane, anyop_namespace
+    plane, ns = cluster
     with running_example(plane, "12-subhandlers", ns, backend) as output:
         apply_kex(plane, ns, "kex-12", items=["db", "slow-cache"], version=1)
         output.wait_for(f"[{ns}/kex-12] Creation is processed:")
@@ -403,9 +407,9 @@ def test_subhandlers_are_retried_on_their_own_and_the_parent_finishes_once(
 
 @BACKENDS
 def test_event_watching_sees_every_event_and_survives_errors_without_state(
-    anyop_controlplane: LocalControlPlane, anyop_namespace: str, kopfexample_crd: str, backend: str
+    cluster: Cluster, backend: str
 ) -> None:
-    plane, ns = anyop_controlplane, anyop_namespace
+    plane, ns = cluster
     apply(plane, ns, kex("kex-old", {"field": "x"}))
     with running_example(plane, "13-event-watching", ns, backend) as output:
         output.wait_for(f"[{ns}/kex-old] Event LISTED #1 for kex-old: field='x'")
@@ -429,9 +433,9 @@ def test_event_watching_sees_every_event_and_survives_errors_without_state(
 
 @BACKENDS
 def test_builtin_resources_configmaps_are_greeted_and_pods_expire(
-    anyop_controlplane: LocalControlPlane, anyop_namespace: str, backend: str
+    cluster: Cluster, backend: str
 ) -> None:
-    plane, ns = anyop_controlplane, anyop_namespace
+    plane, ns = cluster
     configmap = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"greeting": "hello"},
                  "metadata": {"name": "hello", "labels": {"app": "greeter"}}}  # fmt: skip
     pod = {"apiVersion": "v1", "kind": "Pod",
