@@ -43,7 +43,12 @@ async def close_api(memo: anyop.Memo, **_: Any) -> None:
 async def create_fn(
     spec: anyop.Spec, memo: anyop.Memo, logger: anyop.Logger, **_: Any
 ) -> dict[str, Any]:
-    """Create a Pod that sleeps for ``spec.duration`` seconds, owned by this KopfExample."""
+    """Create a Pod that sleeps for ``spec.duration`` seconds, owned by this KopfExample.
+
+    Handlers run at least once: if the operator dies after the Pod is created but before the
+    success is stored, this runs again and creates a second Pod. Where that matters, name the
+    child exactly (``anyop.adopt(pod, strict=True)``) and take a 409 Conflict as done.
+    """
     duration = int(spec.get("duration", 3600))
     pod: dict[str, Any] = {
         "apiVersion": "v1",

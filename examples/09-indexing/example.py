@@ -1,7 +1,7 @@
 """In-memory indexes: every handler can look up other objects without asking the API server.
 
 An ``@anyop.index`` function is called for every object it matches, at every change; what it
-returns is kept in memory, and the index is passed to every resource handler as a kwarg named
+returns is kept in memory, and the index is passed to every handler (probes too) as a kwarg named
 after the function. All indexed resources are listed and indexed before any handler runs.
 
 Try it::
