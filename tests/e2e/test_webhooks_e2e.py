@@ -254,7 +254,7 @@ def test_the_admission_example_denies_mutates_warns_and_cleans_up(
     backend: str,
 ) -> None:
     plane, ns = anyop_controlplane, anyop_namespace
-    source = str(EXAMPLES / "05-admission" / "example.py")
+    source = str(EXAMPLES / "16-admission" / "example.py")
     configs = ("validatingwebhookconfigurations", "mutatingwebhookconfigurations")
     operator = start_operator(plane, source, ns, backend)
     try:

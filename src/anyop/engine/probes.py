@@ -108,6 +108,8 @@ class Health:
     Attributes:
         ready: The startup handlers have succeeded and every resource has been listed.
         watchers: The served resources (:class:`Watched`), by a readable key.
+        indexes: The operator's indexes, shared with :func:`serve` (probe kwargs by name; empty
+            while the startup handlers run, as in Kopf).
     """
 
     def __init__(

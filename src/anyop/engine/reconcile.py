@@ -222,8 +222,9 @@ class Reconciler(HandlerCalls):
         if cause.reason is Reason.NOOP:
             logger.debug(NOOP_MESSAGE)
             return await self._write(slot, body, patch, delay=None)
-        if not cause.deleted and not self.registry.changing.has_handlers(self.resource):
-            # Only daemons and timers: no diff-base to keep, nothing to write (as in Kopf).
+        if not cause.deleted and not self.registry.changing.prematch(cause, factory):
+            # No handler wants the object (or only daemons and timers do): keep no diff-base or
+            # progress on it, as Kopf keeps none on objects its filters leave out.
             return await self._write(slot, body, patch, delay=None)
         handlers = self.registry.changing.select(cause, factory)
         held = alive and cause.deleted

@@ -108,14 +108,15 @@ class Decision:
         state: The handler's new state, to be stored.
         message: The log line.
         level: The log level (``logging.INFO``, ``logging.ERROR``...).
-        exc_info: Whether to log the traceback with it.
+        exc_info: The exception whose traceback is logged with the message, if any (the
+            engine logs after the handler's ``except`` block, so ``True`` would find none).
     """
 
     outcome: Outcome
     state: HandlerState
     message: str
     level: int
-    exc_info: bool = False
+    exc_info: BaseException | None = None
 
     @property
     def delay(self) -> float | None:
@@ -134,7 +135,7 @@ def _decision(
     now: datetime.datetime,
     message: str,
     level: int = logging.ERROR,
-    exc_info: bool = False,
+    exc_info: BaseException | None = None,
 ) -> Decision:
     new_state = state.with_outcome(outcome, now=now)
     return Decision(outcome, new_state, message=message, level=level, exc_info=exc_info)
@@ -257,11 +258,11 @@ def _arbitrary(
     if mode is ErrorsMode.IGNORED:
         outcome = Outcome(final=True, subrefs=subrefs)
         message = f"{prefix} ignore it: {_reason(error)}"
-        return _decision(state, outcome, now=now, message=message, exc_info=True)
+        return _decision(state, outcome, now=now, message=message, exc_info=error)
     if mode is ErrorsMode.PERMANENT:
         outcome = Outcome(final=True, exception=error, subrefs=subrefs)
         message = f"{prefix} stop now: {_reason(error)}"
-        return _decision(state, outcome, now=now, message=message, exc_info=True)
+        return _decision(state, outcome, now=now, message=message, exc_info=error)
     final_error: PermanentError
     if timeout:
         why = f"it would time out in {handler.timeout} seconds on the next attempt"
@@ -272,9 +273,9 @@ def _arbitrary(
     else:
         outcome = Outcome(final=False, delay=backoff, exception=error, subrefs=subrefs)
         message = f"{prefix} try again in {backoff} seconds: {_reason(error)}"
-        return _decision(state, outcome, now=now, message=message, exc_info=True)
+        return _decision(state, outcome, now=now, message=message, exc_info=error)
     outcome = Outcome(final=True, exception=final_error, subrefs=subrefs)
-    return _decision(state, outcome, now=now, message=str(final_error), exc_info=True)
+    return _decision(state, outcome, now=now, message=str(final_error), exc_info=error)
 
 
 def cancelled_message(handler: RetryPolicy) -> str:

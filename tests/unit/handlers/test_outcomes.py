@@ -238,3 +238,18 @@ def test_delivered_results_are_copies() -> None:
     deliver_results({"fn": Outcome(final=True, result=result)}, patch)
     result["items"].append(2)
     assert patch.status["fn"] == {"items": [1]}
+
+
+@pytest.mark.parametrize("errors", [ErrorsMode.TEMPORARY, ErrorsMode.PERMANENT, ErrorsMode.IGNORED])
+def test_arbitrary_errors_log_their_own_traceback_outside_the_except_block(
+    errors: ErrorsMode, caplog: pytest.LogCaptureFixture
+) -> None:
+    try:
+        raise ValueError("boom")
+    except ValueError as e:
+        error = e
+    decision = decide(handler(errors=errors, retries=1), state(), Failed(error), now=NOW)
+    assert decision.exc_info is error
+    logging.getLogger("test").error(decision.message, exc_info=decision.exc_info)
+    assert 'raise ValueError("boom")' in caplog.text
+    assert "NoneType: None" not in caplog.text

@@ -1,0 +1,66 @@
+"""Operator-level activities: start-up, clean-up, and liveness probes.
+
+- ``@on.startup`` handlers run before anything is watched; they may change the settings and fill
+  the operator's ``memo``. They are retried until they succeed (or fail for good, which stops
+  the operator before it serves anything).
+- ``@on.probe`` handlers answer ``GET /healthz`` when the operator runs with ``--liveness``.
+- ``@on.cleanup`` handlers run once when the operator stops.
+
+Try it::
+
+    anyop run examples/10-activities/example.py -n default --liveness http://127.0.0.1:8080/healthz
+    kubectl apply -f - <<< '{"apiVersion": "kopf.dev/v1", "kind": "KopfExample",
+        "metadata": {"name": "kex-10"}, "spec": {}}'
+    curl -s http://127.0.0.1:8080/healthz      # {"created_objects": 1, "uptime_seconds": ...}
+    curl -s http://127.0.0.1:8080/readyz       # {"ready": true}
+"""
+
+import collections
+import time
+from typing import Any
+
+import anyop
+
+
+@anyop.on.startup()
+def configure(
+    retry: int, settings: anyop.OperatorSettings, memo: anyop.Memo, logger: anyop.Logger, **_: Any
+) -> None:
+    """Wait for a (pretend) dependency, then set up the settings and the shared memo."""
+    if retry < 1:
+        raise anyop.TemporaryError("The licence server is not reachable yet.", delay=0.5)
+    settings.posting.reporting_component = "activities-example"  # in every Event we post
+    settings.persistence.finalizer = "example.anyop.dev/cleanup"  # our own finalizer's name
+    memo.started = time.monotonic()
+    # Every object's memo is a shallow copy of this one: the counter itself is shared by all.
+    memo.counts = collections.Counter()
+    logger.info("Configured: Events come from 'activities-example'.")
+
+
+@anyop.on.create("kopfexamples")
+def create_fn(body: anyop.Body, memo: anyop.Memo, **_: Any) -> None:
+    memo.counts["created"] += 1
+    anyop.info(body, reason="Counted", message=f"Object number {memo.counts['created']}.")
+
+
+@anyop.on.delete("kopfexamples")
+def delete_fn(memo: anyop.Memo, **_: Any) -> None:
+    """A delete handler: the operator holds its finalizer on every object until this succeeds."""
+    memo.counts["deleted"] += 1
+
+
+@anyop.on.probe(id="created_objects")
+def count_created(memo: anyop.Memo, **_: Any) -> int:
+    """A probe's result is one key of the ``/healthz`` JSON (results are cached for 10 s)."""
+    return int(memo.counts["created"])
+
+
+@anyop.on.probe(id="uptime_seconds")
+def uptime(memo: anyop.Memo, **_: Any) -> float:
+    return round(time.monotonic() - float(memo.started), 1)
+
+
+@anyop.on.cleanup()
+async def say_goodbye(memo: anyop.Memo, logger: anyop.Logger, **_: Any) -> None:
+    counts = dict(memo.counts)
+    logger.info(f"Goodbye! Created {counts.get('created', 0)}, deleted {counts.get('deleted', 0)}.")
