@@ -17,6 +17,9 @@ is scoped to it (a bare kube-apiserver never removes deleted namespaces). Scenar
 - ``latency`` / ``latency-backlog``: one handled object; ``spec.sent`` is patched every 0.5 s
   with the wall time, and the update handler prints when it starts: p50 and p99 in ms. With a
   backlog, N new objects are being created meanwhile.
+- ``background``: N objects exist, then the operator starts with an async daemon and a timer
+  per object: seconds until every daemon runs, CPU seconds and RSS then, seconds from SIGTERM to
+  the process's exit.
 - ``restart``: N objects handled by a first run; a second run with a resume handler: seconds
   until all resumed, its CPU seconds and peak RSS.
 - ``import``: seconds and max RSS of ``python -c 'import anyop'`` (or ``import kopf``).
@@ -52,7 +55,9 @@ from bench.kopf_env import KOPF_VERSION, kopf_command
 ROOT = Path(__file__).resolve().parents[1]
 OPERATOR = ROOT / "bench" / "operators" / "kopf_code.py"
 FRAMEWORKS = ("anyop-asyncio", "anyop-trio", "kopf", "raw")
-SCENARIOS = ("bulk", "bulk-delete", "latency", "latency-backlog", "restart", "import")
+SCENARIOS = (
+    "bulk", "bulk-delete", "latency", "latency-backlog", "background", "restart", "import"
+)  # fmt: skip
 Result = dict[str, float]
 Runs = dict[str, dict[str, list[float]]]
 
@@ -267,6 +272,28 @@ def percentile(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))]
 
 
+def background(plane: LocalControlPlane, framework: str, count: int) -> Result:
+    with namespace_with(plane, f"bg-{framework}", count) as (namespace, _):
+        process = Process(plane, framework, namespace, BENCH_BACKGROUND=str(count))
+        try:
+            seconds = process.wait_for_line("ALL DAEMONS")
+            time.sleep(1)  # the finalizers' echoes
+            cpu, _ = proc_stats(process.popen.pid)
+            rss = rss_mib(process.popen.pid)
+            stopping = time.monotonic()
+            process.popen.terminate()
+            process.popen.wait(timeout=120)
+            stopped = time.monotonic() - stopping
+        finally:
+            process.stop()
+    return {"seconds": seconds, "cpu_s": cpu, "rss_mib": rss, "stop_s": stopped}
+
+
+def rss_mib(pid: int) -> float:
+    status = Path(f"/proc/{pid}/status").read_text().splitlines()
+    return int(next(line for line in status if line.startswith("VmRSS")).split()[1]) / 1024
+
+
 def restart(plane: LocalControlPlane, framework: str, count: int) -> Result:
     with namespace_with(plane, f"restart-{framework}", count) as (namespace, since):
         handled = Handled(plane, namespace, since)
@@ -302,6 +329,7 @@ RUNNERS: dict[str, Callable[[LocalControlPlane, str, int], Result]] = {
     "bulk-delete": lambda plane, fw, n: bulk(plane, fw, n, delete=True),
     "latency": latency,
     "latency-backlog": lambda plane, fw, n: latency(plane, fw, n, backlog=True),
+    "background": background,
     "restart": restart,
     "import": import_cost,
 }

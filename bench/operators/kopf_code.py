@@ -5,7 +5,9 @@
 - ``BENCH_DELETE=1``: also a delete handler (so every object gets a finalizer);
 - ``BENCH_LATENCY=1``: an update handler that prints ``LATENCY <sent> <now>`` when it starts,
   where ``<sent>`` is the wall-clock time the harness wrote into ``spec.sent``;
-- ``BENCH_RESUME=<N>``: a resume handler that prints ``ALL RESUMED`` once N objects resumed.
+- ``BENCH_RESUME=<N>``: a resume handler that prints ``ALL RESUMED`` once N objects resumed;
+- ``BENCH_BACKGROUND=<N>``: no create handler; an async daemon (printing ``ALL DAEMONS`` once N
+  run) and a 60-second timer per object.
 """
 
 import os
@@ -19,9 +21,11 @@ else:
     import anyop as kopf
 
 
-@kopf.on.create("kopfexamples")
-async def create_fn(name: str, **_: Any) -> dict[str, str]:
-    return {"message": f"hello {name}"}
+if not os.environ.get("BENCH_BACKGROUND"):
+
+    @kopf.on.create("kopfexamples")
+    async def create_fn(name: str, **_: Any) -> dict[str, str]:
+        return {"message": f"hello {name}"}
 
 
 if os.environ.get("BENCH_DELETE"):
@@ -46,3 +50,18 @@ if expected := int(os.environ.get("BENCH_RESUME", "0")):
         resumed.add(name)
         if len(resumed) == expected:
             print("ALL RESUMED", file=sys.stderr, flush=True)
+
+
+if daemons := int(os.environ.get("BENCH_BACKGROUND", "0")):
+    running = set()
+
+    @kopf.daemon("kopfexamples")
+    async def idle_daemon(name: str, stopped: Any, **_: Any) -> None:
+        running.add(name)
+        if len(running) == daemons:
+            print("ALL DAEMONS", file=sys.stderr, flush=True)
+        await stopped.wait()
+
+    @kopf.timer("kopfexamples", interval=60)
+    async def idle_timer(**_: Any) -> None:
+        pass
