@@ -137,6 +137,10 @@ class WatchingSettings(BaseModel):
     reconnect_backoff: Seconds = Field(default=0.1, ge=0)
     inactivity_timeout: PositiveFloat | None = 70.0
     """Reconnect after this long without any event or bookmark: a silent stall."""
+    streaming_lists: bool = False
+    """anyop: list with a watch (``sendInitialEvents``) instead of pages: the API server streams
+    the objects from its cache instead of building list pages. Servers that refuse it are listed
+    page by page instead, once and for all."""
 
 
 class QueueingSettings(BaseModel):

@@ -282,3 +282,27 @@ async def test_a_silent_api_server_is_noticed_and_the_watch_recovers(
         tg.cancel_scope.cancel()
     assert watcher.state.relists == 0
     assert len({e.object["metadata"]["resourceVersion"] for e in view.events}) == len(view.events)
+
+
+async def test_a_streaming_list_comes_from_the_real_server_without_a_list_request(
+    client: KubeClient, anyop_namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ns = anyop_namespace
+    for name in ("s1", "s2", "s3"):
+        await client.create(CONFIGMAPS, configmap(name), namespace=ns)
+
+    def no_pages(*_: Any, **__: Any) -> Any:
+        raise AssertionError("a page was listed")
+
+    monkeypatch.setattr(client, "list_pages", no_pages)
+    view = View()
+    watcher = Watcher(client, CONFIGMAPS, namespace=ns, settings=settings(streaming_lists=True))
+    async with anyio.create_task_group() as tg:
+        with anyio.fail_after(DEADLINE):
+            await tg.start(watcher.run, view)
+        assert all(view.seen("ADDED", name, listed=True) for name in ("s1", "s2", "s3"))
+        await client.create(CONFIGMAPS, configmap("s4"), namespace=ns)
+        await view.wait_for(lambda: view.seen("ADDED", "s4"))
+        tg.cancel_scope.cancel()
+    assert watcher.state.relists == 0
+    assert len(view.events) == 4

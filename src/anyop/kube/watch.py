@@ -11,25 +11,17 @@ import json
 import logging
 import math
 import random
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from types import TracebackType
-from typing import Any, Literal, NoReturn, Self
+from typing import Any, NoReturn
 
 import anyio
 import anyio.abc
 import httpx
 
-from anyop.errors import AnyopError, LoginError
+from anyop.errors import AnyopError, ApiError, LoginError
 from anyop.kube.client import PAGE_SIZE, Body, KubeClient, ListOptions
+from anyop.kube.linestream import EventType, Handler, LineStream, WatchEvent
 from anyop.kube.resources import Resource
-from anyop.kube.sessions import (
-    Request,
-    Session,
-    SessionPool,
-    strip_managed_fields,
-    transport_error,
-)
+from anyop.kube.sessions import Request, strip_managed_fields
 from anyop.kube.watchstate import (
     Ended,
     Expired,
@@ -47,179 +39,15 @@ from anyop.kube.watchstate import (
 )
 from anyop.settings import OperatorSettings
 
-__all__ = ["Handler", "LineStream", "WatchEvent", "Watcher"]
+__all__ = ["EventType", "Handler", "LineStream", "WatchEvent", "Watcher"]
 
 logger = logging.getLogger("anyop.kube")
 
-EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 _EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED"})
 _SERVER_TIMEOUTS = (240, 290)  # a random timeoutSeconds in this range spreads reconnects out
 _READ_MARGIN = 30.0  # the client's read timeout is timeoutSeconds plus this
-_CLOSE_TIMEOUT = 5.0
-
-
-@dataclass(frozen=True, slots=True)
-class WatchEvent:
-    """One change of one object, as dispatched to the engine.
-
-    Attributes:
-        type: ``ADDED``, ``MODIFIED`` or ``DELETED``.
-        object: The object's body (``metadata.managedFields`` stripped, unless the client keeps
-            them).
-        listed: The object comes from a (re)listing, not from the stream: it may be unchanged.
-        synthetic: A ``DELETED`` made up after a relist, for an object that vanished while the
-            watch was away; its body has only ``apiVersion``, ``kind`` and ``metadata`` (uid, name,
-            namespace, last known resourceVersion).
-    """
-
-    type: EventType
-    object: Body
-    listed: bool = False
-    synthetic: bool = False
-
-
-Handler = Callable[[WatchEvent], Awaitable[None]]
-
-
-class LineStream:
-    """The lines of one streamed response, read without async generators of our own.
-
-    ``async with LineStream(sessions, request, ...) as lines: line = await lines.next_line()``.
-    An incomplete last line (a stream cut mid-object) is discarded, never returned.
-
-    WARNING: httpx's body iterators are nested async generators; abandoning them mid-way leaves
-    them to the garbage collector (Trio warns). So a stream is closed by cancelling a read of it,
-    which ends every nested generator with the cancellation, and then closing the response.
-    """
-
-    def __init__(
-        self,
-        sessions: SessionPool,
-        request: Request,
-        *,
-        timeout: httpx.Timeout,
-        open_timeout: float,
-    ) -> None:
-        self._sessions = sessions
-        self._request = request
-        self._timeout = timeout
-        self._open_timeout = open_timeout
-        self._session: Session | None = None
-        self._response: httpx.Response | None = None
-        self._chunks: Any = None
-        self._lines: list[bytes] = []
-        self._tail: list[bytes] = []
-        self._finished = False
-
-    async def __aenter__(self) -> Self:
-        """Send the request and wait for the answer's headers.
-
-        Raises:
-            ApiError: The server answered with an error status.
-            TransportError: No answer within ``open_timeout``, or no connection at all.
-        """
-        self._session = session = await self._sessions.checkout()
-        try:
-            self._response = await self._open(session)
-        except BaseException:
-            await self._sessions.checkin(session)
-            raise
-        stream = self._response.stream
-        assert isinstance(stream, httpx.AsyncByteStream)
-        self._chunks = stream.__aiter__()
-        return self
-
-    async def _open(self, session: Session) -> httpx.Response:
-        built = self._sessions.build(session, self._request, self._timeout)
-        built.headers["Accept-Encoding"] = "identity"
-        try:
-            with anyio.fail_after(self._open_timeout):
-                response = await session.http.send(built, stream=True)
-        except TimeoutError as exc:
-            what = f"No answer to the watch request within {self._open_timeout:g}s"
-            raise transport_error(exc, what) from exc
-        except httpx.HTTPError as exc:
-            raise transport_error(exc, "The watch request failed") from exc
-        if response.is_error:
-            try:
-                raise await self._sessions.reject(session, response)
-            finally:
-                await _close_response(response)
-        return response
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-    def __aiter__(self) -> Self:
-        return self
-
-    async def __anext__(self) -> bytes:
-        line = await self.next_line()
-        if line is None:
-            raise StopAsyncIteration
-        return line
-
-    async def next_line(self) -> bytes | None:
-        """The next complete non-empty line, or ``None`` at the end of the stream.
-
-        Raises:
-            TransportError: The connection broke or timed out.
-        """
-        while not self._lines:
-            if self._finished:
-                return None
-            await self._read()
-        return self._lines.pop()
-
-    async def _read(self) -> None:
-        try:
-            chunk: bytes = await self._chunks.__anext__()
-        except StopAsyncIteration:
-            self._finished, self._tail = True, []  # an incomplete last line is dropped
-            return
-        except httpx.HTTPError as exc:
-            self._finished = True
-            raise transport_error(exc, "The watch-stream broke") from exc
-        except BaseException:
-            self._finished = True  # cancelled: the generators below have ended with it
-            raise
-        if b"\n" not in chunk:
-            self._tail.append(chunk)
-            return
-        *lines, rest = b"".join([*self._tail, chunk]).split(b"\n")
-        self._tail = [rest] if rest else []
-        self._lines = [line for line in reversed(lines) if line.strip()]
-
-    async def aclose(self) -> None:
-        """Stop reading, close the response, and give the connection's session back."""
-        if self._session is None or self._response is None:
-            return
-        session, response, self._session = self._session, self._response, None
-        try:
-            if not self._finished:
-                with anyio.CancelScope() as scope:
-                    scope.cancel()
-                    await self._drain()
-        finally:
-            await _close_response(response)
-            await self._sessions.checkin(session)
-
-    async def _drain(self) -> None:
-        try:
-            while True:
-                await self._chunks.__anext__()
-        except (StopAsyncIteration, httpx.HTTPError):
-            pass
-
-
-async def _close_response(response: httpx.Response) -> None:
-    with anyio.move_on_after(_CLOSE_TIMEOUT, shield=True):
-        await response.aclose()
+_INITIAL_END = "k8s.io/initial-events-end"
+_REFUSED = frozenset({400, 403, 422})  # sendInitialEvents is unknown, disabled or forbidden
 
 
 class Watcher:
@@ -283,6 +111,7 @@ class Watcher:
         reconnect = self.settings.watching.reconnect_backoff
         self._policy = policy or WatchPolicy(reconnect_pause=reconnect)
         self._known: dict[str, tuple[str | None, str, str]] = {}  # uid -> (namespace, name, rv)
+        self._streaming = self.settings.watching.streaming_lists
 
     def __repr__(self) -> str:
         where = f" in {self.namespace!r}" if self.namespace else ""
@@ -314,6 +143,8 @@ class Watcher:
     async def _step(self, phase: Phase, handle: Handler) -> Outcome:
         try:
             match phase:
+                case Phase.LISTING | Phase.RELISTING if self._streaming:
+                    return await self._stream_list(handle)
                 case Phase.LISTING | Phase.RELISTING:
                     return await self._list(handle)
                 case Phase.WATCHING:
@@ -353,9 +184,62 @@ class Watcher:
                 await self._dispatch(handle, WatchEvent("ADDED", body, listed=True))
             version = page.resource_version
             self.state = self.state.listed(anyio.current_time())
+        await self._vanish(handle, fresh)
+        return Listed(version)
+
+    async def _stream_list(self, handle: Handler) -> Outcome:
+        """List with a watch that sends the initial events first (``sendInitialEvents``).
+
+        The objects come as ``ADDED`` events, then a bookmark annotated
+        ``k8s.io/initial-events-end`` says the listing is complete at its resourceVersion. A server
+        that refuses the parameters (400, 403, 422) is listed page by page from then on.
+        """
+        stream = self._stream(self._request(initial=True))
+        fresh: set[str] = set()
+        try:
+            async with stream:
+                self.state = self.state.with_stream(open=True)
+                while True:
+                    line, stalled = await self._next_line(stream, math.inf)
+                    if line is None and stalled:
+                        return Failed("The streaming list stalled before its last object.")
+                    if line is None:  # an old server ignores the parameters: it never ends them
+                        return await self._refused(handle, "it never marked the initial events")
+                    kind, body = _parse(line)
+                    if body is None:
+                        return Failed(f"A garbled line in the streaming list: {line[:100]!r}")
+                    if kind == "ERROR":
+                        return outcome_of_status(body)
+                    metadata = body.get("metadata") or {}
+                    self.state = self.state.listed(anyio.current_time())
+                    if kind == "BOOKMARK":
+                        if (metadata.get("annotations") or {}).get(_INITIAL_END) == "true":
+                            await self._vanish(handle, fresh)
+                            return Listed(str(metadata.get("resourceVersion") or ""))
+                    elif kind == "ADDED":
+                        fresh.add(self._remember(body))
+                        body = (
+                            body if self.client.keep_managed_fields else strip_managed_fields(body)
+                        )
+                        await self._dispatch(handle, WatchEvent("ADDED", body, listed=True))
+        except ApiError as exc:
+            if exc.status not in _REFUSED:
+                raise
+            return await self._refused(handle, str(exc))
+        finally:
+            self.state = self.state.with_stream(open=False)
+
+    async def _refused(self, handle: Handler, why: str) -> Outcome:
+        """List in pages, now and from now on: the server cannot stream lists."""
+        what = "Streaming lists of %r are not supported (%s); listing in pages."
+        logger.info(what, self.resource, why)
+        self._streaming = False
+        return await self._list(handle)
+
+    async def _vanish(self, handle: Handler, fresh: set[str]) -> None:
+        """Dispatch a synthetic ``DELETED`` for every known object that a relisting missed."""
         for uid in [uid for uid in self._known if uid not in fresh]:
             await self._dispatch(handle, WatchEvent("DELETED", self._forget(uid), synthetic=True))
-        return Listed(version)
 
     def _remember(self, body: Body) -> str:
         metadata = body.get("metadata") or {}
@@ -384,14 +268,7 @@ class Watcher:
 
     async def _watch(self, handle: Handler) -> Outcome:
         watching = self.settings.watching
-        server_timeout = int(watching.server_timeout or random.randint(*_SERVER_TIMEOUTS))
-        connect = watching.connect_timeout or self.settings.networking.connect_timeout
-        stream = LineStream(
-            self.client.sessions,
-            self._request(server_timeout),
-            timeout=httpx.Timeout(server_timeout + _READ_MARGIN, connect=connect),
-            open_timeout=self._open_timeout(),
-        )
+        stream = self._stream(self._request())
         started = anyio.current_time()
         hard_deadline = started + (watching.client_timeout or math.inf)
         events = 0
@@ -409,15 +286,26 @@ class Watcher:
         finally:
             self.state = self.state.with_stream(open=False)
 
-    def _request(self, server_timeout: int) -> Request:
-        params = {
-            "watch": "true",
-            "allowWatchBookmarks": "true",
-            "timeoutSeconds": str(server_timeout),
-            "resourceVersion": self.state.resource_version or "",
-        }
+    def _request(self, *, initial: bool = False) -> Request:
+        """A watch request from the last resourceVersion, or one that lists first."""
+        timeout = int(self.settings.watching.server_timeout or random.randint(*_SERVER_TIMEOUTS))
+        params = {"watch": "true", "allowWatchBookmarks": "true", "timeoutSeconds": str(timeout)}
+        if initial:
+            params |= {"sendInitialEvents": "true", "resourceVersionMatch": "NotOlderThan"}
+        else:
+            params["resourceVersion"] = self.state.resource_version or ""
         params |= {key: value for key, value in self._selectors.items() if value}
         return Request("GET", self._path, params)
+
+    def _stream(self, request: Request) -> LineStream:
+        connect = self.settings.watching.connect_timeout or self.settings.networking.connect_timeout
+        server_timeout = float((request.params or {}).get("timeoutSeconds", _SERVER_TIMEOUTS[1]))
+        return LineStream(
+            self.client.sessions,
+            request,
+            timeout=httpx.Timeout(server_timeout + _READ_MARGIN, connect=connect),
+            open_timeout=self._open_timeout(),
+        )
 
     def _open_timeout(self) -> float:
         watching, networking = self.settings.watching, self.settings.networking
@@ -435,12 +323,8 @@ class Watcher:
         return None, (stalled if scope.deadline < hard_deadline else 0.0)
 
     async def _consume(self, line: bytes, handle: Handler) -> Outcome | None:
-        try:
-            event = json.loads(line)
-            kind, body = event["type"], event["object"]
-        except (ValueError, RecursionError, KeyError, TypeError):
-            body = None
-        if not isinstance(body, dict):
+        kind, body = _parse(line)
+        if body is None:
             return Failed(f"A garbled line in the watch-stream: {line[:100]!r}")
         if kind == "ERROR":
             return outcome_of_status(body)
@@ -455,3 +339,13 @@ class Watcher:
         body = body if self.client.keep_managed_fields else strip_managed_fields(body)
         await self._dispatch(handle, WatchEvent(kind, body))
         return None
+
+
+def _parse(line: bytes) -> tuple[Any, dict[str, Any] | None]:
+    """The type and object of a watch event's line; ``("", None)`` if it is garbled."""
+    try:
+        event = json.loads(line)
+        kind, body = event["type"], event["object"]
+    except (ValueError, RecursionError, KeyError, TypeError):
+        return "", None
+    return (kind, body) if isinstance(body, dict) else ("", None)

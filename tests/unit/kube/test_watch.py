@@ -564,3 +564,102 @@ def test_a_watcher_shows_its_resource_and_phase() -> None:
     client.settings = OperatorSettings()
     expected = "<Watcher kopfexamples.v1.kopf.dev in 'ns' listing>"
     assert repr(Watcher(client, KEX, namespace="ns")) == expected
+
+
+# Streaming lists (sendInitialEvents)
+
+STREAMING = OperatorSettings.model_validate({"watching": {"streaming_lists": True}})
+
+
+def initial_end(version: int) -> bytes:
+    annotations = {"k8s.io/initial-events-end": "true"}
+    body = {"kind": "KopfExample", "metadata": {"resourceVersion": str(version),
+                                                "annotations": annotations}}  # fmt: skip
+    return json.dumps({"type": "BOOKMARK", "object": body}).encode() + b"\n"
+
+
+async def streaming_client(cluster: Cluster) -> KubeClient:
+    vault = Vault()
+    await vault.populate({"token": ConnectionInfo("https://k8s.test", token="t")})
+    return open_client(vault, settings=STREAMING, transport_factory=cluster.factory)
+
+
+@pytest.mark.anyio
+async def test_a_streaming_list_dispatches_the_initial_events_then_watches_from_the_bookmark() -> (
+    None
+):
+    cluster = Cluster()
+    cluster.watches = [
+        stream(line("ADDED", kex("a", 11)), line("ADDED", kex("b", 12)), initial_end(15),
+               then="hang"),
+        stream(line("MODIFIED", kex("a", 16)), then="hang"),
+    ]  # fmt: skip
+    recorder = Recorder(cluster)
+    async with await streaming_client(cluster) as client, anyio.create_task_group() as tg:
+        watcher = Watcher(client, KEX, policy=FAST)
+        with anyio.fail_after(DEADLINE):
+            await tg.start(watcher.run, recorder)
+            await cluster.wait_for(lambda: len(recorder.events) == 3)
+        tg.cancel_scope.cancel()
+    assert recorder.summary() == [
+        ("ADDED", "a", True, False), ("ADDED", "b", True, False), ("MODIFIED", "a", False, False)
+    ]  # fmt: skip
+    assert cluster.lists == []  # no page was listed
+    first, second = cluster.watch_requests
+    assert first.url.params["sendInitialEvents"] == "true"
+    assert first.url.params["resourceVersionMatch"] == "NotOlderThan"
+    assert "resourceVersion" not in first.url.params
+    assert "sendInitialEvents" not in second.url.params  # a resume never asks for it again
+    assert second.url.params["resourceVersion"] == "15"
+
+
+@pytest.mark.anyio
+async def test_a_refused_streaming_list_falls_back_to_pages_for_good() -> None:
+    cluster = Cluster(kex("a", 11))
+    refusal = status(422, "Invalid", causes=[{"field": "sendInitialEvents"}])
+    cluster.watches = [refusal, stream(then="end"), stream(then="hang")]
+    recorder = Recorder(cluster)
+    async with await streaming_client(cluster) as client, anyio.create_task_group() as tg:
+        watcher = Watcher(client, KEX, policy=FAST)
+        with anyio.fail_after(DEADLINE):
+            await tg.start(watcher.run, recorder)
+            await cluster.wait_for(lambda: len(cluster.watch_requests) >= 3)
+        tg.cancel_scope.cancel()
+    assert recorder.summary() == [("ADDED", "a", True, False)]
+    assert len(cluster.lists) == 1
+    assert all("sendInitialEvents" not in r.url.params for r in cluster.watch_requests[1:])
+
+
+@pytest.mark.anyio
+async def test_a_streaming_list_cut_before_its_end_is_retried_and_nothing_is_half_synced() -> None:
+    cluster = Cluster()
+    cluster.watches = [
+        stream(line("ADDED", kex("a", 11)), then="break"),
+        stream(line("ADDED", kex("a", 11)), line("ADDED", kex("b", 12)), initial_end(15),
+               then="hang"),
+    ]  # fmt: skip
+    recorder = Recorder(cluster)
+    async with await streaming_client(cluster) as client, anyio.create_task_group() as tg:
+        watcher = Watcher(client, KEX, policy=FAST)
+        with anyio.fail_after(DEADLINE):
+            await tg.start(watcher.run, recorder)  # started only once the list is complete
+        tg.cancel_scope.cancel()
+    assert [name for _, name, _, _ in recorder.summary()] == ["a", "a", "b"]
+    assert watcher.state.synced
+    assert watcher.state.resource_version == "15"
+    assert all(r.url.params.get("sendInitialEvents") == "true" for r in cluster.watch_requests[:2])
+
+
+@pytest.mark.anyio
+async def test_a_server_that_ignores_streaming_lists_is_listed_in_pages_once_its_stream_ends() -> (
+    None
+):
+    cluster = Cluster(kex("a", 11))
+    cluster.watches = [stream(line("ADDED", kex("a", 11)), then="end"), stream(then="hang")]
+    recorder = Recorder(cluster)
+    async with await streaming_client(cluster) as client, anyio.create_task_group() as tg:
+        with anyio.fail_after(DEADLINE):
+            await tg.start(Watcher(client, KEX, policy=FAST).run, recorder)
+        tg.cancel_scope.cancel()
+    assert [name for _, name, _, _ in recorder.summary()] == ["a", "a"]
+    assert len(cluster.lists) == 1
