@@ -179,7 +179,6 @@ def run(
     """Run an operator: import the handlers, then serve until SIGINT or SIGTERM."""
     from anyop.engine.running import load_sources
     from anyop.engine.running import run as run_operator
-    from anyop.logs import configure
     from anyop.settings import settings_from_environ
 
     clusterwide = _scope(namespace or [], all_namespaces, backend)
@@ -188,10 +187,7 @@ def run(
     if warm_standby and not leader_election:
         raise typer.BadParameter("--warm-standby needs --leader-election.")
     chosen = _priority(dev, priority, None)
-    configure(
-        debug=debug, verbose=verbose, quiet=quiet, log_format=log_format,
-        log_refkey=log_refkey, log_prefix=log_prefix,
-    )  # fmt: skip
+    _configure_logs(debug, verbose, quiet, log_format, log_refkey, log_prefix)
     try:
         settings = settings_from_environ()
         settings.leadership.lease_name = lease_name or settings.leadership.lease_name
@@ -237,20 +233,16 @@ def freeze(
 ) -> None:
     """Pause the operators of a peering: a fake peer of priority 100 for --lifetime seconds."""
     from anyop.engine.peering import freeze as freeze_one
-    from anyop.logs import configure
 
     _only_one(namespace or [], all_namespaces)
     chosen = _priority(dev, priority, 100) or 0
-    configure(
-        debug=debug, verbose=verbose, quiet=quiet, log_format=log_format,
-        log_refkey=log_refkey, log_prefix=log_prefix,
-    )  # fmt: skip
+    _configure_logs(debug, verbose, quiet, log_format, log_refkey, log_prefix)
     who = identity or _user_at_host()
-    for where in _each_peering(namespace or [], peering):
-        act = functools.partial(freeze_one, identity=who, priority=chosen, lifetime=lifetime)
-        _peering_call(act, peering, where)
-        reason = f": {message}" if message else "."
-        typer.echo(f"Frozen {_where(peering, where)} for {lifetime} s as {who!r}{reason}")
+    reason = f": {message}" if message else "."
+    act = functools.partial(freeze_one, identity=who, priority=chosen, lifetime=lifetime)
+    _peering_calls(
+        act, peering, namespace or [], f"Frozen {{where}} for {lifetime} s as {who!r}{reason}"
+    )
 
 
 @app.command(context_settings=ENV)
@@ -268,17 +260,12 @@ def resume(
 ) -> None:
     """Resume the operators of a peering frozen by ``anyop freeze``."""
     from anyop.engine.peering import thaw
-    from anyop.logs import configure
 
     _only_one(namespace or [], all_namespaces)
-    configure(
-        debug=debug, verbose=verbose, quiet=quiet, log_format=log_format,
-        log_refkey=log_refkey, log_prefix=log_prefix,
-    )  # fmt: skip
+    _configure_logs(debug, verbose, quiet, log_format, log_refkey, log_prefix)
     who = identity or _user_at_host()
-    for where in _each_peering(namespace or [], peering):
-        _peering_call(functools.partial(thaw, identity=who), peering, where)
-        typer.echo(f"Resumed {_where(peering, where)} (removed {who!r}).")
+    act = functools.partial(thaw, identity=who)
+    _peering_calls(act, peering, namespace or [], f"Resumed {{where}} (removed {who!r}).")
 
 
 def _user_at_host() -> str:
@@ -287,26 +274,36 @@ def _user_at_host() -> str:
     return user_at_host()
 
 
-def _each_peering(namespaces: list[str], name: str) -> list[str | None]:
-    if not name:
-        raise typer.BadParameter("The peering name must not be empty.")
-    return list(namespaces) if namespaces else [None]
+def _configure_logs(
+    debug: bool, verbose: bool, quiet: bool, log_format: str, log_refkey: str,
+    log_prefix: bool | None,
+) -> None:  # fmt: skip
+    from anyop.logs import configure
+
+    configure(
+        debug=debug, verbose=verbose, quiet=quiet, log_format=log_format,
+        log_refkey=log_refkey, log_prefix=log_prefix,
+    )  # fmt: skip
 
 
-def _where(name: str, namespace: str | None) -> str:
-    return f"{name!r} in {namespace!r}" if namespace else f"{name!r} (cluster-wide)"
-
-
-def _peering_call(act: Any, name: str, namespace: str | None) -> None:
-    """Run ``act(client, name, namespace)`` with a fresh login; exit 1 on an anyop error."""
+def _peering_calls(act: Any, name: str, namespaces: list[str], done: str) -> None:
+    """Log in once, run ``act(client, name, namespace)`` for every namespace (or the cluster),
+    and echo ``done`` (with ``{where}`` filled in) after each; exit 1 on an anyop error."""
     import anyio
 
     from anyop.engine.authentication import login
+    from anyop.engine.peering import describe
     from anyop.kube.client import open_client
+
+    if not name:
+        raise typer.BadParameter("The peering name must not be empty.")
 
     async def main() -> None:
         async with open_client(await login()) as client:
-            await act(client, name, namespace)
+            targets: list[str | None] = [*namespaces] if namespaces else [None]
+            for namespace in targets:
+                await act(client, name, namespace)
+                typer.echo(done.format(where=describe(name, namespace)))
 
     try:
         anyio.run(main)

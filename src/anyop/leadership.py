@@ -165,11 +165,7 @@ def lease_body(
         "renewTime": stamp,
         "leaseTransitions": record.transitions + (1 if action is Action.TAKE else 0),
     }
-    metadata: dict[str, Any] = {"name": record.name, "namespace": record.namespace}
-    if action is not Action.CREATE:
-        metadata["resourceVersion"] = record.resource_version
-    return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": metadata,
-            "spec": spec}  # fmt: skip
+    return _lease(record, spec, versioned=action is not Action.CREATE)
 
 
 def release_body(record: LeaseRecord, *, now: datetime.datetime) -> dict[str, Any]:
@@ -181,7 +177,13 @@ def release_body(record: LeaseRecord, *, now: datetime.datetime) -> dict[str, An
         "renewTime": micro_time(now),
         "leaseTransitions": record.transitions,
     }
-    metadata = {"name": record.name, "namespace": record.namespace,
-                "resourceVersion": record.resource_version}  # fmt: skip
-    return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": metadata,
+    return _lease(record, spec, versioned=True)
+
+
+def _lease(record: LeaseRecord, spec: dict[str, Any], *, versioned: bool) -> dict[str, Any]:
+    """A whole Lease named as ``record``; ``versioned``: only if still at its resourceVersion."""
+    metadata: dict[str, Any] = {"name": record.name, "namespace": record.namespace}
+    if versioned:
+        metadata["resourceVersion"] = record.resource_version
+    return {"apiVersion": LEASES.api_version, "kind": LEASES.kind, "metadata": metadata,
             "spec": spec}  # fmt: skip

@@ -91,11 +91,10 @@ class Metrics:
         if result == "error":
             self._cycle_errors.labels(controller).inc()
 
-    def handler(self, controller: str, handler: str, outcome: str, seconds: float | None) -> None:
-        """Count a handler's run: ``success``, ``retry`` or ``failure`` (and its duration)."""
+    def handler(self, controller: str, handler: str, outcome: str, seconds: float) -> None:
+        """Count a handler's run: ``success``, ``retry`` or ``failure``, and its duration."""
         self._handlers.labels(controller, handler, outcome).inc()
-        if seconds is not None:
-            self._handler_time.labels(controller, handler).observe(seconds)
+        self._handler_time.labels(controller, handler).observe(seconds)
         if outcome == "retry":
             self._retries.labels(controller).inc()
 

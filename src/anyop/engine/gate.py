@@ -99,6 +99,11 @@ class Gate:
             finally:
                 self._scopes.discard(scope)
 
+    def round_scope(self) -> contextlib.AbstractContextManager[object]:
+        """Where a serving round runs: fenced, unless standbys keep watching (then only the
+        handling is fenced, see the warm path of :mod:`.resources`)."""
+        return contextlib.nullcontext() if self.warm else self.fenced()
+
     def _wake(self) -> None:
         changed, self._changed = self._changed, anyio.Event()
         changed.set()

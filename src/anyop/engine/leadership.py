@@ -136,7 +136,7 @@ class LeaseKeeper:
 
     def pause(self, why: str) -> None:
         """Pause serving, unless standbys keep watching (then the fence alone holds handling)."""
-        if not self.settings.keep_watching:
+        if not self.gate.warm:
             self.gate.pause(HOLDER, why)
 
     def _standing_by(self, holder: str | None) -> None:

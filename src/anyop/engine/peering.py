@@ -35,7 +35,7 @@ from anyop.peering import (
 )
 from anyop.settings import PeeringSettings
 
-__all__ = ["PeeringKeeper", "find_peering", "freeze", "hold_peering", "thaw"]
+__all__ = ["PeeringKeeper", "describe", "find_peering", "freeze", "hold_peering", "thaw"]
 
 logger = logging.getLogger("anyop.peering")
 
@@ -50,7 +50,8 @@ def _now() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC)
 
 
-def _describe(name: str, namespace: str | None) -> str:
+def describe(name: str, namespace: str | None) -> str:
+    """A peering object as log lines name it."""
     return f"{name!r} in {namespace!r}" if namespace else f"{name!r} (cluster-wide)"
 
 
@@ -103,7 +104,7 @@ class PeeringKeeper:
     @property
     def where(self) -> str:
         """The peering object, for log messages."""
-        return _describe(self.settings.name, self.namespace)
+        return describe(self.settings.name, self.namespace)
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         """Keep our record alive and act on the others' until cancelled; then say goodbye."""
@@ -115,18 +116,17 @@ class PeeringKeeper:
             async with anyio.create_task_group() as tg:
                 await tg.start(watcher.run, self._seen)
                 await self._keep_alive()
-                self._judge()
+                changed, verdict = self._changed, self._judge()
                 task_status.started()
-                await self._serve_forever()
+                await self._serve_forever(changed, verdict)
         finally:
             with anyio.move_on_after(GOODBYE_TIMEOUT, shield=True):
                 await self._patch(removal_patch([self.identity]), quiet=True)
 
-    async def _serve_forever(self) -> None:
+    async def _serve_forever(self, changed: anyio.Event, verdict: Verdict) -> None:
+        """Remove dead peers, wait for a change, an expiry or the keep-alive; judge again."""
         next_keepalive = anyio.current_time() + keepalive_interval(self.settings.lifetime)
         while True:
-            changed = self._changed
-            verdict = self._judge()
             if verdict.dead:
                 await self._patch(removal_patch(verdict.dead))
             wake = next_keepalive
@@ -138,6 +138,7 @@ class PeeringKeeper:
             if anyio.current_time() >= next_keepalive:
                 await self._keep_alive()
                 next_keepalive = anyio.current_time() + keepalive_interval(self.settings.lifetime)
+            changed, verdict = self._changed, self._judge()
 
     async def _seen(self, event: WatchEvent) -> None:
         self.status = {} if event.type == "DELETED" else dict(event.object.get("status") or {})
@@ -220,7 +221,7 @@ async def _peer_in(
     task_status: anyio.abc.TaskStatus[None],
 ) -> None:
     found = await find_peering(client, settings.name, namespace)
-    where = _describe(settings.name, namespace)
+    where = describe(settings.name, namespace)
     if found is None and not settings.mandatory:
         what = "Default peering object" if settings.name == "default" else f"Peering object {where}"
         logger.warning(f"{what} is not found, falling back to the standalone mode.")
@@ -276,5 +277,5 @@ async def thaw(client: KubeClient, name: str, namespace: str | None, *, identity
 async def _existing(client: KubeClient, name: str, namespace: str | None) -> Resource:
     found = await find_peering(client, name, namespace)
     if found is None:
-        raise ConfigError(f"Peering object {_describe(name, namespace)} is not found.")
+        raise ConfigError(f"Peering object {describe(name, namespace)} is not found.")
     return found[0]

@@ -124,12 +124,12 @@ class Health:
         self.memo = memo
         self.indexes = indexes
         self.ready = False
-        self.watchers: dict[str, Any] = {}
+        self.watchers: dict[str, Watched] = {}
         self._cache: tuple[float, int, dict[str, Any]] | None = None
         self._lock = anyio.Lock()
 
     @contextlib.contextmanager
-    def watching(self, key: str, watcher: Any) -> Iterator[None]:
+    def watching(self, key: str, watcher: Watched) -> Iterator[None]:
         """Report ``watcher.state`` while the block runs."""
         self.watchers[key] = watcher
         try:

@@ -6,14 +6,12 @@ returns when its stop event is set or when it is cancelled.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import dataclasses
 import functools
 import logging
 import re
 from collections.abc import Awaitable, Callable, Collection
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -43,6 +41,7 @@ from anyop.handlers.registry import OperatorRegistry, get_default_registry
 from anyop.handlers.stopping import DaemonStoppingReason
 from anyop.kube.auth import Vault
 from anyop.kube.client import open_client
+from anyop.kube.config import pod_namespace
 from anyop.kube.resources import Resource
 from anyop.metrics import current_metrics
 from anyop.settings import OperatorSettings
@@ -102,8 +101,10 @@ async def serve(
     async with anyio.create_task_group() as logins:
         if relogin:
             logins.start_soon(keep_logged_in, vault, registry, settings, memo, indexes)
-        operator = functools.partial(_serve_logged_in, vault, registry, settings, memo, indexes)
-        await operator(namespaces, clusterwide, stop_event, ready_event)
+        await _serve_logged_in(
+            vault, registry, settings, memo, indexes, namespaces, clusterwide, stop_event,
+            ready_event,
+        )  # fmt: skip
         logins.cancel_scope.cancel()
 
 
@@ -130,14 +131,15 @@ async def _serve_logged_in(
             None,
             registry,
             settings,
-            new_memo=_memo_factory(memo),
+            new_memo=functools.partial(copy.copy, memo),  # a shallow copy for every object
             limiter=limiter,
             indexer=Indexer(registry, settings, limiter, indexes),
             metrics=metrics,
             stop_reason=functools.partial(_stop_reason, stop),
         )
-        follow = needs_following(registry, served.resources)
-        scopes = (namespaces, clusterwide, follow)
+        scopes = Scopes(
+            NamespacePatterns(namespaces), clusterwide, needs_following(registry, served.resources)
+        )
         poster = EventPoster(client, settings)
         posted = anyio.Event()
         with poster.installed():
@@ -159,17 +161,26 @@ def _stop_reason(stop: anyio.Event) -> DaemonStoppingReason:
     return DaemonStoppingReason.OPERATOR_PAUSING
 
 
+@dataclasses.dataclass(frozen=True)
+class Scopes:
+    """What to serve: namespace patterns or the whole cluster; whether CRDs are followed."""
+
+    patterns: NamespacePatterns
+    clusterwide: bool
+    follow: bool
+
+
 async def _serve_gated(
     template: ResourceScope,
     served: ServedResources,
-    scopes: tuple[Collection[str | re.Pattern[str]], bool, bool],
+    scopes: Scopes,
     stop: anyio.Event,
     ready_event: anyio.Event | None,
 ) -> None:
     """Peer and elect a leader beside the serving rounds; serve only while the gate is open."""
-    namespaces, clusterwide, _ = scopes
+    clusterwide = scopes.clusterwide
     client, settings = template.client, template.settings
-    exact = NamespacePatterns(namespaces).exact_names
+    exact = scopes.patterns.exact_names
     leadership = settings.leadership
     gate = Gate(warm=leadership.enabled and leadership.keep_watching)
     template = dataclasses.replace(template, gate=gate)
@@ -204,7 +215,7 @@ async def _serve_rounds(
             await first_of(stop.wait, gate.wait_open)
             continue
         ending = anyio.Event()
-        with contextlib.nullcontext() if gate.warm else gate.fenced():
+        with gate.round_scope():
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_set_after_first, ending, stop.wait, gate.wait_paused)
                 await serve_scopes(ending, ready_event)
@@ -219,25 +230,19 @@ async def _set_after_first(event: anyio.Event, *waits: Callable[[], Awaitable[An
 def lease_namespace(configured: str | None, served: list[str] | None) -> str:
     """Where the leadership Lease lives: as configured, else the pod's namespace, else the first
     served namespace, else ``default``."""
-    if configured:
-        return configured
-    pod = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-    if pod.is_file():
-        return pod.read_text().strip()
-    return served[0] if served else "default"
+    return configured or pod_namespace() or (served[0] if served else "default")
 
 
 async def _serve_scopes(
     template: ResourceScope,
     served: ServedResources,
-    scopes: tuple[Collection[str | re.Pattern[str]], bool, bool],
-    stop_event: anyio.Event | None,
+    scopes: Scopes,
+    stop_event: anyio.Event,
     ready_event: anyio.Event | None,
 ) -> None:
     """Start every scope (and the namespace and CRD following), report readiness, wait for stop."""
-    namespaces, clusterwide, follow = scopes
+    patterns, clusterwide, follow = scopes.patterns, scopes.clusterwide, scopes.follow
     stopping = anyio.Event()
-    patterns = NamespacePatterns(namespaces)
     group = functools.partial(serve_group, template, served, stopping=stopping)
     async with anyio.create_task_group() as tg, anyio.create_task_group() as followers:
         if follow:
@@ -256,10 +261,7 @@ async def _serve_scopes(
         if ready_event is not None:
             ready_event.set()
         logger.debug("The operator is ready: %d resources.", len(served.resources))
-        if stop_event is None:
-            await anyio.sleep_forever()
-        else:
-            await stop_event.wait()
+        await stop_event.wait()
         logger.info("Stop is requested. Stopping the watches and the workers.")
         followers.cancel_scope.cancel()
         stopping.set()
@@ -277,8 +279,8 @@ async def _discover(
     """Serve the namespaced resources in every namespace matching the patterns."""
 
     async def serve_one(namespace: str, *, task_status: anyio.abc.TaskStatus[None]) -> None:
-        group = functools.partial(serve_group, template, served, namespace, stopping)
-        await group(namespaced=True, task_status=task_status)
+        await serve_group(template, served, namespace, stopping, namespaced=True,
+                          task_status=task_status)  # fmt: skip
 
     await serve_namespaces(
         template.client,
@@ -288,15 +290,6 @@ async def _discover(
         settings=template.settings,
         task_status=task_status,
     )
-
-
-def _memo_factory(memo: Any) -> Callable[[], Any]:
-    """Each object gets a shallow copy of the operator's memo."""
-
-    def new() -> Any:
-        return copy.copy(memo)
-
-    return new
 
 
 def _thread_limiter(settings: OperatorSettings) -> anyio.CapacityLimiter:

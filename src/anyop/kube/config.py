@@ -24,6 +24,7 @@ from anyop.kube.kubeconfig import ClusterConfig, TokenFile, UserConfig
 
 __all__ = [
     "SERVICEACCOUNT_ROOT",
+    "pod_namespace",
     "ClientCertificate",
     "ClusterConfig",
     "ConnectionInfo",
@@ -202,7 +203,7 @@ def load_incluster(
     return ServiceAccount(
         server=server,
         ca_path=str(ca_path) if ca_path.is_file() else None,
-        namespace=_pod_namespace(folder) or "default",
+        namespace=pod_namespace(folder) or "default",
         token_file=TokenFile(str(folder / "token"), "the service account"),
     )
 
@@ -248,7 +249,7 @@ def load_kubeconfig(
     files = _existing_files(paths, os.environ if environ is None else environ)
     merged = kubeconfig.merge([(path, kubeconfig.read_document(path)) for path in files])
     chosen = kubeconfig.choose_context(merged, context)
-    fallback = _pod_namespace(Path(serviceaccount_root)) or "default"
+    fallback = pod_namespace(Path(serviceaccount_root)) or "default"
     return KubeConfig(
         context=chosen.name,
         cluster=chosen.cluster,
@@ -286,7 +287,8 @@ def _client_certificate(user: UserConfig, found: ExecCredential) -> ClientCertif
     )
 
 
-def _pod_namespace(root: Path) -> str | None:
+def pod_namespace(root: Path = Path(SERVICEACCOUNT_ROOT)) -> str | None:
+    """The namespace of the pod's service account, if running in one (an empty file: ``None``)."""
     try:
         return (root / "namespace").read_text(encoding="utf-8").strip() or None
     except OSError:

@@ -194,7 +194,7 @@ class Watcher:
         ``k8s.io/initial-events-end`` says the listing is complete at its resourceVersion. A server
         that refuses the parameters (400, 403, 422) is listed page by page from then on.
         """
-        stream = self._stream(self._request(initial=True))
+        stream = self._stream(initial=True)
         fresh: set[str] = set()
         try:
             async with stream:
@@ -268,7 +268,7 @@ class Watcher:
 
     async def _watch(self, handle: Handler) -> Outcome:
         watching = self.settings.watching
-        stream = self._stream(self._request())
+        stream = self._stream()
         started = anyio.current_time()
         hard_deadline = started + (watching.client_timeout or math.inf)
         events = 0
@@ -286,24 +286,21 @@ class Watcher:
         finally:
             self.state = self.state.with_stream(open=False)
 
-    def _request(self, *, initial: bool = False) -> Request:
-        """A watch request from the last resourceVersion, or one that lists first."""
-        timeout = int(self.settings.watching.server_timeout or random.randint(*_SERVER_TIMEOUTS))
+    def _stream(self, *, initial: bool = False) -> LineStream:
+        """A watch from the last resourceVersion, or one that lists first (``initial``)."""
+        watching = self.settings.watching
+        timeout = int(watching.server_timeout or random.randint(*_SERVER_TIMEOUTS))
         params = {"watch": "true", "allowWatchBookmarks": "true", "timeoutSeconds": str(timeout)}
         if initial:
             params |= {"sendInitialEvents": "true", "resourceVersionMatch": "NotOlderThan"}
         else:
             params["resourceVersion"] = self.state.resource_version or ""
         params |= {key: value for key, value in self._selectors.items() if value}
-        return Request("GET", self._path, params)
-
-    def _stream(self, request: Request) -> LineStream:
-        connect = self.settings.watching.connect_timeout or self.settings.networking.connect_timeout
-        server_timeout = float((request.params or {}).get("timeoutSeconds", _SERVER_TIMEOUTS[1]))
+        connect = watching.connect_timeout or self.settings.networking.connect_timeout
         return LineStream(
             self.client.sessions,
-            request,
-            timeout=httpx.Timeout(server_timeout + _READ_MARGIN, connect=connect),
+            Request("GET", self._path, params),
+            timeout=httpx.Timeout(timeout + _READ_MARGIN, connect=connect),
             open_timeout=self._open_timeout(),
         )
 
