@@ -14,7 +14,6 @@ date with what the server advertises, and removes the non-persistent webhooks at
 from __future__ import annotations
 
 import contextlib
-import datetime
 import logging
 import math
 from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
@@ -24,6 +23,7 @@ import anyio
 import anyio.abc
 from anyio.streams.memory import MemoryObjectSendStream
 
+from anyop.engine.handling import common_kwargs, utcnow
 from anyop.engine.indexes import Indexer
 from anyop.engine.invocation import invoke
 from anyop.errors import ConfigError
@@ -83,7 +83,7 @@ class Reviewer:
     ) -> None:
         self.registry = registry
         self.settings = settings
-        self.resources = {(r.group, r.version, r.plural): r for r in resources}
+        self.resources = {r: r for r in resources}  # found by (group, version, plural)
         self.new_memo = new_memo
         self.indexer = indexer
         self.limiter = limiter
@@ -122,10 +122,10 @@ class Reviewer:
     def _cause(
         self, request: AdmissionRequest, webhook: str | None, reason: WebhookType | None
     ) -> WebhookCause:
-        resource = self.resources.get((request.group, request.version, request.plural))
+        key = Resource(request.group, request.version, request.plural)
+        resource = self.resources.get(key)
         if resource is None:
-            name = f"{request.plural}.{request.version}.{request.group}".rstrip(".")
-            raise ReviewError(f"The resource {name} is not served by this operator.", 404)
+            raise ReviewError(f"The resource {key} is not served by this operator.", 404)
         if webhook is not None and all(h.id != webhook for h in self.registry.webhooks.handlers):
             raise ReviewError(f"No admission handler has the id {webhook!r}.", 404)
         return WebhookCause(
@@ -143,15 +143,16 @@ class Reviewer:
         sslpeer: SSLPeer | None,
     ) -> dict[str, Any]:
         warnings: list[str] = []
-        extra = {
-            "logger": object_logger(cause.body), "memo": self.new_memo(), "patch": Patch(),
-            "settings": self.settings, "warnings": warnings, "userinfo": request.userinfo,
-            "headers": dict(headers or {}), "sslpeer": sslpeer, "reason": cause.reason,
-            "retry": 0, "started": datetime.datetime.now(datetime.UTC),
-            "runtime": datetime.timedelta(0), "param": None,
+        admission = {
+            "warnings": warnings, "userinfo": request.userinfo, "headers": dict(headers or {}),
+            "sslpeer": sslpeer, "reason": cause.reason,
         }  # fmt: skip
-        indexes = self.indexer.kwargs() if self.indexer is not None else {}
-        return {**cause.kwargs, **extra, **indexes}
+        kwargs = common_kwargs(
+            {**cause.kwargs, **admission}, logger=object_logger(cause.body),
+            memo=self.new_memo(), patch=Patch(), settings=self.settings, indexer=self.indexer,
+        )  # fmt: skip
+        kwargs["started"] = utcnow()
+        return kwargs
 
     async def _run(
         self, handler: ResourceWebhookHandler, base: Mapping[str, Any], request: AdmissionRequest

@@ -89,12 +89,10 @@ class AdmissionApp:
         body = _Body(receive)
         try:
             status, answer = 200, await self._limited(scope, body)
-        except HTTPError as e:
+        except (HTTPError, ReviewError) as e:
             status, answer = e.status, {"error": str(e)}
-            logger.warning("Webhook request refused with %d: %s", e.status, e)
-        except ReviewError as e:
-            status, answer = e.status, {"error": str(e)}
-            logger.warning("Bad admission review refused with %d: %s", e.status, e)
+            what = "Webhook request" if isinstance(e, HTTPError) else "Bad admission review"
+            logger.warning("%s refused with %d: %s", what, e.status, e)
         except Exception as e:  # e.g. a filter callback failed: a bug to see, not a crash
             status, answer = 500, {"error": f"The review failed: {e!r:.500}"}
             logger.exception("An admission review failed unexpectedly.")

@@ -139,7 +139,7 @@ def decode_review(raw: bytes) -> Any:
         return json.loads(raw)
     except RecursionError:
         raise ReviewError("The request body is nested too deeply.") from None
-    except (UnicodeDecodeError, ValueError) as e:
+    except ValueError as e:  # UnicodeDecodeError included
         raise ReviewError(f"The request body is not JSON: {e}.") from None
 
 
@@ -219,10 +219,9 @@ def _too_deep(value: Any, limit: int) -> bool:
 def error_status(errors: Iterable[BaseException]) -> tuple[str, int] | None:
     """The one message and code to deny with: admission errors first, then permanent, then
     temporary, then any other error (Kopf's order); ``None`` if there are no errors."""
-    ranked = sorted(errors, key=_rank)
-    if not ranked:
+    error = min(errors, key=_rank, default=None)  # the first of equals, as sorting keeps them
+    if error is None:
         return None
-    error = ranked[0]
     message = str(error) or type(error).__name__
     code = error.code if isinstance(error, AdmissionError) else None
     return message, code if code is not None else 500

@@ -10,6 +10,7 @@ Desktop variants only advertise the host name those clusters use to reach their 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import functools
 import logging
 import ssl
@@ -181,8 +182,8 @@ class WebhookServer:
             if context is not None and self.certfile and self.pkeyfile and not self.context:
                 files = CertificateFiles(Path(self.certfile), Path(self.pkeyfile))
                 tg.start_soon(self._follow_files, context, files)
-            logger.info("Webhook server listens at %s.", bound.url(self.path or ""))
-            yield self._client_config(bound, ca_pem)
+            logger.info("Webhook server listens at %s.", bound.url(app.path))
+            yield self._client_config(bound, app.path, ca_pem)
             await anyio.sleep_forever()
 
     def _tls(self) -> tuple[ssl.SSLContext | None, bytes | None]:
@@ -243,12 +244,11 @@ class WebhookServer:
                 else:
                     logger.info("The webhook certificate changed on disk and is reloaded.")
 
-    def _client_config(self, bound: BoundAddress, ca_pem: bytes | None) -> WebhookClientConfig:
-        host = self.advertised_host
-        host = f"[{host}]" if ":" in host else host
-        scheme = "http" if self.insecure else "https"
-        path = "/" + self.path.strip("/") if self.path and self.path.strip("/") else ""
-        config = WebhookClientConfig(url=f"{scheme}://{host}:{bound.port}{path}")
+    def _client_config(
+        self, bound: BoundAddress, path: str, ca_pem: bytes | None
+    ) -> WebhookClientConfig:
+        advertised = dataclasses.replace(bound, host=self.advertised_host)
+        config = WebhookClientConfig(url=advertised.url(path))
         if ca_pem is not None:
             config["caBundle"] = base64.b64encode(ca_pem).decode("ascii")
         return config

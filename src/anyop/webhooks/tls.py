@@ -83,7 +83,7 @@ def server_context(
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.set_alpn_protocols(["h2", "http/1.1"])
     context.sslobject_class = PeerRecordingSSLObject
-    context.load_cert_chain(str(certfile), str(keyfile), password=password)
+    reload(context, certfile, keyfile, password)
     if verification.configured:
         cadata = verification.cadata
         context.load_verify_locations(
@@ -117,7 +117,10 @@ def san_hosts(hosts: Iterable[str | None]) -> list[str]:
 
 def certificate_names(cert_pem: bytes) -> tuple[set[str], set[str]]:
     """The DNS names and the IP addresses (normalised) among a certificate's SANs."""
-    cert = x509.load_pem_x509_certificate(cert_pem)
+    return _names(x509.load_pem_x509_certificate(cert_pem))
+
+
+def _names(cert: x509.Certificate) -> tuple[set[str], set[str]]:
     try:
         sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     except x509.ExtensionNotFound:
@@ -141,7 +144,7 @@ def check_certificate(cert_pem: bytes, host: str, *, ca_pem: bytes | None = None
             f"The webhook certificate is valid only from {cert.not_valid_before_utc} to "
             f"{cert.not_valid_after_utc}."
         )
-    dns, ips = certificate_names(cert_pem)
+    dns, ips = _names(cert)
     if not _covers(host, dns, ips):
         raise ConfigError(
             f"The webhook certificate has no SAN for {host!r} (it has {sorted(dns | ips)}); "
