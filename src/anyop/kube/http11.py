@@ -25,7 +25,14 @@ import anyio.abc
 import httptools
 import httpx
 
-__all__ = ["Http11Connection", "SocketOption", "encode_chunk", "encode_head", "open_connection"]
+__all__ = [
+    "Http11Connection",
+    "SocketOption",
+    "encode_chunk",
+    "encode_fields",
+    "encode_head",
+    "open_connection",
+]
 
 SocketOption = tuple[int, int, int]
 
@@ -47,17 +54,25 @@ def encode_head(method: bytes, target: bytes, headers: Sequence[tuple[bytes, byt
         headers: The header fields, as given (httpx already adds ``Host``).
 
     Raises:
-        httpx.LocalProtocolError: A line break in a header (httpx lets them through), which
-            would smuggle in headers of its own.
+        httpx.LocalProtocolError: A line break in a header (httpx lets them through) or in the
+            request line, which would smuggle in headers of its own.
     """
-    lines = [method + b" " + target + b" HTTP/1.1"]
-    lines.extend([name + b": " + value for name, value in headers])
-    lines.append(b"\r\n")
-    head = b"\r\n".join(lines)
-    breaks = len(lines)  # the separators, and the empty line's own
-    if head.count(b"\n") != breaks or head.count(b"\r") != breaks:
-        raise httpx.LocalProtocolError("A line break in a request header or line")
-    return head
+    line = method + b" " + target + b" HTTP/1.1\r\n"
+    if line.count(b"\n") != 1 or line.count(b"\r") != 1:
+        raise httpx.LocalProtocolError("A line break in a request line")
+    return line + encode_fields(headers) + b"\r\n"
+
+
+def encode_fields(headers: Sequence[tuple[bytes, bytes]]) -> bytes:
+    """Return header fields as lines, each ending in CRLF.
+
+    Raises:
+        httpx.LocalProtocolError: A line break in a name or a value.
+    """
+    block = b"".join([name + b": " + value + b"\r\n" for name, value in headers])
+    if block.count(b"\n") != len(headers) or block.count(b"\r") != len(headers):
+        raise httpx.LocalProtocolError("A line break in a request header")
+    return block
 
 
 def encode_chunk(data: bytes) -> bytes:

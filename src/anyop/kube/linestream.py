@@ -107,7 +107,12 @@ class LineStream:
             raise transport_error(exc, "The watch request failed") from exc
         if response.is_error:
             try:
-                raise await self._sessions.reject(session, response)
+                try:
+                    content = await response.aread()
+                except httpx.HTTPError:
+                    content = b""  # the status alone is enough
+                status, headers = response.status_code, response.headers
+                raise await self._sessions.reject(session, status, headers, content)
             finally:
                 await _close_response(response)
         return response

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import math
 import random
 import socket
 import ssl
@@ -22,6 +23,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import quote, urlencode
 
 import anyio
 import anyio.to_thread
@@ -31,6 +33,8 @@ from anyop._version import __version__
 from anyop.errors import AnyopError, ApiError, TransportError, UnauthorizedError
 from anyop.kube.auth import Vault
 from anyop.kube.connection import ConnectionInfo
+from anyop.kube.http11 import encode_fields
+from anyop.kube.pool import Origin
 from anyop.kube.ratelimit import RateLimiter
 from anyop.kube.retries import (
     Failure,
@@ -40,7 +44,7 @@ from anyop.kube.retries import (
     is_idempotent,
     may_retry,
 )
-from anyop.kube.transport import KubeTransport
+from anyop.kube.transport import KubeTransport, RawResponse
 from anyop.settings import NetworkingSettings
 
 __all__ = [
@@ -69,6 +73,8 @@ MAX_CONNECTIONS = 64
 _MAX_SESSIONS = 4  # credentials kept open at once; older ones are closed once idle
 _MAX_RELOGINS = 3  # 401s tolerated per request, each after the vault's next credential
 _CLOSE_TIMEOUT = 5.0
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_PATH_SAFE = "/:@!$&'()*+,;=-._~%"  # a path's own characters (RFC 3986), and escapes as they are
 _UNSENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.UnsupportedProtocol)
 
 
@@ -127,6 +133,17 @@ def _keepalive_options() -> list[tuple[int, int, int]]:
     return options
 
 
+def _decoded(fields: list[tuple[bytes, bytes]], content: bytes) -> bytes:
+    """Undo a content coding that a server applied although none was asked for."""
+    for name, value in fields:
+        if name.lower() == b"content-encoding" and value.lower() != b"identity":
+            try:
+                return httpx.Response(200, headers=fields, content=content).content
+            except httpx.DecodingError as exc:
+                raise transport_error(exc, "The API server's answer cannot be decoded") from exc
+    return content
+
+
 def transport_error(exc: BaseException, what: str = "The request failed") -> TransportError:
     """Wrap a transport exception (httpx's, or a timeout) into a :class:`TransportError`."""
     error = TransportError(f"{what}: {type(exc).__name__}: {exc}".rstrip(": "))
@@ -175,8 +192,52 @@ class Session:
     """The server's URL without a trailing slash."""
     headers: dict[str, str] = dataclasses.field(default_factory=dict)
     """The headers every request of this session carries (auth, User-Agent, Accept)."""
-    transport: httpx.AsyncBaseTransport | None = None
-    """The client's transport, for the fast path of plain requests."""
+    route: Route | None = None
+    """Where and how plain requests go straight to a :class:`KubeTransport` (the fast path)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Route:
+    """The fast path of a session's plain requests: a :class:`KubeTransport` and what to send.
+
+    Attributes:
+        transport: The session's transport.
+        origin: The API server's pool key.
+        prefix: The base URL's path (without a trailing slash), put before every request path.
+        headers: The session's header lines (``Host``, ``Authorization``, ``User-Agent``,
+            ``Accept``), each ending in CRLF, checked for line breaks once.
+    """
+
+    transport: KubeTransport
+    origin: Origin
+    prefix: str
+    headers: bytes
+
+    @classmethod
+    def of(cls, http: httpx.AsyncClient, tls_server_name: str | None) -> Route | None:
+        """The route of an HTTP client with a :class:`KubeTransport`; ``None`` for any other.
+
+        Answers come back uncompressed (no ``Accept-Encoding``): on the fast path, decoding
+        costs more client CPU than the bytes cost on the wire to an API server nearby.
+        """
+        transport = http._transport
+        if not isinstance(transport, KubeTransport):
+            return None
+        url = http.base_url
+        scheme, port = url.scheme, url.port or _DEFAULT_PORTS.get(url.scheme, 0)
+        origin = Origin(scheme, url.host, port, tls_server_name)
+        fields = [(b"Host", url.netloc)]  # as httpx sends it: no port if it is the default
+        fields += [(k, v) for k, v in http.headers.raw if k.lower() != b"accept-encoding"]
+        prefix = url.raw_path.decode("ascii").rstrip("/")
+        return cls(transport, origin, prefix, encode_fields(fields))
+
+    def head(self, method: str, path: str, params: Mapping[str, str] | None, extra: bytes) -> bytes:
+        """The request line and headers of a request to ``path`` with ``params``."""
+        target = self.prefix + quote(path, safe=_PATH_SAFE)
+        if params:
+            target += "?" + urlencode(params)
+        line = b"%s %s HTTP/1.1\r\n" % (method.encode(), target.encode())
+        return line + self.headers + extra + b"\r\n"
 
 
 class SessionPool:
@@ -258,21 +319,31 @@ class SessionPool:
         total = self.networking.request_timeout
         session = await self.checkout()
         try:
-            built = self.build(session, request, self.timeout(total))
+            route = session.route if self.direct else None
             started = time.monotonic()
+            deadline = math.inf if total is None else anyio.current_time() + total
             try:
-                with anyio.fail_after(total):
-                    response = await self._send(session, built)
-            except TimeoutError as exc:
-                self._observe(request, None, started)
-                raise transport_error(exc, f"No answer within {total}s") from exc
+                with anyio.CancelScope(deadline=deadline) as scope:
+                    if route is None:
+                        response = await session.http.send(
+                            self.build(session, request, self.timeout(total))
+                        )
+                        status, content = response.status_code, response.content
+                    else:
+                        status, fields, content = await self._fetch(route, request)
             except httpx.HTTPError as exc:
                 self._observe(request, None, started)
                 raise transport_error(exc) from exc
-            self._observe(request, response.status_code, started)
-            if response.is_error:
-                raise await self.reject(session, response)
-            return self._decode(response)
+            if scope.cancelled_caught:
+                self._observe(request, None, started)
+                raise transport_error(TimeoutError(), f"No answer within {total}s")
+            self._observe(request, status, started)
+            if status >= 400:
+                headers = response.headers if route is None else httpx.Headers(fields)
+                raise await self.reject(session, status, headers, content)
+            if route is not None:
+                content = _decoded(fields, content)
+            return self._decode(content)
         finally:
             await self.checkin(session)
 
@@ -281,23 +352,25 @@ class SessionPool:
             self.observer(request.method, code, time.monotonic() - started)
 
     direct: bool = True
-    """Send plain requests straight to the transport, skipping httpx's client layer.
+    """Send plain requests straight to a :class:`KubeTransport`, skipping httpx's objects.
 
-    The client layer (auth flows, cookies, redirects, event hooks) does nothing for the
-    Kubernetes API but costs about as much CPU as the whole request does otherwise; see
-    ``bench/client_requests.py``. Streams (watches) still go through the client.
+    httpx's client layer (auth flows, cookies, redirects, event hooks), its request building
+    (URL parsing, header merging) and its response object do nothing for the Kubernetes API
+    but cost about as much CPU as the whole exchange does otherwise; see
+    ``bench/client_requests.py``. Streams (watches) still go through httpx's client.
     """
 
-    async def _send(self, session: Session, built: httpx.Request) -> httpx.Response:
-        if not self.direct or session.transport is None:
-            return await session.http.send(built)
-        response = await session.transport.handle_async_request(built)
-        response.request = built
-        try:
-            await response.aread()
-        finally:
-            await response.aclose()
-        return response
+    async def _fetch(self, route: Route, request: Request) -> RawResponse:
+        extra = b""
+        body = b""
+        if request.body is not None:
+            body = json.dumps(request.body, separators=(",", ":")).encode()
+            extra = b"Content-Type: %s\r\nContent-Length: %d\r\n" % (
+                request.content_type.encode(), len(body),
+            )  # fmt: skip
+        method = request.method.encode()
+        head = route.head(request.method, request.path, request.params, extra)
+        return await route.transport.fetch(route.origin, method, head, body)
 
     def build(self, session: Session, request: Request, timeout: httpx.Timeout) -> httpx.Request:
         """Build the HTTP request for a session's client (JSON body, timeouts, SNI name)."""
@@ -321,21 +394,19 @@ class SessionPool:
         """httpx's timeouts: ``total`` for every phase, or the configured connect timeout."""
         return httpx.Timeout(total, connect=self.networking.connect_timeout or total)
 
-    def _decode(self, response: httpx.Response) -> Any:
+    def _decode(self, content: bytes) -> Any:
         try:
-            document = json.loads(response.content) if response.content else {}
+            document = json.loads(content) if content else {}
         except (ValueError, RecursionError) as exc:
             raise transport_error(exc, "The API server's answer is not JSON") from exc
         return document if self.keep_managed_fields else strip_managed_fields(document)
 
-    async def reject(self, session: Session, response: httpx.Response) -> ApiError:
+    async def reject(
+        self, session: Session, status: int, headers: Mapping[str, str], content: bytes
+    ) -> ApiError:
         """Build the typed error of an error answer; after a 401, drop the credential."""
-        try:
-            content = await response.aread()
-        except httpx.HTTPError:
-            content = b""  # the status alone is enough
-        error = error_of_response(response.status_code, response.headers, content)
-        if response.status_code == 401:
+        error = error_of_response(status, headers, content)
+        if status == 401:
             await self.vault.invalidate(session.key, session.info, error)
             await self._retire(session)
         return error
@@ -379,7 +450,7 @@ class SessionPool:
             http = self._http_client(info, context)
             session = Session(
                 key, info, http, base=str(http.base_url).rstrip("/"),
-                headers=dict(http.headers), transport=http._transport,
+                headers=dict(http.headers), route=Route.of(http, info.tls_server_name),
             )  # fmt: skip
             self._sessions[info] = session
             while len(self._sessions) > _MAX_SESSIONS:

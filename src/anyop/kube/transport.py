@@ -9,19 +9,22 @@ Proxies are out of scope: when a proxy is configured, anyop uses httpx's default
 
 from __future__ import annotations
 
-import socket
 import ssl
-import sys
 import time
-from collections import deque
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-import anyio
 import httpx
 
 from anyop.kube.http11 import Http11Connection, SocketOption, encode_head, open_connection
+from anyop.kube.pool import (
+    DEFAULT_SOCKET_OPTIONS,
+    DISCONNECTS,
+    IDEMPOTENT_METHODS,
+    Origin,
+    OriginPool,
+    resendable,
+)
 
 __all__ = [
     "BODY_EXTENSION",
@@ -29,6 +32,7 @@ __all__ = [
     "IDEMPOTENT_METHODS",
     "KubeTransport",
     "Origin",
+    "RawResponse",
     "aiter_raw",
     "may_resend",
 ]
@@ -36,56 +40,18 @@ __all__ = [
 BODY_EXTENSION = "anyop.body"
 """The response extension that holds a :class:`KubeTransport` body (see :func:`aiter_raw`)."""
 
-IDEMPOTENT_METHODS = frozenset({b"GET", b"HEAD", b"OPTIONS", b"TRACE", b"PUT", b"DELETE"})
-"""Methods that RFC 9110 calls idempotent: resending them after a lost response is safe."""
+RawResponse = tuple[int, list[tuple[bytes, bytes]], bytes]
+"""What :meth:`KubeTransport.fetch` returns: the status, the raw header fields, the whole body."""
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _NO_TIMEOUTS: Mapping[str, float | None] = {}
-_DISCONNECTS = (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)
-
-
-def _default_socket_options() -> tuple[SocketOption, ...]:
-    options = [
-        (socket.IPPROTO_TCP, socket.TCP_NODELAY, 1),
-        (socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1),
-    ]
-    # Probe after 30 s of silence (as Go's client-go dialer does), every 10 s, 3 times.
-    for name, value in (("TCP_KEEPIDLE", 30), ("TCP_KEEPINTVL", 10), ("TCP_KEEPCNT", 3)):
-        if hasattr(socket, name):
-            options.append((socket.IPPROTO_TCP, getattr(socket, name), value))
-    if sys.platform == "darwin":  # macOS calls the idle time TCP_KEEPALIVE (0x10).
-        options.append((socket.IPPROTO_TCP, getattr(socket, "TCP_KEEPALIVE", 0x10), 30))
-    return tuple(options)
-
-
-DEFAULT_SOCKET_OPTIONS = _default_socket_options()
-"""``TCP_NODELAY``, and TCP keepalive probes after 30 s idle, every 10 s, 3 times, where known."""
-
-
-@dataclass(frozen=True)
-class Origin:
-    """Where a connection goes: the pool key.
-
-    Attributes:
-        scheme: ``http`` or ``https``.
-        host: The host name or IP address to connect to.
-        port: The TCP port.
-        tls_hostname: The name to send via SNI and to verify, if not ``host``.
-    """
-
-    scheme: str
-    host: str
-    port: int
-    tls_hostname: str | None = None
 
 
 def may_resend(request: httpx.Request, error: Exception, *, reused: bool, answered: bool) -> bool:
-    """Decide whether a request that failed on a connection may go out once more, on a new one.
+    """Decide whether an httpx request that failed may go out once more, on a new connection.
 
-    A server may close an idle kept-alive connection just as a request is sent on it. Resending
-    is safe only if the server cannot have acted on the request: the connection was a reused
-    one, the failure is a disconnect, no byte of an answer came back, the method is idempotent
-    (RFC 9110: never POST or PATCH), and the body can be sent again (it is not a stream).
+    See :func:`anyop.kube.pool.resendable`: only a reused connection's disconnect before any
+    answer, for an idempotent method whose body is in memory.
 
     Args:
         request: The request that failed.
@@ -93,78 +59,14 @@ def may_resend(request: httpx.Request, error: Exception, *, reused: bool, answer
         reused: The connection had carried an earlier exchange.
         answered: Some bytes of a response had arrived.
     """
-    return (
-        reused
-        and not answered
-        and isinstance(error, _DISCONNECTS)
-        and isinstance(request.stream, httpx.ByteStream)
-        and request.method.encode() in IDEMPOTENT_METHODS
+    replayable = isinstance(request.stream, httpx.ByteStream)
+    return resendable(
+        request.method.encode(), error, replayable=replayable, reused=reused, answered=answered
     )
 
 
 _WATCHING = frozenset({"true", "1"})
 """Values of the ``watch`` query parameter that make a request a watch."""
-
-
-class _OriginPool:
-    """Idle connections to one origin and a limit on those in use (a fair semaphore).
-
-    A slot is held from the start of a request until its connection is parked or closed;
-    waiters are woken in order, each by an AnyIO event.
-    """
-
-    __slots__ = ("idle", "in_use", "limit", "origin", "waiters")
-
-    def __init__(self, origin: Origin, limit: int | None) -> None:
-        self.origin = origin
-        self.limit = limit
-        self.in_use = 0
-        self.idle: deque[Http11Connection] = deque()
-        self.waiters: deque[_Waiter] = deque()
-
-    async def acquire(self, pool_timeout: float | None) -> None:
-        """Take a slot, waiting at most ``pool_timeout`` seconds for one.
-
-        Raises:
-            httpx.PoolTimeout: No slot became free in time.
-        """
-        if not self.waiters and (self.limit is None or self.in_use < self.limit):
-            self.in_use += 1
-            return
-        waiter = _Waiter()
-        self.waiters.append(waiter)
-        try:
-            with anyio.move_on_after(pool_timeout):
-                await waiter.event.wait()
-        except BaseException:
-            self._forget(waiter)
-            raise
-        if not waiter.granted:
-            self.waiters.remove(waiter)
-            raise httpx.PoolTimeout(f"No connection to {self.origin.host} was free in time")
-
-    def _forget(self, waiter: _Waiter) -> None:
-        if waiter.granted:  # Woken, then cancelled: pass the slot on.
-            self.release()
-        else:
-            self.waiters.remove(waiter)
-
-    def release(self) -> None:
-        """Give a slot back: to the longest waiter, if any."""
-        if self.waiters:
-            waiter = self.waiters.popleft()
-            waiter.granted = True
-            waiter.event.set()
-        else:
-            self.in_use -= 1
-
-
-class _Waiter:
-    __slots__ = ("event", "granted")
-
-    def __init__(self) -> None:
-        self.event = anyio.Event()
-        self.granted = False
 
 
 class _ResponseBody(httpx.AsyncByteStream):
@@ -180,7 +82,7 @@ class _ResponseBody(httpx.AsyncByteStream):
     def __init__(
         self,
         transport: KubeTransport,
-        pool: _OriginPool,
+        pool: OriginPool,
         *,
         conn: Http11Connection | None,
         pending: bytes,
@@ -292,7 +194,7 @@ class KubeTransport(httpx.AsyncBaseTransport):
         self._expiry = keepalive_expiry
         self._connect_timeout = connect_timeout
         self._socket_options = tuple(socket_options)
-        self._pools: dict[tuple[str, str, int, str | None, bool], _OriginPool] = {}
+        self._pools: dict[Origin, OriginPool] = {}
         self._closed = False
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -303,11 +205,18 @@ class KubeTransport(httpx.AsyncBaseTransport):
                 ``ConnectError``, ``ConnectTimeout``, ``WriteError``, ``WriteTimeout``,
                 ``ReadError``, ``ReadTimeout`` or ``RemoteProtocolError``.
         """
-        pool = self._pool_for(request)
+        pool = self._pool(_origin_of(request))
         timeouts: Mapping[str, Any] = request.extensions.get("timeout", _NO_TIMEOUTS)
+        method = request.method.encode()
+        head = encode_head(method, request.url.raw_path, request.headers.raw)
+        stream = request.stream
+        body: bytes | httpx.AsyncByteStream = (
+            b"".join(stream) if isinstance(stream, httpx.ByteStream) else stream  # type: ignore[assignment]
+        )
+        chunked = "chunked" in request.headers.get("transfer-encoding", "").lower()
         await pool.acquire(timeouts.get("pool"))
         try:
-            conn = await self._exchange(pool, request, timeouts)
+            conn = await self._exchange(pool, method, head, body, timeouts, chunked=chunked)
         except BaseException:
             pool.release()
             raise
@@ -320,6 +229,41 @@ class KubeTransport(httpx.AsyncBaseTransport):
             self._check_in(pool, conn)
         return response
 
+    async def fetch(
+        self, origin: Origin, method: bytes, head: bytes, body: bytes = b""
+    ) -> RawResponse:
+        """Exchange one request and read its whole response, without httpx's objects.
+
+        The fast path of :class:`~anyop.kube.sessions.SessionPool` for plain API requests:
+        building an ``httpx.Request`` (URL parsing, header merging) and an ``httpx.Response``
+        costs about a quarter of the client's CPU per request. No per-phase timeouts apply:
+        the caller bounds the whole exchange with a cancel scope. The connect timeout is the
+        transport's ``connect_timeout``. Content codings are not undone: send no
+        ``Accept-Encoding`` (or decode what comes back).
+
+        Args:
+            origin: Where to send it (its ``watch`` must be false).
+            method: The request method, as in ``head``.
+            head: The request line and headers, already checked for line breaks (see
+                :func:`~anyop.kube.http11.encode_head`), with ``Content-Length`` if there is
+                a body.
+            body: The whole body.
+
+        Raises:
+            httpx.TransportError: ``ConnectError``, ``ConnectTimeout``, ``WriteError``,
+                ``ReadError`` or ``RemoteProtocolError``; the connection is closed.
+        """
+        pool = self._pool(origin)
+        await pool.acquire(None)
+        try:
+            conn = await self._exchange(pool, method, head, body, _NO_TIMEOUTS, whole=True)
+        except BaseException:
+            pool.release()
+            raise
+        response = (conn.status, conn.headers, conn.take_body())
+        self._check_in(pool, conn)
+        return response
+
     async def aclose(self) -> None:
         """Close all idle connections; connections in use close when their responses end."""
         self._closed = True
@@ -330,7 +274,7 @@ class KubeTransport(httpx.AsyncBaseTransport):
 
     # -- connections --------------------------------------------------------------------------
 
-    def _check_in(self, pool: _OriginPool, conn: Http11Connection) -> None:
+    def _check_in(self, pool: OriginPool, conn: Http11Connection) -> None:
         """Return a connection whose response has ended: park it for reuse, or close it."""
         if conn.reusable and not self._closed:
             conn.park(time.monotonic())
@@ -339,30 +283,24 @@ class KubeTransport(httpx.AsyncBaseTransport):
         else:
             self._discard(pool, conn)
 
-    def _discard(self, pool: _OriginPool, conn: Http11Connection) -> None:
+    def _discard(self, pool: OriginPool, conn: Http11Connection) -> None:
         """Close a connection that must not be reused and free its slot."""
         try:
             conn.close()
         finally:
             pool.release()
 
-    def _pool_for(self, request: httpx.Request) -> _OriginPool:
-        url = request.url
-        scheme = url.scheme
-        sni: str | None = request.extensions.get("sni_hostname")
-        watch = url.params.get("watch") in _WATCHING
-        key = (scheme, url.host, url.port or _DEFAULT_PORTS.get(scheme, 0), sni, watch)
-        pool = self._pools.get(key)
+    def _pool(self, origin: Origin) -> OriginPool:
+        pool = self._pools.get(origin)
         if pool is None:
             if self._closed:
                 raise RuntimeError("The KubeTransport is closed")
-            if scheme not in _DEFAULT_PORTS:
-                raise httpx.UnsupportedProtocol(f"Unsupported URL scheme: {scheme!r}")
-            limit = None if watch else self._limit
-            pool = self._pools[key] = _OriginPool(Origin(*key[:4]), limit)
+            if origin.scheme not in _DEFAULT_PORTS:
+                raise httpx.UnsupportedProtocol(f"Unsupported URL scheme: {origin.scheme!r}")
+            pool = self._pools[origin] = OriginPool(origin, None if origin.watch else self._limit)
         return pool
 
-    async def _checkout(self, pool: _OriginPool, timeouts: Mapping[str, Any]) -> Http11Connection:
+    async def _checkout(self, pool: OriginPool, timeouts: Mapping[str, Any]) -> Http11Connection:
         """Return an idle connection (the most recently used one) or a new one."""
         if pool.idle:
             now = time.monotonic()
@@ -373,7 +311,7 @@ class KubeTransport(httpx.AsyncBaseTransport):
                 conn.close()
         return await self._connect(pool, timeouts)
 
-    async def _connect(self, pool: _OriginPool, timeouts: Mapping[str, Any]) -> Http11Connection:
+    async def _connect(self, pool: OriginPool, timeouts: Mapping[str, Any]) -> Http11Connection:
         origin = pool.origin
         tls = None
         if origin.scheme == "https":
@@ -396,31 +334,45 @@ class KubeTransport(httpx.AsyncBaseTransport):
     # -- one exchange -------------------------------------------------------------------------
 
     async def _exchange(
-        self, pool: _OriginPool, request: httpx.Request, timeouts: Mapping[str, Any]
+        self,
+        pool: OriginPool,
+        method: bytes,
+        head: bytes,
+        body: bytes | httpx.AsyncByteStream,
+        timeouts: Mapping[str, Any],
+        *,
+        chunked: bool = False,
+        whole: bool = False,
     ) -> Http11Connection:
-        """Send the request and read the response head; resend once if :func:`may_resend`."""
+        """Send the request and read the response head (``whole``: all of the response).
+
+        A failed request is sent once more, on a new connection, if :func:`resendable` allows.
+        """
         conn = await self._checkout(pool, timeouts)
         try:
-            await _send_and_read_head(conn, request, timeouts)
-        except _DISCONNECTS as exc:
+            await _send_and_receive(conn, head, body, timeouts, chunked=chunked, whole=whole)
+        except DISCONNECTS as exc:
             conn.close()
-            if not may_resend(request, exc, reused=conn.reused, answered=conn.received):
+            replayable = isinstance(body, bytes)
+            if not resendable(
+                method, exc, replayable=replayable, reused=conn.reused, answered=conn.received
+            ):
                 raise
-            conn = await self._connect(pool, timeouts)
         except BaseException:
             conn.close()
             raise
         else:
             return conn
+        conn = await self._connect(pool, timeouts)
         try:
-            await _send_and_read_head(conn, request, timeouts)
+            await _send_and_receive(conn, head, body, timeouts, chunked=chunked, whole=whole)
         except BaseException:
             conn.close()
             raise
         return conn
 
     def _response(
-        self, pool: _OriginPool, conn: Http11Connection, read_timeout: float | None
+        self, pool: OriginPool, conn: Http11Connection, read_timeout: float | None
     ) -> httpx.Response:
         body = _ResponseBody(
             self,
@@ -441,19 +393,34 @@ class KubeTransport(httpx.AsyncBaseTransport):
         )
 
 
-async def _send_and_read_head(
-    conn: Http11Connection, request: httpx.Request, timeouts: Mapping[str, Any]
+def _origin_of(request: httpx.Request) -> Origin:
+    url = request.url
+    scheme = url.scheme
+    watch = url.params.get("watch") in _WATCHING
+    sni: str | None = request.extensions.get("sni_hostname")
+    return Origin(scheme, url.host, url.port or _DEFAULT_PORTS.get(scheme, 0), sni, watch)
+
+
+async def _send_and_receive(
+    conn: Http11Connection,
+    head: bytes,
+    body: bytes | httpx.AsyncByteStream,
+    timeouts: Mapping[str, Any],
+    *,
+    chunked: bool,
+    whole: bool,
 ) -> None:
-    """Send the whole request on ``conn``, then receive until the response head is complete."""
-    head = encode_head(request.method.encode(), request.url.raw_path, request.headers.raw)
-    stream = request.stream
+    """Send the whole request on ``conn``, then receive the response head (``whole``: all)."""
     write_timeout = timeouts.get("write")
-    if isinstance(stream, httpx.ByteStream):
-        await conn.send_request(head, b"".join(stream), write_timeout)
+    if isinstance(body, bytes):
+        await conn.send_request(head, body, write_timeout)
     else:
         await conn.send_request(head, b"", write_timeout)
-        chunked = "chunked" in request.headers.get("transfer-encoding", "").lower()
-        await conn.send_stream(stream, chunked, write_timeout)  # type: ignore[arg-type]
+        await conn.send_stream(body, chunked, write_timeout)
     read_timeout = timeouts.get("read")
-    while not conn.head_received:
-        await conn.receive(read_timeout)
+    if whole:
+        while not conn.complete:
+            await conn.receive(read_timeout)
+    else:
+        while not conn.head_received:
+            await conn.receive(read_timeout)
