@@ -238,8 +238,7 @@ class KubeTransport(httpx.AsyncBaseTransport):
         building an ``httpx.Request`` (URL parsing, header merging) and an ``httpx.Response``
         costs about a quarter of the client's CPU per request. No per-phase timeouts apply:
         the caller bounds the whole exchange with a cancel scope. The connect timeout is the
-        transport's ``connect_timeout``. Content codings are not undone: send no
-        ``Accept-Encoding`` (or decode what comes back).
+        transport's ``connect_timeout``. Content codings are left for the caller to undo.
 
         Args:
             origin: Where to send it (its ``watch`` must be false).
