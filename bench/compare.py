@@ -4,10 +4,12 @@
 (or ``nox -s bench -- compare ...``; ``--smoke`` is the suite's quick mode: 20 objects, once).
 
 Frameworks: ``anyop-asyncio``, ``anyop-trio``, ``kopf`` (Kopf from PyPI in its own venv, see
-``bench/kopf_env.py``, run ``--standalone``) and, for ``bulk``, ``raw`` (``bench/raw_floor.py``: the
-necessary writes on plain httpx, the floor). All run ``bench/operators/kopf_code.py``, which is
-Kopf code (``import anyop as kopf`` under anyop). Each run gets a fresh namespace and the operator
-is scoped to it (a bare kube-apiserver never removes deleted namespaces). Scenarios:
+``bench/kopf_env.py``, run ``--standalone``) and, for ``bulk``, the floors ``raw`` and
+``raw-aiohttp`` (``bench/raw_floor.py``: the necessary writes on plain httpx, or on aiohttp, the
+client Kopf uses; aiohttp is installed by ``nox -s bench``). All run
+``bench/operators/kopf_code.py``, which is Kopf code (``import anyop as kopf`` under anyop). Each
+run gets a fresh namespace and the operator is scoped to it (a bare kube-apiserver never removes
+deleted namespaces). Scenarios:
 
 - ``bulk`` / ``bulk-delete``: N objects exist, then the operator starts; seconds until every one
   has ``status.create_fn`` (seen on a watch), operator CPU seconds and peak RSS at that moment,
@@ -54,7 +56,7 @@ from bench.kopf_env import KOPF_VERSION, kopf_command
 
 ROOT = Path(__file__).resolve().parents[1]
 OPERATOR = ROOT / "bench" / "operators" / "kopf_code.py"
-FRAMEWORKS = ("anyop-asyncio", "anyop-trio", "kopf", "raw")
+FRAMEWORKS = ("anyop-asyncio", "anyop-trio", "kopf", "raw", "raw-aiohttp")
 SCENARIOS = (
     "bulk", "bulk-delete", "latency", "latency-backlog", "background", "restart", "import"
 )  # fmt: skip
@@ -62,15 +64,21 @@ Result = dict[str, float]
 Runs = dict[str, dict[str, list[float]]]
 
 
+QUIET = ["-q"]
+"""Options of ``run`` for both frameworks: ``-q`` (warnings only, so no Events are posted) or none
+(``--verbose-logs``: the defaults, INFO logs on stderr and an Event per handler message)."""
+
+
 def command(framework: str, namespace: str) -> list[str]:
     """The command line of a framework serving one namespace."""
     if framework == "kopf":
-        return [*kopf_command(), "run", "--standalone", "-q", "-n", namespace, str(OPERATOR)]
-    if framework == "raw":
-        return [sys.executable, "-m", "bench.raw_floor", namespace]
+        return [*kopf_command(), "run", "--standalone", *QUIET, "-n", namespace, str(OPERATOR)]
+    if framework.startswith("raw"):
+        client = "aiohttp" if framework == "raw-aiohttp" else "httpx"
+        return [sys.executable, "-m", "bench.raw_floor", namespace, "--client", client]
     backend = framework.split("-", 1)[1]
     return [sys.executable, "-m", "anyop", "run", str(OPERATOR), "-n", namespace,
-            "--backend", backend, "-q"]  # fmt: skip
+            "--backend", backend, *QUIET]  # fmt: skip
 
 
 class Process:
@@ -169,11 +177,16 @@ def kex_url(namespace: str) -> str:
 
 
 def api_counts(client: httpx.Client) -> dict[str, float]:
-    """The API server's own counts for kopfexamples: requests by verb, response bytes."""
+    """The API server's own counts for kopfexamples: requests by verb, response bytes; and the
+    Events posted (``events``)."""
     counts: dict[str, float] = {}
     for family in text_string_to_metric_families(client.get("/metrics").text):
         for sample in family.samples:
-            if sample.labels.get("resource") != "kopfexamples":
+            resource = sample.labels.get("resource")
+            posted = sample.labels.get("verb") == "POST"
+            if resource == "events" and posted and sample.name == "apiserver_request_total":
+                counts["events"] = counts.get("events", 0) + sample.value
+            if resource != "kopfexamples":
                 continue
             if sample.name == "apiserver_request_total":
                 verb = sample.labels["verb"]
@@ -205,7 +218,7 @@ def bulk(plane: LocalControlPlane, framework: str, count: int, delete: bool = Fa
         process = Process(plane, framework, namespace, **({"BENCH_DELETE": "1"} if delete else {}))
         try:
             seconds = handled.wait(count, process) - process.started
-            if framework == "raw":
+            if framework.startswith("raw"):
                 process.wait_for_line("RAW ")
                 line = next(line for _, line in process.lines if line.startswith("RAW "))
                 cpu, rss = map(float, line.split()[1:])
@@ -222,6 +235,7 @@ def bulk(plane: LocalControlPlane, framework: str, count: int, delete: bool = Fa
         "requests_per_object": (delta.get("requests", 0) - 1) / count,  # minus our own watch
         "patches_per_object": delta.get("PATCH", 0) / count,
         "kib_per_object": delta.get("bytes", 0) / 1024 / count,
+        "events_per_object": delta.get("events", 0) / count,
     }  # fmt: skip
 
 
@@ -337,7 +351,7 @@ RUNNERS: dict[str, Callable[[LocalControlPlane, str, int], Result]] = {
 
 def applicable(scenario: str, frameworks: list[str]) -> list[str]:
     """The raw floor only does what ``bulk`` needs; imports exist only for frameworks."""
-    return [fw for fw in frameworks if fw != "raw" or scenario == "bulk"]
+    return [fw for fw in frameworks if not fw.startswith("raw") or scenario == "bulk"]
 
 
 def compare(plane: LocalControlPlane, scenario: str, frameworks: list[str], count: int,
@@ -391,7 +405,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--scenarios", nargs="+", default=list(SCENARIOS), choices=SCENARIOS)
     parser.add_argument("--frameworks", nargs="+", default=list(FRAMEWORKS), choices=FRAMEWORKS)
     parser.add_argument("--smoke", action="store_true", help="20 objects, once (the tests).")
+    parser.add_argument(
+        "--verbose-logs",
+        action="store_true",
+        help="Run the operators with their default logging (INFO, Events posted).",
+    )
     args = parser.parse_args(argv)
+    if args.verbose_logs:
+        QUIET.clear()
     count, repeats = (20, 1) if args.smoke else (args.objects, args.repeats)
     with LocalControlPlane() as plane:
         kubectl(plane, "apply", "-f", str(ROOT / "examples" / "crd.yaml"))

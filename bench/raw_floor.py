@@ -1,9 +1,10 @@
-"""The floor: a raw list-then-patch loop on httpx doing only the necessary API writes.
+"""The floor: a raw list-then-patch loop doing only the necessary API writes.
 
-``python -m bench.raw_floor NAMESPACE`` lists the KopfExamples of a namespace, page by page, and
-patches ``status.create_fn`` of each one that lacks it (16 requests in flight, one write per
-object), then exits. No framework, no state, no watch: the least any operator must do.
-It uses httpx's default transport, as a plain httpx user would.
+``python -m bench.raw_floor NAMESPACE [--client httpx|aiohttp]`` lists the KopfExamples of a
+namespace, page by page, and patches ``status.create_fn`` of each one that lacks it (16 requests
+in flight, one write per object), then exits. No framework, no state, no watch: the least any
+operator must do. ``httpx`` uses httpx's default transport, as a plain httpx user would;
+``aiohttp`` is the client Kopf is built on (the anchors of issue 10 name such a loop).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 import ssl
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +24,8 @@ import httpx
 import yaml
 
 
-def client_of_kubeconfig() -> httpx.AsyncClient:
-    """An httpx client with the current context's server and client certificate (files only)."""
+def kubeconfig() -> tuple[str, ssl.SSLContext]:
+    """The current context's server and TLS context with its client certificate (files only)."""
     with open(os.environ["KUBECONFIG"]) as f:
         config = yaml.safe_load(f)
     context = next(c for c in config["contexts"] if c["name"] == config["current-context"])
@@ -31,21 +33,25 @@ def client_of_kubeconfig() -> httpx.AsyncClient:
     user = next(u for u in config["users"] if u["name"] == context["context"]["user"])
     ctx = ssl.create_default_context(cafile=cluster["cluster"]["certificate-authority"])
     ctx.load_cert_chain(user["user"]["client-certificate"], user["user"]["client-key"])
-    return httpx.AsyncClient(base_url=cluster["cluster"]["server"], verify=ctx, timeout=60)
+    return cluster["cluster"]["server"], ctx
 
 
-async def main(namespace: str) -> None:
+Get = Callable[[str, dict[str, str]], Awaitable[dict[str, Any]]]
+Patch = Callable[[str, dict[str, Any]], Awaitable[None]]
+MERGE = {"Content-Type": "application/merge-patch+json"}
+
+
+async def floor(namespace: str, get: Get, patch: Patch) -> None:
+    """List page by page; 16 tasks patch the objects that lack ``status.create_fn``."""
     url = f"/apis/kopf.dev/v1/namespaces/{namespace}/kopfexamples"
     send, receive = anyio.create_memory_object_stream[dict[str, Any]](1000)
-    async with client_of_kubeconfig() as client, anyio.create_task_group() as tg:
+    async with anyio.create_task_group() as tg:
 
         async def patcher(objects: anyio.abc.ObjectReceiveStream[dict[str, Any]]) -> None:
             async for obj in objects:
                 name = obj["metadata"]["name"]
                 body = {"status": {"create_fn": {"message": f"hello {name}"}}}
-                headers = {"Content-Type": "application/merge-patch+json"}
-                response = await client.patch(f"{url}/{name}/status", json=body, headers=headers)
-                response.raise_for_status()
+                await patch(f"{url}/{name}/status", body)
 
         for _ in range(16):
             tg.start_soon(patcher, receive.clone())
@@ -53,13 +59,44 @@ async def main(namespace: str) -> None:
         async with send:
             params = {"limit": "500"}
             while True:
-                page = (await client.get(url, params=params)).json()
+                page = await get(url, params)
                 for obj in page["items"]:
                     if "create_fn" not in (obj.get("status") or {}):
                         await send.send(obj)
                 if not (token := page["metadata"].get("continue")):
                     break
                 params["continue"] = token
+
+
+async def with_httpx(namespace: str) -> None:
+    server, ctx = kubeconfig()
+    async with httpx.AsyncClient(base_url=server, verify=ctx, timeout=60) as client:
+
+        async def get(url: str, params: dict[str, str]) -> dict[str, Any]:
+            return (await client.get(url, params=params)).raise_for_status().json()  # type: ignore[no-any-return]
+
+        async def patch(url: str, body: dict[str, Any]) -> None:
+            (await client.patch(url, json=body, headers=MERGE)).raise_for_status()
+
+        await floor(namespace, get, patch)
+
+
+async def with_aiohttp(namespace: str) -> None:
+    import aiohttp  # only in the bench environment (nox -s bench)
+
+    server, ctx = kubeconfig()
+    connector = aiohttp.TCPConnector(ssl=ctx)
+    async with aiohttp.ClientSession(server, connector=connector) as session:
+
+        async def get(url: str, params: dict[str, str]) -> dict[str, Any]:
+            async with session.get(url, params=params, raise_for_status=True) as response:
+                return await response.json()  # type: ignore[no-any-return]
+
+        async def patch(url: str, body: dict[str, Any]) -> None:
+            async with session.patch(url, json=body, headers=MERGE, raise_for_status=True):
+                pass
+
+        await floor(namespace, get, patch)
 
 
 def report() -> None:
@@ -72,5 +109,7 @@ def report() -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("namespace")
-    anyio.run(main, parser.parse_args().namespace)
+    parser.add_argument("--client", choices=["httpx", "aiohttp"], default="httpx")
+    args = parser.parse_args()
+    anyio.run(with_aiohttp if args.client == "aiohttp" else with_httpx, args.namespace)
     report()

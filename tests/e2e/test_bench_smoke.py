@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
 import pytest
@@ -25,6 +26,8 @@ def test_the_side_by_side_harness_runs_every_scenario_in_smoke_mode(
 ) -> None:
     """Kopf joins only with ANYOP_BENCH_KOPF=1 (it is installed from the package index)."""
     frameworks = ["anyop-asyncio", "anyop-trio", "raw"]
+    if importlib.util.find_spec("aiohttp") is not None:  # in the bench environment only
+        frameworks.append("raw-aiohttp")
     if os.environ.get("ANYOP_BENCH_KOPF"):
         frameworks.append("kopf")
     results = run_all(anyop_controlplane, list(SCENARIOS), frameworks, count=20, repeats=1)
@@ -35,5 +38,6 @@ def test_the_side_by_side_harness_runs_every_scenario_in_smoke_mode(
         assert results["latency"][framework]["p99_ms"][0] > 0
         assert results["restart"][framework]["seconds"][0] > 0
         assert results["background"][framework]["stop_s"][0] < 30
-    assert results["bulk"]["raw"]["patches_per_object"] == [1.0]
+    for floor in {"raw", "raw-aiohttp"} & set(frameworks):
+        assert results["bulk"][floor]["patches_per_object"] == [1.0]
     assert "raw" not in results["latency"]
