@@ -81,7 +81,7 @@ class Run:
     exited: bool = False
     abandoned: bool = False
     _exit: anyio.Event | None = None
-    _wakeup: anyio.Event | None = None
+    _nap: anyio.CancelScope | None = None
 
     @property
     def alive(self) -> bool:
@@ -96,17 +96,21 @@ class Run:
 
     def poke(self) -> None:
         """End its current nap early (it was stopped, or its object changed)."""
-        if self._wakeup is not None:
-            self._wakeup.set()
+        if self._nap is not None:
+            self._nap.cancel()
 
     async def nap(self, seconds: float) -> None:
-        """Sleep up to ``seconds``, less if poked or stopped."""
+        """Sleep up to ``seconds``, less if poked or stopped.
+
+        A nap is one cancel scope, which a poke cancels: no event per sleeping timer.
+        """
         if self.stopper.is_set():
             return
-        self._wakeup = anyio.Event()
-        with anyio.move_on_after(seconds):
-            await self._wakeup.wait()
-        self._wakeup = None
+        try:
+            with anyio.CancelScope(deadline=anyio.current_time() + seconds) as self._nap:
+                await anyio.sleep_forever()
+        finally:
+            self._nap = None
 
     async def sleep(self, seconds: float) -> bool:
         """Sleep ``seconds`` unless stopped (pokes do not shorten it); say if not stopped."""
@@ -221,8 +225,7 @@ class Spawner:
         if obj is None:
             if cause.deleted or self.closing:
                 return False
-            wake = lambda: slot.wakeup.set()  # noqa: E731 (the slot's current event)
-            obj = ObjectDaemons(slot.uid, {}, slot.memo, logger, wake)
+            obj = ObjectDaemons(slot.uid, {}, slot.memo, logger, slot.wake)
             self.objects[slot.uid] = obj
         obj.gone = False  # seen again (e.g. back in the watch's label selection)
         obj.update(cause.body, cause.new)

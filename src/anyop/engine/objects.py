@@ -57,10 +57,17 @@ class ObjectSlot:
     last: Mapping[str, Any] | None = None
     """The body the last cycle handled, or its echo."""
     state: SlotState = SlotState.IDLE
-    wakeup: anyio.Event = field(default_factory=anyio.Event)
+    wakeup: anyio.Event | None = None
+    """Set to end its worker's wait; it exists only while the worker waits (an idle object
+    holds no event)."""
     memo: Any = None
     extras: dict[str, Any] = field(default_factory=dict)
     """Per-object data of other engine parts (daemons, read-your-own-writes marks)."""
+
+    def wake(self) -> None:
+        """End the worker's wait, if it waits (for a new body, or for a delay to run out)."""
+        if self.wakeup is not None:
+            self.wakeup.set()
 
 
 Cycle = Callable[[ObjectSlot, Mapping[str, Any]], Awaitable[CycleResult]]
@@ -116,10 +123,9 @@ class ObjectWorkers:
             return slot
         if slot.state is SlotState.IDLE:
             slot.state = SlotState.BUSY
-            slot.wakeup = anyio.Event()
             self._tg.start_soon(self._work, slot, name=f"anyop object {uid}")
         else:
-            slot.wakeup.set()
+            slot.wake()
         return slot
 
     def close(self) -> None:
@@ -130,7 +136,7 @@ class ObjectWorkers:
         """
         self._closing = True
         for slot in self.slots.values():
-            slot.wakeup.set()
+            slot.wake()
 
     def forget(self, uid: str) -> None:
         """Drop an object's slot (it stopped matching or its scope closes)."""
@@ -155,9 +161,12 @@ class ObjectWorkers:
         """The next body to handle: a new one, or the last one when a delay has run out."""
         if slot.pending is None and not self._closing:
             wait = self._idle_timeout if delay is None else delay
-            with anyio.move_on_after(wait):
-                await slot.wakeup.wait()
             slot.wakeup = anyio.Event()
+            try:
+                with anyio.move_on_after(wait):
+                    await slot.wakeup.wait()
+            finally:
+                slot.wakeup = None
         if self._closing:
             return None
         if slot.pending is not None:

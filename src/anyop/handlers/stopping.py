@@ -157,6 +157,9 @@ class AsyncDaemonStopped(DaemonStopped):
             Whether the flag is set.
         """
         event = self._stopper._async_event()
-        with anyio.move_on_after(timeout):
+        if timeout is None:  # no cancel scope for the common case: one fewer per daemon
             await event.wait()
+        else:
+            with anyio.move_on_after(timeout):
+                await event.wait()
         return self.is_set()
