@@ -1,0 +1,71 @@
+"""The memory floor of the task structure: what AnyIO itself needs for a daemon and a timer per
+object, with no bodies, handlers or API calls.
+
+``python -m bench.structure_floor [--objects 1000] [--backend asyncio|trio]``
+
+After ``import anyop``, it builds per object what DESIGN.md asks for: a host task with its own
+task group, the daemon run in a cancel scope waiting on an event, and the timer run as a second
+task in a cancel scope sleeping in a deadline scope. It prints the RSS above the import, in all
+and per object. The side-by-side ``background`` scenario cannot cost less than this plus the
+import.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+from pathlib import Path
+
+import anyio
+
+import anyop  # noqa: F401 (measured above the same import as an operator)
+
+
+def rss_mib() -> float:
+    """This process's resident memory now."""
+    status = Path("/proc/self/status").read_text().splitlines()
+    return int(next(line for line in status if line.startswith("VmRSS")).split()[1]) / 1024
+
+
+async def structure(count: int) -> tuple[float, float]:
+    """MiB of RSS before, and what ``count`` objects' tasks, groups, scopes and events take."""
+    gc.collect()
+    before = rss_mib()
+    stops = [anyio.Event() for _ in range(count)]
+
+    async def daemon(stop: anyio.Event) -> None:
+        with anyio.CancelScope():
+            await stop.wait()
+
+    async def timer() -> None:
+        with anyio.CancelScope(), anyio.CancelScope(deadline=anyio.current_time() + 60):
+            await anyio.sleep_forever()
+
+    async def host(stop: anyio.Event) -> None:
+        async with anyio.create_task_group() as group:
+            group.start_soon(timer)
+            await daemon(stop)
+
+    async with anyio.create_task_group() as root:
+        for stop in stops:
+            root.start_soon(host, stop)
+        await anyio.sleep(1)
+        gc.collect()
+        used = rss_mib() - before
+        root.cancel_scope.cancel()
+    return before, used
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--objects", type=int, default=1000)
+    parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
+    args = parser.parse_args()
+    before, used = anyio.run(structure, args.objects, backend=args.backend)
+    per_object = used * 1024 / args.objects
+    print(f"{args.backend}: {before:.1f} MiB with anyop imported; {args.objects} objects: "
+          f"{used:.1f} MiB more, {per_object:.1f} KiB per object")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
