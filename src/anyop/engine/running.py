@@ -8,6 +8,7 @@ the chosen backend, and turns SIGINT/SIGTERM into a graceful stop (a second sign
 from __future__ import annotations
 
 import functools
+import gc
 import importlib
 import importlib.util
 import inspect
@@ -284,7 +285,14 @@ def run(*, backend: str = "asyncio", **kwargs: Any) -> None:
 
     Accepts the keyword arguments of :func:`operator`. Signal handlers are installed only when
     called from the main thread.
+
+    As it owns the process, it first moves everything made so far (modules, handlers) into the
+    garbage collector's permanent generation (:func:`gc.freeze`): the collector then never scans
+    those objects again, which saves about half of its time while objects are handled.
+    :func:`operator` and :func:`~anyop.serve`, which run inside someone else's program, leave
+    the collector alone.
     """
+    gc.freeze()
     try:
         anyio.run(_serve_until_signalled, kwargs, backend=backend)
     except BaseExceptionGroup as group:

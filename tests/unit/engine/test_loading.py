@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import gc
 import operator as stdlib_operator
 import sys
 from pathlib import Path
 
 import pytest
 
+from anyop.engine import running
 from anyop.engine.running import load_sources
 from anyop.errors import ConfigError
 
@@ -32,3 +34,15 @@ def test_an_operator_file_may_import_its_siblings(tmp_path: Path) -> None:
 def test_a_missing_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"nope\.py"):
         load_sources([tmp_path / "nope.py"])
+
+
+def test_run_freezes_what_exists_before_its_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[int] = []
+    monkeypatch.setattr(running.anyio, "run", lambda *a, **kw: seen.append(gc.get_freeze_count()))
+    gc.unfreeze()
+    try:
+        running.run(backend="asyncio")
+        assert len(seen) == 1
+        assert seen[0] > 0  # the modules and handlers are out of the collector's sight
+    finally:
+        gc.unfreeze()
