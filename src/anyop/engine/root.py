@@ -6,6 +6,7 @@ returns when its stop event is set or when it is cancelled.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import functools
@@ -17,12 +18,10 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from anyop.engine.admission import open_admission
 from anyop.engine.authentication import authenticate, keep_logged_in
 from anyop.engine.gate import Gate, first_of
 from anyop.engine.indexes import Indexer, operator_indexes
 from anyop.engine.invocation import DEFAULT_MAX_WORKERS
-from anyop.engine.leadership import hold_leadership
 from anyop.engine.namespaces import NamespacePatterns, serve_namespaces
 from anyop.engine.peering import hold_peering
 from anyop.engine.posting import EventPoster
@@ -146,13 +145,27 @@ async def _serve_logged_in(
             async with anyio.create_task_group() as posting:
                 posting.start_soon(poster.run, posted)
                 try:
-                    async with open_admission(
-                        client, registry, settings, new_memo=template.new_memo,
-                        indexer=template.indexer, limiter=limiter,
-                    ):  # fmt: skip
+                    async with _admission(template, registry, limiter):
                         await _serve_gated(template, served, scopes, stop, ready_event)
                 finally:
                     posted.set()  # queued Events get a moment to be posted
+
+
+def _admission(
+    template: ResourceScope, registry: OperatorRegistry, limiter: anyio.CapacityLimiter
+) -> contextlib.AbstractAsyncContextManager[None]:
+    """Serve the admission webhooks while the block runs, if there are any.
+
+    The webhook machinery (servers, TLS, reviews) is imported only by operators that use it.
+    """
+    if not registry.webhooks.handlers:
+        return contextlib.nullcontext()
+    from anyop.engine.admission import open_admission
+
+    return open_admission(
+        template.client, registry, template.settings, new_memo=template.new_memo,
+        indexer=template.indexer, limiter=limiter,
+    )  # fmt: skip
 
 
 def _stop_reason(stop: anyio.Event) -> DaemonStoppingReason:
@@ -193,6 +206,8 @@ async def _serve_gated(
             peering.standalone = True
         await holders.start(hold_peering, client, peering, None if clusterwide else exact, gate)
         if settings.leadership.enabled:
+            from anyop.engine.leadership import hold_leadership  # only for operators that elect
+
             namespace = lease_namespace(settings.leadership.lease_namespace, exact)
             await holders.start(hold_leadership, client, settings.leadership, namespace, gate)
         serve_scopes = functools.partial(_serve_scopes, template, served, scopes)
