@@ -417,3 +417,24 @@ async def test_a_daemon_out_of_retries_exits_for_good(
         await merge(api, url(anyop_namespace, "hopeless"), {"spec": {"field": "again"}})
         await anyio.sleep(0.3)
     assert attempts == [0, 1, 2]
+
+
+async def test_a_daemon_that_returns_sets_its_flag_with_done_for_threads_it_started(
+    api: httpx.AsyncClient, anyop_namespace: str
+) -> None:
+    registry = OperatorRegistry()
+    reasons: list[DaemonStoppingReason] = []
+
+    @anyop.daemon("kopfexamples", registry=registry, id="starter")
+    def starter(stopped: DaemonStopped, **_: Any) -> None:
+        def helper() -> None:
+            if stopped.wait(DEADLINE):  # woken when the daemon is gone, not after the deadline
+                reasons.append(stopped.reason)
+
+        threading.Thread(target=helper, daemon=True).start()
+        # Returns at once: the daemon is done, and so should its helper be.
+
+    await create(api, anyop_namespace, "starting")
+    async with running(registry, anyop_namespace):
+        await until(lambda: bool(reasons))
+    assert reasons == [DaemonStoppingReason.DONE]

@@ -312,6 +312,7 @@ class Spawner:
             obj.finished.add(run.handler.id)
             obj.logger.exception(f"{run.handler} failed unexpectedly and will not be restarted.")
         finally:
+            run.stopper.done()
             run.finish()
             if obj.runs.get(run.handler.id) is run:
                 del obj.runs[run.handler.id]

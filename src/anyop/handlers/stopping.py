@@ -74,7 +74,19 @@ class DaemonStopper:
 
     def set(self, reason: DaemonStoppingReason) -> None:
         """Set the flag (again), adding ``reason`` and ``DAEMON_SIGNALLED`` to the reasons."""
-        self.reason |= reason | DaemonStoppingReason.DAEMON_SIGNALLED
+        self._raise(reason | DaemonStoppingReason.DAEMON_SIGNALLED)
+
+    def done(self) -> None:
+        """Set the flag with ``DONE`` as its daemon or timer has exited, unless it is set.
+
+        Threads and tasks that the function started and gave ``stopped`` to learn that it is
+        gone, and stop too.
+        """
+        if not self._set:
+            self._raise(DaemonStoppingReason.DONE)
+
+    def _raise(self, reasons: DaemonStoppingReason) -> None:
+        self.reason |= reasons
         self._set = True
         if self._sync is not None:
             self._sync.set()
