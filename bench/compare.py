@@ -14,9 +14,9 @@ deleted namespaces). Scenarios:
 - ``bulk`` / ``bulk-delete``: N objects exist, then the operator starts; seconds until every one
   has ``status.create_fn`` (seen on a watch), operator CPU seconds and peak RSS at that moment,
   the CPU seconds kube-apiserver and etcd spent meanwhile (both share the machine's cores with
-  the operator), and per object the API requests, PATCHes and response bytes (from the API server's own
-  ``apiserver_request_total`` and ``apiserver_response_sizes``); ``bulk-delete`` adds a delete
-  handler (a finalizer on every object).
+  the operator), and per object the API requests, PATCHes and response bytes (from the API
+  server's own ``apiserver_request_total`` and ``apiserver_response_sizes``); ``bulk-delete``
+  adds a delete handler (a finalizer on every object).
 - ``latency`` / ``latency-backlog``: one handled object; ``spec.sent`` is patched every 0.5 s
   with the wall time, and the update handler prints when it starts: p50 and p99 in ms. With a
   backlog, N new objects are being created meanwhile.
@@ -34,6 +34,7 @@ to Kopf. Numbers are printed as a Markdown table for ``docs/benchmarks.md``.
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import statistics
@@ -434,6 +435,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.verbose_logs:
         QUIET.clear()
     count, repeats = (20, 1) if args.smoke else (args.objects, args.repeats)
+    # Bytecode for anyop's sources, as an installed package has (Kopf's venv has it): with
+    # PYTHONDONTWRITEBYTECODE set, an editable checkout would be compiled at every start.
+    compileall.compile_dir(str(ROOT / "src"), quiet=1)
     with LocalControlPlane() as plane:
         kubectl(plane, "apply", "-f", str(ROOT / "examples" / "crd.yaml"))
         wait_for_crd(plane, "kopfexamples.kopf.dev")

@@ -51,6 +51,7 @@ __all__ = [
     "RequestObserver",
     "USER_AGENT",
     "Request",
+    "Route",
     "Session",
     "SessionPool",
     "TransportFactory",
