@@ -17,6 +17,7 @@ import httpx
 from anyop.kube.http11 import Http11Connection, SocketOption
 
 __all__ = [
+    "DEFAULT_PORTS",
     "DEFAULT_SOCKET_OPTIONS",
     "IDEMPOTENT_METHODS",
     "DISCONNECTS",
@@ -24,6 +25,9 @@ __all__ = [
     "OriginPool",
     "resendable",
 ]
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+"""The port of each supported scheme when a URL names none."""
 
 IDEMPOTENT_METHODS = frozenset({b"GET", b"HEAD", b"OPTIONS", b"TRACE", b"PUT", b"DELETE"})
 """Methods that RFC 9110 calls idempotent: resending them after a lost response is safe."""

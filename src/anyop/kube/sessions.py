@@ -34,7 +34,7 @@ from anyop.errors import AnyopError, ApiError, TransportError, UnauthorizedError
 from anyop.kube.auth import Vault
 from anyop.kube.connection import ConnectionInfo
 from anyop.kube.http11 import encode_fields
-from anyop.kube.pool import Origin
+from anyop.kube.pool import DEFAULT_PORTS, Origin
 from anyop.kube.ratelimit import RateLimiter
 from anyop.kube.retries import (
     Failure,
@@ -74,7 +74,6 @@ MAX_CONNECTIONS = 64
 _MAX_SESSIONS = 4  # credentials kept open at once; older ones are closed once idle
 _MAX_RELOGINS = 3  # 401s tolerated per request, each after the vault's next credential
 _CLOSE_TIMEOUT = 5.0
-_DEFAULT_PORTS = {"http": 80, "https": 443}
 _PATH_SAFE = "/:@!$&'()*+,;=-._~%"  # a path's own characters (RFC 3986), and escapes as they are
 _UNSENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.UnsupportedProtocol)
 
@@ -225,7 +224,7 @@ class Route:
         if not isinstance(transport, KubeTransport):
             return None
         url = http.base_url
-        scheme, port = url.scheme, url.port or _DEFAULT_PORTS.get(url.scheme, 0)
+        scheme, port = url.scheme, url.port or DEFAULT_PORTS.get(url.scheme, 0)
         origin = Origin(scheme, url.host, port, tls_server_name)
         fields = [(b"Host", url.netloc), *http.headers.raw]  # Host as httpx sends it
         prefix = url.raw_path.decode("ascii").rstrip("/")

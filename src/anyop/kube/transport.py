@@ -18,6 +18,7 @@ import httpx
 
 from anyop.kube.http11 import Http11Connection, SocketOption, encode_head, open_connection
 from anyop.kube.pool import (
+    DEFAULT_PORTS,
     DEFAULT_SOCKET_OPTIONS,
     DISCONNECTS,
     IDEMPOTENT_METHODS,
@@ -43,7 +44,6 @@ BODY_EXTENSION = "anyop.body"
 RawResponse = tuple[int, list[tuple[bytes, bytes]], bytes]
 """What :meth:`KubeTransport.fetch` returns: the status, the raw header fields, the whole body."""
 
-_DEFAULT_PORTS = {"http": 80, "https": 443}
 _NO_TIMEOUTS: Mapping[str, float | None] = {}
 
 
@@ -294,7 +294,7 @@ class KubeTransport(httpx.AsyncBaseTransport):
         if pool is None:
             if self._closed:
                 raise RuntimeError("The KubeTransport is closed")
-            if origin.scheme not in _DEFAULT_PORTS:
+            if origin.scheme not in DEFAULT_PORTS:
                 raise httpx.UnsupportedProtocol(f"Unsupported URL scheme: {origin.scheme!r}")
             pool = self._pools[origin] = OriginPool(origin, None if origin.watch else self._limit)
         return pool
@@ -397,7 +397,7 @@ def _origin_of(request: httpx.Request) -> Origin:
     scheme = url.scheme
     watch = url.params.get("watch") in _WATCHING
     sni: str | None = request.extensions.get("sni_hostname")
-    return Origin(scheme, url.host, url.port or _DEFAULT_PORTS.get(scheme, 0), sni, watch)
+    return Origin(scheme, url.host, url.port or DEFAULT_PORTS.get(scheme, 0), sni, watch)
 
 
 async def _send_and_receive(
