@@ -337,11 +337,11 @@ class SessionPool:
                 self._observe(request, None, started)
                 raise transport_error(TimeoutError(), f"No answer within {total}s")
             self._observe(request, status, started)
+            if route is not None:
+                content = _decoded(fields, content)
             if status >= 400:
                 headers = response.headers if route is None else httpx.Headers(fields)
                 raise await self.reject(session, status, headers, content)
-            if route is not None:
-                content = _decoded(fields, content)
             return self._decode(content)
         finally:
             await self.checkin(session)
