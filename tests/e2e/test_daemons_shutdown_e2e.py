@@ -25,9 +25,14 @@ from anyop.testing.pytest_plugin import kubectl
 
 OPERATOR = textwrap.dedent(
     """
+    import gc
     import time
     import anyio
     import anyop
+
+    @anyop.on.cleanup()
+    def report_collector(logger, **_):
+        logger.info(f"collector enabled while exiting: {gc.isenabled()}")
 
     @anyop.daemon("kopfexamples", id="async_daemon", cancellation_timeout=1.0,
                   when=lambda name, **_: int(name.split("-")[1]) % 2 == 0)
@@ -103,6 +108,7 @@ def test_sigterm_stops_fifty_daemons_and_exits_0(
     assert sum("exiting kex-" in line for line in lines) == 50, output[-3000:]
     assert sum("OPERATOR_EXITING" in line for line in lines) == 25
     assert "Daemon 'deaf_daemon' did not exit in time. Leaving it orphaned." in output
+    assert "collector enabled while exiting: False" in output
 
 
 @pytest.mark.anyio
