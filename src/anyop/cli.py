@@ -109,6 +109,9 @@ PriorityOption = Annotated[
     int | None, typer.Option("-p", "--priority", help="The priority among peers.")
 ]
 DevOption = Annotated[bool, typer.Option("--dev", help="Development mode: priority 666.")]
+PeeringNameOption = Annotated[
+    str, typer.Option("-P", "--peering", help="The peering object's name.")
+]
 IdOption = Annotated[
     str | None, typer.Option("-i", "--id", help="The peer's identity (default: user@host).")
 ]
@@ -212,7 +215,7 @@ def run(
 
 @app.command(context_settings=ENV)
 def freeze(
-    peering: Annotated[str, typer.Option("-P", "--peering", help="The peering object's name.")],
+    peering: PeeringNameOption,
     lifetime: Annotated[
         int, typer.Option("-t", "--lifetime", min=1, help="Seconds until it thaws by itself.")
     ],
@@ -247,7 +250,7 @@ def freeze(
 
 @app.command(context_settings=ENV)
 def resume(
-    peering: Annotated[str, typer.Option("-P", "--peering", help="The peering object's name.")],
+    peering: PeeringNameOption,
     namespace: NamespaceOption = None,
     all_namespaces: AllNamespacesOption = False,
     identity: IdOption = None,

@@ -49,27 +49,21 @@ DEFAULT_LIFETIME = 60
 """Seconds a record without a lifetime is assumed to live (as Kopf assumes)."""
 
 _VERBS = frozenset({"get", "list", "watch", "patch", "create"})
-ANYOP_CLUSTER_PEERINGS = Resource(
-    "anyop.dev", "v1", "clusteranyoppeerings", kind="ClusterAnyopPeering", namespaced=False,
-    verbs=_VERBS,
-)  # fmt: skip
-ANYOP_PEERINGS = Resource(
-    "anyop.dev", "v1", "anyoppeerings", kind="AnyopPeering", namespaced=True, verbs=_VERBS
-)
-KOPF_CLUSTER_PEERINGS = Resource(
-    "kopf.dev", "v1", "clusterkopfpeerings", kind="ClusterKopfPeering", namespaced=False,
-    verbs=_VERBS,
-)  # fmt: skip
-KOPF_PEERINGS = Resource(
-    "kopf.dev", "v1", "kopfpeerings", kind="KopfPeering", namespaced=True, verbs=_VERBS
-)
-LEGACY_CLUSTER_PEERINGS = Resource(
-    "kopf.zalando.org", "v1", "clusterkopfpeerings", kind="ClusterKopfPeering",
-    namespaced=False, verbs=_VERBS,
-)  # fmt: skip
-LEGACY_PEERINGS = Resource(
-    "kopf.zalando.org", "v1", "kopfpeerings", kind="KopfPeering", namespaced=True, verbs=_VERBS
-)
+
+
+def _peerings(group: str, prefix: str, *, cluster: bool) -> Resource:
+    """A peering kind: ``{Prefix}Peering`` (namespaced) or ``Cluster{Prefix}Peering``."""
+    kind = f"Cluster{prefix}Peering" if cluster else f"{prefix}Peering"
+    plural = f"{kind.lower()}s"
+    return Resource(group, "v1", plural, kind=kind, namespaced=not cluster, verbs=_VERBS)
+
+
+ANYOP_CLUSTER_PEERINGS = _peerings("anyop.dev", "Anyop", cluster=True)
+ANYOP_PEERINGS = _peerings("anyop.dev", "Anyop", cluster=False)
+KOPF_CLUSTER_PEERINGS = _peerings("kopf.dev", "Kopf", cluster=True)
+KOPF_PEERINGS = _peerings("kopf.dev", "Kopf", cluster=False)
+LEGACY_CLUSTER_PEERINGS = _peerings("kopf.zalando.org", "Kopf", cluster=True)
+LEGACY_PEERINGS = _peerings("kopf.zalando.org", "Kopf", cluster=False)
 
 
 def peering_resources(*, clusterwide: bool) -> tuple[Resource, ...]:

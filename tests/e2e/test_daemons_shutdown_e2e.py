@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 import textwrap
 import threading
 import time
@@ -14,7 +13,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from tests.e2e.test_cli_run import start_operator
+from tests.e2e.live import LiveOperator
 from tests.e2e.test_daemons_e2e import until
 from tests.e2e.test_engine_e2e import create, running
 
@@ -78,32 +77,17 @@ def test_sigterm_stops_fifty_daemons_and_exits_0(
     items = [{**kex, "metadata": {"name": f"kex-{i}"}} for i in range(50)]
     document = json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
     kubectl(anyop_controlplane, "apply", "-n", anyop_namespace, "-f", "-", stdin=document)
-    operator = start_operator(anyop_controlplane, str(source), anyop_namespace, backend)
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(operator.stdout or []), daemon=True)
-    reader.start()
+    operator = LiveOperator(anyop_controlplane, str(source), anyop_namespace, backend)
     try:
-        deadline = time.monotonic() + 60
+        operator.wait_for("started kex-", times=50, timeout=60)
         # The sync deaf daemon starts in a thread: it may come after the fifty async ones.
-        while sum("started kex-" in line for line in lines) < 50 or not any(
-            "started deaf kex-0" in line for line in lines
-        ):
-            assert time.monotonic() < deadline, "".join(lines[-30:])
-            assert operator.poll() is None, "".join(lines[-30:])
-            time.sleep(0.1)
+        operator.wait_for("started deaf kex-0", timeout=60)
     finally:
         t0 = time.monotonic()
-        operator.send_signal(signal.SIGTERM)
-        try:
-            operator.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            operator.kill()
+        output = operator.stop()
         elapsed = time.monotonic() - t0
-        reader.join(timeout=5)
-        if operator.stdout is not None:
-            operator.stdout.close()
-    output = "".join(lines)
-    assert operator.returncode == 0, output[-3000:]
+    lines = operator.lines
+    assert operator.process.returncode == 0, output[-3000:]
     assert elapsed < 5.0 + 2.0, f"{elapsed:.1f} s to exit"  # the reaping limit, plus start-up
     assert sum("exiting kex-" in line for line in lines) == 50, output[-3000:]
     assert sum("OPERATOR_EXITING" in line for line in lines) == 25
@@ -172,30 +156,17 @@ def test_a_second_signal_exits_at_once(
     source.write_text(STUBBORN)
     kex = {"apiVersion": "kopf.dev/v1", "kind": "KopfExample", "metadata": {"name": "kex-s"}}
     kubectl(anyop_controlplane, "apply", "-n", anyop_namespace, "-f", "-", stdin=json.dumps(kex))
-    operator = start_operator(anyop_controlplane, str(source), anyop_namespace, backend)
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(operator.stdout or []), daemon=True)
-    reader.start()
+    operator = LiveOperator(anyop_controlplane, str(source), anyop_namespace, backend)
     try:
-        deadline = time.monotonic() + 60
-        while not any("started kex-s" in line for line in lines):
-            assert time.monotonic() < deadline, "".join(lines[-30:])
-            time.sleep(0.1)
-        operator.send_signal(signal.SIGTERM)
+        operator.wait_for("started kex-s", timeout=60)
+        operator.process.send_signal(signal.SIGTERM)
         time.sleep(0.5)  # the daemon holds the first, graceful stop (it would be reaped at 5 s)
-        assert operator.poll() is None
+        assert operator.process.poll() is None
         t0 = time.monotonic()
-        operator.send_signal(signal.SIGTERM)
-        operator.wait(timeout=30)
+        operator.stop()
         elapsed = time.monotonic() - t0
     finally:
-        if operator.poll() is None:
-            operator.kill()
-            operator.wait()
-        reader.join(timeout=5)
-        if operator.stdout is not None:
-            operator.stdout.close()
-    output = "".join(lines)
+        output = operator.stop(signal.SIGKILL)
     assert elapsed < 2.0, output[-2000:]
     assert "Signal SIGTERM received. Operator is stopping." in output
     assert "Signal SIGTERM received again: stopping at once." in output
@@ -228,27 +199,14 @@ def test_the_ultimate_exiting_timeout_kills_a_process_whose_graceful_exit_hangs(
     monkeypatch.setenv("ANYOP_PROCESS__ULTIMATE_EXITING_TIMEOUT", "1.5")
     kex = {"apiVersion": "kopf.dev/v1", "kind": "KopfExample", "metadata": {"name": "kex-d"}}
     kubectl(anyop_controlplane, "apply", "-n", anyop_namespace, "-f", "-", stdin=json.dumps(kex))
-    operator = start_operator(anyop_controlplane, str(source), anyop_namespace, backend)
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(operator.stdout or []), daemon=True)
-    reader.start()
+    operator = LiveOperator(anyop_controlplane, str(source), anyop_namespace, backend)
     try:
-        deadline = time.monotonic() + 60
-        while not any("started kex-d" in line for line in lines):
-            assert time.monotonic() < deadline, "".join(lines[-30:])
-            time.sleep(0.1)
+        operator.wait_for("started kex-d", timeout=60)
         t0 = time.monotonic()
-        operator.send_signal(signal.SIGTERM)
-        operator.wait(timeout=30)
+        operator.stop()
         elapsed = time.monotonic() - t0
     finally:
-        if operator.poll() is None:
-            operator.kill()
-            operator.wait()
-        reader.join(timeout=5)
-        if operator.stdout is not None:
-            operator.stdout.close()
-    output = "".join(lines)
-    assert operator.returncode == -signal.SIGKILL, output[-2000:]
+        output = operator.stop(signal.SIGKILL)
+    assert operator.process.returncode == -signal.SIGKILL, output[-2000:]
     assert 1.4 < elapsed < 10, output[-2000:]
     assert "(process.ultimate_exiting_timeout). Killing the process." in output
