@@ -151,6 +151,12 @@ class QueueingSettings(BaseModel):
     """How many objects of one watch are handled at once; ``None``: unlimited."""
     idle_timeout: Seconds = Field(default=5.0, ge=0)
     exit_timeout: Seconds = Field(default=2.0, ge=0)
+    max_requests_in_flight: int | None = Field(default=64, ge=1)
+    """anyop: backpressure. While this many API requests are in flight (or waiting for a
+    connection or a retry), objects with no worker yet wait in order, as bodies, before their
+    handling starts; objects seen before go first. Running cycles are not held up, nor are the
+    objects of resources with daemons or timers (their daemons start at once). ``None``: every
+    object's handling starts at once (Kopf's way, with memory growing with the backlog)."""
     error_delays: tuple[Seconds, ...] = (1, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610)
     """Throttling of an object after a framework error; the last value repeats."""
     batch_window: Seconds = 0.1

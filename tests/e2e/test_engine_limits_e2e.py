@@ -185,3 +185,125 @@ async def test_retries_survive_an_operator_restart(
     assert body["status"]["create_fn"] == "done"
     assert [retry for retry, _ in attempts] == [0, 1]
     assert attempts[0][1] == attempts[1][1]  # the same `started`, read back from the object
+
+
+# -- backpressure ---------------------------------------------------------------------------------
+
+SLOW_API = {"networking": {"qps": 15, "burst": 1}}  # the API server takes 15 requests a second
+
+
+async def handled_times(
+    api: httpx.AsyncClient, namespace: str, names: list[str], settings: OperatorSettings
+) -> list[float]:
+    """Run an operator with a create handler over objects that exist before it starts.
+
+    Returns the times of the handler calls, once every object's status is written.
+    """
+    registry = OperatorRegistry()
+    called: dict[str, float] = {}
+
+    @on.create("kopfexamples", registry=registry, id="create_fn")
+    async def create_fn(name: str, **_: Any) -> dict[str, str]:
+        called.setdefault(name, anyio.current_time())
+        return {"message": "hello"}
+
+    for name in names:
+        await create(api, namespace, name)
+    async with running(registry, namespace, settings):
+        with anyio.fail_after(DEADLINE):
+            while True:
+                items = (await api.get(url(namespace))).json()["items"]
+                if all("create_fn" in (item.get("status") or {}) for item in items):
+                    break
+                await anyio.sleep(0.1)
+    assert set(called) == set(names)
+    return sorted(called.values())
+
+
+async def test_backpressure_starts_handling_new_objects_as_the_api_server_takes_writes(
+    api: httpx.AsyncClient, anyop_namespace: str
+) -> None:
+    names = [f"bp{i}" for i in range(30)]
+    settings = OperatorSettings.model_validate(
+        {**SLOW_API, "queueing": {"max_requests_in_flight": 2}}
+    )
+    times = await handled_times(api, anyop_namespace, names, settings)
+    # 30 writes at 15 a second: the last handler runs only after most of the others' writes.
+    assert times[-1] - times[0] >= 1.0
+
+
+async def test_without_backpressure_every_listed_object_is_handled_at_once(
+    api: httpx.AsyncClient, anyop_namespace: str
+) -> None:
+    names = [f"nobp{i}" for i in range(30)]
+    settings = OperatorSettings.model_validate(
+        {**SLOW_API, "queueing": {"max_requests_in_flight": None}}
+    )
+    times = await handled_times(api, anyop_namespace, names, settings)
+    assert times[-1] - times[0] < 0.5  # all handlers first, then the writes wait (Kopf's way)
+
+
+async def test_backpressure_holds_up_no_handler_that_takes_long_without_the_api(
+    api: httpx.AsyncClient, anyop_namespace: str
+) -> None:
+    registry = OperatorRegistry()
+    running_now: set[str] = set()
+    peak = 0
+
+    @on.create("kopfexamples", registry=registry, id="slow_fn")
+    async def slow_fn(name: str, **_: Any) -> dict[str, bool]:
+        nonlocal peak
+        running_now.add(name)
+        peak = max(peak, len(running_now))
+        await anyio.sleep(1)
+        running_now.discard(name)
+        return {"done": True}
+
+    names = [f"slow{i}" for i in range(8)]
+    for name in names:
+        await create(api, anyop_namespace, name)
+    settings = OperatorSettings.model_validate({"queueing": {"max_requests_in_flight": 1}})
+    async with running(registry, anyop_namespace, settings):
+        for name in names:
+            await wait_for(
+                api, url(anyop_namespace, name), lambda b: "slow_fn" in b.get("status", {})
+            )
+    assert peak == len(names)
+
+
+async def test_a_fresh_change_of_a_known_object_goes_ahead_of_a_backlog_of_new_ones(
+    api: httpx.AsyncClient, anyop_namespace: str
+) -> None:
+    registry = OperatorRegistry()
+    order: list[str] = []
+
+    @on.create("kopfexamples", registry=registry, id="create_fn")
+    async def create_fn(name: str, **_: Any) -> dict[str, str]:
+        order.append(f"create {name}")
+        return {"message": "hello"}
+
+    @on.update("kopfexamples", registry=registry, id="update_fn", field="spec.field")
+    async def update_fn(name: str, **_: Any) -> None:
+        order.append(f"update {name}")
+
+    queueing = {"max_requests_in_flight": 1, "idle_timeout": 0}  # no worker waits for the change
+    settings = OperatorSettings.model_validate({**SLOW_API, "queueing": queueing})
+    async with running(registry, anyop_namespace, settings):
+        await create(api, anyop_namespace, "known")
+        await wait_for(
+            api, url(anyop_namespace, "known"), lambda b: "create_fn" in b.get("status", {})
+        )
+        backlog = [f"new{i}" for i in range(25)]
+        for name in backlog:
+            await create(api, anyop_namespace, name)
+        with anyio.fail_after(DEADLINE):
+            while len(order) < 3:  # the backlog has started to drain
+                await anyio.sleep(0.01)
+        patch = {"spec": {"field": "changed"}}
+        response = await api.patch(url(anyop_namespace, "known"), json=patch, headers=MERGE)
+        response.raise_for_status()
+        with anyio.fail_after(DEADLINE):
+            while "update known" not in order:
+                await anyio.sleep(0.05)
+        # The backlog of 25 writes takes about 1.7 s at 15 a second; the change did not wait.
+        assert sum(entry.startswith("create new") for entry in order) < len(backlog)

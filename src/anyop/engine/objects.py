@@ -4,19 +4,28 @@ Events of one object never queue up: a new body replaces the pending one (bursts
 one worker task per busy object runs the handling cycles serially. The worker exits when the object
 is idle; what must outlive it (the memo, the read-your-own-writes mark, the daemons) stays in the
 object's :class:`ObjectSlot`, which is dropped when the object is gone.
+
+Backpressure: while the API server is behind (too many requests in flight), objects that need a
+worker wait in a queue, as their latest bodies only, and start in order as it catches up; objects
+seen before go ahead of new ones. A backlog of thousands of objects then costs their bodies, not
+thousands of cycles that ran their handlers and wait to write the results.
 """
 
 from __future__ import annotations
 
 import enum
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 
-__all__ = ["CycleResult", "ObjectSlot", "ObjectWorkers", "SlotState"]
+from anyop.kube.inflight import InFlight
+
+__all__ = ["Backpressure", "CycleResult", "ObjectSlot", "ObjectWorkers", "SlotState"]
 
 
 class SlotState(enum.Enum):
@@ -24,6 +33,8 @@ class SlotState(enum.Enum):
 
     IDLE = "idle"
     """No worker runs; the next event starts one."""
+    QUEUED = "queued"
+    """It waits for the API server to catch up before its worker starts (backpressure)."""
     BUSY = "busy"
     """A worker runs or waits for a scheduled retry."""
     GONE = "gone"
@@ -47,6 +58,28 @@ class CycleResult:
     body: Mapping[str, Any] | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Backpressure:
+    """When new workers must wait: while ``level`` or more API requests are in flight.
+
+    Attributes:
+        in_flight: The API client's count of requests in flight.
+        level: How many in flight hold new workers back (``queueing.max_requests_in_flight``).
+    """
+
+    in_flight: InFlight
+    level: int
+
+    @property
+    def room(self) -> int:
+        """How many more requests may be in flight before new workers must wait."""
+        return self.level - self.in_flight.count
+
+    async def eased(self) -> None:
+        """Return once new workers may start (at once, with no checkpoint, if they may now)."""
+        await self.in_flight.below(self.level)
+
+
 @dataclass(eq=False, slots=True)
 class ObjectSlot:
     """All the operator keeps about one live object between events."""
@@ -55,7 +88,7 @@ class ObjectSlot:
     pending: Mapping[str, Any] | None = None
     """The newest body not handled yet (replaced, not queued, by newer events)."""
     last: Mapping[str, Any] | None = None
-    """The body the last cycle handled, or its echo."""
+    """The body the last cycle handled, or its echo, while its worker runs."""
     state: SlotState = SlotState.IDLE
     wakeup: anyio.Event | None = None
     """Set to end its worker's wait; it exists only while the worker waits (an idle object
@@ -81,10 +114,14 @@ class ObjectWorkers:
         task_group: Where worker tasks live (the resource's task group).
         limiter: Bounds how many objects are handled at once (``queueing.worker_limit``).
         idle_timeout: How long a worker waits for more events before it exits.
+        backpressure: When workers of objects that have none must wait; ``None``: never.
+        ready: Queued workers start once it is set (the cycles would wait for it anyway: the
+            indexes are built at startup).
 
     Guarantees:
         At most one cycle per object runs at a time; the cycle always gets the newest body.
         Memory is bounded by the live objects: a slot is dropped when its object is gone.
+        Queued objects start in order, objects seen before ahead of new ones.
     """
 
     def __init__(
@@ -95,13 +132,21 @@ class ObjectWorkers:
         limiter: anyio.CapacityLimiter | None = None,
         idle_timeout: float = 5.0,
         new_memo: Callable[[], Any] = lambda: None,
+        backpressure: Backpressure | None = None,
+        ready: anyio.Event | None = None,
     ) -> None:
         self._cycle = cycle
         self._tg = task_group
         self._limiter = limiter
         self._idle_timeout = idle_timeout
         self._new_memo = new_memo
+        self._backpressure = backpressure
+        self._ready = ready
         self._closing = False
+        self._feeding = False
+        self._feed_scope: anyio.CancelScope | None = None
+        self._seen: deque[ObjectSlot] = deque()
+        self._new: deque[ObjectSlot] = deque()
         self.slots: dict[str, ObjectSlot] = {}
 
     def __len__(self) -> int:
@@ -109,24 +154,64 @@ class ObjectWorkers:
 
     @property
     def busy(self) -> int:
-        """How many objects have a worker right now (the work-queue depth)."""
-        return sum(1 for slot in self.slots.values() if slot.state is SlotState.BUSY)
+        """How many objects have a worker or wait for one (the work-queue depth)."""
+        return sum(1 for slot in self.slots.values() if slot.state is not SlotState.IDLE)
 
     def dispatch(self, body: Mapping[str, Any]) -> ObjectSlot:
-        """Hand the newest body of an object to its worker, starting one if needed."""
+        """Hand the newest body of an object to its worker, starting or queueing one if needed."""
         uid = str((body.get("metadata") or {}).get("uid", ""))
         slot = self.slots.get(uid)
+        seen = slot is not None
         if slot is None:
             slot = self.slots[uid] = ObjectSlot(uid=uid, memo=self._new_memo())
         slot.pending = body
         if self._closing:
             return slot
-        if slot.state is SlotState.IDLE:
-            slot.state = SlotState.BUSY
-            self._tg.start_soon(self._work, slot, name=f"anyop object {uid}")
-        else:
+        if slot.state is SlotState.BUSY:
             slot.wake()
+        elif slot.state is SlotState.IDLE:
+            if self._backpressure is not None:
+                slot.state = SlotState.QUEUED
+                (self._seen if seen else self._new).append(slot)
+                if not self._feeding:
+                    self._feeding = True
+                    self._tg.start_soon(self._feed, name="anyop object queue")
+            else:
+                self._start(slot)
         return slot
+
+    def _start(self, slot: ObjectSlot) -> None:
+        slot.state = SlotState.BUSY
+        self._tg.start_soon(self._work, slot, name=f"anyop object {slot.uid}")
+
+    async def _feed(self) -> None:
+        """Start the queued workers in order, each once the API server is not behind."""
+        assert self._backpressure is not None
+        try:
+            with anyio.CancelScope() as self._feed_scope:
+                while not self._closing:
+                    if self._ready is not None:
+                        await self._ready.wait()
+                    await self._backpressure.eased()
+                    for _ in range(self._backpressure.room):
+                        slot = self._next_queued()
+                        if slot is None:
+                            return
+                        self._start(slot)
+                    # A listing of thousands of objects comes in one go, before any of their
+                    # cycles has sent a request to count: let the started ones run first.
+                    await anyio.lowlevel.checkpoint()
+        finally:
+            self._feeding = False
+            self._feed_scope = None
+
+    def _next_queued(self) -> ObjectSlot | None:
+        for queue in (self._seen, self._new):
+            while queue:
+                slot = queue.popleft()
+                if slot.state is SlotState.QUEUED and self.slots.get(slot.uid) is slot:
+                    return slot
+        return None
 
     def close(self) -> None:
         """Stop dispatching: waiting workers exit now, running cycles finish and then exit.
@@ -135,6 +220,8 @@ class ObjectWorkers:
             Bodies dispatched after this are kept in their slots but never handled.
         """
         self._closing = True
+        if self._feed_scope is not None:
+            self._feed_scope.cancel()
         for slot in self.slots.values():
             slot.wake()
 
@@ -148,6 +235,7 @@ class ObjectWorkers:
             body = await self._next_body(slot, delay)
             if body is None:
                 slot.state = SlotState.IDLE
+                slot.last = None
                 return
             result = await self._run_cycle(slot, body)
             if result.gone:

@@ -68,6 +68,8 @@ class Observed(dict[str, Any]):
         listed: The body comes from a (re)listing.
     """
 
+    __slots__ = ("consumed", "listed", "type")
+
     def __init__(self, body: Mapping[str, Any], *, type: EventType, listed: bool = False) -> None:
         super().__init__(body)
         self.type = type

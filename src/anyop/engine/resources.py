@@ -19,7 +19,7 @@ import anyio.abc
 from anyop.engine.daemons import Spawner, reaping_deadline
 from anyop.engine.gate import Gate, first_of
 from anyop.engine.indexes import Indexer, object_key
-from anyop.engine.objects import ObjectWorkers
+from anyop.engine.objects import Backpressure, ObjectWorkers
 from anyop.engine.probes import Watched, current_health
 from anyop.engine.reconcile import Observed, Reconciler
 from anyop.handlers.indexes import ObjectKey
@@ -29,7 +29,7 @@ from anyop.kube.client import KubeClient
 from anyop.kube.resources import Resource
 from anyop.kube.watch import Watcher, WatchEvent
 from anyop.metrics import Metrics
-from anyop.settings import OperatorSettings
+from anyop.settings import OperatorSettings, QueueingSettings
 from anyop.storage.defaults import Persistence, anyop_storages, status_storages
 
 __all__ = ["ResourceScope", "persistence_for", "serve_resource"]
@@ -164,6 +164,8 @@ async def _handling(scope: ResourceScope, watched: Watched) -> AsyncIterator[Obj
                 limiter=_worker_limiter(queueing.worker_limit),
                 idle_timeout=queueing.idle_timeout,
                 new_memo=scope.new_memo,
+                backpressure=_backpressure(scope.client, queueing, spawner),
+                ready=scope.indexer.ready if scope.indexer is not None else None,
             )
             watched.workers, watched.spawner = workers, spawner
             try:
@@ -258,6 +260,18 @@ async def _watch_until(
         finally:
             if indexer is not None:
                 indexer.forget(indexed)
+
+
+def _backpressure(
+    client: KubeClient, queueing: QueueingSettings, spawner: Spawner | None
+) -> Backpressure | None:
+    """Backpressure for the workers, unless disabled or the objects have daemons or timers.
+
+    Daemons start in their object's first cycle, before its write: held back, a thousand
+    daemons would start only as fast as the API server takes a thousand writes.
+    """
+    level = queueing.max_requests_in_flight
+    return Backpressure(client.in_flight, level) if level and spawner is None else None
 
 
 def _worker_limiter(limit: int | None) -> anyio.CapacityLimiter | None:

@@ -21,6 +21,7 @@ from typing import Any, Self, TypedDict, Unpack
 
 from anyop.errors import GoneError, TransportError
 from anyop.kube.auth import Vault
+from anyop.kube.inflight import InFlight
 from anyop.kube.resources import Resource
 from anyop.kube.sessions import Request, RequestObserver, SessionPool, TransportFactory
 from anyop.settings import OperatorSettings
@@ -158,6 +159,11 @@ class KubeClient:
             keep_managed_fields=keep_managed_fields,
             observer=observer,
         )
+
+    @property
+    def in_flight(self) -> InFlight:
+        """The requests being sent now (not watches): the engine's backpressure reads it."""
+        return self.sessions.in_flight
 
     @property
     def keep_managed_fields(self) -> bool:

@@ -34,6 +34,7 @@ from anyop.errors import AnyopError, ApiError, TransportError, UnauthorizedError
 from anyop.kube.auth import Vault
 from anyop.kube.connection import ConnectionInfo
 from anyop.kube.http11 import encode_fields
+from anyop.kube.inflight import InFlight
 from anyop.kube.pool import DEFAULT_PORTS, Origin
 from anyop.kube.ratelimit import RateLimiter
 from anyop.kube.retries import (
@@ -275,6 +276,8 @@ class SessionPool:
         self._factory = transport_factory or default_transport
         self._sessions: OrderedDict[ConnectionInfo, Session] = OrderedDict()
         self._opening = anyio.Lock()
+        self.in_flight = InFlight()
+        """The requests being sent now (retries and waits for a connection included)."""
 
     # -- requests -------------------------------------------------------------------------------
 
@@ -286,6 +289,10 @@ class SessionPool:
             TransportError: The server could not be reached, or the answer broke off.
             LoginError: The vault is closed.
         """
+        with self.in_flight:
+            return await self._send(request)
+
+    async def _send(self, request: Request) -> Any:
         attempt, relogins = 1, 0
         while True:
             try:

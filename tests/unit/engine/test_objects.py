@@ -6,9 +6,11 @@ from collections.abc import Mapping
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
-from anyop.engine.objects import CycleResult, ObjectSlot, ObjectWorkers, SlotState
+from anyop.engine.objects import Backpressure, CycleResult, ObjectSlot, ObjectWorkers, SlotState
+from anyop.kube.inflight import InFlight
 
 pytestmark = pytest.mark.anyio
 
@@ -101,7 +103,7 @@ async def test_an_idle_worker_exits_but_the_slot_stays() -> None:
             slot = workers.dispatch(body("a", 1))
     assert slot.state is SlotState.IDLE
     assert workers.slots == {"a": slot}
-    assert slot.last == body("a", 1)
+    assert slot.last is None  # an idle object keeps no body
     assert workers.busy == 0
 
 
@@ -147,3 +149,143 @@ async def test_closing_ends_waiting_workers_at_once_and_handles_nothing_new() ->
             workers.close()
             workers.dispatch(body("a", 2))
     assert sorted(cycle.seen) == [("a", 1), ("b", 1)]
+
+
+# -- backpressure -------------------------------------------------------------------------------
+
+
+class Requesting:
+    """A cycle that sends one request (it counts in flight) and holds it until released."""
+
+    def __init__(self, in_flight: InFlight) -> None:
+        self.in_flight = in_flight
+        self.started: list[str] = []
+        self.release = anyio.Event()
+        self.most_running = 0
+        self.running = 0
+
+    async def __call__(self, slot: ObjectSlot, seen: Mapping[str, Any]) -> CycleResult:
+        self.started.append(slot.uid)
+        self.running += 1
+        self.most_running = max(self.most_running, self.running)
+        await anyio.lowlevel.checkpoint()  # the handler
+        with self.in_flight:
+            await self.release.wait()
+        self.running -= 1
+        return CycleResult()
+
+
+def started_in_order(started: list[str]) -> bool:
+    """In the order queued, but for the order of the tasks started in one turn (Trio mixes it)."""
+    return all(abs(index - int(uid[1:])) < 12 for index, uid in enumerate(started))
+
+
+async def test_a_listing_starts_no_more_cycles_than_the_api_server_takes() -> None:
+    in_flight = InFlight()
+    cycle = Requesting(in_flight)
+    with anyio.fail_after(DEADLINE):
+        async with anyio.create_task_group() as tg:
+            workers = ObjectWorkers(
+                cycle, tg, idle_timeout=0, backpressure=Backpressure(in_flight, 4)
+            )
+            for number in range(100):  # all at once, as a listing dispatches them
+                workers.dispatch(body(f"o{number}", 1))
+            assert workers.busy == 100  # all queued
+            while in_flight.count < 4:
+                await anyio.lowlevel.checkpoint()
+            for _ in range(20):
+                await anyio.lowlevel.checkpoint()
+            # 4 a turn, until the first ones have sent their requests: a few turns' worth.
+            assert 4 <= len(cycle.started) <= 12
+            assert started_in_order(cycle.started)
+            cycle.release.set()
+    assert len(cycle.started) == 100
+    assert sorted(cycle.started) == sorted(f"o{number}" for number in range(100))
+    assert started_in_order(cycle.started)
+    assert cycle.most_running <= 12
+
+
+async def test_queued_objects_start_as_requests_end() -> None:
+    in_flight = InFlight()
+    cycle = Recorder()
+    with anyio.fail_after(DEADLINE):
+        async with anyio.create_task_group() as tg:
+            workers = ObjectWorkers(
+                cycle, tg, idle_timeout=0, backpressure=Backpressure(in_flight, 1)
+            )
+            with in_flight:  # someone else's request: the API server is behind
+                workers.dispatch(body("a", 1))
+                workers.dispatch(body("a", 2))  # coalesces while queued
+                workers.dispatch(body("b", 1))
+                await anyio.sleep(0.05)
+                assert cycle.seen == []
+                assert workers.slots["a"].state is SlotState.QUEUED
+    assert cycle.seen == [("a", 2), ("b", 1)]
+
+
+async def test_objects_seen_before_go_ahead_of_new_ones() -> None:
+    in_flight = InFlight()
+    cycle = Recorder()
+    with anyio.fail_after(DEADLINE):
+        async with anyio.create_task_group() as tg:
+            workers = ObjectWorkers(
+                cycle, tg, idle_timeout=0, backpressure=Backpressure(in_flight, 1)
+            )
+            workers.dispatch(body("old", 1))
+    assert cycle.seen == [("old", 1)]
+    with anyio.fail_after(DEADLINE):
+        async with anyio.create_task_group() as tg:
+            workers._tg = tg
+            with in_flight:
+                for number in range(3):
+                    workers.dispatch(body(f"new{number}", 1))
+                workers.dispatch(body("old", 2))  # a fresh change of a known object
+                await anyio.sleep(0.05)
+    assert cycle.seen[1:] == [("old", 2), ("new0", 1), ("new1", 1), ("new2", 1)]
+
+
+async def test_queued_objects_wait_until_ready() -> None:
+    cycle = Recorder()
+    ready = anyio.Event()
+    with anyio.fail_after(DEADLINE):
+        async with anyio.create_task_group() as tg:
+            workers = ObjectWorkers(
+                cycle, tg, idle_timeout=0, backpressure=Backpressure(InFlight(), 1), ready=ready
+            )
+            workers.dispatch(body("a", 1))
+            await anyio.sleep(0.05)
+            assert cycle.seen == []
+            ready.set()
+    assert cycle.seen == [("a", 1)]
+
+
+async def test_closing_drops_the_queue_at_once() -> None:
+    in_flight = InFlight()
+    cycle = Recorder()
+    with anyio.fail_after(DEADLINE):
+        async with anyio.create_task_group() as tg:
+            workers = ObjectWorkers(
+                cycle, tg, idle_timeout=0, backpressure=Backpressure(in_flight, 1)
+            )
+            in_flight.__enter__()  # a request that never ends
+            workers.dispatch(body("a", 1))
+            await anyio.sleep(0.01)
+            started = anyio.current_time()
+            workers.close()
+    assert anyio.current_time() - started < 1  # the queue's task did not hold the exit up
+    assert cycle.seen == []
+
+
+async def test_a_deleted_queued_object_is_skipped() -> None:
+    in_flight = InFlight()
+    cycle = Recorder()
+    with anyio.fail_after(DEADLINE):
+        async with anyio.create_task_group() as tg:
+            workers = ObjectWorkers(
+                cycle, tg, idle_timeout=0, backpressure=Backpressure(in_flight, 1)
+            )
+            with in_flight:
+                workers.dispatch(body("a", 1))
+                workers.dispatch(body("b", 1))
+                workers.forget("a")
+    assert cycle.seen == [("b", 1)]
