@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import anyio
+import anyio.abc
 import anyio.lowlevel
 import pytest
 
@@ -205,14 +206,17 @@ async def test_a_listing_starts_no_more_cycles_than_the_api_server_takes() -> No
     assert cycle.most_running <= 12
 
 
+def backpressured(cycle: Recorder, tg: anyio.abc.TaskGroup, in_flight: InFlight) -> ObjectWorkers:
+    """Workers that wait while one request is in flight."""
+    return ObjectWorkers(cycle, tg, idle_timeout=0, backpressure=Backpressure(in_flight, 1))
+
+
 async def test_queued_objects_start_as_requests_end() -> None:
     in_flight = InFlight()
     cycle = Recorder()
     with anyio.fail_after(DEADLINE):
         async with anyio.create_task_group() as tg:
-            workers = ObjectWorkers(
-                cycle, tg, idle_timeout=0, backpressure=Backpressure(in_flight, 1)
-            )
+            workers = backpressured(cycle, tg, in_flight)
             with in_flight:  # someone else's request: the API server is behind
                 workers.dispatch(body("a", 1))
                 workers.dispatch(body("a", 2))  # coalesces while queued
@@ -228,14 +232,11 @@ async def test_objects_seen_before_go_ahead_of_new_ones() -> None:
     cycle = Recorder()
     with anyio.fail_after(DEADLINE):
         async with anyio.create_task_group() as tg:
-            workers = ObjectWorkers(
-                cycle, tg, idle_timeout=0, backpressure=Backpressure(in_flight, 1)
-            )
+            workers = backpressured(cycle, tg, in_flight)
             workers.dispatch(body("old", 1))
-    assert cycle.seen == [("old", 1)]
-    with anyio.fail_after(DEADLINE):
-        async with anyio.create_task_group() as tg:
-            workers._tg = tg
+            while workers.slots["old"].state is not SlotState.IDLE:
+                await anyio.sleep(0.01)
+            assert cycle.seen == [("old", 1)]
             with in_flight:
                 for number in range(3):
                     workers.dispatch(body(f"new{number}", 1))
@@ -264,9 +265,7 @@ async def test_closing_drops_the_queue_at_once() -> None:
     cycle = Recorder()
     with anyio.fail_after(DEADLINE):
         async with anyio.create_task_group() as tg:
-            workers = ObjectWorkers(
-                cycle, tg, idle_timeout=0, backpressure=Backpressure(in_flight, 1)
-            )
+            workers = backpressured(cycle, tg, in_flight)
             in_flight.__enter__()  # a request that never ends
             workers.dispatch(body("a", 1))
             await anyio.sleep(0.01)
@@ -281,9 +280,7 @@ async def test_a_deleted_queued_object_is_skipped() -> None:
     cycle = Recorder()
     with anyio.fail_after(DEADLINE):
         async with anyio.create_task_group() as tg:
-            workers = ObjectWorkers(
-                cycle, tg, idle_timeout=0, backpressure=Backpressure(in_flight, 1)
-            )
+            workers = backpressured(cycle, tg, in_flight)
             with in_flight:
                 workers.dispatch(body("a", 1))
                 workers.dispatch(body("b", 1))
