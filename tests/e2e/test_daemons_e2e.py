@@ -202,6 +202,9 @@ async def test_a_sync_daemon_ignoring_its_flag_is_abandoned_and_the_finalizer_re
             await create(api, anyop_namespace, "stubborn")
             path = url(anyop_namespace, "stubborn")
             await until(started.is_set)
+            # The daemon starts before the finalizer lands (both in the first cycle): a deletion
+            # before that would delete the object at once, with no daemon to wait for.
+            await wait_for(api, path, lambda b: FINALIZER in finalizers(b))
             t0 = time.monotonic()
             (await api.delete(path)).raise_for_status()
             with pytest.warns(ResourceWarning, match="Leaving it orphaned"):
