@@ -143,8 +143,8 @@ class ObjectWorkers:
         self._backpressure = backpressure
         self._ready = ready
         self._closing = False
-        self._feeding = False
         self._feed_scope: anyio.CancelScope | None = None
+        """The scope of the task that starts queued workers, while it runs."""
         self._seen: deque[ObjectSlot] = deque()
         self._new: deque[ObjectSlot] = deque()
         self.slots: dict[str, ObjectSlot] = {}
@@ -173,9 +173,9 @@ class ObjectWorkers:
             if self._backpressure is not None:
                 slot.state = SlotState.QUEUED
                 (self._seen if seen else self._new).append(slot)
-                if not self._feeding:
-                    self._feeding = True
-                    self._tg.start_soon(self._feed, name="anyop object queue")
+                if self._feed_scope is None:
+                    self._feed_scope = anyio.CancelScope()
+                    self._tg.start_soon(self._feed, self._feed_scope, name="anyop object queue")
             else:
                 self._start(slot)
         return slot
@@ -184,11 +184,11 @@ class ObjectWorkers:
         slot.state = SlotState.BUSY
         self._tg.start_soon(self._work, slot, name=f"anyop object {slot.uid}")
 
-    async def _feed(self) -> None:
+    async def _feed(self, scope: anyio.CancelScope) -> None:
         """Start the queued workers in order, each once the API server is not behind."""
         assert self._backpressure is not None
         try:
-            with anyio.CancelScope() as self._feed_scope:
+            with scope:
                 while not self._closing:
                     if self._ready is not None:
                         await self._ready.wait()
@@ -202,7 +202,6 @@ class ObjectWorkers:
                     # cycles has sent a request to count: let the started ones run first.
                     await anyio.lowlevel.checkpoint()
         finally:
-            self._feeding = False
             self._feed_scope = None
 
     def _next_queued(self) -> ObjectSlot | None:
