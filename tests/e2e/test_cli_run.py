@@ -56,6 +56,26 @@ def test_the_minimal_example_handles_an_object_and_exits_0_on_sigterm(
     assert f"[{anyop_namespace}/kex-1] Creation is processed: 1 succeeded; 0 failed." in output
 
 
+@pytest.mark.parametrize("debug", [True, False], ids=["debug", "info"])
+def test_the_in_progress_line_with_the_body_is_logged_only_with_debug(
+    anyop_controlplane: LocalControlPlane,
+    anyop_namespace: str,
+    kopfexample_crd: str,
+    debug: bool,
+) -> None:
+    more = ["--debug"] if debug else []
+    operator = start_operator(anyop_controlplane, str(EXAMPLE), anyop_namespace, "asyncio", *more)
+    try:
+        apply_kex(anyop_controlplane, anyop_namespace, "kex-1", field="value")
+        wait_for_status(anyop_controlplane, anyop_namespace, "kex-1")
+    finally:
+        operator.send_signal(signal.SIGTERM)
+        output, _ = operator.communicate(timeout=30)
+    assert f"[{anyop_namespace}/kex-1] Creation is processed: 1 succeeded; 0 failed." in output
+    in_progress = f"[{anyop_namespace}/kex-1] Creation is in progress: {{'apiVersion': "
+    assert (in_progress in output) is debug, output
+
+
 def test_namespace_and_all_namespaces_together_are_a_usage_error() -> None:
     cmd = [sys.executable, "-m", "anyop", "run", str(EXAMPLE), "-n", "x", "-A"]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=60)

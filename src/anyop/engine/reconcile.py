@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -324,7 +325,7 @@ class Reconciler(HandlerCalls):
         storage = self.persistence.progress
         progress = Progress.from_storage(body=cause.body, storage=storage, handlers=owned, now=now)
         progress = progress.with_purpose(cause.reason).with_handlers(handlers, now=now)
-        if handlers:
+        if handlers and logger.isEnabledFor(logging.DEBUG):  # the message holds the whole body
             logger.debug(in_progress_message(cause.reason, cause.body))
         outcomes = await self._attempt(slot, cause, handlers, progress, patch, logger)
         progress = progress.with_outcomes(outcomes, now=utcnow())
