@@ -66,6 +66,9 @@ Result = dict[str, float]
 Runs = dict[str, dict[str, list[float]]]
 
 
+ANYOP_SOURCE: Path | None = None
+"""The ``src`` folder anyop's runs import it from (``bench.ab`` sets it); ``None``: this one."""
+
 QUIET = ["-q"]
 """Options of ``run`` for both frameworks: ``-q`` (warnings only, so no Events are posted) or none
 (``--verbose-logs``: the defaults, INFO logs on stderr and an Event per handler message)."""
@@ -87,8 +90,9 @@ class Process:
     """An operator child process; its stderr lines are kept as they come, with their times."""
 
     def __init__(self, plane: LocalControlPlane, framework: str, namespace: str, **env: str):
+        path = str(ROOT) if ANYOP_SOURCE is None else f"{ANYOP_SOURCE}{os.pathsep}{ROOT}"
         full_env = {**os.environ, "KUBECONFIG": str(plane.kubeconfig), "BENCH_FRAMEWORK": framework,
-                    "PYTHONPATH": str(ROOT), **env}  # fmt: skip
+                    "PYTHONPATH": path, **env}  # fmt: skip
         argv = command(framework, namespace)  # may install Kopf first: not part of the timing
         self.started = time.monotonic()
         self.popen = subprocess.Popen(
@@ -383,11 +387,15 @@ def compare(plane: LocalControlPlane, scenario: str, frameworks: list[str], coun
         order = frameworks[rep % len(frameworks) :] + frameworks[: rep % len(frameworks)]
         for framework in order:
             result = RUNNERS[scenario](plane, framework, count)
-            print(f"  [{scenario} #{rep + 1}] {framework}: "
-                  + ", ".join(f"{k}={v:.3g}" for k, v in result.items()), flush=True)  # fmt: skip
+            print(f"  [{scenario} #{rep + 1}] {framework}: {format_result(result)}", flush=True)
             for key, value in result.items():
                 runs[framework].setdefault(key, []).append(value)
     return runs
+
+
+def format_result(result: Result) -> str:
+    """``seconds=2.03, cpu_s=1.21, ...``"""
+    return ", ".join(f"{key}={value:.3g}" for key, value in result.items())
 
 
 def table(scenario: str, count: int, runs: Runs) -> str:

@@ -155,8 +155,9 @@ class QueueingSettings(BaseModel):
     """anyop: backpressure. While this many API requests are in flight (or waiting for a
     connection or a retry), objects with no worker yet wait in order, as bodies, before their
     handling starts; objects seen before go first. Running cycles are not held up, nor are the
-    objects of resources with daemons or timers (their daemons start at once). ``None``: every
-    object's handling starts at once (Kopf's way, with memory growing with the backlog)."""
+    objects of resources with daemons or timers: their daemons start at once, and a cycle that
+    would only add the finalizer leaves it to the queue instead of waiting to write. ``None``:
+    every object's handling starts at once (Kopf's way, with memory growing with the backlog)."""
     error_delays: tuple[Seconds, ...] = (1, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610)
     """Throttling of an object after a framework error; the last value repeats."""
     batch_window: Seconds = 0.1

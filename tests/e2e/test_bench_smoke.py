@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from pathlib import Path
 
 import pytest
+from bench import ab
 from bench.bulk_create import run
-from bench.compare import SCENARIOS, run_all
+from bench.compare import ROOT, SCENARIOS, run_all
 
 from anyop.testing.controlplane import LocalControlPlane
 
@@ -41,3 +43,17 @@ def test_the_side_by_side_harness_runs_every_scenario_in_smoke_mode(
     for floor in {"raw", "raw-aiohttp"} & set(frameworks):
         assert results["bulk"][floor]["patches_per_object"] == [1.0]
     assert "raw" not in results["latency"]
+
+
+def test_the_before_after_harness_alternates_two_trees(
+    anyop_controlplane: LocalControlPlane, kopfexample_crd: str
+) -> None:
+    trees = {"before": ROOT, "after": ROOT}
+    results = ab.run(anyop_controlplane, "bulk", trees, count=10, repeats=2, framework="anyop-trio")
+    assert [len(runs) for runs in results.values()] == [2, 2]
+    assert all(run["patches_per_object"] == 1.0 for runs in results.values() for run in runs)
+
+
+def test_the_before_after_harness_refuses_a_folder_that_is_no_checkout(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit):
+        ab.main(["bulk", "--before", str(tmp_path)])

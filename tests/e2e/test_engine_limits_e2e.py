@@ -17,6 +17,7 @@ import pytest
 from tests.e2e.test_engine_e2e import DEADLINE, create, running, url, wait_for, wait_for_log
 
 import anyop.on as on
+from anyop.engine.reconcile import DEFERRING_MESSAGE
 from anyop.errors import TemporaryError
 from anyop.handlers.registry import OperatorRegistry
 from anyop.settings import OperatorSettings
@@ -307,3 +308,36 @@ async def test_a_fresh_change_of_a_known_object_goes_ahead_of_a_backlog_of_new_o
                 await anyio.sleep(0.05)
         # The backlog of 25 writes takes about 1.7 s at 15 a second; the change did not wait.
         assert sum(entry.startswith("create new") for entry in order) < len(backlog)
+
+
+async def test_daemons_start_at_once_while_their_finalizers_wait_their_turn(
+    api: httpx.AsyncClient, anyop_namespace: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    registry = OperatorRegistry()
+    started: dict[str, float] = {}
+
+    @on.daemon("kopfexamples", registry=registry, id="daemon_fn")
+    async def daemon_fn(name: str, stopped: Any, **_: Any) -> None:
+        started.setdefault(name, anyio.current_time())
+        await stopped.wait()
+
+    names = [f"dm{i}" for i in range(30)]
+    for name in names:
+        await create(api, anyop_namespace, name)
+    settings = OperatorSettings.model_validate(
+        {**SLOW_API, "queueing": {"max_requests_in_flight": 2}}
+    )
+    async with running(registry, anyop_namespace, settings):
+        with anyio.fail_after(DEADLINE):
+            while len(started) < len(names):
+                await anyio.sleep(0.05)
+        # 30 finalizers at 15 writes a second take 2 s; the daemons did not wait for them.
+        assert max(started.values()) - min(started.values()) < 1.0
+        assert DEFERRING_MESSAGE in caplog.text  # the cycles did not wait to write
+        with anyio.fail_after(DEADLINE):
+            while True:
+                items = (await api.get(url(anyop_namespace))).json()["items"]
+                if all(item["metadata"].get("finalizers") for item in items):
+                    break
+                await anyio.sleep(0.1)
+    assert len(items) == len(names)

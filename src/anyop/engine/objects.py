@@ -8,7 +8,9 @@ object's :class:`ObjectSlot`, which is dropped when the object is gone.
 Backpressure: while the API server is behind (too many requests in flight), objects that need a
 worker wait in a queue, as their latest bodies only, and start in order as it catches up; objects
 seen before go ahead of new ones. A backlog of thousands of objects then costs their bodies, not
-thousands of cycles that ran their handlers and wait to write the results.
+thousands of cycles that ran their handlers and wait to write the results. Where objects must not
+wait before their first cycle (their daemons start in it), a cycle may ask to be run again from
+the queue instead of waiting to write.
 """
 
 from __future__ import annotations
@@ -51,11 +53,14 @@ class CycleResult:
         gone: The object is deleted for good; forget it.
         body: The freshest known body after the cycle (e.g. the echo of our own patch), to run
             the delayed cycle with when no newer event comes.
+        requeue: The cycle left its write for later as the API server is behind: run it
+            again, from the queue, once it catches up (only where there is backpressure).
     """
 
     delay: float | None = None
     gone: bool = False
     body: Mapping[str, Any] | None = None
+    requeue: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +119,10 @@ class ObjectWorkers:
         task_group: Where worker tasks live (the resource's task group).
         limiter: Bounds how many objects are handled at once (``queueing.worker_limit``).
         idle_timeout: How long a worker waits for more events before it exits.
-        backpressure: When workers of objects that have none must wait; ``None``: never.
+        backpressure: When queued objects must wait; ``None``: never.
+        hold_new: Whether an object that has no worker waits in the queue for one; if not, only
+            objects whose cycles ask to be requeued wait there (resources with daemons: their
+            daemons start at once, their finalizers are written in turn).
         ready: Queued workers start once it is set (the cycles would wait for it anyway: the
             indexes are built at startup).
 
@@ -133,6 +141,7 @@ class ObjectWorkers:
         idle_timeout: float = 5.0,
         new_memo: Callable[[], Any] = lambda: None,
         backpressure: Backpressure | None = None,
+        hold_new: bool = True,
         ready: anyio.Event | None = None,
     ) -> None:
         self._cycle = cycle
@@ -141,6 +150,7 @@ class ObjectWorkers:
         self._idle_timeout = idle_timeout
         self._new_memo = new_memo
         self._backpressure = backpressure
+        self._hold_new = hold_new
         self._ready = ready
         self._closing = False
         self._feed_scope: anyio.CancelScope | None = None
@@ -170,15 +180,18 @@ class ObjectWorkers:
         if slot.state is SlotState.BUSY:
             slot.wake()
         elif slot.state is SlotState.IDLE:
-            if self._backpressure is not None:
-                slot.state = SlotState.QUEUED
-                (self._seen if seen else self._new).append(slot)
-                if self._feed_scope is None:
-                    self._feed_scope = anyio.CancelScope()
-                    self._tg.start_soon(self._feed, self._feed_scope, name="anyop object queue")
+            if self._backpressure is not None and self._hold_new:
+                self._enqueue(slot, seen=seen)
             else:
                 self._start(slot)
         return slot
+
+    def _enqueue(self, slot: ObjectSlot, *, seen: bool) -> None:
+        slot.state = SlotState.QUEUED
+        (self._seen if seen else self._new).append(slot)
+        if self._feed_scope is None:
+            self._feed_scope = anyio.CancelScope()
+            self._tg.start_soon(self._feed, self._feed_scope, name="anyop object queue")
 
     def _start(self, slot: ObjectSlot) -> None:
         slot.state = SlotState.BUSY
@@ -241,8 +254,14 @@ class ObjectWorkers:
                 slot.state = SlotState.GONE
                 self.slots.pop(slot.uid, None)
                 return
+            if result.requeue and self._backpressure is not None and not self._closing:
+                if slot.pending is None:
+                    slot.pending = body
+                slot.last = None
+                self._enqueue(slot, seen=True)
+                return
             slot.last = result.body or body
-            delay = result.delay
+            delay = 0.0 if result.requeue else result.delay  # no queue: run it again at once
 
     async def _next_body(self, slot: ObjectSlot, delay: float | None) -> Mapping[str, Any] | None:
         """The next body to handle: a new one, or the last one when a delay has run out."""

@@ -58,6 +58,8 @@ __all__ = ["Observed", "Reconciler"]
 ECHO = "anyop.reconcile.echo"
 ERRORS = "anyop.reconcile.errors"
 RESUMED = "anyop.reconcile.resumed"
+DEFERRED = "anyop.reconcile.deferred"
+DEFERRING_MESSAGE = "The API server is behind: the finalizer is added in turn, once it catches up."
 
 
 class Observed(dict[str, Any]):
@@ -219,8 +221,12 @@ class Reconciler(HandlerCalls):
             return await self._write(slot, body, patch, delay=None)
         factory = functools.partial(self._kwargs, cause.kwargs, slot, logger, patch)
         alive = self.spawner is not None and self.spawner.sync(slot, cause, factory, logger)
+        bare = not patch  # no event handler's patch: the cycle can be run again at no loss
         if self._finalizer_change(cause, factory, patch, logger):
             # Daemons and timers start at once; the finalizer lands in this cycle's one write.
+            if bare and self._defers(slot):
+                logger.debug(DEFERRING_MESSAGE)
+                return CycleResult(requeue=True)
             return await self._write(slot, body, patch, delay=0.0)
         if cause.reason is Reason.NOOP:
             logger.debug(NOOP_MESSAGE)
@@ -286,6 +292,22 @@ class Reconciler(HandlerCalls):
             corrupt_diffbase=stored.corrupt,
         )
         return cause, stored.corrupt
+
+    def _defers(self, slot: ObjectSlot) -> bool:
+        """Whether a cycle that would only write the finalizer leaves it for later.
+
+        It does while ``queueing.max_requests_in_flight`` requests are in flight, once per
+        object: waiting to write, a cycle would hold its memory (about 11 KiB) all along, and a
+        listing of thousands of objects with daemons would hold thousands of such cycles. Its
+        object waits in the queue instead and runs again, without deferring, once there is room.
+        """
+        if slot.extras.pop(DEFERRED, False):
+            return False
+        level = self.settings.queueing.max_requests_in_flight
+        if level is None or self.client.in_flight.count < level:
+            return False
+        slot.extras[DEFERRED] = True
+        return True
 
     def _finalizer_change(
         self, cause: ChangingCause, factory: KwargsFactory, patch: Patch, logger: Logger

@@ -164,7 +164,8 @@ async def _handling(scope: ResourceScope, watched: Watched) -> AsyncIterator[Obj
                 limiter=_worker_limiter(queueing.worker_limit),
                 idle_timeout=queueing.idle_timeout,
                 new_memo=scope.new_memo,
-                backpressure=_backpressure(scope.client, queueing, spawner),
+                backpressure=_backpressure(scope.client, queueing),
+                hold_new=spawner is None,
                 ready=scope.indexer.ready if scope.indexer is not None else None,
             )
             watched.workers, watched.spawner = workers, spawner
@@ -262,16 +263,15 @@ async def _watch_until(
                 indexer.forget(indexed)
 
 
-def _backpressure(
-    client: KubeClient, queueing: QueueingSettings, spawner: Spawner | None
-) -> Backpressure | None:
-    """Backpressure for the workers, unless disabled or the objects have daemons or timers.
+def _backpressure(client: KubeClient, queueing: QueueingSettings) -> Backpressure | None:
+    """Backpressure for the workers, unless disabled.
 
-    Daemons start in their object's first cycle, before its write: held back, a thousand
-    daemons would start only as fast as the API server takes a thousand writes.
+    Objects with daemons or timers are not held back before their first cycle (their daemons
+    start in it, before its write: held back, a thousand daemons would start only as fast as
+    the API server takes a thousand writes); their cycles defer the finalizer's write instead.
     """
     level = queueing.max_requests_in_flight
-    return Backpressure(client.in_flight, level) if level and spawner is None else None
+    return Backpressure(client.in_flight, level) if level else None
 
 
 def _worker_limiter(limit: int | None) -> anyio.CapacityLimiter | None:

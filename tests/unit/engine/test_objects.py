@@ -286,3 +286,68 @@ async def test_a_deleted_queued_object_is_skipped() -> None:
                 workers.dispatch(body("b", 1))
                 workers.forget("a")
     assert cycle.seen == [("b", 1)]
+
+
+async def test_without_hold_new_objects_start_at_once_while_the_api_server_is_behind() -> None:
+    in_flight = InFlight()
+    cycle = Recorder()
+    with anyio.fail_after(DEADLINE):
+        async with anyio.create_task_group() as tg:
+            workers = ObjectWorkers(
+                cycle, tg, idle_timeout=0, backpressure=Backpressure(in_flight, 1), hold_new=False
+            )
+            with in_flight:
+                workers.dispatch(body("a", 1))
+                await anyio.sleep(0.05)
+                assert cycle.seen == [("a", 1)]  # its daemons would start now
+
+
+async def test_a_requeued_object_waits_for_room_and_runs_again_with_its_body() -> None:
+    in_flight = InFlight()
+    cycle = Recorder(CycleResult(requeue=True))
+    with anyio.fail_after(DEADLINE):
+        async with anyio.create_task_group() as tg:
+            workers = ObjectWorkers(
+                cycle, tg, idle_timeout=0, backpressure=Backpressure(in_flight, 1), hold_new=False
+            )
+            with in_flight:
+                workers.dispatch(body("a", 1))
+                await anyio.sleep(0.05)
+                assert cycle.seen == [("a", 1)]
+                assert workers.slots["a"].state is SlotState.QUEUED  # no worker while it waits
+                workers.dispatch(body("b", 1))  # a new object is not held back
+                await anyio.sleep(0.05)
+                assert cycle.seen == [("a", 1), ("b", 1)]
+            while workers.slots["a"].state is not SlotState.IDLE:
+                await anyio.sleep(0.01)
+    assert cycle.seen == [("a", 1), ("b", 1), ("a", 1)]
+
+
+async def test_a_requeued_object_runs_with_a_newer_body_if_one_came() -> None:
+    in_flight = InFlight()
+    cycle = Recorder(CycleResult(requeue=True))
+    with anyio.fail_after(DEADLINE):
+        async with anyio.create_task_group() as tg:
+            workers = backpressured(cycle, tg, in_flight)
+            cycle.hold()
+            workers.dispatch(body("a", 1))
+            await cycle.entered.wait()
+            with in_flight:  # the API server falls behind: the requeued object waits
+                assert cycle.release is not None
+                cycle.release.set()
+                cycle.release = None
+                while workers.slots["a"].state is not SlotState.QUEUED:
+                    await anyio.sleep(0.01)
+                workers.dispatch(body("a", 2))  # a newer event replaces its body
+                await anyio.sleep(0.05)
+                assert cycle.seen == [("a", 1)]
+    assert cycle.seen == [("a", 1), ("a", 2)]
+
+
+async def test_a_requeue_without_backpressure_runs_the_cycle_again_at_once() -> None:
+    cycle = Recorder(CycleResult(requeue=True))
+    with anyio.fail_after(DEADLINE):
+        async with anyio.create_task_group() as tg:
+            workers = ObjectWorkers(cycle, tg, idle_timeout=0)
+            workers.dispatch(body("a", 1))
+    assert cycle.seen == [("a", 1), ("a", 1)]
