@@ -19,7 +19,7 @@ from anyop.engine.daemons import Spawner
 from anyop.engine.handling import HandlerCalls, Logger, utcnow
 from anyop.engine.indexes import Indexer
 from anyop.engine.invocation import invoke
-from anyop.engine.objects import CycleResult, ObjectSlot
+from anyop.engine.objects import Backpressure, CycleResult, ObjectSlot
 from anyop.engine.patching import apply_patch
 from anyop.handlers.causes import ChangingCause, Reason, WatchingCause, detect_changing_cause
 from anyop.handlers.filters import KwargsFactory
@@ -128,6 +128,8 @@ class Reconciler(HandlerCalls):
     indexer: Indexer | None = None
     spawner: Spawner | None = None
     metrics: Metrics | None = None
+    backpressure: Backpressure | None = None
+    """The workers' backpressure: while it has no room, finalizer-only writes are deferred."""
 
     async def __call__(self, slot: ObjectSlot, body: Mapping[str, Any]) -> CycleResult:
         """Handle the latest body of an object once."""
@@ -296,15 +298,15 @@ class Reconciler(HandlerCalls):
     def _defers(self, slot: ObjectSlot) -> bool:
         """Whether a cycle that would only write the finalizer leaves it for later.
 
-        It does while ``queueing.max_requests_in_flight`` requests are in flight, once per
-        object: waiting to write, a cycle would hold its memory (about 11 KiB) all along, and a
-        listing of thousands of objects with daemons would hold thousands of such cycles. Its
-        object waits in the queue instead and runs again, without deferring, once there is room.
+        It does while the workers' backpressure has no room (``queueing.max_requests_in_flight``
+        requests are in flight), once per object: waiting to write, a cycle would hold its memory
+        (about 11 KiB) all along, and a listing of thousands of objects with daemons would hold
+        thousands of such cycles. Its object waits in the queue instead and runs again, without
+        deferring, once there is room.
         """
         if slot.extras.pop(DEFERRED, False):
             return False
-        level = self.settings.queueing.max_requests_in_flight
-        if level is None or self.client.in_flight.count < level:
+        if self.backpressure is None or self.backpressure.room > 0:
             return False
         slot.extras[DEFERRED] = True
         return True

@@ -85,7 +85,9 @@ class ResourceScope:
     gate: Gate | None = None
     metrics: Metrics | None = None
 
-    def reconciler(self, spawner: Spawner | None = None) -> Reconciler:
+    def reconciler(
+        self, spawner: Spawner | None = None, backpressure: Backpressure | None = None
+    ) -> Reconciler:
         """The handling cycle for this resource's objects."""
         persistence = persistence_for(self.resource, self.settings)
         return Reconciler(
@@ -98,6 +100,7 @@ class ResourceScope:
             self.indexer,
             spawner,
             self.metrics,
+            backpressure,
         )
 
     def spawner(self, task_group: anyio.abc.TaskGroup) -> Spawner | None:
@@ -157,14 +160,15 @@ async def _handling(scope: ResourceScope, watched: Watched) -> AsyncIterator[Obj
     queueing = scope.settings.queueing
     async with anyio.create_task_group() as daemons_group:
         spawner = scope.spawner(daemons_group)
+        backpressure = _backpressure(scope.client, queueing)
         async with anyio.create_task_group() as workers_group:
             workers = ObjectWorkers(
-                scope.reconciler(spawner),
+                scope.reconciler(spawner, backpressure),
                 workers_group,
                 limiter=_worker_limiter(queueing.worker_limit),
                 idle_timeout=queueing.idle_timeout,
                 new_memo=scope.new_memo,
-                backpressure=_backpressure(scope.client, queueing),
+                backpressure=backpressure,
                 hold_new=spawner is None,
                 ready=scope.indexer.ready if scope.indexer is not None else None,
             )
