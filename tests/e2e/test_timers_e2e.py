@@ -189,3 +189,34 @@ async def test_deleting_the_object_stops_a_running_timer_within_a_tick(
         (await api.delete(path)).raise_for_status()
         await wait_for(api, path, lambda b: b == {})
         assert time.monotonic() - t0 < 2.0  # not held for the interval
+
+
+async def test_sleeping_timers_hold_their_objects_but_no_tasks(
+    api: httpx.AsyncClient, anyop_namespace: str
+) -> None:
+    registry = OperatorRegistry()
+    names = [f"sleeper-{i}" for i in range(5)]
+    ran: set[str] = set()
+
+    @anyop.timer("kopfexamples", registry=registry, interval=3600, id="hourly")
+    async def hourly(name: str, **_: Any) -> None:
+        ran.add(name)
+
+    def timer_tasks() -> list[str]:  # a timer's task is named after its object or its handler
+        return [task.name for task in anyio.get_running_tasks()
+                if task.name.startswith(("anyop object ", "anyop Timer "))]  # fmt: skip
+
+    async with running(registry, anyop_namespace):
+        for name in names:
+            await create(api, anyop_namespace, name)
+        await until(lambda: ran == set(names))
+        for name in names:
+            await wait_for(api, url(anyop_namespace, name), lambda b: FINALIZER in finalizers(b))
+        await until(lambda: not timer_tasks())  # each run's task ends with the run
+        await anyio.sleep(0.2)
+        assert timer_tasks() == []
+        t0 = time.monotonic()
+        (await api.delete(url(anyop_namespace, names[0]))).raise_for_status()
+        await wait_for(api, url(anyop_namespace, names[0]), lambda b: b == {})
+        assert time.monotonic() - t0 < 2.0  # a sleeping timer ends at once
+    assert ran == set(names)

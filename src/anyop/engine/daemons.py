@@ -3,11 +3,17 @@
 Every handling cycle calls :meth:`Spawner.sync` with the object's latest state: daemons and timers
 whose filters match are spawned (once per object and handler), those that no longer match are
 stopped, and all of them are stopped when the object is being deleted. Each runs in a cancel scope
-of its own inside the object's task group, which exists while any of them lives::
+of its own inside the object's task group, which exists while any of them runs::
 
     resource's daemons group
-    └─ object group (one per object with live daemons or timers)
-       └─ run scope: stopped -> cancellation_backoff -> cancel -> cancellation_timeout -> abandon
+    ├─ object group (one per object while a daemon or a timer of it runs)
+    │  └─ run scope: stopped -> cancellation_backoff -> cancel -> cancellation_timeout -> abandon
+    └─ the timers' schedule: one task that wakes the sleeping timers when they are due
+
+A daemon's task lives as long as the daemon. A timer has a task only while it runs: between its
+runs it is an entry in the resource's :class:`~anyop.engine.schedule.Schedule` (an idle-only timer
+that waits for a change is not even that), so thousands of sleeping timers cost no tasks. It still
+holds its object (and its finalizer) while it sleeps; stopping it then ends it at once.
 
 The body they see is live: one dict per object, replaced in place on every event. What they
 return and put into ``patch`` is applied after each attempt.
@@ -31,6 +37,7 @@ from anyop.engine.indexes import Indexer
 from anyop.engine.invocation import invoke, is_async
 from anyop.engine.objects import ObjectSlot
 from anyop.engine.patching import apply_patch
+from anyop.engine.schedule import Entry, Schedule
 from anyop.errors import ApiError, InvalidError
 from anyop.handlers.bodies import Body
 from anyop.handlers.causes import ChangingCause, SpawningCause
@@ -47,7 +54,7 @@ from anyop.handlers.outcomes import (
 from anyop.handlers.progression import HandlerState
 from anyop.handlers.records import DaemonHandler, ResourceSpawningHandler, TimerHandler
 from anyop.handlers.registry import OperatorRegistry
-from anyop.handlers.schedules import REAP_TIMEOUT, Termination, idle_left, timer_pause
+from anyop.handlers.schedules import REAP_TIMEOUT, Termination, timer_due, timer_pause
 from anyop.handlers.stopping import DaemonStopper, DaemonStoppingReason
 from anyop.kube.client import KubeClient
 from anyop.kube.patches import Patch
@@ -55,29 +62,57 @@ from anyop.kube.resources import Resource
 from anyop.metrics import Metrics
 from anyop.settings import OperatorSettings
 
-__all__ = ["ObjectDaemons", "Run", "Spawner", "reaping_deadline"]
+__all__ = ["ObjectDaemons", "Run", "Spawner", "TimerClock", "reaping_deadline"]
 
 Reason = DaemonStoppingReason
 
 
-@dataclasses.dataclass(eq=False)
+@dataclasses.dataclass(eq=False, slots=True)
+class TimerClock:
+    """Where a timer is in its schedule; kept between its runs, when it has no task.
+
+    Attributes:
+        state: The retries of the current round of attempts (reset by a success).
+        not_before: The end of its current wait: the initial delay, a retry's delay, or the
+            pause after a success (on :func:`anyio.current_time`'s clock).
+        ran_for: The object's idle-clock reset that it last succeeded after.
+        patch: Transformation functions carried to the next attempt (after a conflict).
+        delay_pending: Its ``initial_delay`` is a callable that has not been called yet.
+        entry: Its entry in the schedule while it sleeps there.
+    """
+
+    state: HandlerState
+    not_before: float = 0.0
+    ran_for: float | None = None
+    patch: Patch | None = None
+    delay_pending: bool = False
+    entry: Entry[tuple[ObjectDaemons, Run]] | None = None
+
+
+@dataclasses.dataclass(eq=False, slots=True)
 class Run:
-    """One daemon or timer of one object, from its spawning until its task exits.
+    """One daemon or timer of one object, from its spawning until it exits.
 
     Attributes:
         handler: The daemon or timer.
         stopper: Its ``stopped`` flag.
-        scope: The cancel scope its task runs in.
-        exited: Its task has exited.
+        scope: The cancel scope of its task, while it has one.
+        clock: A timer's schedule (``None`` for a daemon).
+        busy: It has a task (a daemon all its life; a timer while it runs).
+        cancelled: Its task is cancelled (now, or as soon as it starts).
+        exited: It has exited.
         abandoned: It did not exit within its cancellation timeout and is left to itself.
 
     Its events are made only when something waits for them: an idle daemon costs its task
-    and its stop flag's one event.
+    and its stop flag's one event; a sleeping timer costs this record and its clock.
     """
 
     handler: ResourceSpawningHandler
     stopper: DaemonStopper = dataclasses.field(default_factory=DaemonStopper)
-    scope: anyio.CancelScope = dataclasses.field(default_factory=anyio.CancelScope)
+    scope: anyio.CancelScope | None = None
+    clock: TimerClock | None = None
+    busy: bool = False
+    cancelled: bool = False
     exited: bool = False
     abandoned: bool = False
     _exit: anyio.Event | None = None
@@ -88,8 +123,14 @@ class Run:
         """Whether it still holds its object (neither exited nor abandoned)."""
         return not self.exited and not self.abandoned
 
+    def cancel(self) -> None:
+        """Cancel its task, now or as soon as it starts."""
+        self.cancelled = True
+        if self.scope is not None:
+            self.scope.cancel()
+
     def finish(self) -> None:
-        """Mark its task as exited."""
+        """Mark it as exited."""
         self.exited = True
         if self._exit is not None:
             self._exit.set()
@@ -139,11 +180,13 @@ class ObjectDaemons:
         memo: The object's memo (the same as its handlers').
         logger: The object's logger.
         wake: Wakes the object's worker (when a run exits, deletion may proceed).
-        runs: The runs by handler id, until their tasks exit.
+        runs: The runs by handler id, until they exit.
         finished: Handlers that exited for good: never spawned again for this object.
         essence: The last essence seen; a different one resets the timers' idle clocks.
         reset: When the essence last changed (monotonic).
-        group: The object's task group while it has runs.
+        group: The object's task group while it has tasks.
+        hosting: The runs that the object's host task starts once its group is open.
+        tasks: How many runs have (or are about to have) a task.
         gone: The object is deleted; forget it when its last run exits.
     """
 
@@ -153,11 +196,12 @@ class ObjectDaemons:
     logger: Logger
     wake: Callable[[], None]
     runs: dict[str, Run] = dataclasses.field(default_factory=dict)
-    finished: set[str] = dataclasses.field(default_factory=set)
+    finished: frozenset[str] = frozenset()
     essence: Any = None
     reset: float = dataclasses.field(default_factory=anyio.current_time)
     group: anyio.abc.TaskGroup | None = None
     hosting: list[Run] | None = None
+    tasks: int = 0
     gone: bool = False
 
     @property
@@ -165,14 +209,20 @@ class ObjectDaemons:
         """Whether any run still holds the object."""
         return any(run.alive for run in self.runs.values())
 
-    def update(self, body: Mapping[str, Any], essence: Any) -> None:
-        """Show the latest body to the runs; a changed essence resets their idle clocks."""
+    def update(self, body: Mapping[str, Any], essence: Any) -> bool:
+        """Show the latest body to the runs; say if a changed essence reset the idle clocks."""
         Body(self.raw).replace_with(body)
-        if essence is not None and essence != self.essence:
-            self.essence = essence
-            self.reset = anyio.current_time()
-            for run in self.runs.values():
-                run.poke()
+        if essence is None or essence == self.essence:
+            return False
+        self.essence = essence
+        self.reset = anyio.current_time()
+        for run in self.runs.values():
+            run.poke()
+        return True
+
+    def finish(self, handler: ResourceSpawningHandler) -> None:
+        """Never spawn ``handler`` again for this object."""
+        self.finished |= {handler.id}
 
 
 @dataclasses.dataclass(eq=False)
@@ -194,6 +244,7 @@ class Spawner:
           task has exited.
         * A run that exited for good (returned, or failed permanently) is never spawned again
           for that object in this process.
+        * A timer never overlaps with itself, and has no task between its runs.
         * Memory is dropped with the object's last run once the object is gone.
     """
 
@@ -207,6 +258,12 @@ class Spawner:
     metrics: Metrics | None = None
     objects: dict[str, ObjectDaemons] = dataclasses.field(default_factory=dict)
     closing: bool = False
+    timers: Schedule[tuple[ObjectDaemons, Run]] = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        self.timers = Schedule(
+            self.task_group, lambda due: self._start(*due), name=f"anyop timers of {self.resource}"
+        )
 
     # -- decisions per event -----------------------------------------------------------------
 
@@ -228,7 +285,10 @@ class Spawner:
             obj = ObjectDaemons(slot.uid, {}, slot.memo, logger, slot.wake)
             self.objects[slot.uid] = obj
         obj.gone = False  # seen again (e.g. back in the watch's label selection)
-        obj.update(cause.body, cause.new)
+        if obj.update(cause.body, cause.new):
+            for run in list(obj.runs.values()):
+                if run.clock is not None and not run.busy:
+                    self._plan(obj, run)  # the idle clock was reset
         if cause.deleted:
             self._stop(obj, list(obj.runs.values()), Reason.RESOURCE_DELETED)
             return obj.alive
@@ -279,16 +339,31 @@ class Spawner:
     def _spawn(self, obj: ObjectDaemons, handlers: Iterable[ResourceSpawningHandler]) -> None:
         for handler in handlers:
             run = obj.runs[handler.id] = Run(handler)
-            if obj.group is not None:
-                obj.group.start_soon(self._run, obj, run, name=f"anyop {handler} {obj.uid}")
-            elif obj.hosting is not None:
-                obj.hosting.append(run)
+            if not isinstance(handler, TimerHandler):
+                self._start(obj, run)
+                continue
+            run.clock = TimerClock(HandlerState.from_scratch(now=utcnow()))
+            if callable(handler.initial_delay):
+                run.clock.delay_pending = True  # called in the timer's first task
+                self._start(obj, run)
             else:
-                obj.hosting = [run]
-                self.task_group.start_soon(self._host, obj, name=f"anyop object {obj.uid}")
+                run.clock.not_before = anyio.current_time() + (handler.initial_delay or 0.0)
+                self._plan(obj, run)
+
+    def _start(self, obj: ObjectDaemons, run: Run) -> None:
+        """Give the run a task in the object's group (opened by a host task if there is none)."""
+        run.busy = True
+        obj.tasks += 1
+        if obj.group is not None:
+            obj.group.start_soon(self._run, obj, run, name=f"anyop {run.handler} {obj.uid}")
+        elif obj.hosting is not None:
+            obj.hosting.append(run)
+        else:
+            obj.hosting = [run]
+            self.task_group.start_soon(self._host, obj, name=f"anyop object {obj.uid}")
 
     async def _host(self, obj: ObjectDaemons) -> None:
-        """The object's task group: it lives while any of its runs does.
+        """The object's task group: it lives while any of its runs has a task.
 
         The host task runs the first run itself (one task fewer per object); the others are
         tasks in the group.
@@ -302,32 +377,69 @@ class Spawner:
             await self._run(obj, first)
 
     async def _run(self, obj: ObjectDaemons, run: Run) -> None:
+        """The run's task: a daemon's whole life, or one turn of a timer."""
+        over = True
         try:
-            with run.scope:
+            with anyio.CancelScope() as run.scope:
+                if run.cancelled:
+                    run.scope.cancel()
                 if isinstance(run.handler, TimerHandler):
-                    await self._timer(obj, run, run.handler)
+                    over = not await self._tick(obj, run, run.handler)
                 else:
                     await self._daemon(obj, run)
         except Exception:
-            obj.finished.add(run.handler.id)
+            obj.finish(run.handler)
             obj.logger.exception(f"{run.handler} failed unexpectedly and will not be restarted.")
         finally:
-            run.stopper.done()
-            run.finish()
-            if obj.runs.get(run.handler.id) is run:
-                del obj.runs[run.handler.id]
-            if not obj.runs:
-                obj.group = None
-                if obj.gone:
-                    self.objects.pop(obj.uid, None)
-            obj.wake()
+            run.scope = None
+            run.busy = False
+            obj.tasks -= 1
+            if not obj.tasks:
+                obj.group = None  # it closes once this task returns: the next run opens another
+            if over or run.stopper.is_set():
+                self._retire(obj, run)
+            else:
+                self._plan(obj, run)
+
+    def _retire(self, obj: ObjectDaemons, run: Run) -> None:
+        """The run has exited: it no longer holds its object; the object's worker is woken."""
+        run.stopper.done()
+        run.finish()
+        if obj.runs.get(run.handler.id) is run:
+            del obj.runs[run.handler.id]
+        if not obj.runs and obj.gone:
+            self.objects.pop(obj.uid, None)
+        obj.wake()
+
+    # -- the timers' schedule ----------------------------------------------------------------
+
+    def _plan(self, obj: ObjectDaemons, run: Run) -> None:
+        """Run a timer that has no task now, put it in the schedule, or let it wait for a change.
+
+        See :func:`~anyop.handlers.schedules.timer_due`.
+        """
+        clock = run.clock
+        assert clock is not None
+        assert isinstance(run.handler, TimerHandler)
+        self._unplan(run)
+        due = timer_due(run.handler, not_before=clock.not_before, reset=obj.reset,
+                        ran_for=clock.ran_for)  # fmt: skip
+        if due <= anyio.current_time():
+            self._start(obj, run)
+        elif due != math.inf:
+            clock.entry = self.timers.add((obj, run), due)
+
+    def _unplan(self, run: Run) -> None:
+        if run.clock is not None and run.clock.entry is not None:
+            self.timers.discard(run.clock.entry)
+            run.clock.entry = None
 
     # -- the loops ---------------------------------------------------------------------------
 
     async def _daemon(self, obj: ObjectDaemons, run: Run) -> None:
         """Run a daemon until it exits for good or is stopped; retry it after errors."""
         handler = run.handler
-        if not await self._initial_delay(obj, run):
+        if not await run.sleep(await self._initial_delay(obj, run)):
             return
         state = HandlerState.from_scratch(now=utcnow())
         patch = Patch()
@@ -340,54 +452,53 @@ class Spawner:
                 return
             await run.sleep(decision.delay or 0.0)
 
-    async def _timer(self, obj: ObjectDaemons, run: Run, handler: TimerHandler) -> None:
-        """Run a timer on its schedule until it is stopped or fails for good."""
-        if not await self._initial_delay(obj, run):
-            return
-        state = HandlerState.from_scratch(now=utcnow())
-        patch = Patch()
-        ran_for: float | None = None  # the essence change an idle-only timer last ran after
-        while not run.stopper.is_set():
-            if handler.idle is not None:
-                if handler.interval is None and ran_for == obj.reset:
-                    await run.nap(math.inf)  # once per quiet period: wait for the next change
-                    continue
-                if (left := idle_left(handler, reset=obj.reset, now=anyio.current_time())) > 0:
-                    await run.nap(left)
-                    continue
-            started = anyio.current_time()
-            decision = await self._attempt(obj, run, state, patch)
-            outcome = decision.outcome
-            if not outcome.final:
-                state = decision.state
-                await run.sleep(decision.delay or 0.0)
-                continue
-            state = HandlerState.from_scratch(now=utcnow())  # retries count per success
-            if outcome.exception is not None:
-                self._finish(obj, handler)
-                return
-            ran_for = obj.reset
-            pause = timer_pause(handler, started=started, now=anyio.current_time())
-            if pause is None and handler.idle is None:
-                obj.finished.add(handler.id)  # a one-shot timer
-                return
-            if pause is not None:
-                await run.sleep(pause)
+    async def _tick(self, obj: ObjectDaemons, run: Run, handler: TimerHandler) -> bool:
+        """One turn of a timer: one attempt (or its callable initial delay); say if it goes on.
+
+        What comes next is written into its clock: after an error, the retry's delay; after a
+        success, the pause until the next run (``interval``, ``sharp``) and a new round of
+        retries; a permanent failure or a one-shot's success ends it.
+        """
+        clock = run.clock
+        assert clock is not None
+        if clock.delay_pending:
+            clock.delay_pending = False
+            clock.not_before = anyio.current_time() + await self._initial_delay(obj, run)
+            return True
+        started = anyio.current_time()
+        patch = clock.patch or Patch()
+        decision = await self._attempt(obj, run, clock.state, patch)
+        clock.patch = patch or None  # functions to retry after a conflict
+        now = anyio.current_time()
+        outcome = decision.outcome
+        if not outcome.final:
+            clock.state = decision.state
+            clock.not_before = now + (decision.delay or 0.0)
+            return True
+        clock.state = HandlerState.from_scratch(now=utcnow())  # retries count per success
+        if outcome.exception is not None:
+            self._finish(obj, handler)
+            return False
+        clock.ran_for = obj.reset
+        pause = timer_pause(handler, started=started, now=now)
+        if pause is None and handler.idle is None:
+            obj.finish(handler)  # a one-shot timer
+            return False
+        clock.not_before = now + (pause or 0.0)
+        return True
 
     @staticmethod
     def _finish(obj: ObjectDaemons, handler: ResourceSpawningHandler) -> None:
-        obj.finished.add(handler.id)
+        obj.finish(handler)
         obj.logger.info(f"{handler} has exited on its own and will not be retried or restarted.")
 
-    async def _initial_delay(self, obj: ObjectDaemons, run: Run) -> bool:
-        """Wait the handler's ``initial_delay`` unless stopped; say if it may start."""
+    async def _initial_delay(self, obj: ObjectDaemons, run: Run) -> float:
+        """The handler's ``initial_delay`` in seconds (a callable gets the handler's kwargs)."""
         delay = run.handler.initial_delay
         if callable(delay):
             kwargs = self._kwargs(obj, run, Patch(), HandlerState(), sync=False)
             delay = await invoke(delay, kwargs, limiter=self.limiter, body=obj.raw)
-        if delay:
-            return await run.sleep(float(delay))
-        return not run.stopper.is_set()
+        return float(delay or 0.0)
 
     async def _attempt(
         self, obj: ObjectDaemons, run: Run, state: HandlerState, patch: Patch
@@ -461,6 +572,10 @@ class Spawner:
                 continue
             first = not run.stopper.is_set()
             run.stopper.set(reason)
+            if not run.busy:  # a timer between its runs: nothing to wait for
+                self._unplan(run)
+                self._retire(obj, run)
+                continue
             run.poke()
             if first:
                 name = f"anyop stopping {run.handler} {obj.uid}"
@@ -485,7 +600,7 @@ class Spawner:
         logger.debug(f"{handler} is signalled to exit by force.")
         run.stopper.set(Reason.DAEMON_CANCELLED)
         if is_async(handler.fn):
-            run.scope.cancel()
+            run.cancel()
             logger.debug(f"{handler} is cancelled.")
         if await run.exits_within(termination.timeout):
             logger.debug(f"{handler} has exited.")
@@ -497,7 +612,7 @@ class Spawner:
         obj.logger.warning(message)
         run.stopper.set(Reason.DAEMON_ABANDONED)
         run.abandoned = True
-        run.scope.cancel()  # a sync daemon's thread is left running; its task exits
+        run.cancel()  # a sync daemon's thread is left running; its task exits
         obj.wake()
         try:
             warnings.warn(f"{message} (object {obj.uid})", ResourceWarning, stacklevel=1)

@@ -7,10 +7,11 @@ clock jump neither fires a timer early nor holds it back.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from anyop.handlers.records import DaemonHandler, ResourceSpawningHandler, TimerHandler
 
-__all__ = ["REAP_TIMEOUT", "Termination", "idle_left", "timer_pause"]
+__all__ = ["REAP_TIMEOUT", "Termination", "timer_due", "timer_pause"]
 
 REAP_TIMEOUT = 5.0
 """Seconds that tasks left over at the operator's exit get before they are cancelled."""
@@ -40,17 +41,28 @@ def timer_pause(handler: TimerHandler, *, started: float, now: float) -> float |
     return interval - elapsed % interval
 
 
-def idle_left(handler: TimerHandler, *, reset: float, now: float) -> float:
-    """Seconds a timer must still wait for its object to stay unchanged (0 without ``idle``).
+def timer_due(
+    handler: TimerHandler, *, not_before: float, reset: float, ran_for: float | None
+) -> float:
+    """When a timer that is not running runs next (``math.inf``: not before its object changes).
 
     Args:
         handler: The timer.
+        not_before: The end of its current wait: the initial delay, a retry's delay, or the
+            pause after a success. A change of the object does not shorten it.
         reset: When the object's essence last changed (or was first seen).
-        now: Now.
+        ran_for: The ``reset`` that the timer last succeeded after, if any.
+
+    Returns:
+        ``not_before`` without ``idle``. With ``idle``, not before the object has stayed
+        unchanged for ``idle`` seconds either; and an idle-only timer (no ``interval``) runs
+        once per quiet period: after a success it waits for the next change.
     """
     if handler.idle is None:
-        return 0.0
-    return max(0.0, reset + handler.idle - now)
+        return not_before
+    if handler.interval is None and ran_for == reset:
+        return math.inf
+    return max(not_before, reset + handler.idle)
 
 
 @dataclasses.dataclass(frozen=True)
