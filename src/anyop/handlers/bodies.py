@@ -53,6 +53,8 @@ class RawEvent(TypedDict, total=True):
 class _View(Mapping[str, Any]):
     """A read-only live view of one stanza of a raw body."""
 
+    __slots__ = ("_path", "_source")
+
     def __init__(self, source: Mapping[str, Any], *path: str) -> None:
         self._source = source
         self._path = path
@@ -79,13 +81,19 @@ class _View(Mapping[str, Any]):
 class Spec(_View):
     """The ``spec`` kwarg: a live view of ``body['spec']``."""
 
+    __slots__ = ()
+
 
 class Status(_View):
     """The ``status`` kwarg: a live view of ``body['status']``."""
 
+    __slots__ = ()
+
 
 class Meta(_View):
     """The ``meta`` kwarg: a live view of ``body['metadata']`` with typed accessors."""
+
+    __slots__ = ()
 
     @property
     def labels(self) -> Labels:
@@ -129,6 +137,8 @@ class Body(_View):
     Args:
         raw: The raw object dict; the view follows its content, not a copy of it.
     """
+
+    __slots__ = ()
 
     def __init__(self, raw: Mapping[str, Any]) -> None:
         super().__init__(raw)
