@@ -287,8 +287,9 @@ class Spawner:
         obj.gone = False  # seen again (e.g. back in the watch's label selection)
         if obj.update(cause.body, cause.new):
             for run in list(obj.runs.values()):
-                if run.clock is not None and not run.busy:
-                    self._plan(obj, run)  # the idle clock was reset
+                idle = isinstance(run.handler, TimerHandler) and run.handler.idle is not None
+                if idle and not run.busy:
+                    self._plan(obj, run)  # its idle clock was reset
         if cause.deleted:
             self._stop(obj, list(obj.runs.values()), Reason.RESOURCE_DELETED)
             return obj.alive

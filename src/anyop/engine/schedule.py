@@ -29,13 +29,17 @@ class Entry(Generic[T]):
 
     Attributes:
         due: When it is due (on :func:`anyio.current_time`'s clock).
-        item: What is handed to the schedule's ``fire`` when it is due.
-        live: Not yet fired or discarded.
+        item: What is handed to the schedule's ``fire`` when it is due; ``None`` once fired or
+            discarded, so that an entry left in the heap holds nothing.
     """
 
     due: float
-    item: T
-    live: bool = True
+    item: T | None
+
+    @property
+    def live(self) -> bool:
+        """Not yet fired or discarded."""
+        return self.item is not None
 
 
 class Schedule(Generic[T]):
@@ -44,7 +48,7 @@ class Schedule(Generic[T]):
     Args:
         task_group: Where the waking task runs while anything is scheduled.
         fire: Called with the item of each entry that is due, in the order of due times; it must
-            not block (it may start tasks, or add entries).
+            not block (it may start tasks, or add entries). Items are never ``None``.
         name: The waking task's name.
 
     Guarantees:
@@ -83,9 +87,9 @@ class Schedule(Generic[T]):
 
     def discard(self, entry: Entry[T]) -> None:
         """Never fire ``entry`` (if it has not fired yet); the last one ends the waking task."""
-        if not entry.live:
+        if entry.item is None:
             return
-        entry.live = False
+        entry.item = None
         self._live -= 1
         if not self._live:
             self._heap.clear()
@@ -107,9 +111,9 @@ class Schedule(Generic[T]):
 
     def _fire_due(self, now: float) -> None:
         heap = self._heap
-        while heap and (not heap[0][2].live or heap[0][0] <= now):
+        while heap and (heap[0][2].item is None or heap[0][0] <= now):
             entry = heapq.heappop(heap)[2]
-            if entry.live:
-                entry.live = False
+            item, entry.item = entry.item, None
+            if item is not None:
                 self._live -= 1
-                self._fire(entry.item)
+                self._fire(item)

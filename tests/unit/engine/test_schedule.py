@@ -132,3 +132,18 @@ async def test_fire_may_schedule_again() -> None:
             schedule.add("tick", anyio.current_time())
             await fired.until(3)
     assert fired.items == ["tick"] * 3
+
+
+async def test_a_discarded_entry_no_longer_holds_its_item() -> None:
+    fired = Fired()
+    with anyio.fail_after(DEADLINE):
+        async with anyio.create_task_group() as tg:
+            schedule: Schedule[str] = Schedule(tg, fired, name="s")
+            entry = schedule.add("big", anyio.current_time() + 3600)
+            schedule.add("other", anyio.current_time() + 3600)  # keeps the heap non-empty
+            schedule.discard(entry)
+            assert entry.item is None
+            assert not entry.live
+            assert len(schedule) == 1
+            tg.cancel_scope.cancel()
+    assert fired.items == []
