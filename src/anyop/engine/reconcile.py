@@ -193,6 +193,8 @@ class Reconciler(HandlerCalls):
         self, slot: ObjectSlot, body: Observed, patch: Patch, logger: Logger
     ) -> None:
         """Run ``@on.event`` handlers; their errors are logged and ignored."""
+        if not self.registry.watching.has_handlers(self.resource):
+            return  # no copy of the body for an event that no handler reads
         event = {"type": body.type, "object": dict(body)}
         event_type: Any = None if body.listed else body.type
         cause = WatchingCause(resource=self.resource, body=body, type=event_type, event=event)

@@ -97,17 +97,21 @@ class ResourceCause:
     def kwargs(self) -> dict[str, Any]:
         """The handler kwargs this cause provides (the engine adds ``logger``, ``memo``...)."""
         body = self.body if isinstance(self.body, Body) else Body(self.body)
+        meta = body.meta
+        metadata = self.body.get("metadata")  # read once, as the views would read it
+        if not isinstance(metadata, Mapping):
+            metadata = {}
         return {
             "resource": self.resource,
             "body": body,
             "spec": body.spec,
-            "meta": body.meta,
+            "meta": meta,
             "status": body.status,
-            "uid": body.meta.uid,
-            "name": body.meta.name,
-            "namespace": body.meta.namespace,
-            "labels": body.meta.labels,
-            "annotations": body.meta.annotations,
+            "uid": metadata.get("uid"),
+            "name": metadata.get("name"),
+            "namespace": metadata.get("namespace"),
+            "labels": meta.labels,
+            "annotations": meta.annotations,
         }
 
 
