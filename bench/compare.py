@@ -4,9 +4,9 @@
 (or ``nox -s bench -- compare ...``; ``--smoke`` is the suite's quick mode: 20 objects, once).
 
 Frameworks: ``anyop-asyncio``, ``anyop-trio``, ``kopf`` (Kopf from PyPI in its own venv, see
-``bench/kopf_env.py``, run ``--standalone``) and, for ``bulk``, the floors ``raw`` and
-``raw-aiohttp`` (``bench/raw_floor.py``: the necessary writes on plain httpx, or on aiohttp, the
-client Kopf uses; aiohttp is installed by ``nox -s bench``). All run
+``bench/kopf_env.py``; both frameworks run ``--standalone``) and, for ``bulk``, the floors
+``raw`` and ``raw-aiohttp`` (``bench/raw_floor.py``: the necessary writes on plain httpx, or on
+aiohttp, the client Kopf uses; aiohttp is installed by ``nox -s bench``). All run
 ``bench/operators/kopf_code.py``, which is Kopf code (``import anyop as kopf`` under anyop). Each
 run gets a fresh namespace and the operator is scoped to it (a bare kube-apiserver never removes
 deleted namespaces). Scenarios:
@@ -81,9 +81,9 @@ def command(framework: str, namespace: str) -> list[str]:
     if framework.startswith("raw"):
         client = "aiohttp" if framework == "raw-aiohttp" else "httpx"
         return [sys.executable, "-m", "bench.raw_floor", namespace, "--client", client]
-    backend = framework.split("-", 1)[1]
+    backend = framework.split("-", 1)[1]  # standalone as Kopf is: no peering lookup at start
     return [sys.executable, "-m", "anyop", "run", str(OPERATOR), "-n", namespace,
-            "--backend", backend, *QUIET]  # fmt: skip
+            "--backend", backend, "--standalone", *QUIET]  # fmt: skip
 
 
 class Process:
