@@ -220,3 +220,34 @@ async def test_sleeping_timers_hold_their_objects_but_no_tasks(
         await wait_for(api, url(anyop_namespace, names[0]), lambda b: b == {})
         assert time.monotonic() - t0 < 2.0  # a sleeping timer ends at once
     assert ran == set(names)
+
+
+async def test_a_callable_initial_delay_sees_the_body_and_a_deletion_meanwhile_ends_the_timer(
+    api: httpx.AsyncClient, anyop_namespace: str
+) -> None:
+    registry = OperatorRegistry()
+    asked: list[str] = []
+    ran: dict[str, float] = {}
+
+    def delay_of(name: str, body: anyop.Body, **_: Any) -> float:
+        asked.append(body["metadata"]["name"])
+        return 0.5 if name == "soon" else DEADLINE * 10
+
+    @anyop.timer("kopfexamples", registry=registry, interval=3600, initial_delay=delay_of, id="t")
+    async def timer(name: str, **_: Any) -> None:
+        ran[name] = time.monotonic()
+
+    async with running(registry, anyop_namespace):
+        t0 = time.monotonic()
+        await create(api, anyop_namespace, "soon")
+        await create(api, anyop_namespace, "never")
+        late = url(anyop_namespace, "never")
+        await wait_for(api, late, lambda b: FINALIZER in finalizers(b))
+        await until(lambda: "soon" in ran)
+        assert ran["soon"] - t0 >= 0.5
+        assert sorted(asked) == ["never", "soon"]  # called once each, with the body
+        t1 = time.monotonic()
+        (await api.delete(late)).raise_for_status()
+        await wait_for(api, late, lambda b: b == {})
+        assert time.monotonic() - t1 < 2.0  # not held for its initial delay
+    assert "never" not in ran
