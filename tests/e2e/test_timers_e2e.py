@@ -251,3 +251,39 @@ async def test_a_callable_initial_delay_sees_the_body_and_a_deletion_meanwhile_e
         await wait_for(api, late, lambda b: b == {})
         assert time.monotonic() - t1 < 2.0  # not held for its initial delay
     assert "never" not in ran
+
+
+async def test_a_timeout_counts_from_the_first_attempt_not_the_delay_or_the_pause(
+    api: httpx.AsyncClient, anyop_namespace: str
+) -> None:
+    registry = OperatorRegistry()
+    runs: list[float] = []
+
+    @anyop.timer("kopfexamples", registry=registry, initial_delay=0.4, interval=0.4,
+                 timeout=0.25, id="brief")  # fmt: skip
+    async def brief(runtime: Any, **_: Any) -> None:
+        runs.append(runtime.total_seconds())
+
+    async with running(registry, anyop_namespace):
+        await create(api, anyop_namespace, "brief")
+        await until(lambda: len(runs) >= 3)  # neither the delay nor the pause timed it out
+    assert all(runtime < 0.25 for runtime in runs)
+
+
+async def test_a_delay_that_is_not_a_number_runs_the_timer_now_with_a_warning(
+    api: httpx.AsyncClient, anyop_namespace: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    registry = OperatorRegistry()
+    ran: list[str] = []
+
+    @anyop.timer("kopfexamples", registry=registry, interval=3600,
+                 initial_delay=lambda **_: float("nan"), id="nan")  # fmt: skip
+    async def nan(name: str, **_: Any) -> None:
+        ran.append(name)
+
+    async with running(registry, anyop_namespace):
+        await create(api, anyop_namespace, "nan")
+        await until(lambda: ran == ["nan"])
+        await create(api, anyop_namespace, "nan-2")  # the resource's timers still work
+        await until(lambda: sorted(ran) == ["nan", "nan-2"])
+    assert "Timer 'nan' got a delay that is not a number: it runs now." in caplog.messages

@@ -72,7 +72,9 @@ class TimerClock:
     """Where a timer is in its schedule; kept between its runs, when it has no task.
 
     Attributes:
-        state: The retries of the current round of attempts (reset by a success).
+        state: The retries of the current round of attempts, from its first attempt on
+            (``None`` before it: ``started``, ``runtime`` and ``timeout`` count from there, not
+            from the initial delay or the pause after the last success).
         not_before: The end of its current wait: the initial delay, a retry's delay, or the
             pause after a success (on :func:`anyio.current_time`'s clock).
         ran_for: The object's idle-clock reset that it last succeeded after.
@@ -81,7 +83,7 @@ class TimerClock:
         entry: Its entry in the schedule while it sleeps there.
     """
 
-    state: HandlerState
+    state: HandlerState | None = None
     not_before: float = 0.0
     ran_for: float | None = None
     patch: Patch | None = None
@@ -343,7 +345,7 @@ class Spawner:
             if not isinstance(handler, TimerHandler):
                 self._start(obj, run)
                 continue
-            run.clock = TimerClock(HandlerState.from_scratch(now=utcnow()))
+            run.clock = TimerClock()
             if callable(handler.initial_delay):
                 run.clock.delay_pending = True  # called in the timer's first task
                 self._start(obj, run)
@@ -425,6 +427,9 @@ class Spawner:
         self._unplan(run)
         due = timer_due(run.handler, not_before=clock.not_before, reset=obj.reset,
                         ran_for=clock.ran_for)  # fmt: skip
+        if math.isnan(due):
+            obj.logger.warning(f"{run.handler} got a delay that is not a number: it runs now.")
+            clock.not_before = due = anyio.current_time()
         if due <= anyio.current_time():
             self._start(obj, run)
         elif due != math.inf:
@@ -462,13 +467,16 @@ class Spawner:
         """
         clock = run.clock
         assert clock is not None
+        if run.stopper.is_set():  # stopped before its task started
+            return False
         if clock.delay_pending:
             clock.delay_pending = False
             clock.not_before = anyio.current_time() + await self._initial_delay(obj, run)
             return True
         started = anyio.current_time()
         patch = clock.patch or Patch()
-        decision = await self._attempt(obj, run, clock.state, patch)
+        state = clock.state or HandlerState.from_scratch(now=utcnow())
+        decision = await self._attempt(obj, run, state, patch)
         clock.patch = patch or None  # functions to retry after a conflict
         now = anyio.current_time()
         outcome = decision.outcome
@@ -476,7 +484,7 @@ class Spawner:
             clock.state = decision.state
             clock.not_before = now + (decision.delay or 0.0)
             return True
-        clock.state = HandlerState.from_scratch(now=utcnow())  # retries count per success
+        clock.state = None  # retries count per success; the next round starts with its attempt
         if outcome.exception is not None:
             self._finish(obj, handler)
             return False

@@ -55,6 +55,7 @@ class Schedule(Generic[T]):
         * Each entry is fired at most once, and never before it is due nor once discarded.
         * At most one waking task runs, and only while a live entry exists: an empty schedule
           costs no task, and a discarded entry no longer holds its item.
+        * The heap holds at most about twice as many entries as are live (plus 64).
     """
 
     def __init__(
@@ -91,6 +92,9 @@ class Schedule(Generic[T]):
             return
         entry.item = None
         self._live -= 1
+        if len(self._heap) > 2 * self._live + 64:
+            self._heap = [queued for queued in self._heap if queued[2].item is not None]
+            heapq.heapify(self._heap)  # discarded entries never outnumber the live ones by much
         if not self._live:
             self._heap.clear()
             if self._waking is not None:
@@ -110,9 +114,9 @@ class Schedule(Generic[T]):
                 self._waking = self._nap = None
 
     def _fire_due(self, now: float) -> None:
-        heap = self._heap
-        while heap and (heap[0][2].item is None or heap[0][0] <= now):
-            entry = heapq.heappop(heap)[2]
+        # self._heap each time: a discard from within fire() may compact it into a new list
+        while self._heap and (self._heap[0][2].item is None or self._heap[0][0] <= now):
+            entry = heapq.heappop(self._heap)[2]
             item, entry.item = entry.item, None
             if item is not None:
                 self._live -= 1

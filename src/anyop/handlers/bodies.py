@@ -53,7 +53,7 @@ class RawEvent(TypedDict, total=True):
 class _View(Mapping[str, Any]):
     """A read-only live view of one stanza of a raw body."""
 
-    __slots__ = ("_path", "_source")
+    __slots__ = ("__weakref__", "_path", "_source")
 
     def __init__(self, source: Mapping[str, Any], *path: str) -> None:
         self._source = source

@@ -147,3 +147,20 @@ async def test_a_discarded_entry_no_longer_holds_its_item() -> None:
             assert len(schedule) == 1
             tg.cancel_scope.cancel()
     assert fired.items == []
+
+
+async def test_discarded_entries_do_not_pile_up_in_the_heap() -> None:
+    fired = Fired()
+    with anyio.fail_after(DEADLINE):
+        async with anyio.create_task_group() as tg:
+            schedule: Schedule[str] = Schedule(tg, fired, name="s")
+            schedule.add("kept", anyio.current_time() + 3600)
+            for i in range(1000):  # an idle timer re-planned on every change of its object
+                schedule.discard(schedule.add(f"moved-{i}", anyio.current_time() + 3600))
+            assert len(schedule) == 1
+            assert len(schedule._heap) <= 2 * len(schedule) + 64
+            soon = schedule.add("soon", anyio.current_time() + 0.02)
+            await fired.until(1)
+            assert fired.items == ["soon"]
+            assert not soon.live
+            tg.cancel_scope.cancel()
