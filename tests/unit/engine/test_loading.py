@@ -46,3 +46,31 @@ def test_run_freezes_what_exists_before_its_loop(monkeypatch: pytest.MonkeyPatch
         assert seen[0] > 0  # the modules and handlers are out of the collector's sight
     finally:
         gc.unfreeze()
+
+
+def test_run_collects_young_garbage_less_often_and_restores_the_thresholds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[tuple[int, ...]] = []
+    monkeypatch.setattr(running.anyio, "run", lambda *a, **kw: seen.append(gc.get_threshold()))
+    before = gc.get_threshold()
+    gc.set_threshold(*running.PYTHON_GC_THRESHOLDS)
+    try:
+        running.run(backend="asyncio")
+        assert seen == [running.OPERATOR_GC_THRESHOLDS]
+        assert gc.get_threshold() == running.PYTHON_GC_THRESHOLDS
+    finally:
+        gc.set_threshold(*before)
+        gc.unfreeze()
+
+
+@pytest.mark.parametrize(
+    ("current", "expected"),
+    [
+        ((700, 10, 10), (10_000, 20, 10)),  # Python's defaults: the operator's
+        ((50_000, 10, 10), (50_000, 10, 10)),  # the program's own tuning stays
+        ((0, 10, 10), (0, 10, 10)),  # a program that turned collection off keeps it off
+    ],
+)
+def test_gc_thresholds(current: tuple[int, ...], expected: tuple[int, ...]) -> None:
+    assert running.gc_thresholds(current) == expected
