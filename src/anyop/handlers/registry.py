@@ -94,22 +94,36 @@ class ActivityRegistry:
 
 
 class ResourceRegistry(Generic[R]):
-    """The handlers of one kind for objects of resources."""
+    """The handlers of one kind for objects of resources.
+
+    Which handlers serve a resource is worked out once per resource (every handling cycle asks)
+    and again after a handler is registered.
+    """
 
     def __init__(self) -> None:
         self.handlers: list[R] = []
+        self._served: dict[Resource, _Served[R]] = {}
 
     def append(self, handler: R) -> None:
         """Register a handler."""
         self.handlers.append(handler)
+        self._served.clear()
+
+    def served(self, resource: Resource) -> Sequence[R]:
+        """The handlers whose selector matches the resource, in order of registration."""
+        served = self._served.get(resource)
+        if served is None or served.resource is not resource or served.count != len(self.handlers):
+            # The same instance only: selectors also match names that equality ignores (kind).
+            served = self._served[resource] = _Served(self.handlers, resource)
+        return served.handlers
 
     def for_resource(self, resource: Resource) -> list[R]:
         """All handlers whose selector matches the resource (deduplicated)."""
-        return deduplicated(h for h in self.handlers if _serves(h, resource))
+        return deduplicated(self.served(resource))
 
     def has_handlers(self, resource: Resource) -> bool:
         """Whether any handler serves the resource."""
-        return any(_serves(handler, resource) for handler in self.handlers)
+        return bool(self.served(resource))
 
     def selectors(self) -> frozenset[Selector]:
         """The selectors of all handlers."""
@@ -117,7 +131,7 @@ class ResourceRegistry(Generic[R]):
 
     def extra_fields(self, resource: Resource) -> set[FieldPath]:
         """The fields that handlers of the resource filter on (tracked in the essence)."""
-        return {h.field for h in self.handlers if h.field and _serves(h, resource)}
+        return {h.field for h in self.served(resource) if h.field}
 
     def select(
         self,
@@ -132,14 +146,26 @@ class ResourceRegistry(Generic[R]):
     def _iter_selected(
         self, cause: ResourceCause, kwargs_factory: KwargsFactory, excluded: Container[str]
     ) -> Iterator[R]:
-        for handler in self.handlers:
+        for handler in self.served(cause.resource):
             # The cheap checks go first: filter callbacks must not run for irrelevant handlers.
             eligible = handler.id not in excluded and self._eligible(handler, cause)
             if eligible and match(handler, cause, kwargs_factory):
                 yield handler
 
     def _eligible(self, handler: R, cause: ResourceCause) -> bool:
-        return _serves(handler, cause.resource)
+        """Besides serving the cause's resource (checked before)."""
+        return True
+
+
+class _Served(Generic[R]):
+    """The handlers that serve one resource, out of the ``count`` registered when listed."""
+
+    __slots__ = ("count", "handlers", "resource")
+
+    def __init__(self, handlers: Sequence[R], resource: Resource) -> None:
+        self.resource = resource
+        self.count = len(handlers)
+        self.handlers = tuple(h for h in handlers if _serves(h, resource))
 
 
 def _serves(handler: ResourceHandler, resource: Resource) -> bool:
@@ -174,7 +200,7 @@ class ChangingRegistry(ResourceRegistry[ResourceChangingHandler]):
     """Resource-changing handlers: ``create``, ``update``, ``delete``, ``resume``, ``field``."""
 
     def _eligible(self, handler: ResourceChangingHandler, cause: ResourceCause) -> bool:
-        if not isinstance(cause, ChangingCause) or not _serves(handler, cause.resource):
+        if not isinstance(cause, ChangingCause):
             return False
         if handler.reason is not None and handler.reason != cause.reason:
             return False
@@ -184,17 +210,14 @@ class ChangingRegistry(ResourceRegistry[ResourceChangingHandler]):
     def prematch(self, cause: ResourceCause, kwargs_factory: KwargsFactory) -> bool:
         """Whether any handler of the resource wants the object at all (else it is invisible)."""
         return any(
-            _serves(handler, cause.resource) and prematch(handler, cause, kwargs_factory)
-            for handler in self.handlers
+            prematch(handler, cause, kwargs_factory) for handler in self.served(cause.resource)
         )
 
     def requires_finalizer(self, cause: ResourceCause, kwargs_factory: KwargsFactory) -> bool:
         """Whether a non-optional delete handler wants the object."""
         return any(
-            handler.requires_finalizer
-            and _serves(handler, cause.resource)
-            and prematch(handler, cause, kwargs_factory)
-            for handler in self.handlers
+            handler.requires_finalizer and prematch(handler, cause, kwargs_factory)
+            for handler in self.served(cause.resource)
         )
 
 
@@ -202,11 +225,7 @@ class WebhooksRegistry(ResourceRegistry[ResourceWebhookHandler]):
     """Validating and mutating admission handlers."""
 
     def _eligible(self, handler: ResourceWebhookHandler, cause: ResourceCause) -> bool:
-        return (
-            isinstance(cause, WebhookCause)
-            and _serves(handler, cause.resource)
-            and _admits(handler, cause)
-        )
+        return isinstance(cause, WebhookCause) and _admits(handler, cause)
 
 
 def _admits(handler: ResourceWebhookHandler, cause: WebhookCause) -> bool:

@@ -73,6 +73,26 @@ def test_handlers_of_other_resources_are_not_selected(registry: OperatorRegistry
     assert ids(registry.changing.for_resource(PODS)) == ["fn"]
 
 
+def test_a_handler_registered_later_serves_the_resource_at_once(registry: OperatorRegistry) -> None:
+    on.create("kex", registry=registry)(fn)
+    assert ids(registry.changing.for_resource(KEX)) == ["fn"]  # worked out and kept
+    on.update("kex", registry=registry)(other)
+    on.field("kex", field="spec.x", registry=registry)(other)
+    assert ids(registry.changing.for_resource(KEX)) == ["fn", "other", "other/spec.x"]
+    assert ids(registry.changing.select(changing(Reason.UPDATE), kwargs)) == ["other"]
+    assert registry.extra_fields(KEX) == {("spec", "x")}
+
+
+def test_equal_resources_with_other_names_are_matched_afresh(registry: OperatorRegistry) -> None:
+    on.create("KopfExample", registry=registry)(fn)
+    assert ids(registry.changing.for_resource(KEX)) == ["fn"]
+    kindless = Resource("kopf.dev", "v1", "kopfexamples")  # equal to KEX, but no kind to match
+    assert kindless == KEX
+    assert registry.changing.for_resource(kindless) == []
+    assert not registry.changing.has_handlers(kindless)
+    assert ids(registry.changing.for_resource(KEX)) == ["fn"]
+
+
 def test_the_same_function_and_id_runs_once_per_cause(registry: OperatorRegistry) -> None:
     on.create("kex", registry=registry)(fn)
     on.create("kopfexamples", registry=registry)(fn)  # overlapping selectors
