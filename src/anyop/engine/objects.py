@@ -25,6 +25,7 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
+from anyop.engine.schedule import Schedule
 from anyop.kube.inflight import InFlight
 
 __all__ = ["Backpressure", "CycleResult", "ObjectSlot", "ObjectWorkers", "SlotState"]
@@ -155,6 +156,8 @@ class ObjectWorkers:
         self._closing = False
         self._feed_scope: anyio.CancelScope | None = None
         """The scope of the task that starts queued workers, while it runs."""
+        self._timeouts = Schedule(task_group, ObjectSlot.wake, name="anyop object timeouts")
+        """When waiting workers are woken without an event (their delay or idle time is up)."""
         self._seen: deque[ObjectSlot] = deque()
         self._new: deque[ObjectSlot] = deque()
         self.slots: dict[str, ObjectSlot] = {}
@@ -267,12 +270,18 @@ class ObjectWorkers:
         """The next body to handle: a new one, or the last one when a delay has run out."""
         if slot.pending is None and not self._closing:
             wait = self._idle_timeout if delay is None else delay
-            slot.wakeup = anyio.Event()
-            try:
-                with anyio.move_on_after(wait):
+            if wait > 0:  # not NaN either
+                # One schedule of timeouts, not a cancel scope with a deadline per wait: it
+                # costs a fraction of the CPU (two waits per object: the cycle, its echo).
+                slot.wakeup = anyio.Event()
+                timeout = self._timeouts.add(slot, anyio.current_time() + wait)
+                try:
                     await slot.wakeup.wait()
-            finally:
-                slot.wakeup = None
+                finally:
+                    slot.wakeup = None
+                    self._timeouts.discard(timeout)
+            else:
+                await anyio.lowlevel.checkpoint()
         if self._closing:
             return None
         if slot.pending is not None:

@@ -139,6 +139,19 @@ async def test_a_new_event_cuts_a_delay_short() -> None:
     assert cycle.seen == [("a", 1), ("a", 2)]
 
 
+async def test_an_idle_worker_exits_when_its_idle_timeout_is_up() -> None:
+    cycle = Recorder(CycleResult())
+    with anyio.fail_after(DEADLINE):
+        async with anyio.create_task_group() as tg:  # ends once the worker has exited
+            workers = ObjectWorkers(cycle, tg, idle_timeout=0.05)
+            slot = workers.dispatch(body("a", 1))
+            await anyio.sleep(0.01)
+            workers.dispatch(body("a", 2))  # the waiting worker takes it: its wait starts anew
+    assert cycle.seen == [("a", 1), ("a", 2)]
+    assert slot.state is SlotState.IDLE
+    assert slot.wakeup is None
+
+
 async def test_closing_ends_waiting_workers_at_once_and_handles_nothing_new() -> None:
     cycle = Recorder(CycleResult(delay=DEADLINE * 10))
     with anyio.fail_after(DEADLINE):
