@@ -10,6 +10,7 @@ then treats the object as resumed (never as created, which would duplicate its c
 from __future__ import annotations
 
 import abc
+import copy
 import dataclasses
 import json
 from collections.abc import Iterable, Mapping, Sequence
@@ -77,7 +78,8 @@ class DiffBaseStorage(WarningsKeeper, abc.ABC):
 
     def _decode(self, where: str, text: object) -> dict[str, Any] | None:
         try:
-            decoded = json.loads(text) if isinstance(text, str) else text
+            # Not a string (written by hand?): a copy, not a part of the body, is the essence.
+            decoded = json.loads(text) if isinstance(text, str) else copy.deepcopy(text)
         except ValueError as e:
             self.warn(where, f"not valid JSON: {e}")
             return None

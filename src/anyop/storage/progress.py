@@ -49,6 +49,8 @@ __all__ = [
     "parse_timestamp",
 ]
 
+_ABSENT = object()
+
 ANYOP_PREFIX = "anyop.dev"
 """anyop's own annotation prefix."""
 
@@ -81,9 +83,13 @@ class ProgressStorage(WarningsKeeper, abc.ABC):
     def touch(self, *, body: Mapping[str, Any], patch: Patch, value: str | None) -> None:
         """Put a dummy change into the patch, to get a watch event back; ``None`` removes it."""
 
-    def clear(self, essence: Mapping[str, Any]) -> dict[str, Any]:
-        """Return a copy of the essence without this storage's own fields."""
-        return copy.deepcopy(dict(essence))
+    def clear(self, essence: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Return the essence without this storage's own fields; never modify it.
+
+        An essence that holds none of them is returned as it is (an essence rarely does: it
+        leaves out the status and the operators' annotations), else a copy without them.
+        """
+        return essence
 
     def flush(self) -> None:
         """Write out anything buffered (nothing, for the storages on the object)."""
@@ -146,22 +152,23 @@ class AnnotationsProgressStorage(ProgressStorage):
                 patch.meta.annotations[full_key] = value
                 self.naming.store_marker(patch, body)
 
-    def clear(self, essence: Mapping[str, Any]) -> dict[str, Any]:
-        """Drop this prefix's annotations from the essence."""
-        result = super().clear(essence)
-        annotations = resolve(result, ("metadata", "annotations"), None)
-        if isinstance(annotations, dict):
-            for name in [name for name in annotations if self.naming.owns(name)]:
-                del annotations[name]
+    def clear(self, essence: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Drop this prefix's annotations from the essence (in a copy, if it has any)."""
+        annotations = resolve(essence, ("metadata", "annotations"), None)
+        if not isinstance(annotations, Mapping) or not any(map(self.naming.owns, annotations)):
+            return essence
+        result = copy.deepcopy(dict(essence))
+        owned = result["metadata"]["annotations"]
+        for name in [name for name in owned if self.naming.owns(name)]:
+            del owned[name]
         _remove_empty_stanzas(result)
         return result
 
 
 def _purge(body: Mapping[str, Any], patch: Patch, path: FieldPath) -> None:
-    absent = object()
-    if resolve(body, path, absent) is not absent:
+    if resolve(body, path, _ABSENT) is not _ABSENT:
         ensure(patch, path, None)
-    elif resolve(patch, path, absent) is not absent:
+    elif resolve(patch, path, _ABSENT) is not _ABSENT:
         remove(patch, path)
 
 
@@ -221,9 +228,11 @@ class StatusProgressStorage(ProgressStorage):
         if resolve(body, self.touch_field, None) != value:
             ensure(patch, self.touch_field, value)
 
-    def clear(self, essence: Mapping[str, Any]) -> dict[str, Any]:
-        """Drop the records' field from the essence."""
-        result = super().clear(essence)
+    def clear(self, essence: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Drop the records' field from the essence (in a copy, if it has it)."""
+        if resolve(essence, self.field, _ABSENT) is _ABSENT:
+            return essence
+        result = copy.deepcopy(dict(essence))
         remove(result, self.field)
         _remove_empty_stanzas(result)
         return result
@@ -277,9 +286,9 @@ class MultiProgressStorage(ProgressStorage):
         for storage in self.storages:
             storage.touch(body=body, patch=patch, value=value)
 
-    def clear(self, essence: Mapping[str, Any]) -> dict[str, Any]:
+    def clear(self, essence: Mapping[str, Any]) -> Mapping[str, Any]:
         """Clear the essence of all storages' fields."""
-        result = super().clear(essence)
+        result = essence
         for storage in self.storages:
             result = storage.clear(result)
         return result

@@ -12,6 +12,7 @@ from anyop.storage.progress import (
     AnnotationsProgressStorage,
     MultiProgressStorage,
     ProgressRecord,
+    ProgressStorage,
     SmartProgressStorage,
     StatusProgressStorage,
 )
@@ -162,6 +163,22 @@ def test_status_storage_purges_touches_and_clears() -> None:
     assert patch == {"status": {"anyop": {"progress": {"fn": None}, "dummy": None}}}
     essence: dict[str, Any] = {"spec": {}, "status": {"anyop": {"progress": {"fn": {}}}}}
     assert storage.clear(essence) == {"spec": {}}
+    assert essence["status"] == {"anyop": {"progress": {"fn": {}}}}  # cleared in a copy
+
+
+@pytest.mark.parametrize(
+    "storage",
+    [
+        StatusProgressStorage(),
+        AnnotationsProgressStorage(prefix="my-op.example.com"),
+        SmartProgressStorage(name="kopf", prefix="kopf.zalando.org"),
+    ],
+    ids=["status", "annotations", "smart"],
+)
+def test_an_essence_without_the_storages_fields_is_not_copied(storage: ProgressStorage) -> None:
+    essence = {"spec": {"a": [1]}, "metadata": {"annotations": {"user/keep": "1"}}}
+    assert storage.clear(essence) is essence  # no copy of a spec per cycle for nothing
+    assert essence == {"spec": {"a": [1]}, "metadata": {"annotations": {"user/keep": "1"}}}
 
 
 def test_multi_storage_reads_the_first_found_and_writes_all() -> None:
@@ -212,3 +229,4 @@ def test_smart_storage_clears_both_places_from_the_essence() -> None:
         "status": {"kopf": {"progress": {}}},
     }
     assert storage.clear(essence) == {"spec": {"a": 1}}
+    assert essence["metadata"] == {"annotations": {"kopf.zalando.org/fn": "{}"}}  # untouched
