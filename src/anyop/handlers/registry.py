@@ -111,11 +111,14 @@ class ResourceRegistry(Generic[R]):
 
     def served(self, resource: Resource) -> Sequence[R]:
         """The handlers whose selector matches the resource, in order of registration."""
+        return self._lookup(resource).handlers
+
+    def _lookup(self, resource: Resource) -> _Served[R]:
         served = self._served.get(resource)
         if served is None or served.resource is not resource or served.count != len(self.handlers):
             # The same instance only: selectors also match names that equality ignores (kind).
             served = self._served[resource] = _Served(self.handlers, resource)
-        return served.handlers
+        return served
 
     def for_resource(self, resource: Resource) -> list[R]:
         """All handlers whose selector matches the resource (deduplicated)."""
@@ -129,9 +132,9 @@ class ResourceRegistry(Generic[R]):
         """The selectors of all handlers."""
         return frozenset(h.selector for h in self.handlers if h.selector is not None)
 
-    def extra_fields(self, resource: Resource) -> set[FieldPath]:
+    def extra_fields(self, resource: Resource) -> frozenset[FieldPath]:
         """The fields that handlers of the resource filter on (tracked in the essence)."""
-        return {h.field for h in self.served(resource) if h.field}
+        return self._lookup(resource).fields
 
     def select(
         self,
@@ -160,12 +163,13 @@ class ResourceRegistry(Generic[R]):
 class _Served(Generic[R]):
     """The handlers that serve one resource, out of the ``count`` registered when listed."""
 
-    __slots__ = ("count", "handlers", "resource")
+    __slots__ = ("count", "fields", "handlers", "resource")
 
     def __init__(self, handlers: Sequence[R], resource: Resource) -> None:
         self.resource = resource
         self.count = len(handlers)
         self.handlers = tuple(h for h in handlers if _serves(h, resource))
+        self.fields = frozenset(h.field for h in self.handlers if h.field)
 
 
 def _serves(handler: ResourceHandler, resource: Resource) -> bool:
@@ -289,10 +293,14 @@ class OperatorRegistry:
         """Whether any handler (other than webhooks) needs the resource's watch-stream."""
         return any(registry.has_handlers(resource) for registry in self._resource_registries)
 
-    def extra_fields(self, resource: Resource) -> set[FieldPath]:
+    def extra_fields(self, resource: Resource) -> frozenset[FieldPath]:
         """The fields to track in the essence for the resource's field filters."""
-        registries = (self.watching, self.spawning, self.changing)
-        return set().union(*(registry.extra_fields(resource) for registry in registries))
+        watching = self.watching.extra_fields(resource)
+        spawning = self.spawning.extra_fields(resource)
+        changing = self.changing.extra_fields(resource)
+        if not watching and not spawning:
+            return changing
+        return watching | spawning | changing
 
     def requires_finalizer(
         self,
