@@ -385,9 +385,10 @@ class Reconciler(HandlerCalls):
         and its finalizer until they exit.
         """
         storage = self.persistence.progress
-        progress.store(body=cause.body, patch=patch, storage=storage)
         if not progress.done or held:
+            progress.store(body=cause.body, patch=patch, storage=storage)
             return
+        # Done: the purge would take back every record that storing them put into the patch.
         owned = self.registry.changing.for_resource(self.resource)
         progress.purge(body=cause.body, patch=patch, storage=storage, handlers=owned)
         if cause.deleted:
