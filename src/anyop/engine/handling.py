@@ -21,7 +21,8 @@ from anyop.engine.indexes import Indexer
 from anyop.engine.invocation import invoke
 from anyop.engine.objects import ObjectSlot
 from anyop.engine.subhandlers import ChildrenRetry, Execution
-from anyop.handlers.causes import ChangingCause
+from anyop.handlers.causes import ChangingCause, ResourceCause
+from anyop.handlers.filters import KwargsFactory
 from anyop.handlers.lifecycles import LifeCycleFn, get_default_lifecycle
 from anyop.handlers.outcomes import (
     ChildrenPending,
@@ -107,6 +108,20 @@ class HandlerCalls:
             indexer=self.indexer,
         )  # fmt: skip
 
+    def _factory(
+        self, cause: ResourceCause, slot: ObjectSlot, logger: Logger, patch: Patch
+    ) -> KwargsFactory:
+        """Makes the kwargs for filters, on their first call only: most cycles have none."""
+        base: dict[str, Any] | None = None
+
+        def factory() -> dict[str, Any]:
+            nonlocal base
+            if base is None:
+                base = cause.kwargs
+            return self._kwargs(base, slot, logger, patch)
+
+        return factory
+
     async def _attempt(
         self,
         slot: ObjectSlot,
@@ -171,7 +186,7 @@ class HandlerCalls:
     ) -> Progress:
         """Run a parent's due sub-handlers once; their progress goes into the cycle's patch."""
         storage = self.persistence.progress
-        factory = functools.partial(self._kwargs, cause.kwargs, slot, logger, patch)
+        factory = self._factory(cause, slot, logger, patch)
         selected = registry.select(cause, factory)
         now = utcnow()
         progress = Progress.from_storage(

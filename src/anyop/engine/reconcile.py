@@ -7,7 +7,6 @@ only reads the body, invokes the user's functions, logs Kopf's lines and writes 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -198,7 +197,7 @@ class Reconciler(HandlerCalls):
         event = {"type": body.type, "object": dict(body)}
         event_type: Any = None if body.listed else body.type
         cause = WatchingCause(resource=self.resource, body=body, type=event_type, event=event)
-        factory = functools.partial(self._kwargs, cause.kwargs, slot, logger, patch)
+        factory = self._factory(cause, slot, logger, patch)
         for handler in self.registry.watching.select(cause, factory):
             kwargs = {**factory(), "param": handler.param}
             try:
@@ -223,7 +222,7 @@ class Reconciler(HandlerCalls):
             return await self._write(slot, body, patch, delay=None)
         if not self._changes_objects():
             return await self._write(slot, body, patch, delay=None)
-        factory = functools.partial(self._kwargs, cause.kwargs, slot, logger, patch)
+        factory = self._factory(cause, slot, logger, patch)
         alive = self.spawner is not None and self.spawner.sync(slot, cause, factory, logger)
         bare = not patch  # no event handler's patch: the cycle can be run again at no loss
         if self._finalizer_change(cause, factory, patch, logger):

@@ -122,7 +122,7 @@ class ResourceRegistry(Generic[R]):
 
     def for_resource(self, resource: Resource) -> list[R]:
         """All handlers whose selector matches the resource (deduplicated)."""
-        return deduplicated(self.served(resource))
+        return list(self._lookup(resource).unique)
 
     def has_handlers(self, resource: Resource) -> bool:
         """Whether any handler serves the resource."""
@@ -163,13 +163,14 @@ class ResourceRegistry(Generic[R]):
 class _Served(Generic[R]):
     """The handlers that serve one resource, out of the ``count`` registered when listed."""
 
-    __slots__ = ("count", "fields", "handlers", "resource")
+    __slots__ = ("count", "fields", "handlers", "resource", "unique")
 
     def __init__(self, handlers: Sequence[R], resource: Resource) -> None:
         self.resource = resource
         self.count = len(handlers)
         self.handlers = tuple(h for h in handlers if _serves(h, resource))
         self.fields = frozenset(h.field for h in self.handlers if h.field)
+        self.unique = tuple(deduplicated(self.handlers))
 
 
 def _serves(handler: ResourceHandler, resource: Resource) -> bool:
