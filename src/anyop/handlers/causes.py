@@ -256,21 +256,24 @@ def detect_changing_cause(
         means ``create`` (which would re-create what exists): it is ``resume`` with no diff, so
         the engine stores a fresh diff-base.
     """
-    cause = ChangingCause(resource=resource, body=body, reason=Reason.NOOP, old=old, new=new)
+
+    def cause(reason: Reason, changes: Diff = EMPTY, *, initial: bool = False) -> ChangingCause:
+        return ChangingCause(
+            resource=resource, body=body, reason=reason, old=old, new=new, diff=changes,
+            initial=initial,
+        )  # fmt: skip
+
     if event_type == "DELETED":
-        return dataclasses.replace(cause, reason=Reason.GONE, diff=diff(old, new))
+        return cause(Reason.GONE, diff(old, new))
     if is_deletion_ongoing(body):
         blocked = is_deletion_blocked(body, finalizer)
-        reason = Reason.DELETE if blocked else Reason.FREE
-        return dataclasses.replace(cause, reason=reason, diff=diff(old, new), initial=initial)
+        return cause(Reason.DELETE if blocked else Reason.FREE, diff(old, new), initial=initial)
     if corrupt_diffbase:
-        return dataclasses.replace(cause, reason=Reason.RESUME, old=new, initial=True)
+        return dataclasses.replace(cause(Reason.RESUME, initial=True), old=new)
     if old is None:
         # Creation never mixes with resuming, even for objects found by the initial listing.
-        return dataclasses.replace(cause, reason=Reason.CREATE, diff=diff(old, new))
+        return cause(Reason.CREATE, diff(old, new))
     changes = diff(old, new)
     if changes:
-        return dataclasses.replace(cause, reason=Reason.UPDATE, diff=changes, initial=initial)
-    return dataclasses.replace(
-        cause, reason=Reason.RESUME if initial else Reason.NOOP, initial=initial
-    )
+        return cause(Reason.UPDATE, changes, initial=initial)
+    return cause(Reason.RESUME if initial else Reason.NOOP, initial=initial)
