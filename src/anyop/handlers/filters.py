@@ -257,8 +257,11 @@ def prematch(handler: Filtered, cause: ResourceCause, kwargs_factory: KwargsFact
 
 def _matches(handler: Filtered, cause: ResourceCause, kwargs: _Kwargs, *, changes: bool) -> bool:
     return (
-        _matches_meta(handler.labels, _stanza(cause, "labels"), kwargs)
-        and _matches_meta(handler.annotations, _stanza(cause, "annotations"), kwargs)
+        (not handler.labels or _matches_meta(handler.labels, _stanza(cause, "labels"), kwargs))
+        and (
+            not handler.annotations
+            or _matches_meta(handler.annotations, _stanza(cause, "annotations"), kwargs)
+        )
         and _matches_field_value(handler, cause, kwargs)
         and (not changes or _matches_field_change(handler, cause, kwargs))
         and (handler.when is None or bool(handler.when(**kwargs.get())))  # the last, always

@@ -26,7 +26,7 @@ from anyop.handlers.diffs import (
     remove_empty_stanzas,
     resolve,
 )
-from anyop.kube.patches import Patch, inconsistencies
+from anyop.kube.patches import Patch
 from anyop.storage.annotations import AnnotationsNaming
 from anyop.storage.progress import ANYOP_PREFIX, StorageWarning, WarningsKeeper
 
@@ -267,4 +267,22 @@ def status_was_pruned(
     ours = resolve(patch, ("status", name), None)
     if not isinstance(ours, Mapping):
         return False
-    return any(op == "remove" for op, *_ in inconsistencies({"status": {name: ours}}, echoed_body))
+    return _dropped(ours, resolve(echoed_body, ("status", name), None))
+
+
+def _dropped(ours: Any, echoed: Any) -> bool:
+    """Whether something that ``ours`` sets is missing from ``echoed`` (``None``s set nothing).
+
+    What :func:`~anyop.kube.patches.inconsistencies` reports as ``remove``, without the rest.
+    """
+    if echoed is None:
+        return _sets_anything(ours)
+    if isinstance(ours, Mapping) and isinstance(echoed, Mapping):
+        return any(_dropped(value, echoed.get(key)) for key, value in ours.items())
+    return False
+
+
+def _sets_anything(value: Any) -> bool:
+    if isinstance(value, Mapping):
+        return any(_sets_anything(item) for item in value.values())
+    return value is not None

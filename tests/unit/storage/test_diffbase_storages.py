@@ -204,3 +204,30 @@ def test_kopf_compatible_storages_use_kopf_keys_exactly() -> None:
     patch = Patch()
     persistence.diffbase.store(body={}, patch=patch, essence={"spec": {}})
     assert list(patch.meta.annotations) == ["kopf.zalando.org/last-handled-configuration"]
+
+
+@pytest.mark.parametrize(
+    ("echoed_status", "pruned"),
+    [
+        ({"anyop": {"last-handled-configuration": "{}", "progress": {"fn": {"retries": 1}}}}, False),
+        ({"anyop": {"last-handled-configuration": "{}", "progress": {}}}, True),  # a nested part
+        ({"anyop": {"progress": {"fn": {"retries": 1}}}}, True),  # a sibling
+        ({"anyop": {}}, True),
+        ({}, True),
+        (None, True),  # no status at all
+        ({"anyop": {"last-handled-configuration": "{}", "progress": {"fn": {"retries": 2}}}}, False),
+    ],
+)
+def test_any_part_of_our_status_missing_from_the_echo_means_pruned(
+    echoed_status: Any, pruned: bool
+) -> None:
+    patch = {
+        "status": {
+            "anyop": {
+                "last-handled-configuration": "{}",
+                "progress": {"fn": {"retries": 1}, "gone": None},  # None: a deletion
+            }
+        }
+    }
+    echoed = {} if echoed_status is None else {"status": echoed_status}
+    assert status_was_pruned(patch, echoed) is pruned
