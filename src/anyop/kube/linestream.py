@@ -134,6 +134,10 @@ class LineStream:
             raise StopAsyncIteration
         return line
 
+    def buffered_line(self) -> bytes | None:
+        """The next complete non-empty line if it has arrived already, else ``None``."""
+        return self._lines.pop() if self._lines else None
+
     async def next_line(self) -> bytes | None:
         """The next complete non-empty line, or ``None`` at the end of the stream.
 

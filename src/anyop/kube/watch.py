@@ -312,6 +312,8 @@ class Watcher:
         self, stream: LineStream, hard_deadline: float
     ) -> tuple[bytes | None, float]:
         """Read a line within the inactivity deadline; ``(None, seconds)`` if it stalled."""
+        if (line := stream.buffered_line()) is not None:
+            return line, 0.0  # no deadline to set for a line that came with an earlier one
         now = anyio.current_time()
         inactivity = self.settings.watching.inactivity_timeout or math.inf
         with anyio.move_on_after(min(inactivity, hard_deadline - now)) as scope:
