@@ -209,13 +209,19 @@ def test_kopf_compatible_storages_use_kopf_keys_exactly() -> None:
 @pytest.mark.parametrize(
     ("echoed_status", "pruned"),
     [
-        ({"anyop": {"last-handled-configuration": "{}", "progress": {"fn": {"retries": 1}}}}, False),
+        (
+            {"anyop": {"last-handled-configuration": "{}", "progress": {"fn": {"retries": 1}}}},
+            False,
+        ),
         ({"anyop": {"last-handled-configuration": "{}", "progress": {}}}, True),  # a nested part
         ({"anyop": {"progress": {"fn": {"retries": 1}}}}, True),  # a sibling
         ({"anyop": {}}, True),
         ({}, True),
         (None, True),  # no status at all
-        ({"anyop": {"last-handled-configuration": "{}", "progress": {"fn": {"retries": 2}}}}, False),
+        (
+            {"anyop": {"last-handled-configuration": "{}", "progress": {"fn": {"retries": 2}}}},
+            False,
+        ),
     ],
 )
 def test_any_part_of_our_status_missing_from_the_echo_means_pruned(
