@@ -109,6 +109,10 @@ class Vault:
         """
         while True:
             self._raise_if_closed()
+            if len(self._items) == 1:  # the usual vault: one credential, often without expiry
+                ((key, info),) = self._items.items()
+                if info.expiration is None:
+                    return key, info
             self._drop_expired()
             if self._items:
                 return self._best()

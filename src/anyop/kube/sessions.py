@@ -275,6 +275,8 @@ class SessionPool:
         self.keep_managed_fields = keep_managed_fields
         self._factory = transport_factory or default_transport
         self._sessions: OrderedDict[ConnectionInfo, Session] = OrderedDict()
+        self._latest: Session | None = None
+        """The session of the latest checkout: found again by identity, not by hashing."""
         self._opening = anyio.Lock()
         self.in_flight = InFlight()
         """The requests being sent now (retries and waits for a connection included)."""
@@ -430,8 +432,12 @@ class SessionPool:
         """
         await self.limiter.acquire()
         key, info = await self.vault.current()
-        session = self._sessions.get(info) or await self._open(key, info)
-        self._sessions.move_to_end(info)
+        session = self._latest
+        if session is None or session.info is not info or session.retired:
+            # The credential changed (or its client was retired): look it up by value.
+            session = self._sessions.get(info) or await self._open(key, info)
+            self._sessions.move_to_end(info)
+            self._latest = session
         session.users += 1
         return session
 

@@ -187,6 +187,17 @@ async def test_expired_credentials_are_never_served() -> None:
     assert (await vault.current())[0] == "long"
 
 
+async def test_a_lone_credential_is_not_served_once_it_expires() -> None:
+    clock = FakeClock()
+    vault = Vault(clock=clock)
+    await vault.populate({"only": cred("o", expiration=clock.now + timedelta(minutes=1))})
+    assert (await vault.current())[0] == "only"
+    clock.now += timedelta(minutes=1)
+    with anyio.move_on_after(0.05) as scope:
+        await vault.current()  # waits for a login
+    assert scope.cancelled_caught
+
+
 async def test_naive_expirations_count_as_utc() -> None:
     clock = FakeClock()
     vault = Vault(clock=clock)

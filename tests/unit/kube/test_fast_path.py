@@ -221,3 +221,18 @@ async def test_the_client_uses_the_fast_path_against_a_kube_transport() -> None:
         await client.sessions.checkin(session)
     assert body["target"] == "/api/v1/namespaces/ns/configmaps/x"
     assert isinstance(session.route, Route)
+
+
+async def test_a_checkout_after_the_clients_closed_gets_a_new_one() -> None:
+    async with serving(echo()) as server:
+        pool = await pool_for(server, direct=True)
+        first = await pool.checkout()
+        await pool.checkin(first)
+        assert await pool.checkout() is first  # the same credential: the same client
+        await pool.checkin(first)
+        await pool.aclose()
+        second = await pool.checkout()
+        await pool.checkin(second)
+        await pool.aclose()
+    assert first.retired
+    assert second is not first
