@@ -406,7 +406,7 @@ class Reconciler(HandlerCalls):
     ) -> None:
         """Kopf's lines for a finished cause (``announce``: there were handlers for it)."""
         slot.extras[RESUMED] = True
-        if announce:
+        if announce and logger.isEnabledFor(logging.INFO):
             logger.info(processed_message(cause.reason, progress.counts))
         if cause.deleted and has_finalizer(cause.body, self.persistence.finalizer):
             logger.debug(RELEASING_MESSAGE)

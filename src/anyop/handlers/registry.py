@@ -62,6 +62,7 @@ H = TypeVar("H", bound=Handler)
 R = TypeVar("R", bound=ResourceHandler)
 
 _NO_IDS: frozenset[str] = frozenset()
+_MAX_SERVED = 256
 
 
 def deduplicated(handlers: Iterable[H]) -> list[H]:
@@ -102,7 +103,7 @@ class ResourceRegistry(Generic[R]):
 
     def __init__(self) -> None:
         self.handlers: list[R] = []
-        self._served: dict[Resource, _Served[R]] = {}
+        self._served: dict[int, _Served[R]] = {}
 
     def append(self, handler: R) -> None:
         """Register a handler."""
@@ -114,10 +115,13 @@ class ResourceRegistry(Generic[R]):
         return self._lookup(resource).handlers
 
     def _lookup(self, resource: Resource) -> _Served[R]:
-        served = self._served.get(resource)
+        # By identity: selectors also match names that equality ignores (kind), and it needs
+        # no hashing. The entry keeps its resource alive, so no other one can take its id.
+        served = self._served.get(id(resource))
         if served is None or served.resource is not resource or served.count != len(self.handlers):
-            # The same instance only: selectors also match names that equality ignores (kind).
-            served = self._served[resource] = _Served(self.handlers, resource)
+            if len(self._served) >= _MAX_SERVED:
+                self._served.clear()  # resources rediscovered many times: no growth forever
+            served = self._served[id(resource)] = _Served(self.handlers, resource)
         return served
 
     def for_resource(self, resource: Resource) -> list[R]:
@@ -312,6 +316,10 @@ class OperatorRegistry:
     ) -> bool:
         """Whether the object needs our finalizer: a non-optional delete handler or a daemon or a
         timer (not among ``excluded``, e.g. daemons that exited for good) wants it."""
+        if not self.spawning.served(cause.resource) and not any(
+            handler.requires_finalizer for handler in self.changing.served(cause.resource)
+        ):
+            return False  # no handler of the resource could want it, whatever the object
         spawning = SpawningCause(resource=cause.resource, body=cause.body)
         return self.changing.requires_finalizer(
             cause, kwargs_factory

@@ -311,3 +311,13 @@ def test_callable_ids_reject_objects_without_stable_names() -> None:
         callable_id(Callable())
     assert generate_id(Callable(), "given") == "given"
     assert generate_id(fn, prefix="parent", suffix="spec.x") == "parent/fn/spec.x"
+
+
+def test_what_serves_many_resource_instances_is_kept_for_a_bounded_number(
+    registry: OperatorRegistry,
+) -> None:
+    on.create("kopfexamples", registry=registry)(fn)
+    for _ in range(1000):  # e.g. rediscovered again and again
+        again = Resource("kopf.dev", "v1", "kopfexamples", kind="KopfExample")
+        assert ids(registry.changing.for_resource(again)) == ["fn"]
+    assert len(registry.changing._served) <= 256
