@@ -30,6 +30,7 @@ __all__ = [
     "diff",
     "ensure",
     "essence",
+    "json_copy",
     "managed_prefixes",
     "parse_field",
     "reduce",
@@ -91,6 +92,23 @@ def resolve(data: Any, path: FieldPath, default: Any = _MISSING) -> Any:
     return node
 
 
+def json_copy(value: Any) -> Any:
+    """A deep copy of JSON data (dicts, lists, strings, numbers, booleans, ``None``).
+
+    Several times faster than :func:`copy.deepcopy` on bodies as the API server sends them;
+    anything else (a tuple, a mapping view, a user's object) is copied by
+    :func:`copy.deepcopy`.
+    """
+    kind = type(value)
+    if kind is dict:
+        return {key: json_copy(item) for key, item in value.items()}
+    if kind is list:
+        return [json_copy(item) for item in value]
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value
+    return copy.deepcopy(value)
+
+
 def ensure(data: MutableMapping[str, Any], path: FieldPath, value: Any) -> None:
     """Set the value at ``path``, creating (or replacing non-mapping) intermediate dicts."""
     if not path:
@@ -122,7 +140,7 @@ def cherrypick(
     for path in fields:
         value = resolve(src, path, absent)
         if value is not absent:
-            ensure(dst, path, copy.deepcopy(value))
+            ensure(dst, path, json_copy(value))
 
 
 class DiffOperation(enum.StrEnum):
@@ -279,10 +297,10 @@ def essence(body: Mapping[str, Any], extra_fields: Iterable[FieldPath] = ()) -> 
         the not-operator-owned annotations; with the extra fields; without empty stanzas.
     """
     dropped = ("apiVersion", "kind", "metadata", "status")
-    result = {key: copy.deepcopy(value) for key, value in body.items() if key not in dropped}
+    result = {key: json_copy(value) for key, value in body.items() if key not in dropped}
     metadata: Mapping[str, Any] = body.get("metadata") or {}
     if "labels" in metadata:
-        ensure(result, ("metadata", "labels"), copy.deepcopy(metadata["labels"]))
+        ensure(result, ("metadata", "labels"), json_copy(metadata["labels"]))
     if "annotations" in metadata:
         annotations: Mapping[str, Any] = metadata["annotations"] or {}
         owned = managed_prefixes(annotations)

@@ -9,7 +9,6 @@ with look-ahead, as in Kopf: a retry that would exceed ``retries=`` or ``timeout
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import datetime
 import enum
@@ -24,6 +23,7 @@ from anyop.errors import (
     PermanentError,
     TemporaryError,
 )
+from anyop.handlers.diffs import json_copy
 from anyop.handlers.progression import HandlerState, Outcome
 from anyop.kube.patches import Patch
 
@@ -295,9 +295,9 @@ def deliver_results(outcomes: Mapping[str, Outcome], patch: Patch) -> None:
         if isinstance(outcome.result, Mapping):
             existing = patch.status.get(handler_id)
             merged = dict(existing) if isinstance(existing, Mapping) else {}
-            patch.status[handler_id] = {**merged, **copy.deepcopy(dict(outcome.result))}
+            patch.status[handler_id] = {**merged, **json_copy(dict(outcome.result))}
         else:
-            patch.status[handler_id] = copy.deepcopy(outcome.result)
+            patch.status[handler_id] = json_copy(outcome.result)
 
 
 def returned(result: object, subrefs: tuple[str, ...] = ()) -> Succeeded | Failed:

@@ -131,8 +131,11 @@ class OriginPool:
         waiter = _Waiter()
         self.waiters.append(waiter)
         try:
-            with anyio.move_on_after(pool_timeout):
-                await waiter.event.wait()
+            if pool_timeout is None:
+                await waiter.event.wait()  # no cancel scope to make for no deadline
+            else:
+                with anyio.move_on_after(pool_timeout):
+                    await waiter.event.wait()
         except BaseException:
             self._forget(waiter)
             raise

@@ -15,6 +15,7 @@ from anyop.handlers.diffs import (
     diff,
     ensure,
     essence,
+    json_copy,
     managed_prefixes,
     parse_field,
     reduce,
@@ -187,3 +188,25 @@ def test_essence_is_a_deep_copy() -> None:
 def test_essence_of_an_essence_is_the_same() -> None:
     once = essence(BODY)
     assert essence(once) == once
+
+
+def test_a_json_copy_is_deep_and_equal() -> None:
+    body = {"spec": {"items": [{"a": 1, "b": [True, None, 1.5, "x"]}]}, "n": 0}
+    copied = json_copy(body)
+    assert copied == body
+    copied["spec"]["items"][0]["b"].append("more")
+    copied["spec"]["items"][0]["a"] = 2
+    assert body == {"spec": {"items": [{"a": 1, "b": [True, None, 1.5, "x"]}]}, "n": 0}
+
+
+def test_what_is_not_plain_json_is_deep_copied_as_usual() -> None:
+    class Thing:
+        def __init__(self) -> None:
+            self.items = [1]
+
+    nested = [1, 2]
+    value = {"tuple": (nested,), "thing": Thing()}
+    copied = json_copy(value)
+    assert copied["tuple"] == ([1, 2],) and copied["tuple"][0] is not nested
+    assert copied["thing"] is not value["thing"]
+    assert copied["thing"].items == [1] and copied["thing"].items is not value["thing"].items
