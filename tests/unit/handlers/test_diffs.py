@@ -207,6 +207,8 @@ def test_what_is_not_plain_json_is_deep_copied_as_usual() -> None:
     nested = [1, 2]
     value = {"tuple": (nested,), "thing": Thing()}
     copied = json_copy(value)
-    assert copied["tuple"] == ([1, 2],) and copied["tuple"][0] is not nested
+    assert copied["tuple"] == ([1, 2],)
+    assert copied["tuple"][0] is not nested
     assert copied["thing"] is not value["thing"]
-    assert copied["thing"].items == [1] and copied["thing"].items is not value["thing"].items
+    assert copied["thing"].items == [1]
+    assert copied["thing"].items is not value["thing"].items
