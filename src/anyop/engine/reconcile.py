@@ -281,8 +281,9 @@ class Reconciler(HandlerCalls):
         for warning in stored.warnings:
             logger.warning(str(warning))
         extra = self.registry.extra_fields(self.resource)
-        new = storage.progress.clear(storage.diffbase.build(body=body, extra_fields=extra))
-        old = storage.progress.clear(stored.essence) if stored.essence is not None else None
+        built = storage.diffbase.build(body=body, extra_fields=extra)
+        new = storage.progress.clear(essence=built)
+        old = None if stored.essence is None else storage.progress.clear(essence=stored.essence)
         observed = body if isinstance(body, Observed) else None
         cause = detect_changing_cause(
             resource=self.resource,

@@ -300,20 +300,44 @@ def run(*, backend: str = "asyncio", **kwargs: Any) -> None:
       full collections only delay the exit).
 
     :func:`operator` and :func:`~anyop.serve`, which run inside someone else's program, leave
-    the collector alone.
+    the collector alone. Several runs at once in one process (e.g. test runners in threads)
+    share the tuning: the first to start makes it, the last to return undoes it.
     """
     gc.freeze()
-    collecting = gc.isenabled()
-    thresholds = gc.get_threshold()
-    gc.set_threshold(*gc_thresholds(thresholds))
-    try:
-        anyio.run(_serve_until_signalled, kwargs, backend=backend)
-    except BaseExceptionGroup as group:
-        raise single_error(group) from None
-    finally:
-        gc.set_threshold(*thresholds)
-        if collecting:
-            gc.enable()
+    with _COLLECTOR:
+        try:
+            anyio.run(_serve_until_signalled, kwargs, backend=backend)
+        except BaseExceptionGroup as group:
+            raise single_error(group) from None
+
+
+class _CollectorTuning:
+    """The collector's state before the first of the process's running :func:`run` calls."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._runs = 0
+        self._saved: tuple[tuple[int, ...], bool] = ((), True)
+
+    def __enter__(self) -> None:
+        with self._lock:
+            if self._runs == 0:
+                thresholds = gc.get_threshold()
+                self._saved = (thresholds, gc.isenabled())
+                gc.set_threshold(*gc_thresholds(thresholds))
+            self._runs += 1
+
+    def __exit__(self, *exc_info: object) -> None:
+        with self._lock:
+            self._runs -= 1
+            if self._runs == 0:
+                thresholds, collecting = self._saved
+                gc.set_threshold(*thresholds)
+                if collecting:
+                    gc.enable()
+
+
+_COLLECTOR = _CollectorTuning()
 
 
 PYTHON_GC_THRESHOLDS = (700, 10, 10)

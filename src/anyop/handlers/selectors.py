@@ -76,7 +76,8 @@ class Selector:
         shortcut: One of the short names.
         category: One of the categories.
         any_name: Any of the names above, or :data:`EVERYTHING`.
-        fn: A callable ``fn(resource) -> bool``.
+        fn: A callable ``fn(resource) -> bool``, asked once per discovered resource (its answer
+            is kept: it must not depend on anything that changes later).
     """
 
     arg1: dataclasses.InitVar[Arg] = None

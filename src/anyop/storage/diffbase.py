@@ -21,6 +21,7 @@ from anyop.handlers.diffs import (
     FieldSpec,
     ensure,
     essence,
+    json_copy,
     parse_field,
     remove,
     remove_empty_stanzas,
@@ -244,10 +245,30 @@ class StoredEssence:
 
 
 def read_diffbase(storage: DiffBaseStorage, body: Mapping[str, Any]) -> StoredEssence:
-    """Fetch the diff-base together with the warnings that this very fetch produced."""
+    """Fetch the diff-base together with the warnings that this very fetch produced.
+
+    The essence is the caller's own: a storage whose ``fetch`` may return what it keeps (any but
+    anyop's own) is copied, so that no handler's ``old`` shares state with it. Empty stanzas are
+    dropped from it as from a built essence (Kopf wrote ``"annotations": {}`` into some).
+    """
     storage.drain_warnings()  # stale ones belong to earlier reads, already reported or not
     essence = storage.fetch(body=body)
+    if isinstance(essence, dict):
+        if not _decodes_fresh(storage):
+            essence = json_copy(essence)
+        remove_empty_stanzas(essence)
     return StoredEssence(essence, tuple(storage.drain_warnings()))
+
+
+def _decodes_fresh(storage: DiffBaseStorage) -> bool:
+    """Whether every essence that ``storage.fetch`` returns is a new object (decoded JSON)."""
+    fetch = type(storage).fetch
+    if isinstance(storage, MultiDiffBaseStorage) and fetch is MultiDiffBaseStorage.fetch:
+        return all(map(_decodes_fresh, storage.storages))
+    return fetch in _FRESH_FETCHES
+
+
+_FRESH_FETCHES = (AnnotationsDiffBaseStorage.fetch, StatusDiffBaseStorage.fetch)
 
 
 def status_was_pruned(

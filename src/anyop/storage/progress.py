@@ -83,11 +83,12 @@ class ProgressStorage(WarningsKeeper, abc.ABC):
     def touch(self, *, body: Mapping[str, Any], patch: Patch, value: str | None) -> None:
         """Put a dummy change into the patch, to get a watch event back; ``None`` removes it."""
 
-    def clear(self, essence: Mapping[str, Any]) -> Mapping[str, Any]:
+    def clear(self, *, essence: Mapping[str, Any]) -> Mapping[str, Any]:
         """Return the essence without this storage's own fields; never modify it.
 
         An essence that holds none of them is returned as it is (an essence rarely does: it
         leaves out the status and the operators' annotations), else a copy without them.
+        Keyword-only, as Kopf's: a storage written for Kopf overrides it unchanged.
         """
         return essence
 
@@ -152,7 +153,7 @@ class AnnotationsProgressStorage(ProgressStorage):
                 patch.meta.annotations[full_key] = value
                 self.naming.store_marker(patch, body)
 
-    def clear(self, essence: Mapping[str, Any]) -> Mapping[str, Any]:
+    def clear(self, *, essence: Mapping[str, Any]) -> Mapping[str, Any]:
         """Drop this prefix's annotations from the essence (in a copy, if it has any)."""
         annotations = resolve(essence, ("metadata", "annotations"), None)
         if not isinstance(annotations, Mapping) or not any(map(self.naming.owns, annotations)):
@@ -228,7 +229,7 @@ class StatusProgressStorage(ProgressStorage):
         if resolve(body, self.touch_field, None) != value:
             ensure(patch, self.touch_field, value)
 
-    def clear(self, essence: Mapping[str, Any]) -> Mapping[str, Any]:
+    def clear(self, *, essence: Mapping[str, Any]) -> Mapping[str, Any]:
         """Drop the records' field from the essence (in a copy, if it has it)."""
         if resolve(essence, self.field, _ABSENT) is _ABSENT:
             return essence
@@ -286,11 +287,11 @@ class MultiProgressStorage(ProgressStorage):
         for storage in self.storages:
             storage.touch(body=body, patch=patch, value=value)
 
-    def clear(self, essence: Mapping[str, Any]) -> Mapping[str, Any]:
+    def clear(self, *, essence: Mapping[str, Any]) -> Mapping[str, Any]:
         """Clear the essence of all storages' fields."""
         result = essence
         for storage in self.storages:
-            result = storage.clear(result)
+            result = storage.clear(essence=result)
         return result
 
     def flush(self) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import gc
 import operator as stdlib_operator
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -60,6 +62,43 @@ def test_run_collects_young_garbage_less_often_and_restores_the_thresholds(
         assert seen == [running.OPERATOR_GC_THRESHOLDS]
         assert gc.get_threshold() == running.PYTHON_GC_THRESHOLDS
     finally:
+        gc.set_threshold(*before)
+        gc.unfreeze()
+
+
+def test_overlapping_runs_restore_the_thresholds_the_first_one_found(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Test runners run operators in threads: a ends while b runs, then b ends.
+    a_may_end, b_runs, b_may_end = threading.Event(), threading.Event(), threading.Event()
+
+    def fake_run(fn: object, kwargs: dict[str, str], backend: str) -> None:
+        if kwargs["name"] == "a":
+            a_may_end.wait(10)
+        else:
+            b_runs.set()
+            b_may_end.wait(10)
+
+    monkeypatch.setattr(running.anyio, "run", fake_run)
+    before = gc.get_threshold()
+    gc.set_threshold(*running.PYTHON_GC_THRESHOLDS)
+    a = threading.Thread(target=running.run, kwargs={"name": "a"})
+    b = threading.Thread(target=running.run, kwargs={"name": "b"})
+    try:
+        a.start()
+        while gc.get_threshold() == running.PYTHON_GC_THRESHOLDS:
+            time.sleep(0.001)
+        b.start()
+        assert b_runs.wait(10)
+        a_may_end.set()
+        a.join(10)
+        assert gc.get_threshold() == running.OPERATOR_GC_THRESHOLDS  # b still runs
+        b_may_end.set()
+        b.join(10)
+        assert gc.get_threshold() == running.PYTHON_GC_THRESHOLDS
+    finally:
+        a_may_end.set()
+        b_may_end.set()
         gc.set_threshold(*before)
         gc.unfreeze()
 

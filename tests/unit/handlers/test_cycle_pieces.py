@@ -38,8 +38,9 @@ def create_fn(**_: Any) -> None:
 def detect(persistence: Persistence, registry: OperatorRegistry, body: Any) -> ChangingCause:
     stored = read_diffbase(persistence.diffbase, body)
     extra = registry.extra_fields(KEX)
-    new = persistence.progress.clear(persistence.diffbase.build(body=body, extra_fields=extra))
-    old = persistence.progress.clear(stored.essence) if stored.essence is not None else None
+    built = persistence.diffbase.build(body=body, extra_fields=extra)
+    new = persistence.progress.clear(essence=built)
+    old = None if stored.essence is None else persistence.progress.clear(essence=stored.essence)
     return detect_changing_cause(
         resource=KEX,
         event_type="ADDED",
@@ -147,3 +148,16 @@ def test_a_failing_handler_keeps_its_progress_and_retries_later() -> None:
             '"purpose":"create","retries":1,"success":false,"failure":false,"message":"boom"}'
         )
     }
+
+
+def test_a_kopf_diffbase_with_empty_stanzas_is_no_change() -> None:
+    # Kopf left "annotations": {} in some diff-bases; taking such objects over is a resume.
+    persistence = kopf_compatible_storages()
+    stored = '{"spec":{"field":"value"},"metadata":{"annotations":{},"labels":{"a":"b"}}}\n'
+    key = "kopf.zalando.org/last-handled-configuration"
+    body = {**BODY, "metadata": {**BODY["metadata"], "annotations": {key: stored}}}
+    registry = OperatorRegistry()
+    on.update("kopfexamples", registry=registry)(create_fn)
+    cause = detect(persistence, registry, body)
+    assert cause.reason is Reason.NOOP
+    assert cause.diff == ()

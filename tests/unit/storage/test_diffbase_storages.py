@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from anyop.storage.defaults import (
 )
 from anyop.storage.diffbase import (
     AnnotationsDiffBaseStorage,
+    DiffBaseStorage,
     MultiDiffBaseStorage,
     StatusDiffBaseStorage,
     read_diffbase,
@@ -237,3 +239,40 @@ def test_any_part_of_our_status_missing_from_the_echo_means_pruned(
     }
     echoed = {} if echoed_status is None else {"status": echoed_status}
     assert status_was_pruned(patch, echoed) is pruned
+
+
+class KeptDiffBase(DiffBaseStorage):
+    """A custom storage that returns the very essence it keeps (as a cache would)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.kept: dict[str, Any] = {"spec": {"a": 1}, "metadata": {"labels": {}}}
+
+    def fetch(self, *, body: Mapping[str, Any]) -> dict[str, Any] | None:
+        return self.kept
+
+    def store(self, *, body: Mapping[str, Any], patch: Patch, essence: Mapping[str, Any]) -> None:
+        self.kept = dict(essence)
+
+
+def test_a_custom_storage_keeps_its_essence_whatever_the_reader_does() -> None:
+    storage = KeptDiffBase()
+    read = read_diffbase(storage, {})
+    assert read.essence == {"spec": {"a": 1}}  # empty stanzas dropped, in the reader's copy
+    read.essence["spec"]["a"] = 2  # type: ignore[index]  # e.g. a handler editing ``old``
+    assert storage.kept == {"spec": {"a": 1}, "metadata": {"labels": {}}}
+
+
+@pytest.mark.parametrize(
+    "storage",
+    [AnnotationsDiffBaseStorage(), StatusDiffBaseStorage(), anyop_storages().diffbase],
+    ids=["annotations", "status", "multi"],
+)
+def test_anyop_storages_decode_a_fresh_essence_that_is_not_copied_again(
+    storage: DiffBaseStorage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    patch = Patch()
+    storage.store(body={}, patch=patch, essence={"spec": {"a": 1}})
+    body = dict(patch)
+    monkeypatch.setattr("anyop.storage.diffbase.json_copy", lambda value: pytest.fail("copied"))
+    assert read_diffbase(storage, body).essence == {"spec": {"a": 1}}

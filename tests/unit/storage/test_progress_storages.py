@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -121,9 +122,10 @@ def test_clear_removes_the_storage_annotations_from_an_essence() -> None:
         "spec": {},
         "metadata": {"annotations": {"my-op.example.com/fn": "{}", "user/keep": "1"}},
     }
-    assert storage.clear(essence) == {"spec": {}, "metadata": {"annotations": {"user/keep": "1"}}}
+    kept = {"spec": {}, "metadata": {"annotations": {"user/keep": "1"}}}
+    assert storage.clear(essence=essence) == kept
     only_ours = {"metadata": {"annotations": {"my-op.example.com/fn": "{}"}}}
-    assert storage.clear(only_ours) == {}
+    assert storage.clear(essence=only_ours) == {}
     assert essence["metadata"]["annotations"]["my-op.example.com/fn"] == "{}"  # a copy
 
 
@@ -162,7 +164,7 @@ def test_status_storage_purges_touches_and_clears() -> None:
     storage.touch(body=body, patch=patch, value=None)
     assert patch == {"status": {"anyop": {"progress": {"fn": None}, "dummy": None}}}
     essence: dict[str, Any] = {"spec": {}, "status": {"anyop": {"progress": {"fn": {}}}}}
-    assert storage.clear(essence) == {"spec": {}}
+    assert storage.clear(essence=essence) == {"spec": {}}
     assert essence["status"] == {"anyop": {"progress": {"fn": {}}}}  # cleared in a copy
 
 
@@ -177,7 +179,7 @@ def test_status_storage_purges_touches_and_clears() -> None:
 )
 def test_an_essence_without_the_storages_fields_is_not_copied(storage: ProgressStorage) -> None:
     essence = {"spec": {"a": [1]}, "metadata": {"annotations": {"user/keep": "1"}}}
-    assert storage.clear(essence) is essence  # no copy of a spec per cycle for nothing
+    assert storage.clear(essence=essence) is essence  # no copy of a spec per cycle for nothing
     assert essence == {"spec": {"a": [1]}, "metadata": {"annotations": {"user/keep": "1"}}}
 
 
@@ -228,5 +230,18 @@ def test_smart_storage_clears_both_places_from_the_essence() -> None:
         "metadata": {"annotations": {"kopf.zalando.org/fn": "{}"}},
         "status": {"kopf": {"progress": {}}},
     }
-    assert storage.clear(essence) == {"spec": {"a": 1}}
+    assert storage.clear(essence=essence) == {"spec": {"a": 1}}
     assert essence["metadata"] == {"annotations": {"kopf.zalando.org/fn": "{}"}}  # untouched
+
+
+class KopfStyleStorage(StatusProgressStorage):
+    """A storage written for Kopf: ``clear`` is keyword-only there."""
+
+    def clear(self, *, essence: Mapping[str, Any]) -> Mapping[str, Any]:
+        cleared = super().clear(essence=essence)
+        return {key: value for key, value in cleared.items() if key != "scratch"}
+
+
+def test_a_storage_written_for_kopf_overrides_clear_unchanged() -> None:
+    storage = MultiProgressStorage([KopfStyleStorage(), AnnotationsProgressStorage()])
+    assert storage.clear(essence={"spec": {}, "scratch": 1}) == {"spec": {}}
