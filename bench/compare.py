@@ -5,8 +5,9 @@
 
 Frameworks: ``anyop-asyncio``, ``anyop-trio``, ``kopf`` (Kopf from PyPI in its own venv, see
 ``bench/kopf_env.py``; both frameworks run ``--standalone``) and, for ``bulk``, the floors
-``raw`` and ``raw-aiohttp`` (``bench/raw_floor.py``: the necessary writes on plain httpx, or on
-aiohttp, the client Kopf uses; aiohttp is installed by ``nox -s bench``). All run
+``raw`` and ``raw-aiohttp`` (``bench/raw_floor.py``: a list-watch-patch loop doing the necessary
+writes on plain httpx, or on aiohttp, the client Kopf uses; aiohttp is installed by ``nox -s
+bench``) and ``raw-list`` / ``raw-aiohttp-list``, the same without the watch. All run
 ``bench/operators/kopf_code.py``, which is Kopf code (``import anyop as kopf`` under anyop). Each
 run gets a fresh namespace and the operator is scoped to it (a bare kube-apiserver never removes
 deleted namespaces). Scenarios:
@@ -58,7 +59,9 @@ from bench.kopf_env import KOPF_VERSION, kopf_command
 
 ROOT = Path(__file__).resolve().parents[1]
 OPERATOR = ROOT / "bench" / "operators" / "kopf_code.py"
-FRAMEWORKS = ("anyop-asyncio", "anyop-trio", "kopf", "raw", "raw-aiohttp")
+FRAMEWORKS = (
+    "anyop-asyncio", "anyop-trio", "kopf", "raw", "raw-aiohttp", "raw-list", "raw-aiohttp-list"
+)  # fmt: skip
 SCENARIOS = (
     "bulk", "bulk-delete", "latency", "latency-backlog", "background", "restart", "import"
 )  # fmt: skip
@@ -79,8 +82,9 @@ def command(framework: str, namespace: str) -> list[str]:
     if framework == "kopf":
         return [*kopf_command(), "run", "--standalone", *QUIET, "-n", namespace, str(OPERATOR)]
     if framework.startswith("raw"):
-        client = "aiohttp" if framework == "raw-aiohttp" else "httpx"
-        return [sys.executable, "-m", "bench.raw_floor", namespace, "--client", client]
+        client = "aiohttp" if framework.startswith("raw-aiohttp") else "httpx"
+        only = ["--list-only"] if framework.endswith("-list") else []
+        return [sys.executable, "-m", "bench.raw_floor", namespace, "--client", client, *only]
     backend = framework.split("-", 1)[1]  # standalone as Kopf is: no peering lookup at start
     return [sys.executable, "-m", "anyop", "run", str(OPERATOR), "-n", namespace,
             "--backend", backend, "--standalone", *QUIET]  # fmt: skip

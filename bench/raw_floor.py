@@ -1,20 +1,25 @@
-"""The floor: a raw list-then-patch loop doing only the necessary API writes.
+"""The floor: a raw list-watch-patch loop doing only the necessary API writes.
 
-``python -m bench.raw_floor NAMESPACE [--client httpx|aiohttp]`` lists the KopfExamples of a
-namespace, page by page, and patches ``status.create_fn`` of each one that lacks it (16 requests
-in flight, one write per object), then exits. No framework, no state, no watch: the least any
-operator must do. ``httpx`` uses httpx's default transport, as a plain httpx user would;
-``aiohttp`` is the client Kopf is built on (the anchors of issue 10 name such a loop).
+``python -m bench.raw_floor NAMESPACE [--client httpx|aiohttp] [--list-only]`` lists the
+KopfExamples of a namespace, page by page, and patches ``status.create_fn`` of each one that lacks
+it (16 requests in flight, one write per object). Meanwhile it watches the namespace from the
+listing's resourceVersion, as an operator must, and decodes every event: the echo of each write
+comes back on the watch. It exits once every write's echo came. No framework, no state: the least
+any operator must do (issue 10's anchors name such a loop). ``--list-only`` skips the watch (the
+floor of earlier sessions, cheaper for client and server alike). ``httpx`` uses httpx's default
+transport, as a plain httpx user would; ``aiohttp`` is the client Kopf is built on.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import ssl
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
@@ -38,13 +43,16 @@ def kubeconfig() -> tuple[str, ssl.SSLContext]:
 
 Get = Callable[[str, dict[str, str]], Awaitable[dict[str, Any]]]
 Patch = Callable[[str, dict[str, Any]], Awaitable[None]]
+Lines = Callable[[str, dict[str, str]], AsyncGenerator[bytes, None]]
 MERGE = {"Content-Type": "application/merge-patch+json"}
 
 
-async def floor(namespace: str, get: Get, patch: Patch) -> None:
-    """List page by page; 16 tasks patch the objects that lack ``status.create_fn``."""
+async def floor(namespace: str, get: Get, patch: Patch, lines: Lines | None) -> None:
+    """List page by page; 16 tasks patch the objects that lack ``status.create_fn``; with
+    ``lines``, watch from the listing until each written object came back with it."""
     url = f"/apis/kopf.dev/v1/namespaces/{namespace}/kopfexamples"
     send, receive = anyio.create_memory_object_stream[dict[str, Any]](1000)
+    unseen: set[str] = set()  # written (or to write), and its echo not seen yet
     async with anyio.create_task_group() as tg:
 
         async def patcher(objects: anyio.abc.ObjectReceiveStream[dict[str, Any]]) -> None:
@@ -62,15 +70,28 @@ async def floor(namespace: str, get: Get, patch: Patch) -> None:
                 page = await get(url, params)
                 for obj in page["items"]:
                     if "create_fn" not in (obj.get("status") or {}):
+                        unseen.add(obj["metadata"]["name"])
                         await send.send(obj)
                 if not (token := page["metadata"].get("continue")):
                     break
                 params["continue"] = token
+        if lines is None or not unseen:
+            return
+        version = page["metadata"]["resourceVersion"]
+        watch = {"watch": "true", "resourceVersion": version, "allowWatchBookmarks": "true"}
+        async with aclosing(lines(url, watch)) as events:
+            async for line in events:
+                obj = json.loads(line)["object"]
+                if "create_fn" in (obj.get("status") or {}):
+                    unseen.discard(obj["metadata"]["name"])
+                    if not unseen:
+                        break
 
 
-async def with_httpx(namespace: str) -> None:
+async def with_httpx(namespace: str, watch: bool) -> None:
     server, ctx = kubeconfig()
-    async with httpx.AsyncClient(base_url=server, verify=ctx, timeout=60) as client:
+    timeout = httpx.Timeout(60, read=None)  # a watch may be quiet for long
+    async with httpx.AsyncClient(base_url=server, verify=ctx, timeout=timeout) as client:
 
         async def get(url: str, params: dict[str, str]) -> dict[str, Any]:
             return (await client.get(url, params=params)).raise_for_status().json()  # type: ignore[no-any-return]
@@ -78,10 +99,16 @@ async def with_httpx(namespace: str) -> None:
         async def patch(url: str, body: dict[str, Any]) -> None:
             (await client.patch(url, json=body, headers=MERGE)).raise_for_status()
 
-        await floor(namespace, get, patch)
+        async def lines(url: str, params: dict[str, str]) -> AsyncGenerator[bytes, None]:
+            async with client.stream("GET", url, params=params) as response:
+                response.raise_for_status()
+                async for line in response.aiter_lines():
+                    yield line.encode()
+
+        await floor(namespace, get, patch, lines if watch else None)
 
 
-async def with_aiohttp(namespace: str) -> None:
+async def with_aiohttp(namespace: str, watch: bool) -> None:
     import aiohttp  # only in the bench environment (nox -s bench)
 
     server, ctx = kubeconfig()
@@ -96,7 +123,14 @@ async def with_aiohttp(namespace: str) -> None:
             async with session.patch(url, json=body, headers=MERGE, raise_for_status=True):
                 pass
 
-        await floor(namespace, get, patch)
+        async def lines(url: str, params: dict[str, str]) -> AsyncGenerator[bytes, None]:
+            quiet = aiohttp.ClientTimeout(total=None, sock_read=None)
+            async with session.get(url, params=params, timeout=quiet) as response:
+                response.raise_for_status()
+                async for line in response.content:
+                    yield line
+
+        await floor(namespace, get, patch, lines if watch else None)
 
 
 def report() -> None:
@@ -110,6 +144,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("namespace")
     parser.add_argument("--client", choices=["httpx", "aiohttp"], default="httpx")
+    parser.add_argument("--list-only", action="store_true", help="no watch (the older floor)")
     args = parser.parse_args()
-    anyio.run(with_aiohttp if args.client == "aiohttp" else with_httpx, args.namespace)
+    run = with_aiohttp if args.client == "aiohttp" else with_httpx
+    anyio.run(run, args.namespace, not args.list_only)
     report()
