@@ -27,6 +27,9 @@ deleted namespaces). Scenarios:
 - ``restart``: N objects handled by a first run; a second run with a resume handler: seconds
   until all resumed, its CPU seconds and peak RSS.
 - ``import``: seconds and max RSS of ``python -c 'import anyop'`` (or ``import kopf``).
+- ``idle``: the fixed cost that ``bulk``'s ``cpu_s`` includes: CPU seconds and RSS of an operator
+  serving an empty namespace, 3 s after its start (the floors: at their exit, with nothing to do).
+  ``bulk``'s CPU per object beyond it is ``(bulk cpu_s - idle cpu_s) / N``.
 
 Every repetition runs every framework, in a rotating order; reported are medians and the ratios
 to Kopf. Numbers are printed as a Markdown table for ``docs/benchmarks.md``.
@@ -63,7 +66,7 @@ FRAMEWORKS = (
     "anyop-asyncio", "anyop-trio", "kopf", "raw", "raw-aiohttp", "raw-list", "raw-aiohttp-list"
 )  # fmt: skip
 SCENARIOS = (
-    "bulk", "bulk-delete", "latency", "latency-backlog", "background", "restart", "import"
+    "bulk", "bulk-delete", "latency", "latency-backlog", "background", "restart", "import", "idle"
 )  # fmt: skip
 Result = dict[str, float]
 Runs = dict[str, dict[str, list[float]]]
@@ -355,6 +358,29 @@ def restart(plane: LocalControlPlane, framework: str, count: int) -> Result:
     return {"seconds": seconds, "cpu_s": cpu, "rss_mib": rss}
 
 
+IDLE_SECONDS = 3.0
+"""How long an operator serves an empty namespace before ``idle`` reads its CPU (it is ready and
+idle well before; the floors exit at once instead, with nothing to do)."""
+
+
+def idle(plane: LocalControlPlane, framework: str, _: int) -> Result:
+    """The fixed cost: CPU seconds and RSS of starting to serve an empty namespace."""
+    with namespace_with(plane, f"idle-{framework}", 0) as (namespace, _since):
+        process = Process(plane, framework, namespace)
+        try:
+            if framework.startswith("raw"):
+                process.wait_for_line("RAW ")
+                line = next(line for _, line in process.lines if line.startswith("RAW "))
+                cpu, rss = map(float, line.split()[1:])
+            else:
+                time.sleep(IDLE_SECONDS)
+                process.check()
+                cpu, rss = proc_stats(process.popen.pid)
+        finally:
+            process.stop()
+    return {"cpu_s": cpu, "rss_mib": rss}
+
+
 def import_cost(_: LocalControlPlane, framework: str, __: int) -> Result:
     module, python = ("kopf", str(Path(kopf_command()[0]).with_name("python"))) \
         if framework == "kopf" else ("anyop", sys.executable)  # fmt: skip
@@ -375,12 +401,14 @@ RUNNERS: dict[str, Callable[[LocalControlPlane, str, int], Result]] = {
     "background": background,
     "restart": restart,
     "import": import_cost,
+    "idle": idle,
 }
 
 
 def applicable(scenario: str, frameworks: list[str]) -> list[str]:
-    """The raw floor only does what ``bulk`` needs; imports exist only for frameworks."""
-    return [fw for fw in frameworks if not fw.startswith("raw") or scenario == "bulk"]
+    """The raw floor only does what ``bulk`` needs (and its fixed cost, ``idle``); imports exist
+    only for frameworks."""
+    return [fw for fw in frameworks if not fw.startswith("raw") or scenario in ("bulk", "idle")]
 
 
 def compare(plane: LocalControlPlane, scenario: str, frameworks: list[str], count: int,

@@ -40,8 +40,10 @@ def test_the_side_by_side_harness_runs_every_scenario_in_smoke_mode(
         assert results["latency"][framework]["p99_ms"][0] > 0
         assert results["restart"][framework]["seconds"][0] > 0
         assert results["background"][framework]["stop_s"][0] < 30
+        assert results["idle"][framework]["cpu_s"][0] > 0
     for floor in {"raw", "raw-list", "raw-aiohttp"} & set(frameworks):
         assert results["bulk"][floor]["patches_per_object"] == [1.0]
+        assert results["idle"][floor]["cpu_s"][0] > 0
     assert "raw" not in results["latency"]
 
 
