@@ -227,6 +227,14 @@ def server_cpu(plane: LocalControlPlane) -> float:
                if process is not None and process.pid is not None)  # fmt: skip
 
 
+def floor_stats(process: Process) -> tuple[float, float]:
+    """A floor's CPU seconds and peak RSS, from the ``RAW`` line it prints as it exits."""
+    process.wait_for_line("RAW ")
+    line = next(line for _, line in process.lines if line.startswith("RAW "))
+    cpu, rss = map(float, line.split()[1:])
+    return cpu, rss
+
+
 def bulk(plane: LocalControlPlane, framework: str, count: int, delete: bool = False) -> Result:
     with (
         namespace_with(plane, f"bulk-{framework}", count) as (namespace, since),
@@ -240,9 +248,7 @@ def bulk(plane: LocalControlPlane, framework: str, count: int, delete: bool = Fa
             seconds = handled.wait(count, process) - process.started
             server = server_cpu(plane) - server_before
             if framework.startswith("raw"):
-                process.wait_for_line("RAW ")
-                line = next(line for _, line in process.lines if line.startswith("RAW "))
-                cpu, rss = map(float, line.split()[1:])
+                cpu, rss = floor_stats(process)
             else:
                 cpu, rss = proc_stats(process.popen.pid)
             time.sleep(1)  # the echoes of the last writes
@@ -369,9 +375,7 @@ def idle(plane: LocalControlPlane, framework: str, _: int) -> Result:
         process = Process(plane, framework, namespace)
         try:
             if framework.startswith("raw"):
-                process.wait_for_line("RAW ")
-                line = next(line for _, line in process.lines if line.startswith("RAW "))
-                cpu, rss = map(float, line.split()[1:])
+                cpu, rss = floor_stats(process)
             else:
                 time.sleep(IDLE_SECONDS)
                 process.check()
