@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import ssl
 from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -15,6 +16,7 @@ import httpx
 import pytest
 from anyio.streams.tls import TLSStream
 
+from anyop.kube import http11
 from anyop.kube.http11 import encode_chunk, encode_head
 from anyop.kube.transport import KubeTransport, aiter_raw, may_resend
 from anyop.webhooks.certs import CertificateAuthority
@@ -579,6 +581,101 @@ async def test_a_refused_connection_raises_connect_error() -> None:
     async with httpx.AsyncClient(transport=KubeTransport()) as client:
         with pytest.raises(httpx.ConnectError):
             await client.get(f"http://127.0.0.1:{port}/")
+
+
+async def closed_port() -> int:
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    await listener.aclose()
+    return port
+
+
+async def test_a_new_connection_stays_whole_until_the_client_sends() -> None:
+    # AnyIO's asyncio streams before 4.16 half-close the socket as they close: a connection
+    # taken over from one reached the server as an end of stream before the first request.
+    first: list[bytes] = []
+
+    async def handle(stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            first.append(await stream.receive())
+            await stream.send(b"pong")
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    async with listener, anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, handle)
+        with anyio.fail_after(DEADLINE):
+            conn = await http11._connect("127.0.0.1", port, [])
+            await anyio.sleep(0.05)  # time for a stray FIN to arrive first
+            await conn.send(b"ping")
+            assert await conn.receive(100) == b"pong"
+            conn.close()
+        tg.cancel_scope.cancel()
+    assert first == [b"ping"]
+
+
+def test_addresses_are_tried_with_families_alternating_the_first_family_first() -> None:
+    v4a, v4b = (socket.AF_INET, ("10.0.0.1", 1)), (socket.AF_INET, ("10.0.0.2", 1))
+    v6a, v6b = (socket.AF_INET6, ("::1", 1, 0, 0)), (socket.AF_INET6, ("::2", 1, 0, 0))
+    assert http11.connect_order([v6a, v6b, v4a, v4b, v6a]) == [v6a, v4a, v6b, v4b]
+    assert http11.connect_order([v4a, v6a, v4b]) == [v4a, v6a, v4b]
+    with pytest.raises(OSError, match="no address"):
+        http11.connect_order([])
+
+
+async def test_a_refused_address_hands_over_to_the_next_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(http11, "HAPPY_EYEBALLS_DELAY", DEADLINE * 2)  # waiting it out fails
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    refused = (socket.AF_INET, ("127.0.0.1", await closed_port()))
+    async with listener:
+        with anyio.fail_after(DEADLINE):
+            sock = await http11._first_connected(
+                [refused, (socket.AF_INET, ("127.0.0.1", port))], []
+            )
+        with sock:
+            assert sock.getpeername() == ("127.0.0.1", port)
+
+
+async def test_a_silent_address_is_raced_by_the_next_one_and_then_abandoned(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(http11, "HAPPY_EYEBALLS_DELAY", 0.01)
+    silent = (socket.AF_INET6, ("::9", 1, 0, 0))
+    abandoned = anyio.Event()
+    attempt = http11._attempt
+
+    async def attempt_or_hang(
+        address: http11.Address, options: list[http11.SocketOption]
+    ) -> socket.socket:
+        if address == silent:
+            try:
+                await anyio.sleep_forever()
+            finally:
+                abandoned.set()
+        return await attempt(address, options)
+
+    monkeypatch.setattr(http11, "_attempt", attempt_or_hang)
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    async with listener:
+        with anyio.fail_after(DEADLINE):
+            sock = await http11._first_connected(
+                [silent, (socket.AF_INET, ("127.0.0.1", port))], []
+            )
+        with sock:
+            assert sock.getpeername() == ("127.0.0.1", port)
+    assert abandoned.is_set()
+
+
+async def test_when_every_address_fails_the_error_names_each_one() -> None:
+    ports = [await closed_port(), await closed_port()]
+    with pytest.raises(OSError, match="Every address failed") as caught:
+        await http11._first_connected([(socket.AF_INET, ("127.0.0.1", p)) for p in ports], [])
+    assert all(f"127.0.0.1:{port}" not in str(caught.value) for port in ports)
+    assert str(caught.value).count("127.0.0.1: ") == 2
 
 
 async def test_a_request_cancelled_midway_leaves_the_pool_usable() -> None:
