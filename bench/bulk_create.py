@@ -90,6 +90,8 @@ def run(plane: LocalControlPlane, count: int, backend: str) -> dict[str, float]:
         operator = subprocess.Popen(cmd, env=env)
         try:
             while handled(client, namespace)[0] < count:
+                if operator.poll() is not None:  # a crash fails the run instead of hanging it
+                    raise RuntimeError(f"{cmd} exited with {operator.returncode}")
                 time.sleep(0.05)
             elapsed = time.monotonic() - started
             time.sleep(1)  # let echoes of our own writes settle

@@ -1,4 +1,5 @@
-# Sourced by scripts/test and scripts/demo: make .venv with anyop and its dev tools installed.
+# Sourced by scripts/test and scripts/demo: make .venv with anyop and its dev tools installed
+# (and, for scripts/test, .venv-lowest with the oldest dependency versions anyop allows).
 # Idempotent and quick when nothing changed (a stamp keyed on pyproject.toml).
 set -euo pipefail
 
@@ -24,6 +25,23 @@ bootstrap_venv() {
     echo "[anyop] installing anyop and its test tools into $venv" >&2
     "$venv/bin/python" -m pip install --quiet --upgrade pip >&2
     "$venv/bin/python" -m pip install --quiet -e '.[dev]' >&2
+    echo "$want" > "$stamp"
+  fi
+}
+
+bootstrap_lowest_venv() {
+  # .venv-lowest: anyop with the oldest dependency versions pyproject.toml allows
+  # (tests/lowest-versions.txt), to prove its ">=" floors.
+  local venv=".venv-lowest" stamp=".venv-lowest/.anyop-installed" want
+  want="$(cat pyproject.toml tests/lowest-versions.txt | sha256sum | cut -c1-16)"
+  if [ ! -x "$venv/bin/python" ]; then
+    echo "[anyop] creating $venv" >&2
+    "$(find_python)" -m venv "$venv"
+  fi
+  if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
+    echo "[anyop] installing anyop with its oldest allowed dependencies into $venv" >&2
+    "$venv/bin/python" -m pip install --quiet --upgrade pip >&2
+    "$venv/bin/python" -m pip install --quiet -e '.[test]' -c tests/lowest-versions.txt >&2
     echo "$want" > "$stamp"
   fi
 }

@@ -107,10 +107,10 @@ class AdmissionApp:
             await send({"type": "http.response.body", "body": b""})
 
     async def _limited(self, scope: Scope, body: _Body) -> dict[str, Any]:
-        try:
-            self.limiter.acquire_nowait()
-        except anyio.WouldBlock:
-            raise HTTPError(503, "Too many concurrent requests; try again.") from None
+        # Asked first, not caught: AnyIO before 4.14 lets Trio's own WouldBlock through here.
+        if self.limiter.available_tokens < 1:
+            raise HTTPError(503, "Too many concurrent requests; try again.")
+        self.limiter.acquire_nowait()
         try:
             return await self._answer(scope, body)
         finally:
