@@ -14,36 +14,33 @@ find_python() {
   return 1
 }
 
-bootstrap_venv() {
-  local venv=".venv" stamp=".venv/.anyop-installed" want
-  want="$(cat pyproject.toml | sha256sum | cut -c1-16)"
+make_venv() {
+  # make_venv DIR KEY PIP_ARGS...: a venv in DIR with `pip install PIP_ARGS` done, again whenever
+  # KEY changes.
+  local venv="$1" want="$2" stamp="$1/.anyop-installed"
+  shift 2
   if [ ! -x "$venv/bin/python" ]; then
     echo "[anyop] creating $venv" >&2
     "$(find_python)" -m venv "$venv"
   fi
   if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
-    echo "[anyop] installing anyop and its test tools into $venv" >&2
+    echo "[anyop] installing $* into $venv" >&2
     "$venv/bin/python" -m pip install --quiet --upgrade pip >&2
-    "$venv/bin/python" -m pip install --quiet -e '.[dev]' >&2
+    "$venv/bin/python" -m pip install --quiet "$@" >&2
     echo "$want" > "$stamp"
   fi
+}
+
+bootstrap_venv() {
+  # .venv: anyop (editable) with its dev tools.
+  make_venv .venv "$(sha256sum < pyproject.toml | cut -c1-16)" -e '.[dev]'
 }
 
 bootstrap_lowest_venv() {
   # .venv-lowest: anyop with the oldest dependency versions pyproject.toml allows
   # (tests/lowest-versions.txt), to prove its ">=" floors.
-  local venv=".venv-lowest" stamp=".venv-lowest/.anyop-installed" want
-  want="$(cat pyproject.toml tests/lowest-versions.txt | sha256sum | cut -c1-16)"
-  if [ ! -x "$venv/bin/python" ]; then
-    echo "[anyop] creating $venv" >&2
-    "$(find_python)" -m venv "$venv"
-  fi
-  if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
-    echo "[anyop] installing anyop with its oldest allowed dependencies into $venv" >&2
-    "$venv/bin/python" -m pip install --quiet --upgrade pip >&2
-    "$venv/bin/python" -m pip install --quiet -e '.[test]' -c tests/lowest-versions.txt >&2
-    echo "$want" > "$stamp"
-  fi
+  make_venv .venv-lowest "$(cat pyproject.toml tests/lowest-versions.txt | sha256sum | cut -c1-16)" \
+    -e '.[test]' -c tests/lowest-versions.txt
 }
 
 bootstrap_controlplane() {

@@ -623,20 +623,23 @@ def test_addresses_are_tried_with_families_alternating_the_first_family_first() 
         http11.connect_order([])
 
 
+async def connects_to_a_listener_after(first: http11.Address) -> None:
+    """``_first_connected([first, a listener])`` connects to the listener, within the deadline."""
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    async with listener:
+        with anyio.fail_after(DEADLINE):
+            sock = await http11._first_connected([first, (socket.AF_INET, ("127.0.0.1", port))], [])
+        with sock:
+            assert sock.getpeername() == ("127.0.0.1", port)
+
+
 async def test_a_refused_address_hands_over_to_the_next_at_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(http11, "HAPPY_EYEBALLS_DELAY", DEADLINE * 2)  # waiting it out fails
-    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
-    port = listener.extra(anyio.abc.SocketAttribute.local_port)
     refused = (socket.AF_INET, ("127.0.0.1", await closed_port()))
-    async with listener:
-        with anyio.fail_after(DEADLINE):
-            sock = await http11._first_connected(
-                [refused, (socket.AF_INET, ("127.0.0.1", port))], []
-            )
-        with sock:
-            assert sock.getpeername() == ("127.0.0.1", port)
+    await connects_to_a_listener_after(refused)
 
 
 async def test_a_silent_address_is_raced_by_the_next_one_and_then_abandoned(
@@ -658,15 +661,7 @@ async def test_a_silent_address_is_raced_by_the_next_one_and_then_abandoned(
         return await attempt(address, options)
 
     monkeypatch.setattr(http11, "_attempt", attempt_or_hang)
-    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
-    port = listener.extra(anyio.abc.SocketAttribute.local_port)
-    async with listener:
-        with anyio.fail_after(DEADLINE):
-            sock = await http11._first_connected(
-                [silent, (socket.AF_INET, ("127.0.0.1", port))], []
-            )
-        with sock:
-            assert sock.getpeername() == ("127.0.0.1", port)
+    await connects_to_a_listener_after(silent)
     assert abandoned.is_set()
 
 
