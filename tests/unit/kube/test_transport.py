@@ -614,6 +614,24 @@ async def test_a_new_connection_stays_whole_until_the_client_sends() -> None:
     assert first == [b"ping"]
 
 
+async def test_a_host_name_is_resolved_and_its_addresses_tried_until_one_answers() -> None:
+    # "localhost" may resolve to ::1 as well; only 127.0.0.1 listens, so ::1 is refused.
+    async def pong(stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            await stream.send(await stream.receive())
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    async with listener, anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, pong)
+        with anyio.fail_after(DEADLINE):
+            conn = await http11._connect("localhost", port, [])
+            await conn.send(b"ping")
+            assert await conn.receive(100) == b"ping"
+            conn.close()
+        tg.cancel_scope.cancel()
+
+
 def test_addresses_are_tried_with_families_alternating_the_first_family_first() -> None:
     v4a, v4b = (socket.AF_INET, ("10.0.0.1", 1)), (socket.AF_INET, ("10.0.0.2", 1))
     v6a, v6b = (socket.AF_INET6, ("::1", 1, 0, 0)), (socket.AF_INET6, ("::2", 1, 0, 0))
