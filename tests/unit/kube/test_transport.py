@@ -16,7 +16,7 @@ import httpx
 import pytest
 from anyio.streams.tls import TLSStream
 
-from anyop.kube import http11
+from anyop.kube import http11, sockets
 from anyop.kube.http11 import encode_chunk, encode_head
 from anyop.kube.transport import KubeTransport, aiter_raw, may_resend
 from anyop.webhooks.certs import CertificateAuthority
@@ -590,64 +590,64 @@ async def closed_port() -> int:
     return port
 
 
+@asynccontextmanager
+async def echoing(received: list[bytes]) -> AsyncIterator[int]:
+    """A TCP server on 127.0.0.1 that echoes each connection's first receive (and notes it);
+    yields its port."""
+
+    async def echo(stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            received.append(await stream.receive())
+            await stream.send(received[-1])
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    async with listener, anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, echo)
+        with anyio.fail_after(DEADLINE):
+            yield listener.extra(anyio.abc.SocketAttribute.local_port)
+        tg.cancel_scope.cancel()
+
+
 async def test_a_new_connection_stays_whole_until_the_client_sends() -> None:
     # AnyIO's asyncio streams before 4.16 half-close the socket as they close: a connection
     # taken over from one reached the server as an end of stream before the first request.
     first: list[bytes] = []
-
-    async def handle(stream: anyio.abc.SocketStream) -> None:
-        async with stream:
-            first.append(await stream.receive())
-            await stream.send(b"pong")
-
-    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
-    port = listener.extra(anyio.abc.SocketAttribute.local_port)
-    async with listener, anyio.create_task_group() as tg:
-        tg.start_soon(listener.serve, handle)
-        with anyio.fail_after(DEADLINE):
-            conn = await http11._connect("127.0.0.1", port, [])
-            await anyio.sleep(0.05)  # time for a stray FIN to arrive first
-            await conn.send(b"ping")
-            assert await conn.receive(100) == b"pong"
-            conn.close()
-        tg.cancel_scope.cancel()
+    async with echoing(first) as port:
+        conn = await http11._connect("127.0.0.1", port, [])
+        await anyio.sleep(0.05)  # time for a stray FIN to arrive first
+        await conn.send(b"ping")
+        assert await conn.receive(100) == b"ping"
+        conn.close()
     assert first == [b"ping"]
 
 
 async def test_a_host_name_is_resolved_and_its_addresses_tried_until_one_answers() -> None:
     # "localhost" may resolve to ::1 as well; only 127.0.0.1 listens, so ::1 is refused.
-    async def pong(stream: anyio.abc.SocketStream) -> None:
-        async with stream:
-            await stream.send(await stream.receive())
-
-    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
-    port = listener.extra(anyio.abc.SocketAttribute.local_port)
-    async with listener, anyio.create_task_group() as tg:
-        tg.start_soon(listener.serve, pong)
-        with anyio.fail_after(DEADLINE):
-            conn = await http11._connect("localhost", port, [])
-            await conn.send(b"ping")
-            assert await conn.receive(100) == b"ping"
-            conn.close()
-        tg.cancel_scope.cancel()
+    async with echoing([]) as port:
+        conn = await http11._connect("localhost", port, [])
+        await conn.send(b"ping")
+        assert await conn.receive(100) == b"ping"
+        conn.close()
 
 
 def test_addresses_are_tried_with_families_alternating_the_first_family_first() -> None:
     v4a, v4b = (socket.AF_INET, ("10.0.0.1", 1)), (socket.AF_INET, ("10.0.0.2", 1))
     v6a, v6b = (socket.AF_INET6, ("::1", 1, 0, 0)), (socket.AF_INET6, ("::2", 1, 0, 0))
-    assert http11.connect_order([v6a, v6b, v4a, v4b, v6a]) == [v6a, v4a, v6b, v4b]
-    assert http11.connect_order([v4a, v6a, v4b]) == [v4a, v6a, v4b]
+    assert sockets.connect_order([v6a, v6b, v4a, v4b, v6a]) == [v6a, v4a, v6b, v4b]
+    assert sockets.connect_order([v4a, v6a, v4b]) == [v4a, v6a, v4b]
     with pytest.raises(OSError, match="no address"):
-        http11.connect_order([])
+        sockets.connect_order([])
 
 
-async def connects_to_a_listener_after(first: http11.Address) -> None:
+async def connects_to_a_listener_after(first: sockets.Address) -> None:
     """``_first_connected([first, a listener])`` connects to the listener, within the deadline."""
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
     port = listener.extra(anyio.abc.SocketAttribute.local_port)
     async with listener:
         with anyio.fail_after(DEADLINE):
-            sock = await http11._first_connected([first, (socket.AF_INET, ("127.0.0.1", port))], [])
+            sock = await sockets._first_connected(
+                [first, (socket.AF_INET, ("127.0.0.1", port))], []
+            )
         with sock:
             assert sock.getpeername() == ("127.0.0.1", port)
 
@@ -655,7 +655,7 @@ async def connects_to_a_listener_after(first: http11.Address) -> None:
 async def test_a_refused_address_hands_over_to_the_next_at_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(http11, "HAPPY_EYEBALLS_DELAY", DEADLINE * 2)  # waiting it out fails
+    monkeypatch.setattr(sockets, "HAPPY_EYEBALLS_DELAY", DEADLINE * 2)  # waiting it out fails
     refused = (socket.AF_INET, ("127.0.0.1", await closed_port()))
     await connects_to_a_listener_after(refused)
 
@@ -663,13 +663,13 @@ async def test_a_refused_address_hands_over_to_the_next_at_once(
 async def test_a_silent_address_is_raced_by_the_next_one_and_then_abandoned(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(http11, "HAPPY_EYEBALLS_DELAY", 0.01)
+    monkeypatch.setattr(sockets, "HAPPY_EYEBALLS_DELAY", 0.01)
     silent = (socket.AF_INET6, ("::9", 1, 0, 0))
     abandoned = anyio.Event()
-    attempt = http11._attempt
+    attempt = sockets._attempt
 
     async def attempt_or_hang(
-        address: http11.Address, options: list[http11.SocketOption]
+        address: sockets.Address, options: list[sockets.SocketOption]
     ) -> socket.socket:
         if address == silent:
             try:
@@ -678,7 +678,7 @@ async def test_a_silent_address_is_raced_by_the_next_one_and_then_abandoned(
                 abandoned.set()
         return await attempt(address, options)
 
-    monkeypatch.setattr(http11, "_attempt", attempt_or_hang)
+    monkeypatch.setattr(sockets, "_attempt", attempt_or_hang)
     await connects_to_a_listener_after(silent)
     assert abandoned.is_set()
 
@@ -686,7 +686,7 @@ async def test_a_silent_address_is_raced_by_the_next_one_and_then_abandoned(
 async def test_when_every_address_fails_the_error_names_each_one() -> None:
     ports = [await closed_port(), await closed_port()]
     with pytest.raises(OSError, match="Every address failed") as caught:
-        await http11._first_connected([(socket.AF_INET, ("127.0.0.1", p)) for p in ports], [])
+        await sockets._first_connected([(socket.AF_INET, ("127.0.0.1", p)) for p in ports], [])
     assert all(f"127.0.0.1:{port}" not in str(caught.value) for port in ports)
     assert str(caught.value).count("127.0.0.1: ") == 2
 
