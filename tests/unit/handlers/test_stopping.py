@@ -81,3 +81,46 @@ async def test_a_sync_wait_in_a_thread_ends_early_when_set_from_the_loop() -> No
     await anyio.to_thread.run_sync(thread.join)
     assert results[0][0] is True
     assert results[0][1] < 5
+
+
+async def test_every_async_waiter_wakes_and_none_is_left_behind() -> None:
+    stopper = DaemonStopper()
+    stopped = stopper.checker(sync=False)
+    woken: list[bool] = []
+
+    async def waiter(timeout: float | None) -> None:
+        woken.append(await stopped.wait(timeout))
+
+    async with anyio.create_task_group() as tg:
+        for timeout in (None, None, 30, 60):
+            tg.start_soon(waiter, timeout)
+        await anyio.wait_all_tasks_blocked()
+        stopper.set(DaemonStoppingReason.RESOURCE_DELETED)
+    assert woken == [True] * 4
+    assert not stopper._waiters  # each wait took its waiter away
+
+
+async def test_a_cancelled_async_wait_leaves_and_the_flag_still_sets() -> None:
+    stopper = DaemonStopper()
+    stopped = stopper.checker(sync=False)
+    for _ in range(3):
+        assert await stopped.wait(0.001) is False  # timed out: cancelled by its own scope
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(stopped.wait)
+        await anyio.wait_all_tasks_blocked()
+        tg.cancel_scope.cancel()
+        # Set before the cancelled waiter has run: its waiter is there, and cancelled already.
+        stopper.set(DaemonStoppingReason.OPERATOR_EXITING)
+    assert not stopper._waiters
+    assert await stopped.wait() is True
+
+
+async def test_an_async_wait_on_a_set_flag_is_a_checkpoint() -> None:
+    stopper = DaemonStopper()
+    stopped = stopper.checker(sync=False)
+    stopper.set(DaemonStoppingReason.OPERATOR_EXITING)
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        await stopped.wait()
+        pytest.fail("a wait on a set flag went on in a cancelled scope")
+    assert scope.cancelled_caught
