@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
 from collections.abc import MutableMapping
 from typing import Any
 
@@ -265,3 +267,17 @@ def test_as_json_patch_combines_the_merge_part_and_the_fns_for_webhooks() -> Non
         {"op": "add", "path": "/spec/items/-", "value": 4},
         {"op": "add", "path": "/spec/injected", "value": 123},
     ]
+
+
+def test_a_patch_is_slotted_and_its_copies_keep_their_fns() -> None:
+    patch = Patch({"status": {"a": 1}})
+    patch.fns.append(_drop_field)
+    assert not hasattr(patch, "__dict__")  # every daemon holds one: no per-instance dict
+    for twin in (copy.copy(patch), copy.deepcopy(patch), pickle.loads(pickle.dumps(patch))):
+        assert isinstance(twin, Patch)
+        assert twin == patch
+        assert twin.fns == [_drop_field]
+
+
+def _drop_field(body: MutableMapping[str, Any]) -> None:
+    body.pop("field", None)
