@@ -354,32 +354,32 @@ class Spawner:
     async def _attempt(
         self, obj: ObjectDaemons, run: Run, state: HandlerState, patch: Patch
     ) -> Decision:
-        """One invocation with Kopf's error semantics; its result and patch are applied."""
+        """One invocation with Kopf's error semantics; its result and patch are applied.
+
+        The call is made here, not in a helper coroutine: a daemon stays in this frame for its
+        whole life, and every frame more is about 300 bytes per daemon.
+        """
         handler = run.handler
         decision = precheck(handler, state, now=utcnow())
         if decision is None:
             started = time.monotonic()
-            happening = await self._invoke(obj, run, state, patch)
+            sync = not is_async(handler.fn)
+            kwargs = self._kwargs(obj, run, patch, state, sync=sync)
+            # Sync daemons hold a thread for their whole life: never under the handlers' limit.
+            limiter = None if sync and isinstance(handler, DaemonHandler) else self.limiter
+            happening: Happening
+            try:
+                result = await invoke(handler.fn, kwargs, limiter=limiter, body=obj.raw)
+            except Exception as error:
+                happening = Failed(error)
+            else:
+                happening = returned(result)
             decision = decide(handler, state, happening, now=utcnow())
             observe_handler(self.metrics, self.resource, handler.id, decision.outcome, started)
         obj.logger.log(decision.level, decision.message, exc_info=decision.exc_info)
         deliver_results({handler.id: decision.outcome}, patch)
         await self._apply(obj, patch)
         return decision
-
-    async def _invoke(
-        self, obj: ObjectDaemons, run: Run, state: HandlerState, patch: Patch
-    ) -> Happening:
-        handler = run.handler
-        sync = not is_async(handler.fn)
-        kwargs = self._kwargs(obj, run, patch, state, sync=sync)
-        try:
-            # Sync daemons hold a thread for their whole life: never under the handlers' limit.
-            limiter = None if sync and isinstance(handler, DaemonHandler) else self.limiter
-            result = await invoke(handler.fn, kwargs, limiter=limiter, body=obj.raw)
-        except Exception as error:
-            return Failed(error)
-        return returned(result)
 
     def _kwargs(
         self, obj: ObjectDaemons, run: Run, patch: Patch, state: HandlerState, *, sync: bool
