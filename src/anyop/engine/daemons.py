@@ -364,12 +364,15 @@ class Spawner:
         if decision is None:
             started = time.monotonic()
             sync = not is_async(handler.fn)
-            kwargs = self._kwargs(obj, run, patch, state, sync=sync)
             # Sync daemons hold a thread for their whole life: never under the handlers' limit.
             limiter = None if sync and isinstance(handler, DaemonHandler) else self.limiter
             happening: Happening
             try:
-                result = await invoke(handler.fn, kwargs, limiter=limiter, body=obj.raw)
+                # The kwargs in no local: the function has its own for a daemon's whole life.
+                result = await invoke(
+                    handler.fn, self._kwargs(obj, run, patch, state, sync=sync),
+                    limiter=limiter, body=obj.raw,
+                )  # fmt: skip
             except Exception as error:
                 happening = Failed(error)
             else:

@@ -16,12 +16,11 @@ from typing import Any
 import anyio
 
 from anyop.engine.threads import run_sync
-from anyop.handlers.context import current_body, current_invocation_kwargs
+from anyop.handlers.context import current_body
 
 __all__ = [
     "DEFAULT_MAX_WORKERS",
     "current_body",
-    "current_invocation_kwargs",
     "invoke",
     "is_async",
     "use_context",
@@ -43,24 +42,21 @@ def is_async(fn: Callable[..., Any]) -> bool:
 
 
 class use_context:  # lower case: used as a function, like contextlib.suppress
-    """Make the object and the kwargs of a running handler ambient for helpers it calls.
+    """Make the object of a running handler ambient for helpers it calls (``adopt``).
 
     A context manager (a class: a generator-based one costs several times more per handler call).
     """
 
-    __slots__ = ("_body", "_kwargs", "_tokens")
+    __slots__ = ("_body", "_token")
 
-    def __init__(self, body: Mapping[str, Any] | None, kwargs: Mapping[str, Any]) -> None:
+    def __init__(self, body: Mapping[str, Any] | None) -> None:
         self._body = body
-        self._kwargs = kwargs
 
     def __enter__(self) -> None:
-        self._tokens = (current_body.set(self._body), current_invocation_kwargs.set(self._kwargs))
+        self._token = current_body.set(self._body)
 
     def __exit__(self, *exc_info: object) -> None:
-        body_token, kwargs_token = self._tokens
-        current_invocation_kwargs.reset(kwargs_token)
-        current_body.reset(body_token)
+        current_body.reset(self._token)
 
 
 async def invoke(
@@ -77,14 +73,16 @@ async def invoke(
         kwargs: All the kwargs; user functions accept them with ``**kwargs``.
         limiter: Bounds how many sync functions run in threads at once; ``None``: no bound
             (sync daemons, which must never wait for each other).
-        body: The object the call is about, made ambient for ``adopt`` and ``execute``.
+        body: The object the call is about, made ambient for ``adopt``.
 
     Caveats:
         A sync function cannot be interrupted: when the caller is cancelled, its thread is
         abandoned and finishes on its own.
     """
-    with use_context(body, kwargs):
+    with use_context(body):
         if is_async(fn):
-            return await fn(**kwargs)
-        call = functools.partial(fn, **kwargs)
-        return await run_sync(call, limiter=limiter)
+            call = fn(**kwargs)
+            # The function has its own dict of them: ours must not live as long as a daemon.
+            del kwargs
+            return await call
+        return await run_sync(functools.partial(fn, **kwargs), limiter=limiter)

@@ -1,4 +1,4 @@
-"""Ambient facts of the handler that runs now, for helpers it calls (``adopt``, ``execute``)."""
+"""Ambient facts of the handler that runs now, for helpers it calls (``adopt``)."""
 
 from __future__ import annotations
 
@@ -6,14 +6,9 @@ import contextvars
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["current_body", "current_invocation_kwargs"]
+__all__ = ["current_body"]
 
 current_body: contextvars.ContextVar[Mapping[str, Any] | None] = contextvars.ContextVar(
     "anyop_current_body", default=None
 )
 """The body of the object whose handler runs now (the default owner in ``anyop.adopt``)."""
-
-current_invocation_kwargs: contextvars.ContextVar[Mapping[str, Any] | None] = (
-    contextvars.ContextVar("anyop_current_kwargs", default=None)
-)
-"""The kwargs of the handler that runs now (what ``anyop.execute`` passes to sub-handlers)."""
