@@ -34,7 +34,7 @@ import anyio.abc
 
 from anyop.engine.handling import Logger, common_kwargs, observe_handler, utcnow
 from anyop.engine.indexes import Indexer
-from anyop.engine.invocation import invoke, is_async
+from anyop.engine.invocation import calling, invoke, is_async, use_context
 from anyop.engine.objects import ObjectSlot
 from anyop.engine.patching import apply_patch
 from anyop.engine.runs import ObjectDaemons, Run, TimerClock
@@ -368,11 +368,13 @@ class Spawner:
             limiter = None if sync and isinstance(handler, DaemonHandler) else self.limiter
             happening: Happening
             try:
-                # The kwargs in no local: the function has its own for a daemon's whole life.
-                result = await invoke(
-                    handler.fn, self._kwargs(obj, run, patch, state, sync=sync),
-                    limiter=limiter, body=obj.raw,
-                )  # fmt: skip
+                # Awaited here (not in invoke()), the kwargs in no local: a daemon's frames and
+                # the kwargs that it holds (its own dict of them) live as long as it does.
+                with use_context(obj.raw):
+                    result = await calling(
+                        handler.fn, self._kwargs(obj, run, patch, state, sync=sync),
+                        limiter=limiter,
+                    )  # fmt: skip
             except Exception as error:
                 happening = Failed(error)
             else:

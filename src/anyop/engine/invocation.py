@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, cast
 
 import anyio
 
@@ -20,6 +20,7 @@ from anyop.handlers.context import current_body
 
 __all__ = [
     "DEFAULT_MAX_WORKERS",
+    "calling",
     "current_body",
     "invoke",
     "is_async",
@@ -80,9 +81,19 @@ async def invoke(
         abandoned and finishes on its own.
     """
     with use_context(body):
-        if is_async(fn):
-            call = fn(**kwargs)
-            # The function has its own dict of them: ours must not live as long as a daemon.
-            del kwargs
-            return await call
-        return await run_sync(functools.partial(fn, **kwargs), limiter=limiter)
+        return await calling(fn, kwargs, limiter=limiter)
+
+
+def calling(
+    fn: Callable[..., Any], kwargs: Mapping[str, Any], *, limiter: anyio.CapacityLimiter | None
+) -> Awaitable[Any]:
+    """What to await for ``fn(**kwargs)``: an async function's own coroutine, or a sync one's
+    run in a worker thread (see :func:`invoke`, which also makes the body ambient).
+
+    A daemon awaits its function for the object's whole life: this is not a coroutine, so no
+    frame of it, and no reference to ``kwargs`` (the function has its own dict of them), stays
+    alive meanwhile.
+    """
+    if is_async(fn):
+        return cast(Awaitable[Any], fn(**kwargs))
+    return run_sync(functools.partial(fn, **kwargs), limiter=limiter)

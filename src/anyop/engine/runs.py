@@ -129,7 +129,7 @@ class Run:
         return self.exited
 
 
-@dataclasses.dataclass(eq=False)
+@dataclasses.dataclass(eq=False, slots=True)
 class ObjectDaemons:
     """The daemons and timers of one object, and what they share.
 

@@ -66,7 +66,7 @@ class Outcome:
     subrefs: tuple[str, ...] = ()
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class HandlerState:
     """One handler's progress for the current cause.
 

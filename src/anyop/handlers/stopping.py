@@ -62,6 +62,8 @@ class DaemonStopper:
         Create and set it, and make its checkers, in the event loop's thread.
     """
 
+    __slots__ = ("_set", "_sync", "_waiters", "reason")
+
     def __init__(self) -> None:
         self._set = False
         self._sync: threading.Event | None = None
@@ -138,6 +140,8 @@ class DaemonStopped:
     both return early (and true) once the flag is set.
     """
 
+    __slots__ = ("_stopper",)
+
     def __init__(self, stopper: DaemonStopper) -> None:
         self._stopper = stopper
 
@@ -168,6 +172,8 @@ class DaemonStopped:
 class SyncDaemonStopped(DaemonStopped):
     """The ``stopped`` kwarg of a sync daemon or timer (it runs in a thread)."""
 
+    __slots__ = ()
+
     def wait(self, timeout: float | None = None) -> bool:
         """Sleep up to ``timeout`` seconds (forever if ``None``), less if the flag is set.
 
@@ -182,6 +188,8 @@ class SyncDaemonStopped(DaemonStopped):
 
 class AsyncDaemonStopped(DaemonStopped):
     """The ``stopped`` kwarg of an async daemon or timer."""
+
+    __slots__ = ()
 
     async def wait(self, timeout: float | None = None) -> bool:  # noqa: ASYNC109 (Kopf's API)
         """Sleep up to ``timeout`` seconds (forever if ``None``), less if the flag is set.

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import gc
+import threading
 import weakref
 from typing import Any
 
 import anyio
 import pytest
 
-from anyop.engine.invocation import current_body, invoke
+from anyop.engine.invocation import calling, current_body, invoke, use_context
 
 pytestmark = pytest.mark.anyio
 
@@ -53,11 +54,19 @@ async def test_a_running_async_function_holds_the_only_copy_of_its_kwargs() -> N
 
     async with anyio.create_task_group() as tg:
 
-        async def call() -> None:
-            assert await invoke(daemon, kwargs(), body=BODY) == "kex-3 ['extra']"
+        async def call() -> None:  # as a daemon's attempt calls its function
+            with use_context(BODY):
+                assert await calling(daemon, kwargs(), limiter=None) == "kex-3 ['extra']"
 
         tg.start_soon(call)
         await started.wait()
         gc.collect()
         assert refs[0]() is None
         release.set()
+
+
+async def test_calling_a_sync_function_runs_it_in_a_thread() -> None:
+    def fn(name: str, **_: Any) -> tuple[str, bool]:
+        return name, threading.current_thread() is threading.main_thread()
+
+    assert await calling(fn, {"name": "kex-4"}, limiter=None) == ("kex-4", False)
