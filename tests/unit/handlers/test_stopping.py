@@ -88,12 +88,12 @@ async def test_every_async_waiter_wakes_and_none_is_left_behind() -> None:
     stopped = stopper.checker(sync=False)
     woken: list[bool] = []
 
-    async def waiter(timeout: float | None) -> None:
-        woken.append(await stopped.wait(timeout))
+    async def waiter(seconds: float | None) -> None:
+        woken.append(await stopped.wait(seconds))
 
     async with anyio.create_task_group() as tg:
-        for timeout in (None, None, 30, 60):
-            tg.start_soon(waiter, timeout)
+        for seconds in (None, None, 30, 60):
+            tg.start_soon(waiter, seconds)
         await anyio.wait_all_tasks_blocked()
         stopper.set(DaemonStoppingReason.RESOURCE_DELETED)
     assert woken == [True] * 4
