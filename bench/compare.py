@@ -7,7 +7,9 @@ Frameworks: ``anyop-asyncio``, ``anyop-trio``, ``kopf`` (Kopf from PyPI in its o
 ``bench/kopf_env.py``; both frameworks run ``--standalone``) and, for ``bulk``, the floors
 ``raw`` and ``raw-aiohttp`` (``bench/raw_floor.py``: a list-watch-patch loop doing the necessary
 writes on plain httpx, or on aiohttp, the client Kopf uses; aiohttp is installed by ``nox -s
-bench``) and ``raw-list`` / ``raw-aiohttp-list``, the same without the watch. All run
+bench``), ``raw-list`` / ``raw-aiohttp-list``, the same without the watch, and ``raw-state`` /
+``raw-aiohttp-state``, the same keeping the least state Kopf's semantics need (the handled spec,
+written with the result and checked on every event). All run
 ``bench/operators/kopf_code.py``, which is Kopf code (``import anyop as kopf`` under anyop). Each
 run gets a fresh namespace and the operator is scoped to it (a bare kube-apiserver never removes
 deleted namespaces). Scenarios:
@@ -63,7 +65,8 @@ from bench.kopf_env import KOPF_VERSION, kopf_command
 ROOT = Path(__file__).resolve().parents[1]
 OPERATOR = ROOT / "bench" / "operators" / "kopf_code.py"
 FRAMEWORKS = (
-    "anyop-asyncio", "anyop-trio", "kopf", "raw", "raw-aiohttp", "raw-list", "raw-aiohttp-list"
+    "anyop-asyncio", "anyop-trio", "kopf", "raw", "raw-aiohttp", "raw-list", "raw-aiohttp-list",
+    "raw-state", "raw-aiohttp-state",
 )  # fmt: skip
 SCENARIOS = (
     "bulk", "bulk-delete", "latency", "latency-backlog", "background", "restart", "import", "idle"
@@ -87,7 +90,9 @@ def command(framework: str, namespace: str) -> list[str]:
     if framework.startswith("raw"):
         client = "aiohttp" if framework.startswith("raw-aiohttp") else "httpx"
         only = ["--list-only"] if framework.endswith("-list") else []
-        return [sys.executable, "-m", "bench.raw_floor", namespace, "--client", client, *only]
+        state = ["--state"] if framework.endswith("-state") else []
+        return [sys.executable, "-m", "bench.raw_floor", namespace, "--client", client, *only,
+                *state]  # fmt: skip
     backend = framework.split("-", 1)[1]  # standalone as Kopf is: no peering lookup at start
     return [sys.executable, "-m", "anyop", "run", str(OPERATOR), "-n", namespace,
             "--backend", backend, "--standalone", *QUIET]  # fmt: skip

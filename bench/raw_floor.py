@@ -8,6 +8,11 @@ comes back on the watch. It exits once every write's echo came. No framework, no
 any operator must do (issue 10's anchors name such a loop). ``--list-only`` skips the watch (the
 floor of earlier sessions, cheaper for client and server alike). ``httpx`` uses httpx's default
 transport, as a plain httpx user would; ``aiohttp`` is the client Kopf is built on.
+
+``--state`` adds the least state that Kopf's semantics need: each write also stores the handled
+spec (``status.anyop.last-handled-configuration``, as anyop writes it), and each event's stored spec
+is decoded and compared with its spec, which is how an operator tells a change from the echo of its
+own write. Kopf and anyop both keep this state; the plain floor keeps none.
 """
 
 from __future__ import annotations
@@ -47,9 +52,23 @@ Lines = Callable[[str, dict[str, str]], AsyncGenerator[bytes, None]]
 MERGE = {"Content-Type": "application/merge-patch+json"}
 
 
-async def floor(namespace: str, get: Get, patch: Patch, lines: Lines | None) -> None:
+def handled(spec: Any) -> str:
+    """The stored form of a handled spec (anyop's ``last-handled-configuration``)."""
+    return json.dumps({"spec": spec}, separators=(",", ":"))
+
+
+def changed(obj: dict[str, Any]) -> bool:
+    """Whether an object's spec differs from the one its stored state says was handled."""
+    stored = ((obj.get("status") or {}).get("anyop") or {}).get("last-handled-configuration")
+    return stored is None or json.loads(stored).get("spec") != obj.get("spec")
+
+
+async def floor(
+    namespace: str, get: Get, patch: Patch, lines: Lines | None, state: bool = False
+) -> None:
     """List page by page; 16 tasks patch the objects that lack ``status.create_fn``; with
-    ``lines``, watch from the listing until each written object came back with it."""
+    ``lines``, watch from the listing until each written object came back with it; with
+    ``state``, store the handled spec too and check every event against it."""
     url = f"/apis/kopf.dev/v1/namespaces/{namespace}/kopfexamples"
     send, receive = anyio.create_memory_object_stream[dict[str, Any]](1000)
     unseen: set[str] = set()  # written (or to write), and its echo not seen yet
@@ -58,7 +77,9 @@ async def floor(namespace: str, get: Get, patch: Patch, lines: Lines | None) -> 
         async def patcher(objects: anyio.abc.ObjectReceiveStream[dict[str, Any]]) -> None:
             async for obj in objects:
                 name = obj["metadata"]["name"]
-                body = {"status": {"create_fn": {"message": f"hello {name}"}}}
+                body: dict[str, Any] = {"status": {"create_fn": {"message": f"hello {name}"}}}
+                if state:
+                    body["status"]["anyop"] = {"last-handled-configuration": handled(obj["spec"])}
                 await patch(f"{url}/{name}/status", body)
 
         for _ in range(16):
@@ -82,13 +103,15 @@ async def floor(namespace: str, get: Get, patch: Patch, lines: Lines | None) -> 
         async with aclosing(lines(url, watch)) as events:
             async for line in events:
                 obj = json.loads(line)["object"]
+                if state and changed(obj):
+                    continue  # not our echo: an operator would handle it (none come here)
                 if "create_fn" in (obj.get("status") or {}):
                     unseen.discard(obj["metadata"]["name"])
                     if not unseen:
                         break
 
 
-async def with_httpx(namespace: str, watch: bool) -> None:
+async def with_httpx(namespace: str, watch: bool, state: bool) -> None:
     server, ctx = kubeconfig()
     timeout = httpx.Timeout(60, read=None)  # a watch may be quiet for long
     async with httpx.AsyncClient(base_url=server, verify=ctx, timeout=timeout) as client:
@@ -105,10 +128,10 @@ async def with_httpx(namespace: str, watch: bool) -> None:
                 async for line in response.aiter_lines():
                     yield line.encode()
 
-        await floor(namespace, get, patch, lines if watch else None)
+        await floor(namespace, get, patch, lines if watch else None, state)
 
 
-async def with_aiohttp(namespace: str, watch: bool) -> None:
+async def with_aiohttp(namespace: str, watch: bool, state: bool) -> None:
     import aiohttp  # only in the bench environment (nox -s bench)
 
     server, ctx = kubeconfig()
@@ -130,7 +153,7 @@ async def with_aiohttp(namespace: str, watch: bool) -> None:
                 async for line in response.content:
                     yield line
 
-        await floor(namespace, get, patch, lines if watch else None)
+        await floor(namespace, get, patch, lines if watch else None, state)
 
 
 def report() -> None:
@@ -145,7 +168,8 @@ if __name__ == "__main__":
     parser.add_argument("namespace")
     parser.add_argument("--client", choices=["httpx", "aiohttp"], default="httpx")
     parser.add_argument("--list-only", action="store_true", help="no watch (the older floor)")
+    parser.add_argument("--state", action="store_true", help="store and check the handled spec")
     args = parser.parse_args()
     run = with_aiohttp if args.client == "aiohttp" else with_httpx
-    anyio.run(run, args.namespace, not args.list_only)
+    anyio.run(run, args.namespace, not args.list_only, args.state)
     report()

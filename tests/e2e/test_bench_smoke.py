@@ -27,7 +27,7 @@ def test_the_side_by_side_harness_runs_every_scenario_in_smoke_mode(
     anyop_controlplane: LocalControlPlane, kopfexample_crd: str
 ) -> None:
     """Kopf joins only with ANYOP_BENCH_KOPF=1 (it is installed from the package index)."""
-    frameworks = ["anyop-asyncio", "anyop-trio", "raw", "raw-list"]  # raw exits on all echoes
+    frameworks = ["anyop-asyncio", "anyop-trio", "raw", "raw-list", "raw-state"]  # raw: on echoes
     if importlib.util.find_spec("aiohttp") is not None:  # in the bench environment only
         frameworks.append("raw-aiohttp")
     if os.environ.get("ANYOP_BENCH_KOPF"):
@@ -41,7 +41,7 @@ def test_the_side_by_side_harness_runs_every_scenario_in_smoke_mode(
         assert results["restart"][framework]["seconds"][0] > 0
         assert results["background"][framework]["stop_s"][0] < 30
         assert results["idle"][framework]["cpu_s"][0] > 0
-    for floor in {"raw", "raw-list", "raw-aiohttp"} & set(frameworks):
+    for floor in {"raw", "raw-list", "raw-aiohttp", "raw-state"} & set(frameworks):
         assert results["bulk"][floor]["patches_per_object"] == [1.0]
         assert results["idle"][floor]["cpu_s"][0] > 0
     assert "raw" not in results["latency"]
