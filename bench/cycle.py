@@ -28,7 +28,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import anyio
-import anyio.abc
+import anyio.lowlevel
 
 import anyop
 from anyop.engine.objects import ObjectWorkers
@@ -123,8 +123,13 @@ class Counted:
         return result
 
 
-async def run(count: int) -> float:
-    """CPU seconds for ``count`` objects, from their listing until every echo is handled."""
+async def run(count: int, seconds: float = 600) -> float:
+    """CPU seconds for ``count`` objects, from their listing until every echo is handled.
+
+    Raises:
+        RuntimeError: An object was not handled with one patch, or the cycles did not all end
+            within ``seconds``.
+    """
     listed = [body(index) for index in range(count)]
     server = Server(listed)
     settings = anyop.OperatorSettings()
@@ -139,12 +144,19 @@ async def run(count: int) -> float:
             workers = ObjectWorkers(cycles, tg)
             for item in listed:
                 workers.dispatch(Observed(item, type="ADDED", listed=True))
-            for _ in range(count):  # the watch: every echo, decoded, in order
-                echo = json.loads(await server.echoes.receive())
-                workers.dispatch(Observed(echo, type="MODIFIED"))
-            await cycles.done.wait()
+            with anyio.move_on_after(seconds) as waiting:
+                for _ in range(count):  # the watch: every echo, decoded, in order
+                    echo = json.loads(await server.echoes.receive())
+                    workers.dispatch(Observed(echo, type="MODIFIED"))
+                await cycles.done.wait()
             spent = time.process_time() - started
             workers.close()
+            if waiting.cancelled_caught:
+                tg.cancel_scope.cancel()  # the stuck cycles too
+    if waiting.cancelled_caught:
+        raise RuntimeError(
+            f"{server.patches} patches and {cycles.cycles} of {2 * count} cycles in {seconds} s"
+        )
     if server.patches != count:
         raise RuntimeError(f"{server.patches} patches for {count} objects (expected one each)")
     objects = [json.loads(text) for text in server.objects.values()]

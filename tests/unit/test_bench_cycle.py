@@ -39,3 +39,14 @@ def test_the_collector_is_tuned_only_while_it_measures() -> None:
     with cycle.tuned_collector():
         assert gc.get_threshold() == OPERATOR_GC_THRESHOLDS
     assert gc.get_threshold() == before
+
+
+def test_an_engine_that_stops_patching_fails_the_benchmark_in_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def never(*_: object, **__: object) -> None:
+        await anyio.sleep_forever()
+
+    monkeypatch.setattr(cycle.Server, "patch", never)
+    with pytest.raises(RuntimeError, match=r"0 patches and 0 of 6 cycles in 0.2 s"):
+        anyio.run(cycle.run, 3, 0.2)
