@@ -20,7 +20,13 @@ from anyop.engine.indexes import Indexer
 from anyop.engine.invocation import invoke
 from anyop.engine.objects import Backpressure, CycleResult, ObjectSlot
 from anyop.engine.patching import apply_patch
-from anyop.handlers.causes import ChangingCause, Reason, WatchingCause, detect_changing_cause
+from anyop.handlers.causes import (
+    ChangingCause,
+    Reason,
+    WatchingCause,
+    detect_changing_cause,
+    settled_by,
+)
 from anyop.handlers.filters import KwargsFactory
 from anyop.handlers.outcomes import deliver_results
 from anyop.handlers.progression import (
@@ -55,6 +61,7 @@ from anyop.storage.finalizers import (
 __all__ = ["Observed", "Reconciler"]
 
 ECHO = "anyop.reconcile.echo"
+SETTLED = "anyop.reconcile.settled"
 ERRORS = "anyop.reconcile.errors"
 RESUMED = "anyop.reconcile.resumed"
 DEFERRED = "anyop.reconcile.deferred"
@@ -174,6 +181,12 @@ class Reconciler(HandlerCalls):
             delay = max(0.0, echo.deadline - anyio.current_time())
             fresh = await self._send(slot, echo.body, patch) if patch else None
             return CycleResult(delay=delay, body=fresh or echo.body)
+        settled = slot.extras.pop(SETTLED, None)
+        if settled is not None and not deleted and not patch and _version(body) == settled:
+            # Our own write's echo, and nothing but the status changed: the cycle would find
+            # nothing to do (see _settles), and nothing else watches this resource's bodies.
+            logger.debug(NOOP_MESSAGE)
+            return CycleResult(delay=None, body=body)
         return await self._run_changing(slot, body, patch, logger)
 
     def _awaited_echo(self, slot: ObjectSlot, body: Mapping[str, Any]) -> Echo | None:
@@ -364,6 +377,8 @@ class Reconciler(HandlerCalls):
             again = Patch()
             self._record(cause, progress, again, store_essence=True)
             response = await self._send(slot, response, again) or response
+        elif response is not None and progress.done and not held and self._settles(cause, response):
+            slot.extras[SETTLED] = _version(response)
         delay = None if progress.done else progress.delay(utcnow())
         if held:
             polling = self.settings.background.cancellation_polling
@@ -411,6 +426,27 @@ class Reconciler(HandlerCalls):
             logger.info(processed_message(cause.reason, progress.counts))
         if cause.deleted and has_finalizer(cause.body, self.persistence.finalizer):
             logger.debug(RELEASING_MESSAGE)
+
+    def _settles(self, cause: ChangingCause, response: Mapping[str, Any]) -> bool:
+        """Whether the echo of this response needs no cycle: it would be a no-op cause.
+
+        It would, when the cycle finished its cause (the diff-base now holds the handled essence)
+        and the response differs from the handled body only in ``status`` and the server's
+        bookkeeping, so that the essence, the finalizer and every filter read the same; with
+        anyop's own storages only, as another storage's ``fetch`` is the user's code. The echo is
+        then taken as Kopf would end its cycle, with its debug line, and nothing else.
+
+        WARNING: a resource with event handlers, daemons or timers, or with filters that read
+        beyond the essence, never qualifies: they see every body, not only its essence.
+        """
+        options = self.settings.persistence
+        return (
+            not cause.deleted
+            and options.progress_storage is None
+            and options.diffbase_storage is None
+            and self.registry.echoes_are_quiet(self.resource)
+            and settled_by(cause.body, response)
+        )
 
     def _pruned(self, patch: Patch, response: Mapping[str, Any], logger: Logger) -> bool:
         """Whether the server dropped our state from the status; if so, use annotations now.

@@ -35,6 +35,7 @@ __all__ = [
     "WebhookType",
     "detect_changing_cause",
     "detect_watching_cause",
+    "settled_by",
 ]
 
 
@@ -277,3 +278,31 @@ def detect_changing_cause(
     if changes:
         return cause(Reason.UPDATE, changes, initial=initial)
     return cause(Reason.RESUME if initial else Reason.NOOP, initial=initial)
+
+
+_UNSEEN_KEYS = frozenset({"apiVersion", "kind", "metadata", "status"})
+"""Top-level keys that the essence leaves out or compares in part (``metadata``) or not at all."""
+
+
+def settled_by(handled: Mapping[str, Any], response: Mapping[str, Any]) -> bool:
+    """Whether a body differs from the one a cycle handled only where cause detection never looks.
+
+    ``response`` is what the server returned for the cycle's write to ``handled``. If only
+    ``status`` and the server's bookkeeping (``resourceVersion``, ``managedFields``...) differ, with
+    the same labels, annotations and finalizers and no deletion, then the essence and the
+    finalizer are as the cycle left them: a cycle on ``response`` would detect nothing to do, for
+    resources whose handlers do not look beyond the essence (see
+    :meth:`~anyop.handlers.registry.OperatorRegistry.echoes_are_quiet`). Anything else, e.g.
+    another client's write that the server merged in before ours, makes it ``False``. Pure.
+    """
+    for key in handled.keys() | response.keys():
+        if key not in _UNSEEN_KEYS and handled.get(key) != response.get(key):
+            return False
+    before = handled.get("metadata") or {}
+    after = response.get("metadata") or {}
+    return (
+        not after.get("deletionTimestamp")
+        and before.get("labels") == after.get("labels")
+        and before.get("annotations") == after.get("annotations")
+        and before.get("finalizers") == after.get("finalizers")
+    )

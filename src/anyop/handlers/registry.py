@@ -325,12 +325,35 @@ class OperatorRegistry:
             cause, kwargs_factory
         ) or self.spawning.requires_finalizer(spawning, kwargs_factory, excluded=excluded)
 
+    def echoes_are_quiet(self, resource: Resource) -> bool:
+        """Whether a body :func:`~anyop.handlers.causes.settled_by` a handled one needs no cycle.
+
+        True when no handler of the resource could see such a body differently from the handled
+        one: no event handlers, daemons or timers (they see every body), and no changing handler
+        whose filters call back into user code or read fields under ``metadata`` or ``status``
+        (the essence compares the rest). Indexes are fed by the watch, not by cycles.
+        """
+        if self.watching.served(resource) or self.spawning.served(resource):
+            return False
+        return all(_reads_only_the_essence(h) for h in self.changing.served(resource))
+
     def label_selector(self, resource: Resource) -> LabelSelector | None:
         """The ``labelSelector`` that all of the resource's watching handlers share, if any."""
         handlers: list[ResourceHandler] = []
         for registry in self._resource_registries:
             handlers.extend(registry.for_resource(resource))
         return _server_side_selector(handlers)
+
+
+def _reads_only_the_essence(handler: ResourceChangingHandler) -> bool:
+    """Whether the handler's filters are plain values over labels, annotations and the essence."""
+    if handler.when is not None:
+        return False
+    if handler.field is not None and handler.field[:1] in (("metadata",), ("status",)):
+        return False
+    patterns = (handler.labels or {}, handler.annotations or {})
+    values = (handler.value, handler.old, handler.new, *(v for p in patterns for v in p.values()))
+    return not any(callable(value) for value in values)
 
 
 Registry = OperatorRegistry
