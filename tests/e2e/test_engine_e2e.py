@@ -130,6 +130,30 @@ async def test_a_simple_creation_is_handled_with_one_status_patch(
     assert patches == ["status"]
 
 
+async def test_a_spec_change_written_while_the_create_handler_runs_calls_the_update_handler(
+    api: httpx.AsyncClient, anyop_namespace: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Another client's write between our read and our write comes back inside our own echo."""
+    registry = OperatorRegistry()
+    updates: list[str] = []
+
+    @on.create("kopfexamples", registry=registry, id="create_fn")
+    async def create_fn(name: str, namespace: str, **_: Any) -> dict[str, str]:
+        change = {"spec": {"field": "meanwhile"}}
+        response = await api.patch(url(namespace, name), json=change, headers=MERGE)
+        response.raise_for_status()
+        return {"message": "hello"}
+
+    @on.update("kopfexamples", registry=registry, id="update_fn")
+    async def update_fn(new: Any, **_: Any) -> None:
+        updates.append(new["spec"]["field"])
+
+    async with running(registry, anyop_namespace):
+        await create(api, anyop_namespace, "ex-meanwhile")
+        await wait_for_log(caplog, "Updating is processed: 1 succeeded; 0 failed.")
+    assert updates == ["meanwhile"]
+
+
 async def test_a_spec_change_calls_the_update_handler_with_old_new_and_diff(
     api: httpx.AsyncClient, anyop_namespace: str, caplog: pytest.LogCaptureFixture
 ) -> None:
