@@ -87,6 +87,14 @@ class Observed(dict[str, Any]):
         """Whether the event handlers have seen it (a delayed re-run must not repeat them)."""
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Settled:
+    """Our write's response whose echo needs no cause detection, and the essence it handled."""
+
+    version: str
+    essence: Any
+
+
 @dataclasses.dataclass(frozen=True)
 class Echo:
     """The response to our own latest patch, awaited in the watch-stream."""
@@ -181,11 +189,15 @@ class Reconciler(HandlerCalls):
             delay = max(0.0, echo.deadline - anyio.current_time())
             fresh = await self._send(slot, echo.body, patch) if patch else None
             return CycleResult(delay=delay, body=fresh or echo.body)
-        settled = slot.extras.pop(SETTLED, None)
-        if settled is not None and not deleted and not patch and _version(body) == settled:
-            # Our own write's echo, and nothing but the status changed: the cycle would find
-            # nothing to do (see _settles), and nothing else watches this resource's bodies.
-            logger.debug(NOOP_MESSAGE)
+        settled: Settled | None = slot.extras.pop(SETTLED, None)
+        if (
+            settled is not None
+            and not deleted
+            and not patch
+            and _version(body) == settled.version
+            and self._quiet_echo(slot, body, settled, logger)
+        ):
+            logger.debug(NOOP_MESSAGE)  # as the full cycle ends
             return CycleResult(delay=None, body=body)
         return await self._run_changing(slot, body, patch, logger)
 
@@ -369,7 +381,7 @@ class Reconciler(HandlerCalls):
         outcomes = await self._attempt(slot, cause, handlers, progress, patch, logger)
         progress = progress.with_outcomes(outcomes, now=utcnow())
         deliver_results(outcomes, patch)
-        self._record(cause, progress, patch, store_essence=store_essence, held=held)
+        stored = self._record(cause, progress, patch, store_essence=store_essence, held=held)
         if progress.done and not held:
             self._log_conclusion(slot, cause, progress, logger, announce=bool(handlers))
         response = await self._send(slot, cause.body, patch)
@@ -377,8 +389,8 @@ class Reconciler(HandlerCalls):
             again = Patch()
             self._record(cause, progress, again, store_essence=True)
             response = await self._send(slot, response, again) or response
-        elif response is not None and progress.done and not held and self._settles(cause, response):
-            slot.extras[SETTLED] = _version(response)
+        elif response is not None and stored and self._settles(cause, response):
+            slot.extras[SETTLED] = Settled(_version(response), cause.new)
         delay = None if progress.done else progress.delay(utcnow())
         if held:
             polling = self.settings.background.cancellation_polling
@@ -393,16 +405,17 @@ class Reconciler(HandlerCalls):
         *,
         store_essence: bool,
         held: bool = False,
-    ) -> None:
+    ) -> bool:
         """Put the progress into the patch; when done, also the diff-base or the release.
 
         A deletion ``held`` by daemons keeps its progress (its delete handlers are not re-run)
-        and its finalizer until they exit.
+        and its finalizer until they exit. Returns whether the diff-base was put in (the cause
+        is finished and the handled essence is what the object will hold).
         """
         storage = self.persistence.progress
         if not progress.done or held:
             progress.store(body=cause.body, patch=patch, storage=storage)
-            return
+            return False
         # Done: the purge would take back every record that storing them put into the patch.
         owned = self.registry.changing.for_resource(self.resource)
         progress.purge(body=cause.body, patch=patch, storage=storage, handlers=owned)
@@ -410,6 +423,8 @@ class Reconciler(HandlerCalls):
             patch.fns.append(allow_deletion(self.persistence.finalizer))
         elif store_essence or cause.old != cause.new:
             self.persistence.diffbase.store(body=cause.body, patch=patch, essence=cause.new)
+            return True
+        return False
 
     def _log_conclusion(
         self,
@@ -428,25 +443,44 @@ class Reconciler(HandlerCalls):
             logger.debug(RELEASING_MESSAGE)
 
     def _settles(self, cause: ChangingCause, response: Mapping[str, Any]) -> bool:
-        """Whether the echo of this response needs no cycle: it would be a no-op cause.
+        """Whether the echo of this response may skip cause detection (checked again then).
 
-        It would, when the cycle finished its cause (the diff-base now holds the handled essence)
-        and the response differs from the handled body only in ``status`` and the server's
-        bookkeeping, so that the essence, the finalizer and every filter read the same; with
-        anyop's own storages only, as another storage's ``fetch`` is the user's code. The echo is
-        then taken as Kopf would end its cycle, with its debug line, and nothing else.
-
-        WARNING: a resource with event handlers, daemons or timers, or with filters that read
-        beyond the essence, never qualifies: they see every body, not only its essence.
+        The cycle finished its cause and wrote the diff-base itself (so whatever another client
+        wrote there is overwritten), and the response differs from the handled body only in
+        ``status`` and the server's bookkeeping: its essence is the one handled, and a cycle on
+        it would detect a no-op cause. Only with anyop's own storages, as another storage's
+        ``fetch`` is the user's code.
         """
         options = self.settings.persistence
         return (
-            not cause.deleted
+            bool(_version(response))
+            and not cause.deleted
             and options.progress_storage is None
             and options.diffbase_storage is None
             and self.registry.echoes_are_quiet(self.resource)
             and settled_by(cause.body, response)
         )
+
+    def _quiet_echo(
+        self, slot: ObjectSlot, body: Mapping[str, Any], settled: Settled, logger: Logger
+    ) -> bool:
+        """Whether the full cycle on our write's echo would end as a no-op and write nothing.
+
+        The cause would be a no-op (see :meth:`_settles`). A no-op cycle calls no handler and
+        only decides the finalizer, from the filters of the delete handlers; those read the
+        essence and the labels and annotations and call nothing back (``echoes_are_quiet``,
+        asked again, as handlers may have been registered meanwhile), so the finalizer is decided
+        here as that cycle would decide it: for the no-op cause that it would detect.
+        """
+        if not self.registry.echoes_are_quiet(self.resource):
+            return False
+        essence = settled.essence
+        noop = ChangingCause(
+            resource=self.resource, body=body, reason=Reason.NOOP, old=essence, new=essence
+        )
+        factory = self._factory(noop, slot, logger, Patch())
+        wanted = self.registry.requires_finalizer(noop, factory)
+        return wanted == has_finalizer(body, self.persistence.finalizer)
 
     def _pruned(self, patch: Patch, response: Mapping[str, Any], logger: Logger) -> bool:
         """Whether the server dropped our state from the status; if so, use annotations now.

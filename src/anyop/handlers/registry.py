@@ -328,10 +328,12 @@ class OperatorRegistry:
     def echoes_are_quiet(self, resource: Resource) -> bool:
         """Whether a body :func:`~anyop.handlers.causes.settled_by` a handled one needs no cycle.
 
-        True when no handler of the resource could see such a body differently from the handled
-        one: no event handlers, daemons or timers (they see every body), and no changing handler
-        whose filters call back into user code or read fields under ``metadata`` or ``status``
-        (the essence compares the rest). Indexes are fed by the watch, not by cycles.
+        True when no handler of the resource could judge such a body differently from the handled
+        one: no daemons or timers (the spawner is given every body), no changing handler whose
+        filters call back into user code or read fields under ``metadata`` or ``status`` (the
+        essence compares the rest), and, to keep the shortcut to the plainest resources, no event
+        handlers. Indexes are fed by the watch, not by cycles. The engine still decides the
+        finalizer for the echo (delete handlers' field filters read the old essence too).
         """
         if self.watching.served(resource) or self.spawning.served(resource):
             return False

@@ -16,6 +16,7 @@ from anyop.engine.reconcile import Observed, Reconciler
 from anyop.engine.resources import persistence_for
 from anyop.handlers.causes import settled_by
 from anyop.handlers.registry import OperatorRegistry
+from anyop.kube.jsonpatch import apply_json_patch
 from anyop.kube.patches import merge
 from anyop.kube.resources import Resource
 from anyop.storage.defaults import status_storages
@@ -49,7 +50,10 @@ class Server:
     async def patch(self, resource: Resource, payload: Any, **_: Any) -> dict[str, Any]:
         self.patches.append(payload)
         self.meanwhile(self.current)
-        self.current = merge(copy.deepcopy(self.current), payload)
+        if isinstance(payload, list):  # a JSON patch (the finalizer)
+            self.current = apply_json_patch(copy.deepcopy(self.current), payload)
+        else:
+            self.current = merge(copy.deepcopy(self.current), payload)
         version = int(self.current["metadata"]["resourceVersion"]) + 1
         self.current["metadata"]["resourceVersion"] = str(version)
         return copy.deepcopy(self.current)
@@ -69,7 +73,10 @@ def reconciler(
 
 async def create_then_echo(rec: Reconciler, server: Server) -> CycleResult:
     """The created object's cycle, then the cycle of its write's echo (as the watch sends it)."""
-    slot = ObjectSlot(uid="u1")
+    return await create_then_echo_in(rec, server, ObjectSlot(uid="u1"))
+
+
+async def create_then_echo_in(rec: Reconciler, server: Server, slot: ObjectSlot) -> CycleResult:
     await rec(slot, Observed(copy.deepcopy(server.current), type="ADDED", listed=True))
     echo = Observed(copy.deepcopy(server.current), type="MODIFIED")
     return await rec(slot, echo)
@@ -163,6 +170,85 @@ def test_a_when_filter_is_still_asked_about_the_echo(detections: list[str]) -> N
     anyio.run(create_then_echo, rec, server)
     assert detections == ["1", "2"]
     assert "2" in asked  # the echo's cycle asked the filter, as Kopf's would
+
+
+def test_the_echo_is_asked_about_the_finalizer_as_its_cycle_would_ask(
+    detections: list[str],
+) -> None:
+    """A delete handler's field filter reads the old essence too: the update's cycle keeps the
+    finalizer (the old value matched), the echo's no-op cycle releases it (nothing matches)."""
+    registry = creating(OperatorRegistry())
+    on.delete("kopfexamples", registry=registry, field="spec.field", value="value")(
+        lambda **_: None
+    )
+
+    async def main() -> None:
+        rec, server = reconciler(registry)
+        finalizer = rec.persistence.finalizer
+        server.current["metadata"]["finalizers"] = [finalizer]
+        slot = ObjectSlot(uid="u1")
+        await create_then_echo_in(rec, server, slot)
+        server.current["spec"] = {"field": "other"}  # a user's change: the filter stops matching
+        server.current["metadata"]["resourceVersion"] = "3"
+        await rec(slot, Observed(copy.deepcopy(server.current), type="MODIFIED"))
+        assert server.current["metadata"]["finalizers"] == [finalizer]  # "value" was the old one
+        await rec(slot, Observed(copy.deepcopy(server.current), type="MODIFIED"))  # its echo
+        assert server.current["metadata"]["finalizers"] == []
+
+    anyio.run(main)
+    # The creation's echo (2) needed no cycle: the filter matched it as it matched the creation.
+    assert detections == ["1", "3", "4"]
+
+
+def test_a_handler_registered_before_the_echo_comes_is_heeded(detections: list[str]) -> None:
+    async def main() -> None:
+        registry = creating(OperatorRegistry())
+        rec, server = reconciler(registry)
+        slot = ObjectSlot(uid="u1")
+        await rec(slot, Observed(copy.deepcopy(server.current), type="ADDED", listed=True))
+        on.delete("kopfexamples", registry=registry)(lambda **_: None)  # now it wants a finalizer
+        await rec(slot, Observed(copy.deepcopy(server.current), type="MODIFIED"))
+        assert server.current["metadata"]["finalizers"] == [rec.persistence.finalizer]
+
+    anyio.run(main)
+    assert detections == ["1", "2"]
+
+
+def test_a_handler_that_reads_the_status_registered_before_the_echo_comes_sees_it(
+    detections: list[str],
+) -> None:
+    seen: list[Any] = []
+
+    async def main() -> None:
+        registry = creating(OperatorRegistry())
+        rec, server = reconciler(registry)
+        slot = ObjectSlot(uid="u1")
+        await rec(slot, Observed(copy.deepcopy(server.current), type="ADDED", listed=True))
+        on.field("kopfexamples", field="status.create_fn", registry=registry)(
+            lambda new, **_: seen.append(new)
+        )
+        await rec(slot, Observed(copy.deepcopy(server.current), type="MODIFIED"))
+
+    anyio.run(main)
+    assert detections == ["1", "2"]
+    assert seen == [{"message": "hello"}]
+
+
+def test_a_resume_that_writes_no_diffbase_leaves_its_echo_a_cycle(detections: list[str]) -> None:
+    """Its write does not overwrite the stored diff-base: another client may have changed it."""
+    registry = OperatorRegistry()
+    on.resume("kopfexamples", registry=registry, id="resume_fn")(lambda **_: {"seen": True})
+
+    async def main() -> None:
+        rec, server = reconciler(registry)
+        handled = '{"spec":{"field":"value"}}'
+        server.current["status"] = {"anyop": {"last-handled-configuration": handled}}
+        slot = ObjectSlot(uid="u1")
+        await create_then_echo_in(rec, server, slot)
+        assert server.current["status"]["resume_fn"] == {"seen": True}
+
+    anyio.run(main)
+    assert detections == ["1", "2"]
 
 
 def test_a_later_body_than_the_echo_gets_a_cycle(detections: list[str]) -> None:
