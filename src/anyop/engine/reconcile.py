@@ -443,7 +443,7 @@ class Reconciler(HandlerCalls):
             logger.debug(RELEASING_MESSAGE)
 
     def _settles(self, cause: ChangingCause, response: Mapping[str, Any]) -> bool:
-        """Whether the echo of this response may skip cause detection (checked again then).
+        """Whether the echo of this response may skip cause detection (see :meth:`_quiet_echo`).
 
         The cycle finished its cause and wrote the diff-base itself (so whatever another client
         wrote there is overwritten), and the response differs from the handled body only in
@@ -457,7 +457,6 @@ class Reconciler(HandlerCalls):
             and not cause.deleted
             and options.progress_storage is None
             and options.diffbase_storage is None
-            and self.registry.echoes_are_quiet(self.resource)
             and settled_by(cause.body, response)
         )
 
@@ -467,20 +466,23 @@ class Reconciler(HandlerCalls):
         """Whether the full cycle on our write's echo would end as a no-op and write nothing.
 
         The cause would be a no-op (see :meth:`_settles`). A no-op cycle calls no handler and
-        only decides the finalizer, from the filters of the delete handlers; those read the
-        essence and the labels and annotations and call nothing back (``echoes_are_quiet``,
-        asked again, as handlers may have been registered meanwhile), so the finalizer is decided
-        here as that cycle would decide it: for the no-op cause that it would detect.
+        only decides the finalizer, from the filters of the delete handlers. Where those read
+        only the essence, the labels and the annotations and call nothing back, and nothing else
+        looks at the resource's bodies (``echoes_are_quiet``, asked now: handlers may have been
+        registered since the write), the finalizer is decided here as that cycle would decide
+        it: for the no-op cause that it would detect.
         """
         if not self.registry.echoes_are_quiet(self.resource):
             return False
+        present = has_finalizer(body, self.persistence.finalizer)
+        if not self.registry.may_require_finalizer(self.resource):
+            return not present
         essence = settled.essence
         noop = ChangingCause(
             resource=self.resource, body=body, reason=Reason.NOOP, old=essence, new=essence
         )
         factory = self._factory(noop, slot, logger, Patch())
-        wanted = self.registry.requires_finalizer(noop, factory)
-        return wanted == has_finalizer(body, self.persistence.finalizer)
+        return self.registry.requires_finalizer(noop, factory) == present
 
     def _pruned(self, patch: Patch, response: Mapping[str, Any], logger: Logger) -> bool:
         """Whether the server dropped our state from the status; if so, use annotations now.

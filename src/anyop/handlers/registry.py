@@ -316,14 +316,18 @@ class OperatorRegistry:
     ) -> bool:
         """Whether the object needs our finalizer: a non-optional delete handler or a daemon or a
         timer (not among ``excluded``, e.g. daemons that exited for good) wants it."""
-        if not self.spawning.served(cause.resource) and not any(
-            handler.requires_finalizer for handler in self.changing.served(cause.resource)
-        ):
-            return False  # no handler of the resource could want it, whatever the object
+        if not self.may_require_finalizer(cause.resource):
+            return False
         spawning = SpawningCause(resource=cause.resource, body=cause.body)
         return self.changing.requires_finalizer(
             cause, kwargs_factory
         ) or self.spawning.requires_finalizer(spawning, kwargs_factory, excluded=excluded)
+
+    def may_require_finalizer(self, resource: Resource) -> bool:
+        """Whether any handler of the resource could want our finalizer, whatever the object."""
+        return bool(self.spawning.served(resource)) or any(
+            handler.requires_finalizer for handler in self.changing.served(resource)
+        )
 
     def echoes_are_quiet(self, resource: Resource) -> bool:
         """Whether a body :func:`~anyop.handlers.causes.settled_by` a handled one needs no cycle.
