@@ -11,8 +11,10 @@ So each object costs two handling cycles, one patch and no network: the part of 
 The cyclic garbage collector is tuned as ``anyop run`` tunes it. Printed: CPU microseconds per
 object (``time.process_time()``) for each backend, medians of the repetitions, which alternate.
 ``--profile FILE`` writes a cProfile of one more asyncio run (read it with ``python -m pstats
-FILE``). Use it for before/after ratios of engine changes: it is steadier than the side-by-side
-runs, whose time is shared with kube-apiserver and etcd.
+FILE``); ``--cycles`` times the create cycle and the echo's cycle instead, each called directly
+(no workers, no tasks). Use it for before/after ratios of engine changes, alternating with an
+older checkout (``PYTHONPATH=<checkout>/src python -m bench.cycle``): it is steadier than the
+side-by-side runs, whose time is shared with kube-apiserver and etcd.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import anyio
 import anyio.lowlevel
 
 import anyop
-from anyop.engine.objects import ObjectWorkers
+from anyop.engine.objects import ObjectSlot, ObjectWorkers
 from anyop.engine.reconcile import Observed, Reconciler
 from anyop.engine.resources import persistence_for
 from anyop.engine.running import OPERATOR_GC_THRESHOLDS
@@ -166,6 +168,40 @@ async def run(count: int, seconds: float = 600) -> float:
     return spent
 
 
+async def cycles(count: int) -> tuple[float, float]:
+    """Seconds per object of its create cycle and of its echo's cycle, each called directly.
+
+    No workers and no tasks: the reconciler is called for the listed body, then for the echo of
+    its write (the same stand-in API). Steadier than :func:`run` for changes to one cycle.
+    """
+    listed = [body(index) for index in range(count)]
+    server = Server(listed)
+    settings = anyop.OperatorSettings()
+    persistence = persistence_for(RESOURCE, settings)
+    client: Any = server
+    reconciler = Reconciler(client, RESOURCE, registry(), settings, persistence)
+    creating = echoing = 0.0
+    with contextlib.closing(server):
+        for item in listed:
+            slot = ObjectSlot(uid=item["metadata"]["uid"])
+            started = time.perf_counter()
+            await reconciler(slot, Observed(item, type="ADDED", listed=True))
+            created = time.perf_counter()
+            try:
+                text = server.echoes.receive_nowait()
+            except anyio.WouldBlock:
+                name = item["metadata"]["name"]
+                raise RuntimeError(f"{name}: its create cycle sent no patch") from None
+            echo = Observed(json.loads(text), type="MODIFIED")
+            echoed = time.perf_counter()
+            await reconciler(slot, echo)
+            creating += created - started
+            echoing += time.perf_counter() - echoed
+    if server.patches != count:
+        raise RuntimeError(f"{server.patches} patches for {count} objects (expected one each)")
+    return creating / count, echoing / count
+
+
 @contextlib.contextmanager
 def tuned_collector() -> Iterator[None]:
     """The cyclic garbage collector as ``anyop run`` tunes it, until the block ends."""
@@ -185,7 +221,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--backends", nargs="+", default=["asyncio", "trio"])
     parser.add_argument("--profile", help="Write a cProfile of one more asyncio run here.")
+    parser.add_argument(
+        "--cycles", action="store_true", help="Time the create and the echo cycle, called directly."
+    )
     args = parser.parse_args(argv)
+    if args.cycles:
+        with tuned_collector():
+            timed = measure_cycles(args.objects, args.repeats, args.backends)
+        for backend, (create, echo) in timed.items():
+            print(f"{backend}: create cycle {create:.1f} us, echo cycle {echo:.1f} us (medians)")
+        return
     with tuned_collector():
         runs = measure(args.objects, args.repeats, args.backends)
         if args.profile:
@@ -210,6 +255,21 @@ def measure(count: int, repeats: int, backends: list[str]) -> dict[str, list[flo
             runs[backend].append(spent / count * 1e6)
             print(f"  #{repeat + 1} {backend}: {runs[backend][-1]:.1f} us per object", flush=True)
     return runs
+
+
+def measure_cycles(count: int, repeats: int, backends: list[str]) -> dict[str, tuple[float, float]]:
+    """Median microseconds of the create and the echo cycle, by backend; backends alternate."""
+    runs: dict[str, list[tuple[float, float]]] = {backend: [] for backend in backends}
+    for repeat in range(repeats):
+        for backend in backends[repeat % 2 :] + backends[: repeat % 2]:
+            runs[backend].append(anyio.run(cycles, count, backend=backend))
+    return {
+        backend: (
+            statistics.median(create for create, _ in values) * 1e6,
+            statistics.median(echo for _, echo in values) * 1e6,
+        )
+        for backend, values in runs.items()
+    }
 
 
 if __name__ == "__main__":

@@ -50,3 +50,21 @@ def test_an_engine_that_stops_patching_fails_the_benchmark_in_time(
     monkeypatch.setattr(cycle.Server, "patch", never)
     with pytest.raises(RuntimeError, match=r"0 patches and 0 of 6 cycles in 0.2 s"):
         anyio.run(cycle.run, 3, 0.2)
+
+
+def test_the_cycles_mode_times_the_create_and_the_echo_cycle(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    cycle.main(["--cycles", "--objects", "10", "--repeats", "1", "--backends", "trio"])
+    assert "trio: create cycle " in capsys.readouterr().out
+
+
+def test_a_create_cycle_that_does_not_patch_fails_the_cycles_mode(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def ignored(*_: object, **__: object) -> None:
+        return None
+
+    monkeypatch.setattr(cycle.Server, "patch", ignored)
+    with pytest.raises(RuntimeError, match="kex-0: its create cycle sent no patch"):
+        anyio.run(cycle.cycles, 3)
