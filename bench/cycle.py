@@ -125,6 +125,16 @@ class Counted:
         return result
 
 
+def operator(count: int) -> tuple[list[dict[str, Any]], Server, Reconciler]:
+    """``count`` listed objects, the stand-in API holding them, and the bulk operator's cycle."""
+    listed = [body(index) for index in range(count)]
+    server = Server(listed)
+    settings = anyop.OperatorSettings()
+    persistence = persistence_for(RESOURCE, settings)
+    client: Any = server  # a stand-in for KubeClient: it has what the cycle calls
+    return listed, server, Reconciler(client, RESOURCE, registry(), settings, persistence)
+
+
 async def run(count: int, seconds: float = 600) -> float:
     """CPU seconds for ``count`` objects, from their listing until every echo is handled.
 
@@ -132,32 +142,27 @@ async def run(count: int, seconds: float = 600) -> float:
         RuntimeError: An object was not handled with one patch, or the cycles did not all end
             within ``seconds``.
     """
-    listed = [body(index) for index in range(count)]
-    server = Server(listed)
-    settings = anyop.OperatorSettings()
-    persistence = persistence_for(RESOURCE, settings)
-    client: Any = server  # a stand-in for KubeClient: it has what the cycle calls
-    reconciler = Reconciler(client, RESOURCE, registry(), settings, persistence)
-    cycles = Counted(reconciler, expected=2 * count)  # the listed body's, and its echo's
+    listed, server, reconciler = operator(count)
+    counted = Counted(reconciler, expected=2 * count)  # the listed body's, and its echo's
     gc.collect()
     started = time.process_time()
     with contextlib.closing(server):
         async with anyio.create_task_group() as tg:
-            workers = ObjectWorkers(cycles, tg)
+            workers = ObjectWorkers(counted, tg)
             for item in listed:
                 workers.dispatch(Observed(item, type="ADDED", listed=True))
             with anyio.move_on_after(seconds) as waiting:
                 for _ in range(count):  # the watch: every echo, decoded, in order
                     echo = json.loads(await server.echoes.receive())
                     workers.dispatch(Observed(echo, type="MODIFIED"))
-                await cycles.done.wait()
+                await counted.done.wait()
             spent = time.process_time() - started
             workers.close()
             if waiting.cancelled_caught:
                 tg.cancel_scope.cancel()  # the stuck cycles too
     if waiting.cancelled_caught:
         raise RuntimeError(
-            f"{server.patches} patches and {cycles.cycles} of {2 * count} cycles in {seconds} s"
+            f"{server.patches} patches and {counted.cycles} of {2 * count} cycles in {seconds} s"
         )
     if server.patches != count:
         raise RuntimeError(f"{server.patches} patches for {count} objects (expected one each)")
@@ -174,12 +179,7 @@ async def cycles(count: int) -> tuple[float, float]:
     No workers and no tasks: the reconciler is called for the listed body, then for the echo of
     its write (the same stand-in API). Steadier than :func:`run` for changes to one cycle.
     """
-    listed = [body(index) for index in range(count)]
-    server = Server(listed)
-    settings = anyop.OperatorSettings()
-    persistence = persistence_for(RESOURCE, settings)
-    client: Any = server
-    reconciler = Reconciler(client, RESOURCE, registry(), settings, persistence)
+    listed, server, reconciler = operator(count)
     creating = echoing = 0.0
     with contextlib.closing(server):
         for item in listed:

@@ -445,16 +445,15 @@ class Reconciler(HandlerCalls):
     def _settles(self, cause: ChangingCause, response: Mapping[str, Any]) -> bool:
         """Whether the echo of this response may skip cause detection (see :meth:`_quiet_echo`).
 
-        The cycle finished its cause and wrote the diff-base itself (so whatever another client
-        wrote there is overwritten), and the response differs from the handled body only in
-        ``status`` and the server's bookkeeping: its essence is the one handled, and a cycle on
-        it would detect a no-op cause. Only with anyop's own storages, as another storage's
-        ``fetch`` is the user's code.
+        Asked only where the cycle finished its cause and wrote the diff-base itself (so
+        whatever another client wrote there is overwritten; never for a deletion): whether the
+        response differs from the handled body only in ``status`` and the server's bookkeeping,
+        so that its essence is the one handled and a cycle on it would detect a no-op cause.
+        Only with anyop's own storages, as another storage's ``fetch`` is the user's code.
         """
         options = self.settings.persistence
         return (
             bool(_version(response))
-            and not cause.deleted
             and options.progress_storage is None
             and options.diffbase_storage is None
             and settled_by(cause.body, response)
