@@ -69,14 +69,14 @@ def object_ref(body: Mapping[str, Any]) -> dict[str, str]:
     """The identifying part of an object: apiVersion, kind, name, uid, namespace."""
     meta = body.get("metadata") or {}
     ref = {
-        "apiVersion": body.get("apiVersion", ""),
-        "kind": body.get("kind", ""),
-        "name": meta.get("name", ""),
-        "uid": meta.get("uid", ""),
+        "apiVersion": str(body.get("apiVersion", "")),
+        "kind": str(body.get("kind", "")),
+        "name": str(meta.get("name", "")),
+        "uid": str(meta.get("uid", "")),
     }
     if namespace := meta.get("namespace"):
-        ref["namespace"] = namespace
-    return {key: str(value) for key, value in ref.items()}
+        ref["namespace"] = str(namespace)
+    return ref
 
 
 def _prefix(ref: Mapping[str, str]) -> str:

@@ -74,7 +74,7 @@ def _requests(resource: Resource, body: Mapping[str, Any], patch: Patch) -> list
     if "status" not in resource.subresources:
         return _some([(merge, None, PatchType.MERGE), (ops, None, PatchType.JSON)])
     main, status = split_status(patch)
-    main_ops, status_ops = split_json_patch(ops)
+    main_ops, status_ops = split_json_patch(ops) if ops else ([], [])
     return _some(
         [
             (dict(status), "status", PatchType.MERGE),

@@ -245,7 +245,7 @@ class Reconciler(HandlerCalls):
             if self.spawner is not None:
                 self.spawner.forget(slot.uid)
             return await self._write(slot, body, patch, delay=None)
-        if not self._changes_objects():
+        if not self.registry.keeps_state(self.resource):
             return await self._write(slot, body, patch, delay=None)
         factory = self._factory(cause, slot, logger, patch)
         alive = self.spawner is not None and self.spawner.sync(slot, cause, factory, logger)
@@ -289,13 +289,6 @@ class Reconciler(HandlerCalls):
         else:
             logger.debug(GONE_MESSAGE)
         return CycleResult(gone=True)
-
-    def _changes_objects(self) -> bool:
-        """Whether any handler keeps state on this resource's objects (not only event ones)."""
-        registry = self.registry
-        return registry.changing.has_handlers(self.resource) or registry.spawning.has_handlers(
-            self.resource
-        )
 
     def _detect(
         self, slot: ObjectSlot, body: Mapping[str, Any], logger: Logger

@@ -181,6 +181,14 @@ class Diff(Sequence[DiffItem]):
     def __init__(self, items: Iterable[Sequence[Any]] = (), /) -> None:
         self._items = tuple(DiffItem(DiffOperation(op), tuple(f), o, n) for op, f, o, n in items)
 
+    @classmethod
+    def _of(cls, items: Iterable[DiffItem]) -> Diff:
+        """A diff of items that are already :class:`DiffItem` s with a :class:`DiffOperation`
+        and a tuple field (as this module makes them), taken as they are."""
+        made = cls.__new__(cls)
+        made._items = tuple(items)
+        return made
+
     def __hash__(self) -> int:
         return hash(tuple((op, field) for op, field, _, _ in self._items))
 
@@ -215,7 +223,7 @@ def diff(a: Any, b: Any, path: FieldPath = ()) -> Diff:
 
     ``None`` and absence are the same: a field that becomes ``None`` is removed.
     """
-    return Diff(_diff_iter(a, b, path))
+    return Diff._of(_diff_iter(a, b, tuple(path)))
 
 
 def _diff_iter(a: Any, b: Any, path: FieldPath) -> Iterator[DiffItem]:

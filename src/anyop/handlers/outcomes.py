@@ -14,7 +14,8 @@ import datetime
 import enum
 import json
 import logging
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, MutableMapping
 from typing import Protocol
 
 from anyop.errors import (
@@ -292,12 +293,15 @@ def deliver_results(outcomes: Mapping[str, Outcome], patch: Patch) -> None:
     for handler_id, outcome in outcomes.items():
         if outcome.exception is not None or outcome.result is None:
             continue
+        status = patch.get("status")
+        if not isinstance(status, MutableMapping):  # as writing to patch.status would
+            status = patch["status"] = {}
         if isinstance(outcome.result, Mapping):
-            existing = patch.status.get(handler_id)
+            existing = status.get(handler_id)
             merged = dict(existing) if isinstance(existing, Mapping) else {}
-            patch.status[handler_id] = {**merged, **json_copy(dict(outcome.result))}
+            status[handler_id] = {**merged, **json_copy(dict(outcome.result))}
         else:
-            patch.status[handler_id] = json_copy(outcome.result)
+            status[handler_id] = json_copy(outcome.result)
 
 
 def returned(result: object, subrefs: tuple[str, ...] = ()) -> Succeeded | Failed:
@@ -308,9 +312,35 @@ def returned(result: object, subrefs: tuple[str, ...] = ()) -> Succeeded | Faile
     return Succeeded(result, subrefs=subrefs)
 
 
+def _plain_json(value: object, depth: int = 0) -> bool:
+    """Whether a value is made of dicts with string keys, lists, strings, integers, booleans,
+    finite floats and ``None`` only, shallowly enough to be checked without the encoder. Pure.
+
+    ``False`` does not mean unstorable: :func:`unstorable` then asks the JSON encoder (e.g. for
+    tuples, which it stores as lists, or deeper nesting).
+    """
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return True
+    if kind is float:
+        return math.isfinite(value)  # type: ignore[arg-type]
+    if depth >= _PLAIN_DEPTH:
+        return False
+    if kind is dict:
+        items = value.items()  # type: ignore[attr-defined]
+        return all(type(key) is str and _plain_json(item, depth + 1) for key, item in items)
+    if kind is list:
+        return all(_plain_json(item, depth + 1) for item in value)  # type: ignore[attr-defined]
+    return False
+
+
+_PLAIN_DEPTH = 8
+"""How deep :func:`_plain_json` looks before it leaves the rest to the encoder."""
+
+
 def unstorable(result: object) -> str | None:
     """Why a handler's result cannot be stored in the status as JSON, or ``None`` if it can."""
-    if result is None:
+    if result is None or _plain_json(result):
         return None
     try:
         json.dumps(result, allow_nan=False)

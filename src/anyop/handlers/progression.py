@@ -154,16 +154,23 @@ class HandlerState:
         """The state after an attempt with this outcome."""
         error = outcome.exception
         delay = outcome.delay
-        return dataclasses.replace(
-            self,
+        final = outcome.final
+        subrefs = self.subrefs
+        if subrefs or outcome.subrefs:
+            subrefs = tuple(sorted(set(subrefs) | set(outcome.subrefs)))
+        # Constructed, not dataclasses.replace(): this runs for every handler call.
+        return HandlerState(
+            active=self.active,
             started=self.started or now,
-            stopped=self.stopped or (now if outcome.final else None),
+            stopped=self.stopped or (now if final else None),
             delayed=now + datetime.timedelta(seconds=delay) if delay is not None else None,
-            success=outcome.final and error is None,
-            failure=outcome.final and error is not None,
+            purpose=self.purpose,
             retries=self.retries + 1,
+            success=final and error is None,
+            failure=final and error is not None,
             message=None if error is None else str(error),
-            subrefs=tuple(sorted(set(self.subrefs) | set(outcome.subrefs))),
+            subrefs=subrefs,
+            origin=self.origin,
         )
 
 
@@ -237,8 +244,10 @@ class Progress(Mapping[str, HandlerState]):
         states = dict(self._states)
         for handler in handlers:
             known = states.get(handler.id)
-            fresh = HandlerState.from_scratch(now=now, purpose=self.purpose)
-            states[handler.id] = fresh if known is None else dataclasses.replace(known, active=True)
+            if known is None:
+                states[handler.id] = HandlerState.from_scratch(now=now, purpose=self.purpose)
+            else:
+                states[handler.id] = dataclasses.replace(known, active=True)
         return Progress(states, purpose=self.purpose)
 
     def with_outcomes(self, outcomes: Mapping[str, Outcome], *, now: datetime.datetime) -> Progress:

@@ -279,6 +279,22 @@ class OperatorRegistry:
         self.spawning = SpawningRegistry()
         self.changing = ChangingRegistry()
         self.webhooks = WebhooksRegistry()
+        self._facts: dict[int, _Facts] = {}
+
+    def _facts_of(self, resource: Resource) -> _Facts:
+        """What every handling cycle asks about the resource's handlers, worked out once (and
+        again after a handler of a kind that the answers depend on is registered)."""
+        sizes = (
+            len(self.watching.handlers),
+            len(self.spawning.handlers),
+            len(self.changing.handlers),
+        )
+        facts = self._facts.get(id(resource))
+        if facts is None or facts.resource is not resource or facts.sizes != sizes:
+            if len(self._facts) >= _MAX_SERVED:
+                self._facts.clear()  # as ResourceRegistry._lookup: no growth forever
+            facts = self._facts[id(resource)] = _Facts(self, resource, sizes)
+        return facts
 
     @property
     def _resource_registries(self) -> Sequence[ResourceRegistry[Any]]:
@@ -300,6 +316,9 @@ class OperatorRegistry:
 
     def extra_fields(self, resource: Resource) -> frozenset[FieldPath]:
         """The fields to track in the essence for the resource's field filters."""
+        return self._facts_of(resource).extra_fields
+
+    def _extra_fields(self, resource: Resource) -> frozenset[FieldPath]:
         watching = self.watching.extra_fields(resource)
         spawning = self.spawning.extra_fields(resource)
         changing = self.changing.extra_fields(resource)
@@ -323,8 +342,16 @@ class OperatorRegistry:
             cause, kwargs_factory
         ) or self.spawning.requires_finalizer(spawning, kwargs_factory, excluded=excluded)
 
+    def keeps_state(self, resource: Resource) -> bool:
+        """Whether any handler keeps state on the resource's objects (not only event handlers):
+        a resource-changing handler, a daemon or a timer."""
+        return self._facts_of(resource).keeps_state
+
     def may_require_finalizer(self, resource: Resource) -> bool:
         """Whether any handler of the resource could want our finalizer, whatever the object."""
+        return self._facts_of(resource).may_require_finalizer
+
+    def _may_require_finalizer(self, resource: Resource) -> bool:
         return bool(self.spawning.served(resource)) or any(
             handler.requires_finalizer for handler in self.changing.served(resource)
         )
@@ -339,6 +366,9 @@ class OperatorRegistry:
         handlers. Indexes are fed by the watch, not by cycles. The engine still decides the
         finalizer for the echo (delete handlers' field filters read the old essence too).
         """
+        return self._facts_of(resource).quiet_echoes
+
+    def _echoes_are_quiet(self, resource: Resource) -> bool:
         if self.watching.served(resource) or self.spawning.served(resource):
             return False
         return all(_reads_only_the_essence(h) for h in self.changing.served(resource))
@@ -349,6 +379,28 @@ class OperatorRegistry:
         for registry in self._resource_registries:
             handlers.extend(registry.for_resource(resource))
         return _server_side_selector(handlers)
+
+
+class _Facts:
+    """The answers of :class:`OperatorRegistry` about one resource, for the registered ``sizes``
+    (how many event handlers, daemons and timers, and changing handlers there were)."""
+
+    __slots__ = (
+        "extra_fields", "keeps_state", "may_require_finalizer", "quiet_echoes", "resource",
+        "sizes",
+    )  # fmt: skip
+
+    def __init__(
+        self, registry: OperatorRegistry, resource: Resource, sizes: tuple[int, int, int]
+    ) -> None:
+        self.resource = resource  # kept alive, so that no other resource can take its id
+        self.sizes = sizes
+        self.extra_fields = registry._extra_fields(resource)
+        self.keeps_state = registry.changing.has_handlers(resource) or (
+            registry.spawning.has_handlers(resource)
+        )
+        self.may_require_finalizer = registry._may_require_finalizer(resource)
+        self.quiet_echoes = registry._echoes_are_quiet(resource)
 
 
 def _reads_only_the_essence(handler: ResourceChangingHandler) -> bool:

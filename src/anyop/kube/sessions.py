@@ -29,6 +29,7 @@ import anyio
 import anyio.to_thread
 import httpx
 
+from anyop._jsons import compact
 from anyop._version import __version__
 from anyop.errors import AnyopError, ApiError, TransportError, UnauthorizedError
 from anyop.kube.auth import Vault
@@ -372,7 +373,7 @@ class SessionPool:
         extra = b""
         body = b""
         if request.body is not None:
-            body = json.dumps(request.body, separators=(",", ":")).encode()
+            body = compact(request.body).encode()
             extra = b"Content-Type: %s\r\nContent-Length: %d\r\n" % (
                 request.content_type.encode(), len(body),
             )  # fmt: skip
@@ -384,7 +385,7 @@ class SessionPool:
         """Build the HTTP request for a session's client (JSON body, timeouts, SNI name)."""
         content, headers = None, {}
         if request.body is not None:
-            content = json.dumps(request.body, separators=(",", ":")).encode()
+            content = compact(request.body).encode()
             headers["Content-Type"] = request.content_type
         extensions: dict[str, Any] = {"timeout": timeout.as_dict()}
         if session.info.tls_server_name:

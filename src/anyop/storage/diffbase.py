@@ -16,6 +16,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from anyop._jsons import compact
 from anyop.handlers.diffs import (
     FieldPath,
     FieldSpec,
@@ -137,7 +138,7 @@ class AnnotationsDiffBaseStorage(DiffBaseStorage):
 
     def store(self, *, body: Mapping[str, Any], patch: Patch, essence: Mapping[str, Any]) -> None:
         """Write the essence to all of the key's annotations, and the prefix's marker."""
-        encoded = json.dumps(essence, separators=(",", ":")) + "\n"
+        encoded = compact(essence) + "\n"
         for full_key in self.naming.make_keys(self.key, body):
             patch.meta.annotations[full_key] = encoded
         self.naming.store_marker(patch, body)
@@ -182,7 +183,7 @@ class StatusDiffBaseStorage(DiffBaseStorage):
 
     def store(self, *, body: Mapping[str, Any], patch: Patch, essence: Mapping[str, Any]) -> None:
         """Write the essence as one string (a merge-patch must not merge it into the old one)."""
-        ensure(patch, self.field, json.dumps(essence, separators=(",", ":")))
+        ensure(patch, self.field, compact(essence))
 
 
 class MultiDiffBaseStorage(DiffBaseStorage):

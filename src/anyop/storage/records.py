@@ -14,6 +14,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from anyop._jsons import compact
+
 __all__ = [
     "CorruptRecordError",
     "ProgressRecord",
@@ -94,7 +96,7 @@ class ProgressRecord:
 
     def to_json(self, *, verbose: bool = False) -> str:
         """The compact JSON text as stored in an annotation."""
-        return json.dumps(self.to_dict(verbose=verbose), separators=(",", ":"))
+        return compact(self.to_dict(verbose=verbose))
 
     @classmethod
     def from_dict(cls, data: object) -> ProgressRecord:

@@ -96,6 +96,13 @@ def test_diff_items_have_kopf_shape_and_accessors() -> None:
     assert repr(item) == "('change', ('a',), 1, 2)"
 
 
+def test_a_diff_under_a_path_given_as_a_list_has_tuple_fields() -> None:
+    (item,) = diff(1, 2, ["spec", "x"])  # type: ignore[arg-type]
+    assert item.field == ("spec", "x")
+    assert diff(1, 2, ["spec", "x"]) == Diff([("change", ("spec", "x"), 1, 2)])  # type: ignore[arg-type]
+    assert hash(diff({"a": 1}, {"a": 2})) == hash(Diff([("change", ["a"], 1, 2)]))
+
+
 def test_diffs_are_hashable_sequences_equal_to_plain_tuples() -> None:
     d = Diff([("add", ["spec", "x"], None, 1)])
     assert d == [("add", ("spec", "x"), None, 1)]

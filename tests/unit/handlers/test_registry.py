@@ -321,3 +321,28 @@ def test_what_serves_many_resource_instances_is_kept_for_a_bounded_number(
         again = Resource("kopf.dev", "v1", "kopfexamples", kind="KopfExample")
         assert ids(registry.changing.for_resource(again)) == ["fn"]
     assert len(registry.changing._served) <= 256
+
+
+def test_the_answers_about_a_resource_follow_later_registrations(
+    registry: OperatorRegistry,
+) -> None:
+    assert not registry.keeps_state(KEX)
+    on.event("kex", registry=registry)(fn)
+    assert not registry.keeps_state(KEX)  # event handlers keep no state on objects
+    assert not registry.echoes_are_quiet(KEX)  # but they see every body
+    on.create("kex", registry=registry)(other)
+    assert registry.keeps_state(KEX)
+    assert not registry.may_require_finalizer(KEX)
+    on.delete("kex", field="spec.x", registry=registry)(fn)
+    assert registry.may_require_finalizer(KEX)
+    assert registry.extra_fields(KEX) == {("spec", "x")}
+
+
+def test_a_daemon_registered_later_is_heeded_by_the_answers(registry: OperatorRegistry) -> None:
+    on.create("kex", registry=registry)(fn)
+    assert registry.echoes_are_quiet(KEX)
+    assert not registry.may_require_finalizer(KEX)
+    on.daemon("kex", registry=registry)(other)
+    assert not registry.echoes_are_quiet(KEX)
+    assert registry.may_require_finalizer(KEX)
+    assert registry.keeps_state(KEX)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import enum
 
 import pytest
 
@@ -25,3 +26,35 @@ def test_nan_is_not_storable() -> None:
     reason = unstorable(float("nan"))
     assert reason is not None
     assert "a float was returned" in reason
+
+
+class Level(enum.IntEnum):
+    LOW = 1
+    HIGH = 2
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        ("a", 1),  # a tuple is stored as a list
+        {1: "int keys become strings"},
+        {"deep": [[[[[[[[[["deeper than the quick check looks"]]]]]]]]]]},
+        Level.HIGH,  # a subclass of int
+        {"ratio": 0.5, "ok": False, "none": None},
+    ],
+)
+def test_what_the_encoder_takes_is_storable_also_past_the_quick_check(result: object) -> None:
+    assert unstorable(result) is None
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        {"a": [1, float("inf")]},
+        {"a": {"b": {1, 2}}},
+        [{"when": datetime.date(2026, 1, 1)}],
+        {"deep": [[[[[[[[[[float("nan")]]]]]]]]]]},
+    ],
+)
+def test_what_the_encoder_refuses_is_unstorable_wherever_it_is_nested(result: object) -> None:
+    assert unstorable(result) is not None
