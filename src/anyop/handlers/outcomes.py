@@ -294,10 +294,10 @@ def deliver_results(outcomes: Mapping[str, Outcome], patch: Patch) -> None:
         if outcome.exception is not None or outcome.result is None:
             continue
         status = patch.get("status")
+        existing = status.get(handler_id) if isinstance(status, Mapping) else None
         if not isinstance(status, MutableMapping):  # as writing to patch.status would
             status = patch["status"] = {}
         if isinstance(outcome.result, Mapping):
-            existing = status.get(handler_id)
             merged = dict(existing) if isinstance(existing, Mapping) else {}
             status[handler_id] = {**merged, **json_copy(dict(outcome.result))}
         else:
@@ -313,15 +313,18 @@ def returned(result: object, subrefs: tuple[str, ...] = ()) -> Succeeded | Faile
 
 
 def _plain_json(value: object, depth: int = 0) -> bool:
-    """Whether a value is made of dicts with string keys, lists, strings, integers, booleans,
-    finite floats and ``None`` only, shallowly enough to be checked without the encoder. Pure.
+    """Whether a value is made of dicts with string keys, lists, strings, integers of up to 64
+    bits, booleans, finite floats and ``None`` only, shallowly enough to be checked without the
+    encoder. Pure.
 
     ``False`` does not mean unstorable: :func:`unstorable` then asks the JSON encoder (e.g. for
     tuples, which it stores as lists, or deeper nesting).
     """
     kind = type(value)
-    if kind is str or kind is int or kind is bool or value is None:
+    if kind is str or kind is bool or value is None:
         return True
+    if kind is int:  # a huge one exceeds the digits that int-to-text allows: the encoder says
+        return value.bit_length() <= 64  # type: ignore[attr-defined,no-any-return]
     if kind is float:
         return math.isfinite(value)  # type: ignore[arg-type]
     if depth >= _PLAIN_DEPTH:

@@ -103,11 +103,14 @@ class ResourceRegistry(Generic[R]):
 
     def __init__(self) -> None:
         self.handlers: list[R] = []
+        self.revision = 0
+        """How many handlers were registered with :meth:`append` (caches follow it)."""
         self._served: dict[int, _Served[R]] = {}
 
     def append(self, handler: R) -> None:
         """Register a handler."""
         self.handlers.append(handler)
+        self.revision += 1
         self._served.clear()
 
     def served(self, resource: Resource) -> Sequence[R]:
@@ -284,16 +287,19 @@ class OperatorRegistry:
     def _facts_of(self, resource: Resource) -> _Facts:
         """What every handling cycle asks about the resource's handlers, worked out once (and
         again after a handler of a kind that the answers depend on is registered)."""
-        sizes = (
-            len(self.watching.handlers),
-            len(self.spawning.handlers),
-            len(self.changing.handlers),
-        )
+        # The same registries, each with the same registrations and as many handlers: the same
+        # cases in which ResourceRegistry._lookup keeps its answer.
+        watching, spawning, changing = self.watching, self.spawning, self.changing
+        key = (
+            watching, watching.revision, len(watching.handlers),
+            spawning, spawning.revision, len(spawning.handlers),
+            changing, changing.revision, len(changing.handlers),
+        )  # fmt: skip
         facts = self._facts.get(id(resource))
-        if facts is None or facts.resource is not resource or facts.sizes != sizes:
+        if facts is None or facts.resource is not resource or facts.key != key:
             if len(self._facts) >= _MAX_SERVED:
                 self._facts.clear()  # as ResourceRegistry._lookup: no growth forever
-            facts = self._facts[id(resource)] = _Facts(self, resource, sizes)
+            facts = self._facts[id(resource)] = _Facts(self, resource, key)
         return facts
 
     @property
@@ -382,19 +388,19 @@ class OperatorRegistry:
 
 
 class _Facts:
-    """The answers of :class:`OperatorRegistry` about one resource, for the registered ``sizes``
-    (how many event handlers, daemons and timers, and changing handlers there were)."""
+    """The answers of :class:`OperatorRegistry` about one resource, for the registrations that
+    ``key`` names (the registries of event handlers, of daemons and timers, and of changing
+    handlers, each with its revision and its number of handlers)."""
 
     __slots__ = (
-        "extra_fields", "keeps_state", "may_require_finalizer", "quiet_echoes", "resource",
-        "sizes",
+        "extra_fields", "keeps_state", "key", "may_require_finalizer", "quiet_echoes", "resource",
     )  # fmt: skip
 
     def __init__(
-        self, registry: OperatorRegistry, resource: Resource, sizes: tuple[int, int, int]
+        self, registry: OperatorRegistry, resource: Resource, key: tuple[Any, ...]
     ) -> None:
         self.resource = resource  # kept alive, so that no other resource can take its id
-        self.sizes = sizes
+        self.key = key
         self.extra_fields = registry._extra_fields(resource)
         self.keeps_state = registry.changing.has_handlers(resource) or (
             registry.spawning.has_handlers(resource)

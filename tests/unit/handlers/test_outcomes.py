@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import types
 from typing import Any
 
 import pytest
@@ -230,6 +231,14 @@ def test_results_are_delivered_to_the_status_under_handler_ids() -> None:
         patch,
     )
     assert patch == {"status": {"merged": {"old": 1, "new": 2}, "scalar": 100}}
+
+
+@pytest.mark.parametrize("status", [None, "text", types.MappingProxyType({"fn": {"old": 1}})])
+def test_results_replace_a_status_that_cannot_take_them_keeping_what_it_read(status: Any) -> None:
+    patch = Patch({"status": status})
+    deliver_results({"fn": Outcome(final=True, result={"new": 2})}, patch)
+    kept = {"old": 1} if isinstance(status, types.MappingProxyType) else {}
+    assert patch == {"status": {"fn": {**kept, "new": 2}}}
 
 
 def test_delivered_results_are_copies() -> None:

@@ -19,7 +19,13 @@ from anyop.handlers.causes import (
 )
 from anyop.handlers.filters import PRESENT
 from anyop.handlers.records import ActivityHandler, callable_id, generate_id
-from anyop.handlers.registry import OperatorRegistry, Registry, SubRegistry, deduplicated
+from anyop.handlers.registry import (
+    ChangingRegistry,
+    OperatorRegistry,
+    Registry,
+    SubRegistry,
+    deduplicated,
+)
 from anyop.kube.resources import Resource
 
 KEX = Resource("kopf.dev", "v1", "kopfexamples", kind="KopfExample", shortcuts=frozenset({"kex"}))
@@ -346,3 +352,23 @@ def test_a_daemon_registered_later_is_heeded_by_the_answers(registry: OperatorRe
     assert not registry.echoes_are_quiet(KEX)
     assert registry.may_require_finalizer(KEX)
     assert registry.keeps_state(KEX)
+
+
+def test_the_answers_follow_registrations_that_keep_the_number_of_handlers(
+    registry: OperatorRegistry,
+) -> None:
+    on.create("kex", registry=registry)(fn)
+    assert not registry.may_require_finalizer(KEX)
+    registry.changing.handlers.pop()
+    on.delete("kex", field="status.x", registry=registry)(other)  # as many handlers as before
+    assert registry.may_require_finalizer(KEX)
+    assert not registry.echoes_are_quiet(KEX)
+    assert registry.extra_fields(KEX) == {("status", "x")}
+
+
+def test_the_answers_follow_a_replaced_registry(registry: OperatorRegistry) -> None:
+    on.create("kex", registry=registry)(fn)
+    assert not registry.may_require_finalizer(KEX)
+    registry.changing = ChangingRegistry()
+    on.delete("kex", registry=registry)(other)
+    assert registry.may_require_finalizer(KEX)

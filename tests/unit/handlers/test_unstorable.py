@@ -41,6 +41,7 @@ class Level(enum.IntEnum):
         {"deep": [[[[[[[[[["deeper than the quick check looks"]]]]]]]]]]},
         Level.HIGH,  # a subclass of int
         {"ratio": 0.5, "ok": False, "none": None},
+        {"big": 2**70, "negative": -(2**70)},
     ],
 )
 def test_what_the_encoder_takes_is_storable_also_past_the_quick_check(result: object) -> None:
@@ -54,6 +55,8 @@ def test_what_the_encoder_takes_is_storable_also_past_the_quick_check(result: ob
         {"a": {"b": {1, 2}}},
         [{"when": datetime.date(2026, 1, 1)}],
         {"deep": [[[[[[[[[[float("nan")]]]]]]]]]]},
+        pytest.param(10**5000, id="more-digits-than-int-to-text-allows"),
+        pytest.param({"n": [10**5000]}, id="nested-more-digits"),
     ],
 )
 def test_what_the_encoder_refuses_is_unstorable_wherever_it_is_nested(result: object) -> None:
