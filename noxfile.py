@@ -49,5 +49,5 @@ def bench(session: nox.Session) -> None:
 
     Kopf gets its own venv in the cache (bench/kopf_env.py); see docs/benchmarks.md.
     """
-    session.install("-e", ".[dev]", "aiohttp")
+    session.install("-e", ".[dev]", "aiohttp", "py-spy")
     session.run("python", "-m", "bench.compare", *session.posargs)

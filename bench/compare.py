@@ -34,7 +34,8 @@ deleted namespaces). Scenarios:
   ``bulk``'s CPU per object beyond it is ``(bulk cpu_s - idle cpu_s) / N``.
 
 Every repetition runs every framework, in a rotating order; reported are medians and the ratios
-to Kopf. Numbers are printed as a Markdown table for ``docs/benchmarks.md``.
+to Kopf. Numbers are printed as a Markdown table for ``docs/benchmarks.md``. ``--profile DIR``
+attaches py-spy to every anyop run (read the profiles with ``python -m bench.profiles``).
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from anyop.testing.controlplane import LocalControlPlane
 from anyop.testing.pytest_plugin import kubectl, wait_for_crd
+from bench import profiles
 from bench.bulk_create import proc_stats
 from bench.daemons import create_objects
 from bench.kopf_env import KOPF_VERSION, kopf_command
@@ -77,6 +79,9 @@ Runs = dict[str, dict[str, list[float]]]
 
 ANYOP_SOURCE: Path | None = None
 """The ``src`` folder anyop's runs import it from (``bench.ab`` sets it); ``None``: this one."""
+
+PROFILE_DIR: Path | None = None
+"""Where ``--profile`` writes a py-spy profile of every anyop run (``bench/profiles.py``)."""
 
 QUIET = ["-q"]
 """Options of ``run`` for both frameworks: ``-q`` (warnings only, so no Events are posted) or none
@@ -113,6 +118,15 @@ class Process:
         self.lines: list[tuple[float, str]] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
+        self._spy: subprocess.Popen[bytes] | None = None
+        if PROFILE_DIR is not None and framework.startswith("anyop"):
+            runs = len(list(PROFILE_DIR.glob(f"{framework}-*.folded")))
+            output = PROFILE_DIR / f"{framework}-{runs + 1}.folded"
+            try:
+                self._spy = profiles.attach(self.popen.pid, output)
+            except BaseException:
+                self.stop()  # no operator left running behind a failed start
+                raise
 
     def _read(self) -> None:
         assert self.popen.stderr is not None
@@ -146,6 +160,8 @@ class Process:
         self._reader.join(timeout=10)
         if self.popen.stderr is not None:
             self.popen.stderr.close()
+        if self._spy is not None:  # it writes its file once the process is gone
+            self._spy.wait(timeout=60)
 
 
 class Handled:
@@ -480,9 +496,20 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="Run the operators with their default logging (INFO, Events posted).",
     )
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        metavar="DIR",
+        help="Attach py-spy to every anyop run; folded stacks into DIR (bench/profiles.py).",
+    )
     args = parser.parse_args(argv)
     if args.verbose_logs:
         QUIET.clear()
+    if args.profile is not None:
+        profiles.py_spy()  # before anything starts: say at once if it is missing
+        global PROFILE_DIR
+        args.profile.mkdir(parents=True, exist_ok=True)
+        PROFILE_DIR = args.profile
     count, repeats = (20, 1) if args.smoke else (args.objects, args.repeats)
     # Bytecode for anyop's sources, as an installed package has (Kopf's venv has it): with
     # PYTHONDONTWRITEBYTECODE set, an editable checkout would be compiled at every start.
