@@ -18,6 +18,7 @@ from typing import Any
 
 import anyio
 
+from anyop._jsons import compact
 from anyop.errors import ConfigError
 
 __all__ = [
@@ -123,7 +124,7 @@ def exec_info(spec: ExecSpec, cluster_info: Mapping[str, Any] | None) -> str:
     if spec.provide_cluster_info and cluster_info is not None:
         request_spec["cluster"] = dict(cluster_info)
     request = {"apiVersion": spec.api_version, "kind": "ExecCredential", "spec": request_spec}
-    return json.dumps(request, separators=(",", ":"))
+    return compact(request)
 
 
 def parse_exec_credential(spec: ExecSpec, stdout: bytes) -> ExecCredential:

@@ -18,6 +18,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypedDict
 
+from anyop._jsons import compact
 from anyop.errors import AdmissionError, PermanentError, TemporaryError
 
 __all__ = [
@@ -256,7 +257,7 @@ def build_response(
         message, code = denial
         response["status"] = {"message": message, "code": code}
     elif patch:
-        encoded = json.dumps(list(patch), separators=(",", ":")).encode()
+        encoded = compact(list(patch)).encode()
         response["patchType"] = "JSONPatch"
         response["patch"] = base64.b64encode(encoded).decode("ascii")
     return {"apiVersion": request.api_version, "kind": "AdmissionReview", "response": response}
