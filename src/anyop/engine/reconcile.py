@@ -19,7 +19,7 @@ from anyop.engine.handling import HandlerCalls, Logger, utcnow
 from anyop.engine.indexes import Indexer
 from anyop.engine.invocation import invoke
 from anyop.engine.objects import Backpressure, CycleResult, ObjectSlot
-from anyop.engine.patching import apply_patch
+from anyop.engine.patching import Endpoint, apply_patch
 from anyop.handlers.causes import (
     ChangingCause,
     Reason,
@@ -41,7 +41,7 @@ from anyop.handlers.records import ResourceChangingHandler
 from anyop.handlers.registry import OperatorRegistry
 from anyop.handlers.stopping import DaemonStoppingReason as Stopping
 from anyop.kube.client import KubeClient
-from anyop.kube.patches import Patch
+from anyop.kube.patches import Patch, merge_patches
 from anyop.kube.resources import Resource
 from anyop.kube.watch import EventType
 from anyop.logs import object_logger
@@ -56,6 +56,7 @@ from anyop.storage.finalizers import (
     allow_deletion,
     block_deletion,
     has_finalizer,
+    is_deletion_ongoing,
 )
 
 __all__ = ["Observed", "Reconciler"]
@@ -65,6 +66,7 @@ SETTLED = "anyop.reconcile.settled"
 ERRORS = "anyop.reconcile.errors"
 RESUMED = "anyop.reconcile.resumed"
 DEFERRED = "anyop.reconcile.deferred"
+RELEASED = "anyop.reconcile.released"
 DEFERRING_MESSAGE = "The API server is behind: the finalizer is added in turn, once it catches up."
 
 
@@ -174,6 +176,9 @@ class Reconciler(HandlerCalls):
         slot.extras[ERRORS] = count + 1
         message = f"Throttling for {delay} seconds due to an unexpected error: {error!r}"
         logger.exception(message)
+        echo: Echo | None = slot.extras.get(ECHO)
+        if echo is not None and _not_older(_version(echo.body), _version(body)):
+            body = echo.body  # what our writes before the error left on the server
         return CycleResult(delay=delay, body=body)
 
     async def _cycle(
@@ -184,6 +189,10 @@ class Reconciler(HandlerCalls):
             body.consumed = True
             await self._run_event_handlers(slot, body, patch, logger)
         deleted = isinstance(body, Observed) and body.type == "DELETED"
+        if not deleted and slot.extras.get(RELEASED) and self._released_before(body):
+            logger.debug("Our finalizer is released already: an older state is not handled.")
+            fresh = await self._send(slot, body, patch) if patch else None
+            return CycleResult(delay=None, body=fresh or body)
         if not deleted and (echo := self._awaited_echo(slot, body)) is not None:
             logger.debug("Waiting for our own patch to arrive before handling older states.")
             delay = max(0.0, echo.deadline - anyio.current_time())
@@ -200,6 +209,15 @@ class Reconciler(HandlerCalls):
             logger.debug(NOOP_MESSAGE)  # as the full cycle ends
             return CycleResult(delay=None, body=body)
         return await self._run_changing(slot, body, patch, logger)
+
+    def _released_before(self, body: Mapping[str, Any]) -> bool:
+        """Whether a body is older than the release of our finalizer, which has landed.
+
+        The object is being deleted and still shows our finalizer: only a state before our own
+        release looks so (nothing adds the finalizer to an object being deleted). Its deletion
+        is over for us, whatever its stored progress says.
+        """
+        return is_deletion_ongoing(body) and has_finalizer(body, self.persistence.finalizer)
 
     def _awaited_echo(self, slot: ObjectSlot, body: Mapping[str, Any]) -> Echo | None:
         """The echo that this body is older than, if it is still worth waiting for."""
@@ -374,10 +392,20 @@ class Reconciler(HandlerCalls):
         outcomes = await self._attempt(slot, cause, handlers, progress, patch, logger)
         progress = progress.with_outcomes(outcomes, now=utcnow())
         deliver_results(outcomes, patch)
-        stored = self._record(cause, progress, patch, store_essence=store_essence, held=held)
+        # The engine's state goes first: every state of the object that our requests leave
+        # behind, one by one, holds it (docs/architecture.md, "Once per cause").
+        state = Patch()
+        stored = self._record(
+            cause, progress, state, store_essence=store_essence, held=held, alongside=bool(patch)
+        )
+        first: Endpoint = "main" if any(key != "status" for key in state) else "status"
+        merge_patches(patch, state)
+        patch.fns.extend(state.fns)  # the release, after the user's functions
         if progress.done and not held:
             self._log_conclusion(slot, cause, progress, logger, announce=bool(handlers))
-        response = await self._send(slot, cause.body, patch)
+        response = await self._send(slot, cause.body, patch, first=first)
+        if cause.deleted and progress.done and not held:
+            slot.extras[RELEASED] = True  # landed (or the object is gone): see _released_before
         if response is not None and self._pruned(patch, response, logger):
             again = Patch()
             self._record(cause, progress, again, store_essence=True)
@@ -398,23 +426,30 @@ class Reconciler(HandlerCalls):
         *,
         store_essence: bool,
         held: bool = False,
+        alongside: bool = False,
     ) -> bool:
         """Put the progress into the patch; when done, also the diff-base or the release.
 
         A deletion ``held`` by daemons keeps its progress (its delete handlers are not re-run)
-        and its finalizer until they exit. Returns whether the diff-base was put in (the cause
-        is finished and the handled essence is what the object will hold).
+        and its finalizer until they exit. A finished deletion is never purged: its release
+        comes last, and where other writes come before it (``alongside``: results, the user's
+        patch), they carry the finished records, so that no state in between shows the delete
+        handlers undone. Returns whether the diff-base was put in (the cause is finished and
+        the handled essence is what the object will hold).
         """
         storage = self.persistence.progress
         if not progress.done or held:
             progress.store(body=cause.body, patch=patch, storage=storage)
             return False
+        if cause.deleted:
+            if alongside:
+                progress.store(body=cause.body, patch=patch, storage=storage)
+            patch.fns.append(allow_deletion(self.persistence.finalizer))
+            return False
         # Done: the purge would take back every record that storing them put into the patch.
         owned = self.registry.changing.for_resource(self.resource)
         progress.purge(body=cause.body, patch=patch, storage=storage, handlers=owned)
-        if cause.deleted:
-            patch.fns.append(allow_deletion(self.persistence.finalizer))
-        elif store_essence or cause.old != cause.new:
+        if store_essence or cause.old != cause.new:
             self.persistence.diffbase.store(body=cause.body, patch=patch, essence=cause.new)
             return True
         return False
@@ -503,11 +538,29 @@ class Reconciler(HandlerCalls):
         return CycleResult(delay=delay, body=response or body)
 
     async def _send(
-        self, slot: ObjectSlot, body: Mapping[str, Any], patch: Patch
+        self,
+        slot: ObjectSlot,
+        body: Mapping[str, Any],
+        patch: Patch,
+        *,
+        first: Endpoint = "status",
     ) -> Mapping[str, Any] | None:
-        """Apply a patch; remember its response as the echo to wait for."""
-        response = await apply_patch(self.client, self.resource, body, patch) if patch else None
-        if response is not None:
-            deadline = anyio.current_time() + self.settings.persistence.consistency_timeout
-            slot.extras[ECHO] = Echo(response, deadline)
-        return response
+        """Apply a patch; remember what landed last as the echo to wait for, even if a later
+        request failed: older bodies are our own intermediate writes (or older still).
+
+        Caveats:
+            The response to the release of the last finalizer of a deleted object carries the
+            version that the object had before it (kube-apiserver 1.36): the state that our
+            request before it left looks no older. See :meth:`_released_before`.
+        """
+        if not patch:
+            return None
+        landed: list[Mapping[str, Any]] = []
+        try:
+            return await apply_patch(
+                self.client, self.resource, body, patch, first=first, landed=landed
+            )
+        finally:
+            if landed:
+                deadline = anyio.current_time() + self.settings.persistence.consistency_timeout
+                slot.extras[ECHO] = Echo(landed[-1], deadline)

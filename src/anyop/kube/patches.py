@@ -35,6 +35,7 @@ __all__ = [
     "json_patch_diff",
     "json_patch_from_fns",
     "merge",
+    "merge_patches",
     "pointer",
     "split_json_patch",
     "split_status",
@@ -182,6 +183,21 @@ def merge(body: Any, patch: Any) -> Any:
         else:
             result[key] = merge(result.get(key), value)
     return result
+
+
+def merge_patches(into: MutableMapping[str, Any], other: Mapping[str, Any]) -> None:
+    """Add a merge-patch to another, as if ``other`` were sent after ``into``.
+
+    Mappings combine key by key; anything else in ``other`` (``None``, which deletes, included)
+    replaces what ``into`` has. ``other`` is not changed, but ``into`` may share its nested
+    mappings afterwards.
+    """
+    for key, value in other.items():
+        mine = into.get(key)
+        if isinstance(value, Mapping) and isinstance(mine, MutableMapping):
+            merge_patches(mine, value)
+        else:
+            into[key] = value
 
 
 def _apply_fns(body: Mapping[str, Any], fns: Iterable[PatchFn]) -> dict[str, Any]:
