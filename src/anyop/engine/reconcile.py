@@ -398,9 +398,12 @@ class Reconciler(HandlerCalls):
         stored = self._record(
             cause, progress, state, store_essence=store_essence, held=held, alongside=bool(patch)
         )
-        first: Endpoint = "main" if any(key != "status" for key in state) else "status"
-        merge_patches(patch, state)
-        patch.fns.extend(state.fns)  # the release, after the user's functions
+        first: Endpoint = "main" if len(state) > ("status" in state) else "status"
+        if patch:
+            merge_patches(patch, state)
+            patch.fns.extend(state.fns)  # the release, after the user's functions
+        else:
+            patch = state
         if progress.done and not held:
             self._log_conclusion(slot, cause, progress, logger, announce=bool(handlers))
         response = await self._send(slot, cause.body, patch, first=first)
