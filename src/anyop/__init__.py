@@ -32,27 +32,34 @@ from anyop.handlers import lifecycles
 from anyop.handlers.bodies import (
     Annotations,
     Body,
+    BodyEssence,
     Labels,
     Memo,
     Meta,
+    ObjectReference,
+    OwnerReference,
     RawBody,
     RawEvent,
+    RawEventType,
     Spec,
     Status,
 )
 from anyop.handlers.causes import Reason
-from anyop.handlers.diffs import Diff, DiffItem, DiffOperation
+from anyop.handlers.diffs import Diff, DiffItem, DiffOperation, FieldPath, FieldSpec
 from anyop.handlers.filters import ABSENT, PRESENT, all_, any_, none_, not_
 from anyop.handlers.indexes import Index, Store
 from anyop.handlers.lifecycles import get_default_lifecycle, set_default_lifecycle
 from anyop.handlers.outcomes import ErrorsMode
+from anyop.handlers.records import HandlerId
 from anyop.handlers.registry import OperatorRegistry, get_default_registry, set_default_registry
 from anyop.handlers.selectors import EVERYTHING
 from anyop.handlers.stopping import (
     AsyncDaemonStopped,
+    AsyncDaemonStopperChecker,
     DaemonStopped,
     DaemonStoppingReason,
     SyncDaemonStopped,
+    SyncDaemonStopperChecker,
 )
 from anyop.hierarchies import (
     adjust_namespace,
@@ -68,7 +75,7 @@ from anyop.kube.auth import login_with_kubeconfig, login_with_service_account
 from anyop.kube.connection import ConnectionInfo
 from anyop.kube.patches import Patch, PatchFn
 from anyop.kube.resources import Resource
-from anyop.logs import Logger, configure
+from anyop.logs import LocalObjectLogger, LogFormat, Logger, ObjectLogger, configure
 from anyop.on import daemon, index, register, subhandler, timer
 from anyop.settings import OperatorSettings
 from anyop.storage.defaults import kopf_compatible_storages, status_storages
@@ -87,7 +94,14 @@ from anyop.storage.progress import (
 )
 from anyop.storage.records import ProgressRecord
 from anyop.webhooks.managed import WebhookClientConfig, WebhookClientConfigService
-from anyop.webhooks.review import WebhookFn
+from anyop.webhooks.review import (
+    Headers,
+    Operation,
+    SSLPeer,
+    UserInfo,
+    WebhookFn,
+    WebhookServerProtocol,
+)
 
 if _TYPE_CHECKING:
     from anyop.webhooks.server import (
@@ -124,7 +138,9 @@ __all__ = [
     "AnnotationsDiffBaseStorage",
     "AnnotationsProgressStorage",
     "AsyncDaemonStopped",
+    "AsyncDaemonStopperChecker",
     "Body",
+    "BodyEssence",
     "ConnectionInfo",
     "DaemonStopped",
     "DaemonStoppingReason",
@@ -134,18 +150,28 @@ __all__ = [
     "DiffOperation",
     "EVERYTHING",
     "ErrorsMode",
+    "FieldPath",
+    "FieldSpec",
+    "HandlerId",
     "HandlerRetriesError",
     "HandlerTimeoutError",
+    "Headers",
     "Index",
     "Labels",
+    "LocalObjectLogger",
+    "LogFormat",
     "Logger",
     "LoginError",
     "Memo",
     "Meta",
     "MultiDiffBaseStorage",
     "MultiProgressStorage",
+    "ObjectLogger",
+    "ObjectReference",
+    "Operation",
     "OperatorRegistry",
     "OperatorSettings",
+    "OwnerReference",
     "PRESENT",
     "Patch",
     "PatchFn",
@@ -154,8 +180,10 @@ __all__ = [
     "ProgressStorage",
     "RawBody",
     "RawEvent",
+    "RawEventType",
     "Reason",
     "Resource",
+    "SSLPeer",
     "SmartProgressStorage",
     "Spec",
     "Status",
@@ -163,7 +191,9 @@ __all__ = [
     "StatusProgressStorage",
     "Store",
     "SyncDaemonStopped",
+    "SyncDaemonStopperChecker",
     "TemporaryError",
+    "UserInfo",
     "WebhookClientConfig",
     "WebhookClientConfigService",
     "WebhookDockerDesktopServer",
@@ -171,6 +201,7 @@ __all__ = [
     "WebhookK3dServer",
     "WebhookMinikubeServer",
     "WebhookServer",
+    "WebhookServerProtocol",
     "__version__",
     "adjust_namespace",
     "adopt",

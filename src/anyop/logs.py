@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 __all__ = [
+    "LocalObjectLogger",
     "LogFormat",
     "Logger",
     "ObjectLogger",
@@ -88,11 +89,35 @@ class ObjectLogger(logging.LoggerAdapter[logging.Logger]):
     """A logger about one object: its records carry the object's reference.
 
     The reference is fixed when the logger is made; messages are prefixed at formatting time, so
-    JSON logs stay flat unless ``--log-prefix`` asks otherwise.
+    JSON logs stay flat unless ``--log-prefix`` asks otherwise. While an operator that posts its
+    loggers' records runs (``settings.posting.loggers``), its records at or above the operator's
+    ``settings.posting.level`` are posted as Kubernetes Events.
+
+    Made as Kopf makes it, ``ObjectLogger(body=body, settings=settings)``, or from a reference
+    (:func:`object_ref`). Given ``settings``, their ``posting.enabled`` and ``posting.level``
+    narrow which of its records are posted.
     """
 
-    def __init__(self, ref: Mapping[str, str], logger: logging.Logger = objects_logger) -> None:
-        super().__init__(logger, {"k8s_ref": dict(ref)})
+    def __init__(
+        self,
+        ref: Mapping[str, str] | None = None,
+        logger: logging.Logger = objects_logger,
+        *,
+        body: Mapping[str, Any] | None = None,
+        settings: Any = None,
+    ) -> None:
+        if (ref is None) == (body is None):
+            raise TypeError("ObjectLogger() takes either a reference or body=, not both.")
+        ref = ref if ref is not None else object_ref(body or {})
+        extra: dict[str, Any] = {"k8s_ref": dict(ref)}
+        posting = getattr(settings, "posting", None)
+        if self._local or (posting is not None and not posting.enabled):
+            extra["anyop_no_event"] = True
+        elif posting is not None:
+            extra["anyop_posting_level"] = posting.level
+        super().__init__(logger, extra)
+
+    _local = False
 
     def process(
         self, msg: Any, kwargs: MutableMapping[str, Any]
@@ -101,6 +126,13 @@ class ObjectLogger(logging.LoggerAdapter[logging.Logger]):
         extra.update(kwargs.get("extra") or {})
         kwargs["extra"] = extra
         return msg, kwargs
+
+
+class LocalObjectLogger(ObjectLogger):
+    """An :class:`ObjectLogger` whose records are never posted as Kubernetes Events (Kopf's
+    name): for lines too frequent to post, such as those of ``@on.event`` handlers."""
+
+    _local = True
 
 
 def object_logger(body: Mapping[str, Any]) -> ObjectLogger:

@@ -292,8 +292,9 @@ async def test_a_pruning_status_schema_moves_the_state_to_annotations_without_re
     calls: list[str] = []
 
     @on.create("prunedexamples", registry=registry, id="create_fn")
-    async def create_fn(name: str, **_: Any) -> str:
+    async def create_fn(name: str, patch: Any, **_: Any) -> str:
         calls.append(name)
+        patch.status["extra"] = "dropped"  # not in the schema either
         return "done"
 
     base = f"/apis/kopf.dev/v1/namespaces/{anyop_namespace}/prunedexamples"
@@ -308,6 +309,11 @@ async def test_a_pruning_status_schema_moves_the_state_to_annotations_without_re
     assert found["status"] == {"create_fn": "done"}
     assert calls == ["p1"]
     assert any("anyop keeps its state" in message for message in caplog.messages)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    inconsistent = [w for w in warnings if w.startswith("Patching failed with inconsistencies: ")]
+    assert len(inconsistent) == 1  # the first write; the state moves to the annotations then
+    assert "('remove', ('status', 'extra'), 'dropped', None)" in inconsistent[0]
+    assert "('status', 'anyop')" in inconsistent[0]
 
 
 async def test_event_handlers_see_objects_of_a_clusterwide_operator_filtered_by_labels(
@@ -372,3 +378,28 @@ async def test_a_restarted_operator_resumes_and_does_not_recreate(
         await wait_for_log(caplog, "Resuming is processed: 1 succeeded; 0 failed.")
     assert calls == ["create", "resume"]
     assert patches == ["status"]
+
+
+async def test_a_write_that_the_schema_refuses_logs_the_servers_own_reason(
+    api: httpx.AsyncClient,
+    anyop_namespace: str,
+    anyop_apply: Callable[[str], str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    anyop_apply(PRUNING_CRD)
+    registry = OperatorRegistry()
+
+    @on.create("prunedexamples", registry=registry, id="create_fn")
+    async def create_fn(**_: Any) -> int:
+        return 5  # status.create_fn is a string in the schema
+
+    base = f"/apis/kopf.dev/v1/namespaces/{anyop_namespace}/prunedexamples"
+    async with running(registry, anyop_namespace):
+        body = {"apiVersion": "kopf.dev/v1", "kind": "PrunedExample", "metadata": {"name": "p2"}}
+        (await api.post(base, json={**body, "spec": {"field": "value"}})).raise_for_status()
+        with anyio.fail_after(DEADLINE):
+            while not any(m.startswith("Throttling for") for m in caplog.messages):
+                await anyio.sleep(0.05)
+    throttling = next(m for m in caplog.messages if m.startswith("Throttling for"))
+    assert "status.create_fn" in throttling
+    assert "must be of type string" in throttling

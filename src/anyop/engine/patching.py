@@ -24,12 +24,15 @@ from anyop.kube.patches import (
     RESOURCE_VERSION_PATH,
     JsonPatchOp,
     Patch,
+    format_inconsistencies,
+    inconsistencies,
     json_patch_from_fns,
     split_json_patch,
     split_status,
     with_resource_version,
 )
 from anyop.kube.resources import Resource
+from anyop.logs import object_logger
 
 __all__ = [
     "CONFLICT_ATTEMPTS",
@@ -69,6 +72,8 @@ async def apply_patch(
 
     Returns:
         The body from the last response, or ``None`` if nothing was sent or the object is gone.
+        Where the response to a merge-patch lacks what it set (a field pruned by the schema),
+        Kopf's warning "Patching failed with inconsistencies: ..." is logged.
 
     Raises:
         ApiError: A request was refused (the ones before it have landed: see ``landed``).
@@ -83,6 +88,8 @@ async def apply_patch(
             )
             if landed is not None:
                 landed.append(response)
+            if items := inconsistencies(payload, response):  # e.g. pruned by the schema
+                object_logger(body).warning(format_inconsistencies(items))
         # The functions see our own merge-patches' result, and the test is of its version.
         base = response or body
         ops = json_patch_from_fns(base, patch.fns) if patch.fns else []

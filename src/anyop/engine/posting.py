@@ -151,6 +151,8 @@ class _LoggingHandler(logging.Handler):
         ref = getattr(record, "k8s_ref", None)
         if not ref or getattr(record, "anyop_no_event", False):
             return
+        if record.levelno < getattr(record, "anyop_posting_level", 0):
+            return  # below the level of the settings that its logger was made with
         obj = {"apiVersion": ref.get("apiVersion"), "kind": ref.get("kind"), "metadata": ref}
         kind = "Warning" if record.levelno >= logging.WARNING else "Normal"
         try:

@@ -13,9 +13,12 @@ from typing import Any, Literal, TypedDict
 __all__ = [
     "Annotations",
     "Body",
+    "BodyEssence",
     "Labels",
     "Memo",
     "Meta",
+    "ObjectReference",
+    "OwnerReference",
     "RawBody",
     "RawEvent",
     "RawEventType",
@@ -41,6 +44,41 @@ class RawBody(TypedDict, total=False):
     metadata: Mapping[str, Any]
     spec: Mapping[str, Any]
     status: Mapping[str, Any]
+
+
+class BodyEssence(TypedDict, total=False):
+    """What of a body is compared for changes (Kopf's name): its essential metadata, the spec,
+    and whatever else a resource has at the top level except the status.
+
+    The diff-base storages store it (``last-handled-configuration``) and handlers get it as
+    ``old`` and ``new``.
+    """
+
+    metadata: Mapping[str, Any]
+    spec: Mapping[str, Any]
+
+
+class ObjectReference(TypedDict, total=False):
+    """A reference to an object, as Kubernetes Events and :func:`anyop.build_object_reference`
+    have it."""
+
+    apiVersion: str
+    kind: str
+    namespace: str | None
+    name: str
+    uid: str
+
+
+class OwnerReference(TypedDict, total=False):
+    """An entry of ``metadata.ownerReferences``, as :func:`anyop.build_owner_reference` makes
+    it."""
+
+    controller: bool
+    blockOwnerDeletion: bool
+    apiVersion: str
+    kind: str
+    name: str
+    uid: str
 
 
 class RawEvent(TypedDict, total=True):

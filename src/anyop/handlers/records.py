@@ -11,7 +11,7 @@ import dataclasses
 import functools
 import types
 from collections.abc import Callable, Collection
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NewType
 
 from anyop.handlers.causes import Activity, Reason, WebhookType
 from anyop.handlers.diffs import FieldPath
@@ -23,6 +23,7 @@ __all__ = [
     "ActivityHandler",
     "DaemonHandler",
     "Handler",
+    "HandlerId",
     "ResourceChangingHandler",
     "ResourceHandler",
     "ResourceIndexingHandler",
@@ -33,6 +34,10 @@ __all__ = [
     "callable_id",
     "generate_id",
 ]
+
+HandlerId = NewType("HandlerId", str)
+"""A handler's id (Kopf's name): the function's name unless ``id=`` says otherwise, with its
+parent's id and a slash before it for sub-handlers (``parent/child``)."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True, eq=False)

@@ -23,6 +23,8 @@ __all__ = [
     "DaemonStopper",
     "DaemonStoppingReason",
     "SyncDaemonStopped",
+    "SyncDaemonStopperChecker",
+    "AsyncDaemonStopperChecker",
 ]
 
 
@@ -213,3 +215,10 @@ class AsyncDaemonStopped(DaemonStopped):
         finally:
             stopper._unwait(waiter)
         return self.is_set()
+
+
+SyncDaemonStopperChecker = SyncDaemonStopped
+"""Kopf's name of :class:`SyncDaemonStopped`, the ``stopped`` kwarg of sync daemons and timers."""
+
+AsyncDaemonStopperChecker = AsyncDaemonStopped
+"""Kopf's name of :class:`AsyncDaemonStopped`, the ``stopped`` kwarg of async daemons and timers."""

@@ -291,7 +291,7 @@ def inconsistencies(
 
 def format_inconsistencies(items: Sequence[Inconsistency]) -> str:
     """Kopf's warning line for :func:`inconsistencies`."""
-    return f"Merge-patching finished with inconsistencies: {tuple(items)!r}"
+    return f"Patching failed with inconsistencies: {tuple(items)!r}"
 
 
 def _left_diff(a: Any, b: Any, path: tuple[str, ...]) -> Iterator[Inconsistency]:

@@ -15,8 +15,8 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol, TypedDict
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from typing import Any, Literal, Protocol, TypedDict
 
 from anyop._jsons import compact
 from anyop.errors import AdmissionError, PermanentError, TemporaryError
@@ -26,9 +26,12 @@ __all__ = [
     "REVIEW_VERSIONS",
     "AdmissionRequest",
     "Headers",
+    "Operation",
     "ReviewError",
     "SSLPeer",
+    "UserInfo",
     "WebhookFn",
+    "WebhookServerProtocol",
     "build_response",
     "decode_review",
     "error_status",
@@ -82,6 +85,29 @@ class WebhookFn(Protocol):
         headers: Headers | None = None,
         sslpeer: SSLPeer | None = None,
     ) -> dict[str, Any]: ...
+
+
+class WebhookServerProtocol(Protocol):
+    """What ``settings.admission.server`` may be (Kopf's name): called once with the framework's
+    :class:`WebhookFn`, it serves the reviews with it and yields the client configuration for
+    the webhook configurations (``url`` or ``service``, and ``caBundle``) each time it changes.
+
+    :class:`anyop.WebhookServer` is one; any object of this shape works the same.
+    """
+
+    def __call__(self, fn: WebhookFn) -> AsyncIterator[Mapping[str, Any]]: ...
+
+
+Operation = Literal["CREATE", "UPDATE", "DELETE", "CONNECT"]
+"""The ``operation`` kwarg of admission handlers: what the request does to the object."""
+
+
+class UserInfo(TypedDict):
+    """The ``userinfo`` kwarg of admission handlers: who sent the request."""
+
+    username: str
+    uid: str
+    groups: list[str]
 
 
 class _GroupVersionResource(TypedDict):

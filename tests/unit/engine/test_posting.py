@@ -101,3 +101,29 @@ async def test_object_log_records_become_events_only_when_enabled(
     assert not any(
         type(h).__name__ == "_LoggingHandler" for h in logging.getLogger("anyop.objects").handlers
     )
+
+
+async def test_kopfs_object_loggers_post_as_their_settings_say(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="anyop.objects")
+    loud = OperatorSettings.model_validate({"posting": {"level": logging.WARNING}})
+    silent = OperatorSettings.model_validate({"posting": {"enabled": False}})
+    poster = poster_for(loggers=True)
+    with poster.installed():
+        anyop.ObjectLogger(body=BODY, settings=OperatorSettings()).info("default")
+        anyop.ObjectLogger(body=BODY, settings=loud).info("below its level")
+        anyop.ObjectLogger(body=BODY, settings=loud).warning("at its level")
+        anyop.ObjectLogger(body=BODY, settings=silent).error("never posted")
+        anyop.LocalObjectLogger(body=BODY, settings=OperatorSettings()).error("local only")
+    assert [i.message for i in queued(poster)] == ["default", "at its level"]
+    logged = [r for r in caplog.records if r.name == "anyop.objects"]
+    assert len(logged) == 5  # all of them are logged
+    assert {r.k8s_ref["name"] for r in logged} == {"kex"}  # type: ignore[attr-defined]
+
+
+def test_an_object_logger_takes_a_reference_or_a_body() -> None:
+    with pytest.raises(TypeError, match="either"):
+        anyop.ObjectLogger()
+    with pytest.raises(TypeError, match="either"):
+        anyop.ObjectLogger({"name": "x"}, body=BODY)

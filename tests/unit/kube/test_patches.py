@@ -237,7 +237,7 @@ def test_inconsistencies_report_pruned_status_fields() -> None:
     found = inconsistencies(patch, echoed)
     assert found == (("remove", ("status",), {"create_fn": {"message": "hello"}}, None),)
     assert format_inconsistencies(found) == (
-        "Merge-patching finished with inconsistencies: "
+        "Patching failed with inconsistencies: "
         "(('remove', ('status',), {'create_fn': {'message': 'hello'}}, None),)"
     )
 
