@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, ValidationError
@@ -186,14 +186,15 @@ class ExecutionSettings(BaseModel):
 
     model_config = _MODEL
     executor: Executor | None = None
-    """Kopf compatibility only: anyop runs sync handlers in AnyIO worker threads."""
+    """Where sync handlers, daemons, timers and activities run (Kopf's setting): a
+    ``concurrent.futures`` executor. ``None``: anyop's own pool of daemon threads, which never
+    keeps the process alive after the operator has exited (an executor's threads may). Read at
+    each call: a call that has started finishes where it started."""
     max_workers: int | None = Field(default=None, ge=1)
     """How many sync handlers run at once (threads); ``None``: 40. Sync daemons do not count."""
     default_backoff: Seconds = Field(default=60, ge=0)
-
-    def model_post_init(self, context: Any, /) -> None:
-        if self.executor is None:
-            self.executor = ThreadPoolExecutor(max_workers=self.max_workers)
+    """Seconds before a handler is retried after an arbitrary error, when it has no
+    ``backoff=`` of its own."""
 
 
 class NetworkingSettings(BaseModel):

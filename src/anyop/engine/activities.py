@@ -52,6 +52,7 @@ async def _attempt(
     state: HandlerState,
     context: Mapping[str, Any],
     check: ResultCheck | None,
+    settings: OperatorSettings,
 ) -> Decision:
     now = _now()
     if (early := precheck(handler, state, now=now)) is not None:
@@ -68,7 +69,8 @@ async def _attempt(
         if check is not None:
             check(handler, result)
     except Exception as error:  # a handler's failure is data for the decision
-        return decide(handler, state, Failed(error), now=_now())
+        backoff = settings.execution.default_backoff
+        return decide(handler, state, Failed(error), now=_now(), default_backoff=backoff)
     return decide(handler, state, Succeeded(result), now=_now())
 
 
@@ -135,7 +137,7 @@ async def run_activity(
     while pending:
         delays: list[float] = []
         for handler_id, handler in list(pending.items()):
-            decision = await _attempt(handler, states[handler_id], context, check)
+            decision = await _attempt(handler, states[handler_id], context, check, settings)
             logger.log(decision.level, decision.message, exc_info=decision.exc_info)
             states[handler_id] = decision.state
             if not decision.outcome.final:

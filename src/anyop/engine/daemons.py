@@ -379,7 +379,8 @@ class Spawner:
                 happening = Failed(error)
             else:
                 happening = returned(result)
-            decision = decide(handler, state, happening, now=utcnow())
+            backoff = self.settings.execution.default_backoff
+            decision = decide(handler, state, happening, now=utcnow(), default_backoff=backoff)
             observe_handler(self.metrics, self.resource, handler.id, decision.outcome, started)
         obj.logger.log(decision.level, decision.message, exc_info=decision.exc_info)
         deliver_results({handler.id: decision.outcome}, patch)

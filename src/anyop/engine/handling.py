@@ -142,7 +142,8 @@ class HandlerCalls:
             if decision is None:
                 started = time.monotonic()
                 happening = await self._invoke(slot, cause, handler, state, patch, logger)
-                decision = decide(handler, state, happening, now=utcnow())
+                backoff = self.settings.execution.default_backoff
+                decision = decide(handler, state, happening, now=utcnow(), default_backoff=backoff)
                 observe_handler(self.metrics, self.resource, handler.id, decision.outcome, started)
             self._log(decision, logger)
             outcomes[handler.id] = decision.outcome

@@ -33,6 +33,7 @@ from anyop.engine.served import (
     serve_group,
     served_resources,
 )
+from anyop.engine.threads import current_execution
 from anyop.errors import ConfigError
 from anyop.handlers.bodies import Memo
 from anyop.handlers.indexes import OperatorIndexes
@@ -94,17 +95,21 @@ async def serve(
     memo = Memo() if memo is None else memo
     indexes = indexes if indexes is not None else operator_indexes(registry)
     relogin = vault is None
-    if vault is None:
-        vault = Vault()
-        await authenticate(vault, registry, settings, memo, indexes)
-    async with anyio.create_task_group() as logins:
-        if relogin:
-            logins.start_soon(keep_logged_in, vault, registry, settings, memo, indexes)
-        await _serve_logged_in(
-            vault, registry, settings, memo, indexes, namespaces, clusterwide, stop_event,
-            ready_event,
-        )  # fmt: skip
-        logins.cancel_scope.cancel()
+    execution = current_execution.set(settings.execution)  # sync code runs in its executor
+    try:
+        if vault is None:
+            vault = Vault()
+            await authenticate(vault, registry, settings, memo, indexes)
+        async with anyio.create_task_group() as logins:
+            if relogin:
+                logins.start_soon(keep_logged_in, vault, registry, settings, memo, indexes)
+            await _serve_logged_in(
+                vault, registry, settings, memo, indexes, namespaces, clusterwide, stop_event,
+                ready_event,
+            )  # fmt: skip
+            logins.cancel_scope.cancel()
+    finally:
+        current_execution.reset(execution)
 
 
 async def _serve_logged_in(

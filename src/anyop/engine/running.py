@@ -27,6 +27,7 @@ from anyop.engine.activities import run_activity
 from anyop.engine.indexes import operator_indexes
 from anyop.engine.probes import Health, current_health, serve_metrics, serve_probes
 from anyop.engine.root import serve
+from anyop.engine.threads import current_execution
 from anyop.errors import ConfigError
 from anyop.handlers.bodies import Memo
 from anyop.handlers.causes import Activity
@@ -147,6 +148,7 @@ async def operator(
     metrics_at = metrics_endpoint or settings.server.metrics_endpoint
     metrics = _served_metrics(health) if endpoint or metrics_at else None
     tokens = current_health.set(health), current_metrics.set(metrics)
+    execution = current_execution.set(settings.execution)
     try:
         async with anyio.create_task_group() as probes:
             if endpoint:
@@ -172,6 +174,7 @@ async def operator(
     finally:
         current_health.reset(tokens[0])
         current_metrics.reset(tokens[1])
+        current_execution.reset(execution)
 
 
 def _served_metrics(health: Health) -> Metrics:

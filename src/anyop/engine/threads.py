@@ -14,19 +14,29 @@ import contextvars
 import queue
 import threading
 from collections.abc import Callable
+from concurrent.futures import Executor
 from typing import Any
 
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
-__all__ = ["IDLE_TIMEOUT", "DaemonThreads", "run_sync"]
+__all__ = ["IDLE_TIMEOUT", "DaemonThreads", "current_execution", "run_sync"]
 
 IDLE_TIMEOUT = 10.0
 """Seconds an idle thread waits for more work before it exits."""
 
 Job = Callable[[], Callable[[], None]]
 """Runs a call in a worker thread; returns what tells the awaiting task it is done."""
+
+current_execution: contextvars.ContextVar[Any] = contextvars.ContextVar(
+    "anyop_current_execution", default=None
+)
+"""The running operator's ``settings.execution``: its ``executor``, when set, runs sync code.
+
+Read at each call, so that an executor set by a startup handler is used from then on; a call
+already running stays where it started.
+"""
 
 
 class _Worker(threading.Thread):
@@ -64,6 +74,7 @@ class DaemonThreads:
         fn: Callable[[], Any],
         *,
         limiter: anyio.CapacityLimiter | None = None,
+        executor: Executor | None = None,
     ) -> Any:
         """Call ``fn()`` in a thread of the pool; return its result or raise its error.
 
@@ -71,13 +82,14 @@ class DaemonThreads:
             fn: The call, with its arguments bound; the caller's context variables are copied.
             limiter: Bounds how many calls of this kind run at once (the sync handlers');
                 ``None`` for calls that must never wait for others (daemons).
+            executor: Where to run it instead of this pool (``settings.execution.executor``).
         """
         if limiter is None:
-            return await self._run(fn)
+            return await self._run(fn, executor)
         async with limiter:
-            return await self._run(fn)
+            return await self._run(fn, executor)
 
-    async def _run(self, fn: Callable[[], Any]) -> Any:
+    async def _run(self, fn: Callable[[], Any], executor: Executor | None) -> Any:
         done = anyio.Event()
         token = anyio.lowlevel.current_token()
         context = contextvars.copy_context()
@@ -94,7 +106,10 @@ class DaemonThreads:
                 outcome.append((False, error))
             return notify
 
-        self._submit(job)
+        if executor is None:
+            self._submit(job)
+        else:
+            executor.submit(lambda: job()())
         await done.wait()
         ok, value = outcome[0]
         if ok:
@@ -128,5 +143,8 @@ _POOL = DaemonThreads()
 
 
 async def run_sync(fn: Callable[[], Any], *, limiter: anyio.CapacityLimiter | None = None) -> Any:
-    """Call ``fn()`` in anyop's pool of daemon threads (see :class:`DaemonThreads`)."""
-    return await _POOL.run(fn, limiter=limiter)
+    """Call ``fn()`` in the operator's executor if its settings have one, else in anyop's pool
+    of daemon threads (see :class:`DaemonThreads`)."""
+    execution = current_execution.get()
+    executor = execution.executor if execution is not None else None
+    return await _POOL.run(fn, limiter=limiter, executor=executor)

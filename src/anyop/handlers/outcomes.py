@@ -170,6 +170,7 @@ def decide(
     *,
     now: datetime.datetime,
     default_errors: ErrorsMode = ErrorsMode.TEMPORARY,
+    default_backoff: float = DEFAULT_BACKOFF,
 ) -> Decision:
     """Decide the outcome of an attempt.
 
@@ -180,6 +181,8 @@ def decide(
         now: The current time (aware UTC).
         default_errors: The errors mode when the handler has none (``IGNORED`` for event
             handlers, ``PERMANENT`` for webhooks).
+        default_backoff: The delay before retrying after an arbitrary error when the handler
+            has no ``backoff`` (``settings.execution.default_backoff``).
 
     Returns:
         The decision, with Kopf's log line.
@@ -205,7 +208,9 @@ def decide(
         message = f"{handler} failed permanently: {_reason(error)}"
         return _decision(state, outcome, now=now, message=message)
     mode = handler.errors if handler.errors is not None else default_errors
-    return _arbitrary(handler, state, error, now=now, mode=mode, subrefs=subrefs)
+    return _arbitrary(
+        handler, state, error, now=now, mode=mode, subrefs=subrefs, default_backoff=default_backoff
+    )
 
 
 def _exceeds(
@@ -252,8 +257,11 @@ def _arbitrary(
     now: datetime.datetime,
     mode: ErrorsMode,
     subrefs: tuple[str, ...],
+    default_backoff: float = DEFAULT_BACKOFF,
 ) -> Decision:
-    backoff = handler.backoff if handler.backoff is not None else DEFAULT_BACKOFF
+    backoff = handler.backoff if handler.backoff is not None else default_backoff
+    if isinstance(backoff, float) and backoff.is_integer():
+        backoff = int(backoff)  # "60 seconds" in the log, as Kopf says it
     timeout, retries = _exceeds(handler, state, backoff, now=now)
     prefix = f"{handler} failed with an exception and will"
     if mode is ErrorsMode.IGNORED:
