@@ -53,4 +53,3 @@ async def test_an_activity_retries_after_the_default_backoff() -> None:
     with anyio.fail_after(5):  # the default of 60 seconds would not make it
         await run_activity(registry, Activity.STARTUP, settings=settings, memo=Memo())
     assert attempts == [0, 1, 2]
-
