@@ -234,7 +234,10 @@ class BackgroundSettings(BaseModel):
     model_config = _MODEL
     cancellation_polling: Seconds = Field(default=60, gt=0)
     instant_exit_timeout: Seconds | None = None
+    """How long a deletion's cycle waits for the daemons and timers it stopped to exit, before
+    it leaves the release of the finalizer to a later cycle; ``None``: see the next one."""
     instant_exit_zero_time_cycles: int = Field(default=10, ge=0)
+    """Without ``instant_exit_timeout``: how many turns of the event loop it waits instead."""
 
 
 class ServerSettings(BaseModel):

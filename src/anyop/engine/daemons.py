@@ -31,6 +31,7 @@ from typing import Any
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 
 from anyop.engine.handling import Logger, common_kwargs, observe_handler, utcnow
 from anyop.engine.indexes import Indexer
@@ -143,6 +144,30 @@ class Spawner:
         self._stop(obj, stale, Reason.FILTERS_MISMATCH)
         if not self.closing:
             self._spawn(obj, [h for h in wanted if h.id not in obj.runs])
+        return obj.alive
+
+    async def exit_instantly(self, uid: str) -> bool:
+        """Give the object's stopped runs an instant to exit; say if any still holds it.
+
+        The instant is ``background.instant_exit_timeout`` seconds, or, when that is ``None``,
+        ``background.instant_exit_zero_time_cycles`` turns of the event loop (Kopf's "instant
+        exit"): a run that exits on its stop flag at once lets its deletion's cycle release the
+        finalizer itself, with no second cycle and no second write.
+        """
+        obj = self.objects.get(uid)
+        if obj is None:
+            return False
+        background = self.settings.background
+        if background.instant_exit_timeout is not None:
+            with anyio.move_on_after(background.instant_exit_timeout):
+                for run in list(obj.runs.values()):
+                    if run.alive:
+                        await run.exits_within(math.inf)
+        else:
+            for _ in range(background.instant_exit_zero_time_cycles):
+                if not obj.alive:
+                    break
+                await anyio.lowlevel.checkpoint()
         return obj.alive
 
     def forget(self, uid: str, reason: DaemonStoppingReason = Reason.RESOURCE_DELETED) -> None:

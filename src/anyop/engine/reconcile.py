@@ -267,6 +267,8 @@ class Reconciler(HandlerCalls):
             return await self._write(slot, body, patch, delay=None)
         factory = self._factory(cause, slot, logger, patch)
         alive = self.spawner is not None and self.spawner.sync(slot, cause, factory, logger)
+        if alive and cause.deleted and self.spawner is not None:
+            alive = await self.spawner.exit_instantly(slot.uid)
         bare = not patch  # no event handler's patch: the cycle can be run again at no loss
         if self._finalizer_change(cause, factory, patch, logger):
             # Daemons and timers start at once; the finalizer lands in this cycle's one write.
