@@ -131,8 +131,14 @@ class HandlerCalls:
         patch: Patch,
         logger: Logger,
         lifecycle: LifeCycleFn | None = None,
+        *,
+        records: Patch | None = None,
     ) -> dict[str, Outcome]:
-        """Invoke the handlers that are due now, in the order of the lifecycle."""
+        """Invoke the handlers that are due now, in the order of the lifecycle.
+
+        ``records``: where the sub-handlers' progress goes (the cycle's patch of the engine's
+        state; ``patch`` if ``None``), so that the cycle's purge sees it.
+        """
         lifecycle = lifecycle or get_default_lifecycle()
         due = lifecycle(progress.awakened(handlers, now=utcnow()), state=progress)
         outcomes: dict[str, Outcome] = {}
@@ -141,7 +147,15 @@ class HandlerCalls:
             decision = precheck(handler, state, now=utcnow())
             if decision is None:
                 started = time.monotonic()
-                happening = await self._invoke(slot, cause, handler, state, patch, logger)
+                happening = await self._invoke(
+                    slot,
+                    cause,
+                    handler,
+                    state,
+                    patch,
+                    logger,
+                    patch if records is None else records,
+                )
                 backoff = self.settings.execution.default_backoff
                 decision = decide(handler, state, happening, now=utcnow(), default_backoff=backoff)
                 observe_handler(self.metrics, self.resource, handler.id, decision.outcome, started)
@@ -157,13 +171,14 @@ class HandlerCalls:
         state: HandlerState,
         patch: Patch,
         logger: Logger,
+        records: Patch,
     ) -> Happening:
         """Call one handler with its kwargs; its errors become a :class:`Failed`."""
         narrowed = cause.narrowed(handler.field) if handler.field else cause
         kwargs = self._kwargs(narrowed.kwargs, slot, logger, patch)
         kwargs.update(retry=state.retries, started=state.started, param=handler.param)
         kwargs.update(runtime=state.runtime(utcnow()))
-        children = functools.partial(self._run_children, slot, narrowed, patch, logger)
+        children = functools.partial(self._run_children, slot, narrowed, patch, records, logger)
         execution = Execution(parent=handler, run_children=children)
         with execution.active():
             try:
@@ -180,6 +195,7 @@ class HandlerCalls:
         slot: ObjectSlot,
         cause: ChangingCause,
         patch: Patch,
+        records: Patch,
         logger: Logger,
         handlers: Sequence[ResourceChangingHandler],
         registry: SubRegistry,
@@ -194,10 +210,12 @@ class HandlerCalls:
             body=cause.body, storage=storage, handlers=handlers, now=now
         )
         progress = progress.with_purpose(cause.reason).with_handlers(selected, now=now)
-        outcomes = await self._attempt(slot, cause, selected, progress, patch, logger, lifecycle)
+        outcomes = await self._attempt(
+            slot, cause, selected, progress, patch, logger, lifecycle, records=records
+        )
         progress = progress.with_outcomes(outcomes, now=utcnow())
         deliver_results(outcomes, patch)
-        progress.store(body=cause.body, patch=patch, storage=storage)
+        progress.store(body=cause.body, patch=records, storage=storage)
         return progress
 
     @staticmethod

@@ -29,7 +29,6 @@ from anyop.kube.patches import (
     json_patch_from_fns,
     split_json_patch,
     split_status,
-    with_resource_version,
 )
 from anyop.kube.resources import Resource
 from anyop.logs import object_logger
@@ -38,7 +37,7 @@ __all__ = [
     "CONFLICT_ATTEMPTS",
     "Endpoint",
     "apply_patch",
-    "json_requests",
+    "json_parts",
     "merge_requests",
 ]
 
@@ -92,9 +91,15 @@ async def apply_patch(
                 object_logger(body).warning(format_inconsistencies(items))
         # The functions see our own merge-patches' result, and the test is of its version.
         base = response or body
-        ops = json_patch_from_fns(base, patch.fns) if patch.fns else []
-        for part, subresource in json_requests(resource, ops):
-            sent = await _send_json(client, resource, patch, part, subresource, response, where)
+        parts = json_parts(resource, base, patch) if patch.fns else []
+        for index, (ops, subresource) in enumerate(parts):
+            if response is not None and response is not base:
+                # After the ``/status`` part, the main part is made again from what it left,
+                # so that a conflict met and resolved there leaves no stale operation here.
+                ops = json_parts(resource, response, patch)[index][0]
+            if not _changes(ops):
+                continue
+            sent = await _send_json(client, resource, patch, ops, subresource, where)
             if sent is not None:
                 response = sent
                 if landed is not None:
@@ -110,16 +115,12 @@ async def _send_json(
     patch: Patch,
     ops: list[JsonPatchOp],
     subresource: str | None,
-    previous: Mapping[str, Any] | None,
     where: dict[str, Any],
 ) -> Mapping[str, Any] | None:
     """Send a guarded JSON patch; on a conflict, re-apply the functions to the fresh object.
 
     Returns ``None`` if the fresh object already is as the functions would make it.
     """
-    if previous is not None:
-        # Our own earlier request of this cycle changed the version; nobody else's did.
-        ops = with_resource_version(ops, _version(previous))
     for attempt in range(1, CONFLICT_ATTEMPTS + 1):
         try:
             return await client.patch(
@@ -158,20 +159,21 @@ def merge_requests(
     return [(payload, subresource) for payload, subresource in requests if payload]
 
 
-def json_requests(
-    resource: Resource, ops: list[JsonPatchOp]
+def json_parts(
+    resource: Resource, base: Mapping[str, Any], patch: Patch
 ) -> list[tuple[list[JsonPatchOp], str | None]]:
-    """The JSON patches of a guarded JSON patch, after the merge-patches. Pure.
+    """The JSON patches of a patch's functions applied to ``base``, and their subresources, in
+    the order to send them (some may change nothing). Pure.
 
-    The ``/status`` one goes before the main one: the main one may release the finalizer, after
-    which the object may be gone.
+    Each is guarded by a ``test`` of ``base``'s ``resourceVersion``. The ``/status`` one goes
+    before the main one: the main one may release the finalizer, after which the object may be
+    gone.
     """
-    if not _changes(ops):
-        return []
+    ops = json_patch_from_fns(base, patch.fns)
     if "status" not in resource.subresources:
         return [(ops, None)]
     main, status = split_json_patch(ops)
-    return [(part, sub) for part, sub in ((status, "status"), (main, None)) if _changes(part)]
+    return [(status, "status"), (main, None)]
 
 
 def _version(body: Mapping[str, Any]) -> str:

@@ -47,7 +47,7 @@ from anyop.kube.watch import EventType
 from anyop.logs import object_logger
 from anyop.metrics import Metrics
 from anyop.settings import OperatorSettings
-from anyop.storage.defaults import Persistence, anyop_storages
+from anyop.storage.defaults import Persistence, anyop_storages, written_first
 from anyop.storage.diffbase import StatusDiffBaseStorage, read_diffbase, status_was_pruned
 from anyop.storage.finalizers import (
     ADDING_MESSAGE,
@@ -65,6 +65,7 @@ ECHO = "anyop.reconcile.echo"
 SETTLED = "anyop.reconcile.settled"
 ERRORS = "anyop.reconcile.errors"
 RESUMED = "anyop.reconcile.resumed"
+LISTED = "anyop.reconcile.listed"
 DEFERRED = "anyop.reconcile.deferred"
 RELEASED = "anyop.reconcile.released"
 DEFERRING_MESSAGE = "The API server is behind: the finalizer is added in turn, once it catches up."
@@ -330,10 +331,23 @@ class Reconciler(HandlerCalls):
             old=old,
             new=new,
             finalizer=storage.finalizer,
-            initial=bool(observed and observed.listed and not slot.extras.get(RESUMED)),
+            initial=self._initial(slot, observed),
             corrupt_diffbase=stored.corrupt,
         )
         return cause, stored.corrupt
+
+    @staticmethod
+    def _initial(slot: ObjectSlot, observed: Observed | None) -> bool:
+        """Whether the object is new to this process: listed, and no cause finished since.
+
+        Remembered in the slot until a cause finishes: the cycles after the listing's (a retry,
+        the next handler of the lifecycle) run on our own writes' answers, which are no listing.
+        """
+        if slot.extras.get(RESUMED):
+            return False
+        if observed is not None and observed.listed:
+            slot.extras[LISTED] = True
+        return bool(slot.extras.get(LISTED))
 
     def _defers(self, slot: ObjectSlot) -> bool:
         """Whether a cycle that would only write the finalizer leaves it for later.
@@ -391,16 +405,24 @@ class Reconciler(HandlerCalls):
         progress = progress.with_purpose(cause.reason).with_handlers(handlers, now=now)
         if handlers and logger.isEnabledFor(logging.DEBUG):  # the message holds the whole body
             logger.debug(in_progress_message(cause.reason, cause.body))
-        outcomes = await self._attempt(slot, cause, handlers, progress, patch, logger)
+        # The engine's state (the sub-handlers' progress too) goes into a patch of its own, sent
+        # first: every state that our requests leave behind holds it (docs/architecture.md,
+        # "Once per cause").
+        state = Patch()
+        outcomes = await self._attempt(
+            slot, cause, handlers, progress, patch, logger, records=state
+        )
         progress = progress.with_outcomes(outcomes, now=utcnow())
         deliver_results(outcomes, patch)
-        # The engine's state goes first: every state of the object that our requests leave
-        # behind, one by one, holds it (docs/architecture.md, "Once per cause").
-        state = Patch()
         stored = self._record(
-            cause, progress, state, store_essence=store_essence, held=held, alongside=bool(patch)
+            cause,
+            progress,
+            state,
+            store_essence=store_essence,
+            held=held,
+            alongside=bool(patch) or bool(state),
         )
-        first: Endpoint = "main" if len(state) > ("status" in state) else "status"
+        first = self._first(state, diffbase=stored)
         if patch:
             merge_patches(patch, state)
             patch.fns.extend(state.fns)  # the release, after the user's functions
@@ -459,6 +481,20 @@ class Reconciler(HandlerCalls):
             return True
         return False
 
+    def _first(self, state: Patch, *, diffbase: bool) -> Endpoint:
+        """Which merge-patch of the cycle goes first: the one with the state that is read first.
+
+        The diff-base's where the cycle stored it (a state with it and without the purge of the
+        records reads as a finished cause), else the records'. For storages that anyop does not
+        know, the main endpoint's if the state has a part there (annotations are read first by
+        Kopf's storages), else the status's.
+        """
+        persistence = self.persistence
+        where = written_first(persistence.diffbase if diffbase else persistence.progress)
+        if where is not None:
+            return where
+        return "main" if len(state) > ("status" in state) else "status"
+
     def _log_conclusion(
         self,
         slot: ObjectSlot,
@@ -470,6 +506,7 @@ class Reconciler(HandlerCalls):
     ) -> None:
         """Kopf's lines for a finished cause (``announce``: there were handlers for it)."""
         slot.extras[RESUMED] = True
+        slot.extras.pop(LISTED, None)
         if announce and logger.isEnabledFor(logging.INFO):
             logger.info(processed_message(cause.reason, progress.counts))
         if cause.deleted and has_finalizer(cause.body, self.persistence.finalizer):

@@ -9,10 +9,12 @@ operator handled before -- without re-running their creation handlers -- use
 from __future__ import annotations
 
 import dataclasses
+from typing import Literal
 
 from anyop.storage.diffbase import (
     AnnotationsDiffBaseStorage,
     DiffBaseStorage,
+    MultiDiffBaseStorage,
     StatusDiffBaseStorage,
 )
 from anyop.storage.finalizers import ANYOP_FINALIZER, KOPF_FINALIZER
@@ -20,12 +22,20 @@ from anyop.storage.progress import (
     ANYOP_PREFIX,
     KOPF_PREFIX,
     AnnotationsProgressStorage,
+    MultiProgressStorage,
     ProgressStorage,
     SmartProgressStorage,
     StatusProgressStorage,
+    _ReadOnlyStatusProgressStorage,
 )
 
-__all__ = ["Persistence", "anyop_storages", "kopf_compatible_storages", "status_storages"]
+__all__ = [
+    "Persistence",
+    "anyop_storages",
+    "kopf_compatible_storages",
+    "status_storages",
+    "written_first",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,3 +91,25 @@ def kopf_compatible_storages() -> Persistence:
         diffbase=AnnotationsDiffBaseStorage(prefix=KOPF_PREFIX),
         finalizer=KOPF_FINALIZER,
     )
+
+
+def written_first(
+    storage: ProgressStorage | DiffBaseStorage,
+) -> Literal["main", "status"] | None:
+    """Where a storage writes the copy of its state that is read first. Pure.
+
+    ``"main"`` for annotations, ``"status"`` for the status stanza; for several storages, that
+    of the first one that writes (they are read in their order); ``None`` for storages that
+    anyop does not know (custom ones). The engine sends that part of a cycle's state first, so
+    that no state between its requests reads as older than it is.
+    """
+    if isinstance(storage, MultiProgressStorage | MultiDiffBaseStorage):
+        for inner in storage.storages:
+            if not isinstance(inner, _ReadOnlyStatusProgressStorage):
+                return written_first(inner)
+        return None
+    if isinstance(storage, StatusProgressStorage | StatusDiffBaseStorage):
+        return "status"
+    if isinstance(storage, AnnotationsProgressStorage | AnnotationsDiffBaseStorage):
+        return "main"
+    return None

@@ -33,8 +33,15 @@ from anyop.kube.client import PatchType
 from anyop.kube.jsonpatch import apply_json_patch
 from anyop.kube.patches import merge
 from anyop.kube.resources import Resource
-from anyop.storage.defaults import anyop_storages, kopf_compatible_storages, status_storages
+from anyop.storage.defaults import (
+    Persistence,
+    anyop_storages,
+    kopf_compatible_storages,
+    status_storages,
+)
+from anyop.storage.diffbase import MultiDiffBaseStorage
 from anyop.storage.finalizers import RELEASING_MESSAGE as RELEASING
+from anyop.storage.progress import MultiProgressStorage
 
 WITH_STATUS = Resource(
     "kopf.dev", "v1", "kopfexamples", kind="KopfExample", subresources=frozenset({"status"}),
@@ -45,10 +52,29 @@ WITHOUT_STATUS = Resource(
     namespaced=True,
 )  # fmt: skip
 
+
+def mixed(*, status_first: bool) -> Persistence:
+    """Both places at once, read in the given order (a custom combination of anyop's storages)."""
+    status, annotations = status_storages(), anyop_storages()
+    progress = [status.progress, annotations.progress]
+    diffbase = [status.diffbase, annotations.diffbase]
+    if not status_first:
+        progress.reverse()
+        diffbase.reverse()
+    return Persistence(
+        MultiProgressStorage(progress), MultiDiffBaseStorage(diffbase), status.finalizer
+    )
+
+
 STORAGES = {
     "status": status_storages,
     "annotations": anyop_storages,
     "kopf": kopf_compatible_storages,
+    "mixed-status-first": functools.partial(mixed, status_first=True),
+    "mixed-annotations-first": functools.partial(mixed, status_first=False),
+    "split": lambda: Persistence(  # records in the status, the diff-base in the annotations
+        status_storages().progress, anyop_storages().diffbase, status_storages().finalizer
+    ),
 }
 
 Body = dict[str, Any]
@@ -430,3 +456,61 @@ def test_the_states_before_our_release_get_no_cycle(
         assert caplog.messages.count("Deletion is processed: 1 succeeded; 0 failed.") == 1
         assert caplog.messages.count(RELEASING) == 1
         assert world.server.requests == reference.server.requests  # nothing more is sent
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+@pytest.mark.parametrize("resource", [WITH_STATUS, WITHOUT_STATUS], ids=["status", "no-status"])
+@pytest.mark.parametrize("storage", sorted(STORAGES))
+def test_sub_handlers_run_again_for_each_new_cause(
+    storage: str, resource: Resource, backend: str
+) -> None:
+    if storage == "status" and resource is WITHOUT_STATUS:
+        pytest.skip("status storage needs the status subresource")
+    world = World(storage, resource, 5.0)
+    registry = world.reconciler.registry = OperatorRegistry()
+    calls: Counter[str] = Counter()
+
+    @on.update("kopfexamples", registry=registry, id="parent")
+    def parent(**_: Any) -> None:
+        calls["parent"] += 1
+
+        @subhandler(id="child")
+        def child(**_: Any) -> None:
+            calls["parent/child"] += 1
+
+    async def three_updates() -> None:
+        await world.phase(world.server.body(), "ADDED", listed=True)
+        for value in ("one", "two", "three"):
+            world.server.change(lambda body, value=value: body["spec"].update(field=value))
+            await world.phase(world.server.body())
+
+    anyio.run(three_updates, backend=backend)
+    assert calls == {"parent": 3, "parent/child": 3}
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+@pytest.mark.parametrize("storage", sorted(STORAGES))
+def test_every_resume_handler_runs_once_after_a_restart(storage: str, backend: str) -> None:
+    """One handler per cycle (Kopf's default lifecycle): the second cycle is no listing."""
+    world = World(storage, WITH_STATUS, 5.0)
+    registry = OperatorRegistry()
+    calls: Counter[str] = Counter()
+
+    @on.resume("kopfexamples", registry=registry, id="resume_1")
+    def resume_1(**_: Any) -> None:
+        calls["resume_1"] += 1
+
+    @on.resume("kopfexamples", registry=registry, id="resume_2")
+    def resume_2(retry: int, **_: Any) -> None:
+        calls["resume_2"] += 1
+        if not retry:
+            raise TemporaryError("again", delay=0)
+
+    async def restarted() -> None:
+        await created(world)  # by the world's own handlers
+        world.restart()
+        world.reconciler.registry = registry
+        await world.phase(world.server.body(), "ADDED", listed=True)
+
+    anyio.run(restarted, backend=backend)
+    assert calls == {"resume_1": 1, "resume_2": 2}  # the second once, and once again

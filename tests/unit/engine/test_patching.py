@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from tests.unit.engine.test_once import WITH_STATUS, WITHOUT_STATUS, Server
 
-from anyop.engine.patching import apply_patch, json_requests, merge_requests
+from anyop.engine.patching import apply_patch, json_parts, merge_requests
 from anyop.errors import InvalidError
 from anyop.kube.patches import Patch
 from anyop.storage.finalizers import allow_deletion, block_deletion
@@ -22,11 +22,12 @@ class Meddling(Server):
     def __init__(self, times: int, **kwargs: Any) -> None:
         super().__init__(WITH_STATUS, **kwargs)
         self.times = times
+        self.meddle: Any = lambda body: body["metadata"].setdefault("labels", {})
 
     async def patch(self, resource: Any, payload: Any, **kwargs: Any) -> Any:
         if isinstance(payload, list) and self.times > 0:
             self.times -= 1
-            self.change(lambda body: body.setdefault("metadata", {}).setdefault("labels", {}))
+            self.change(self.meddle)
         return await super().patch(resource, payload, **kwargs)
 
 
@@ -70,12 +71,16 @@ async def test_a_refused_json_patch_of_an_unchanged_object_is_an_error() -> None
     def impossible(body: Any) -> None:
         body["metadata"]["finalizers"] = ["a"]
 
+    refused: list[Any] = []
+
     async def refusing(resource: Any, payload: Any, **kwargs: Any) -> Any:
+        refused.append(payload)
         raise InvalidError("spec.x: Invalid value", status=422)
 
     server.patch = refusing  # type: ignore[method-assign]
     with pytest.raises(InvalidError, match=r"spec\.x"):
         await apply_patch(client, WITHOUT_STATUS, server.body(), patch_with(impossible))
+    assert len(refused) == 1  # not retried: the object is at the tested version
 
 
 async def test_the_release_is_sent_after_the_merge_patches_and_sees_them() -> None:
@@ -99,15 +104,34 @@ def test_the_merge_patch_with_the_state_goes_first() -> None:
 
 
 def test_the_status_json_patch_goes_before_the_main_one() -> None:
-    test = {"op": "test", "path": "/metadata/resourceVersion", "value": "1"}
-    ops = [
-        test,
-        {"op": "remove", "path": "/metadata/finalizers"},
-        {"op": "add", "path": "/status/a", "value": 1},
-    ]
-    assert [sub for _, sub in json_requests(WITH_STATUS, ops)] == ["status", None]
-    assert [sub for _, sub in json_requests(WITHOUT_STATUS, ops)] == [None]
-    assert json_requests(WITH_STATUS, [test]) == []
+    def both(body: Any) -> None:
+        body["metadata"]["finalizers"] = []
+        body.setdefault("status", {})["a"] = 1
+
+    body = {"metadata": {"resourceVersion": "1", "finalizers": ["x/y"]}}
+    assert [sub for _, sub in json_parts(WITH_STATUS, body, patch_with(both))] == ["status", None]
+    assert [sub for _, sub in json_parts(WITHOUT_STATUS, body, patch_with(both))] == [None]
+
+
+async def test_after_a_conflict_in_the_status_part_the_main_part_is_made_anew() -> None:
+    server = Meddling(times=1)
+    client: Any = server
+    server.change(lambda body: body["metadata"].update(finalizers=["other/f", "x/y"]))
+    stale = server.body()
+
+    def other_leaves(body: Any) -> None:
+        body["metadata"]["finalizers"] = ["x/y"]
+
+    server.meddle = other_leaves  # another writer removes its finalizer before our JSON patch
+
+    def status_and_release(body: Any) -> None:
+        body.setdefault("status", {})["a"] = 1
+        body["metadata"]["finalizers"] = [f for f in body["metadata"]["finalizers"] if f != "x/y"]
+
+    await apply_patch(client, WITH_STATUS, stale, patch_with(status_and_release))
+    assert server.body()["metadata"]["finalizers"] == []
+    assert server.body()["status"] == {"a": 1}
+    assert server.requests == 3  # the refused status part, then each part once
 
 
 def test_a_patch_of_functions_only_has_no_merge_patch() -> None:
