@@ -71,6 +71,9 @@ class PeeringSettings(BaseModel):
     mandatory: bool = False
     standalone: bool = False
     clusterwide: bool = False
+    identity: str | None = None
+    """This operator's name among its peers; ``None``: ``$POD_ID``, else the user, the host, the
+    start time and a random suffix (Kopf's ``identity=`` of ``operator()``)."""
 
     @property
     def namespaced(self) -> bool:

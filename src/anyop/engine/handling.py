@@ -8,6 +8,7 @@ outcomes. It never writes to the API: the cycle's one patch collects everything.
 
 from __future__ import annotations
 
+import contextvars
 import datetime
 import functools
 import logging
@@ -43,9 +44,21 @@ from anyop.metrics import Metrics
 from anyop.settings import OperatorSettings
 from anyop.storage.defaults import Persistence
 
-__all__ = ["HandlerCalls", "Logger", "common_kwargs", "observe_handler", "utcnow"]
+__all__ = [
+    "HandlerCalls",
+    "Logger",
+    "common_kwargs",
+    "current_lifecycle",
+    "observe_handler",
+    "utcnow",
+]
 
 Logger = logging.LoggerAdapter[logging.Logger]
+
+current_lifecycle: contextvars.ContextVar[LifeCycleFn | None] = contextvars.ContextVar(
+    "anyop_current_lifecycle", default=None
+)
+"""The running operator's ``lifecycle=``, if it was given one (else the default lifecycle)."""
 
 
 def utcnow() -> datetime.datetime:
@@ -139,7 +152,7 @@ class HandlerCalls:
         ``records``: where the sub-handlers' progress goes (the cycle's patch of the engine's
         state; ``patch`` if ``None``), so that the cycle's purge sees it.
         """
-        lifecycle = lifecycle or get_default_lifecycle()
+        lifecycle = lifecycle or current_lifecycle.get() or get_default_lifecycle()
         due = lifecycle(progress.awakened(handlers, now=utcnow()), state=progress)
         outcomes: dict[str, Outcome] = {}
         for handler in due:

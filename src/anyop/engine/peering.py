@@ -203,7 +203,7 @@ async def hold_peering(
         logger.debug("Standalone mode: no peering.")
         task_status.started()
         return
-    identity = peer_identity()
+    identity = settings.identity or peer_identity()
     async with anyio.create_task_group() as tg:
         for namespace in namespaces if namespaces is not None else [None]:
             peer = functools.partial(_peer_in, client, settings, namespace, identity, gate)

@@ -17,6 +17,7 @@ import os
 import signal
 import sys
 import threading
+import warnings
 from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from typing import Any
 import anyio
 
 from anyop.engine.activities import run_activity
+from anyop.engine.handling import current_lifecycle
 from anyop.engine.indexes import operator_indexes
 from anyop.engine.probes import Health, current_health, serve_metrics, serve_probes
 from anyop.engine.root import serve
@@ -118,7 +120,12 @@ async def operator(
     priority: int | None = None,
     peering_name: str | None = None,
     leader_election: bool | None = None,
-    **_ignored: Any,
+    lifecycle: Any = None,
+    identity: str | None = None,
+    indexers: Any = None,
+    memories: Any = None,
+    insights: Any = None,
+    _command: Any = None,
 ) -> None:
     """Run the operator until ``stop_flag`` is set or the caller cancels it (Kopf's signature).
 
@@ -130,14 +137,31 @@ async def operator(
     serves ``/metrics`` on an address of its own. ``standalone``, ``priority`` and
     ``peering_name`` (which makes peering mandatory) override ``settings.peering``, and
     ``leader_election`` overrides ``settings.leadership.enabled``, before the startup handlers
-    run (so they may change them again). Kopf's options that anyop does not act on
-    (``lifecycle``, ``insights``...) are accepted and ignored.
+    run (so they may change them again). ``lifecycle`` orders the handlers of this operator's
+    cycles instead of the default one (:func:`anyop.set_default_lifecycle`); ``identity`` is
+    this operator's name among its peers (``settings.peering.identity``). Without namespaces and
+    without ``clusterwide``, it serves the whole cluster after a ``FutureWarning``, as Kopf does.
+
+    Raises:
+        ConfigError: ``indexers``, ``memories``, ``insights`` or ``_command`` is given: these are
+            Kopf's internal state, which anyop keeps in its own task tree (the message says what
+            to use instead).
     """
+    _refuse_internals(indexers=indexers, memories=memories, insights=insights, _command=_command)
     stop_event, ready_event = anyio.Event(), anyio.Event()
     names = [*namespaces, *([namespace] if namespace else [])]
+    if not names and not clusterwide:
+        warnings.warn(
+            "Absence of either namespaces or the cluster-wide flag: serving the whole cluster. "
+            "Pass clusterwide=True (or namespaces=[...]) to silence this.",
+            FutureWarning, stacklevel=2,
+        )  # fmt: skip
+        clusterwide = True
     registry = registry if registry is not None else get_default_registry()
     settings = settings if settings is not None else settings_from_environ()
     _override(settings, standalone, priority, peering_name, leader_election)
+    if identity is not None:
+        settings.peering.identity = identity
     settings.peering.clusterwide = clusterwide
     memo = memo if memo is not None else Memo()
     indexes = operator_indexes(registry)
@@ -149,6 +173,7 @@ async def operator(
     metrics = _served_metrics(health) if endpoint or metrics_at else None
     tokens = current_health.set(health), current_metrics.set(metrics)
     execution = current_execution.set(settings.execution)
+    ordering = current_lifecycle.set(lifecycle)
     try:
         async with anyio.create_task_group() as probes:
             if endpoint:
@@ -175,6 +200,7 @@ async def operator(
         current_health.reset(tokens[0])
         current_metrics.reset(tokens[1])
         current_execution.reset(execution)
+        current_lifecycle.reset(ordering)
 
 
 def _served_metrics(health: Health) -> Metrics:
@@ -182,6 +208,21 @@ def _served_metrics(health: Health) -> Metrics:
     from anyop.engine.observing import operator_metrics
 
     return operator_metrics(health)
+
+
+_INSTEAD = {
+    "indexers": "the indexes are built from @anyop.index handlers; handlers get them as kwargs",
+    "memories": "each object's memory lives in its worker; pass memo= for the objects' memo",
+    "insights": "the watched resources and namespaces are discovered by the operator itself",
+    "_command": "run your own coroutine beside anyop.serve() in your own task group",
+}
+
+
+def _refuse_internals(**given: Any) -> None:
+    """Kopf's internal containers have no meaning here: say so, and what to use instead."""
+    for name, value in given.items():
+        if value is not None:
+            raise ConfigError(f"operator({name}=...) is Kopf's internal state: {_INSTEAD[name]}.")
 
 
 def _override(
