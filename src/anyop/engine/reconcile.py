@@ -48,7 +48,12 @@ from anyop.logs import object_logger
 from anyop.metrics import Metrics
 from anyop.settings import OperatorSettings
 from anyop.storage.defaults import Persistence, anyop_storages, written_first
-from anyop.storage.diffbase import StatusDiffBaseStorage, read_diffbase, status_was_pruned
+from anyop.storage.diffbase import (
+    EssenceTooLargeError,
+    StatusDiffBaseStorage,
+    read_diffbase,
+    status_was_pruned,
+)
 from anyop.storage.finalizers import (
     ADDING_MESSAGE,
     RELEASING_MESSAGE,
@@ -473,13 +478,19 @@ class Reconciler(HandlerCalls):
                 progress.store(body=cause.body, patch=patch, storage=storage)
             patch.fns.append(allow_deletion(self.persistence.finalizer))
             return False
+        stored = store_essence or cause.old != cause.new
+        if stored:
+            try:
+                self.persistence.diffbase.store(body=cause.body, patch=patch, essence=cause.new)
+            except EssenceTooLargeError as error:
+                # The finished records stay instead: no handler runs again for this cause.
+                object_logger(cause.body).error(f"The state cannot be stored: {error}")
+                progress.store(body=cause.body, patch=patch, storage=storage)
+                return False
         # Done: the purge would take back every record that storing them put into the patch.
         owned = self.registry.changing.for_resource(self.resource)
         progress.purge(body=cause.body, patch=patch, storage=storage, handlers=owned)
-        if store_essence or cause.old != cause.new:
-            self.persistence.diffbase.store(body=cause.body, patch=patch, essence=cause.new)
-            return True
-        return False
+        return stored
 
     def _first(self, state: Patch, *, diffbase: bool) -> Endpoint:
         """Which merge-patch of the cycle goes first: the one with the state that is read first.

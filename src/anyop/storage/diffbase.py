@@ -33,14 +33,24 @@ from anyop.storage.annotations import AnnotationsNaming
 from anyop.storage.progress import ANYOP_PREFIX, StorageWarning, WarningsKeeper
 
 __all__ = [
+    "ANNOTATIONS_LIMIT",
     "AnnotationsDiffBaseStorage",
     "DiffBaseStorage",
+    "EssenceTooLargeError",
     "MultiDiffBaseStorage",
     "StatusDiffBaseStorage",
     "StoredEssence",
     "read_diffbase",
     "status_was_pruned",
 ]
+
+
+ANNOTATIONS_LIMIT = 262144
+"""Bytes that all annotations of an object may hold together, keys and values (Kubernetes')."""
+
+
+class EssenceTooLargeError(ValueError):
+    """The essence does not fit where the storage keeps it (the annotations' 256 KiB)."""
 
 
 class DiffBaseStorage(WarningsKeeper, abc.ABC):
@@ -137,11 +147,40 @@ class AnnotationsDiffBaseStorage(DiffBaseStorage):
         return None
 
     def store(self, *, body: Mapping[str, Any], patch: Patch, essence: Mapping[str, Any]) -> None:
-        """Write the essence to all of the key's annotations, and the prefix's marker."""
+        """Write the essence to all of the key's annotations, and the prefix's marker.
+
+        Raises:
+            EssenceTooLargeError: The annotations would exceed Kubernetes' 256 KiB with it (the
+                server would refuse the write); nothing is put into the patch.
+        """
         encoded = compact(essence) + "\n"
-        for full_key in self.naming.make_keys(self.key, body):
+        keys = self.naming.make_keys(self.key, body)
+        size = _annotations_size(body, patch, dict.fromkeys(keys, encoded))
+        if size > ANNOTATIONS_LIMIT:
+            raise EssenceTooLargeError(
+                f"The essence of the object ({len(encoded.encode())} bytes) does not fit into "
+                f"the annotation {keys[0]!r}: all annotations together would be {size} bytes, "
+                f"above Kubernetes' {ANNOTATIONS_LIMIT}. Keep the state in the status "
+                f"(anyop.status_storages(), for resources with the status subresource), or "
+                f"leave the big fields out of the essence (ignored_fields=)."
+            )
+        for full_key in keys:
             patch.meta.annotations[full_key] = encoded
         self.naming.store_marker(patch, body)
+
+
+def _annotations_size(
+    body: Mapping[str, Any], patch: Mapping[str, Any], more: Mapping[str, str]
+) -> int:
+    """The bytes of an object's annotations, keys and values, after the patch and ``more``."""
+    merged = dict(resolve(body, ("metadata", "annotations"), None) or {})
+    merged.update(resolve(patch, ("metadata", "annotations"), None) or {})
+    merged.update(more)
+    return sum(
+        len(str(key).encode()) + len(str(value).encode())
+        for key, value in merged.items()
+        if value is not None
+    )
 
 
 class StatusDiffBaseStorage(DiffBaseStorage):

@@ -276,3 +276,26 @@ def test_anyop_storages_decode_a_fresh_essence_that_is_not_copied_again(
     body = dict(patch)
     monkeypatch.setattr("anyop.storage.diffbase.json_copy", lambda value: pytest.fail("copied"))
     assert read_diffbase(storage, body).essence == {"spec": {"a": 1}}
+
+
+def test_an_essence_too_large_for_the_annotations_is_refused_before_the_write() -> None:
+    from anyop.kube.patches import Patch
+    from anyop.storage.diffbase import (
+        ANNOTATIONS_LIMIT,
+        AnnotationsDiffBaseStorage,
+        EssenceTooLargeError,
+    )
+
+    storage = AnnotationsDiffBaseStorage(v1=False)
+    others = {"other/big": "y" * (ANNOTATIONS_LIMIT - 1000)}
+    body = {"metadata": {"name": "x", "annotations": others}, "spec": {}}
+    patch = Patch()
+    storage.store(body=body, patch=patch, essence={"spec": {"a": "b" * 100}})  # fits
+    assert patch
+    patch = Patch()
+    with pytest.raises(EssenceTooLargeError, match="256|262144") as raised:
+        storage.store(body=body, patch=patch, essence={"spec": {"a": "b" * 1000}})
+    assert "anyop.status_storages()" in str(raised.value)
+    assert patch == {}  # nothing half-written
+    removed = Patch({"metadata": {"annotations": {"other/big": None}}})
+    storage.store(body=body, patch=removed, essence={"spec": {"a": "b" * 1000}})  # fits again
