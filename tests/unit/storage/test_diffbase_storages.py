@@ -293,7 +293,7 @@ def test_an_essence_too_large_for_the_annotations_is_refused_before_the_write() 
     storage.store(body=body, patch=patch, essence={"spec": {"a": "b" * 100}})  # fits
     assert patch
     patch = Patch()
-    with pytest.raises(EssenceTooLargeError, match="256|262144") as raised:
+    with pytest.raises(EssenceTooLargeError, match="262144") as raised:
         storage.store(body=body, patch=patch, essence={"spec": {"a": "b" * 1000}})
     assert "anyop.status_storages()" in str(raised.value)
     assert patch == {}  # nothing half-written
