@@ -172,6 +172,8 @@ class ScanningSettings(BaseModel):
 
     model_config = _MODEL
     disabled: bool = False
+    """Discover nothing while running: CRDs created later are not served, and namespace
+    patterns are ignored (only the exact names among them are served)."""
 
 
 class AdmissionSettings(BaseModel):

@@ -15,6 +15,7 @@ from tests.e2e.test_engine_e2e import running, wait_for, wait_for_log
 
 import anyop.on as on
 from anyop.handlers.registry import OperatorRegistry
+from anyop.settings import OperatorSettings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("anyop_kubeconfig")]
 
@@ -68,3 +69,51 @@ async def test_a_crd_applied_after_the_start_is_served(
         found = await wait_for(api, f"{base}/l1", lambda b: "create_fn" in b.get("status", {}))
     assert found["status"]["create_fn"] == "seen"
     assert created == ["l1"]
+
+
+async def test_with_scanning_disabled_a_crd_applied_after_the_start_is_not_served(
+    api: httpx.AsyncClient,
+    anyop_namespace: str,
+    anyop_apply: Callable[[str], str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="anyop")
+    suffix = uuid.uuid4().hex[:8]
+    kind, plural, singular = f"Late{suffix}", f"late{suffix}s", f"late{suffix}"
+    registry = OperatorRegistry()
+    created: list[str] = []
+    on.create(f"{plural}.late.anyop.dev", registry=registry, id="create_fn")(
+        lambda name, **_: created.append(name)
+    )
+    settings = OperatorSettings()
+    settings.scanning.disabled = True
+
+    async with running(registry, anyop_namespace, settings):
+        manifest = CRD.format(kind=kind, plural=plural, singular=singular)
+        await anyio.to_thread.run_sync(anyop_apply, manifest)
+        base = f"/apis/late.anyop.dev/v1/namespaces/{anyop_namespace}/{plural}"
+        body = {"apiVersion": "late.anyop.dev/v1", "kind": kind, "metadata": {"name": "l1"}}
+        (await api.post(base, json=body)).raise_for_status()
+        await anyio.sleep(3)  # with scanning, it is served within a second (the test above)
+    assert created == []
+    assert not any("created after the start" in m for m in caplog.messages)
+
+
+@pytest.mark.usefixtures("kopfexample_crd")
+async def test_with_scanning_disabled_namespace_patterns_are_ignored_with_a_warning(
+    api: httpx.AsyncClient, anyop_namespace: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from tests.e2e.test_engine_e2e import create, url
+
+    caplog.set_level(logging.INFO, logger="anyop")
+    registry = OperatorRegistry()
+    on.create("kopfexamples", registry=registry, id="create_fn")(lambda **_: "seen")
+    settings = OperatorSettings()
+    settings.scanning.disabled = True
+    namespaces = [anyop_namespace, "nothing-*"]
+    async with running(registry, None, settings, namespaces=namespaces, clusterwide=False):
+        await create(api, anyop_namespace, "exact")
+        path = url(anyop_namespace, "exact")
+        await wait_for(api, path, lambda b: b.get("status", {}).get("create_fn") == "seen")
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("the namespace patterns ['nothing-*'] are ignored" in w for w in warnings)

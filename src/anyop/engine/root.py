@@ -141,9 +141,7 @@ async def _serve_logged_in(
             metrics=metrics,
             stop_reason=functools.partial(_stop_reason, stop),
         )
-        scopes = Scopes(
-            NamespacePatterns(namespaces), clusterwide, needs_following(registry, served.resources)
-        )
+        scopes = _scopes(registry, settings, served, namespaces, clusterwide)
         poster = EventPoster(client, settings)
         posted = anyio.Event()
         with poster.installed():
@@ -186,6 +184,33 @@ class Scopes:
     patterns: NamespacePatterns
     clusterwide: bool
     follow: bool
+
+
+def _scopes(
+    registry: OperatorRegistry,
+    settings: OperatorSettings,
+    served: ServedResources,
+    namespaces: Collection[str | re.Pattern[str]],
+    clusterwide: bool,
+) -> Scopes:
+    """The scopes to serve; with ``scanning.disabled``, nothing is discovered while running.
+
+    Then CRDs created later are not served, and namespace patterns are ignored (Kopf's
+    meaning): only the exact names among them are served, with a warning about the others.
+    """
+    patterns = NamespacePatterns(namespaces)
+    follow = needs_following(registry, served.resources)
+    if settings.scanning.disabled:
+        follow = False
+        if not clusterwide and patterns.exact_names is None:
+            names = patterns.plain_names
+            ignored = [i for i in namespaces if not isinstance(i, str) or i not in names]
+            logger.warning(
+                f"Scanning is disabled (settings.scanning.disabled): the namespace patterns "
+                f"{ignored!r} are ignored; serving only {names!r}."
+            )
+            patterns = NamespacePatterns(names)
+    return Scopes(patterns, clusterwide, follow)
 
 
 async def _serve_gated(
