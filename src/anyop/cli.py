@@ -62,12 +62,12 @@ def _main(
     """Kubernetes operators in Python on AnyIO (Trio or asyncio), with Kopf's API."""
 
 
-def _scope(namespaces: list[str], all_namespaces: bool, backend: str = "asyncio") -> bool:
+def _scope(namespaces: list[str], all_namespaces: bool, backend: str | None = None) -> bool:
     """Check the scope and backend options; return whether to serve the whole cluster."""
     import warnings
 
     _only_one(namespaces, all_namespaces)
-    if backend not in ("asyncio", "trio"):
+    if backend not in (None, "asyncio", "trio"):
         raise typer.BadParameter(f"Unknown backend {backend!r}: use asyncio or trio.")
     if not namespaces and not all_namespaces:
         warnings.warn(
@@ -137,8 +137,12 @@ def run(
     namespace: NamespaceOption = None,
     all_namespaces: AllNamespacesOption = False,
     backend: Annotated[
-        str, typer.Option(envvar="ANYOP_BACKEND", help="asyncio (default) or trio.")
-    ] = "asyncio",
+        str | None,
+        typer.Option(
+            envvar="ANYOP_BACKEND",
+            help="asyncio or trio (default: settings.server.backend, i.e. asyncio).",
+        ),
+    ] = None,
     standalone: Annotated[bool, typer.Option("--standalone", help="Run without peering.")] = False,
     dev: DevOption = False,
     peering: PeeringOption = None,

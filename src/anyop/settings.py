@@ -254,6 +254,7 @@ class ServerSettings(BaseModel):
     metrics_endpoint: str | None = None
     """E.g. ``http://0.0.0.0:9090/metrics``: the Prometheus metrics on an address of their own."""
     backend: Literal["asyncio", "trio"] = "asyncio"
+    """The backend of :func:`anyop.run` and ``anyop run`` when they are given none."""
 
 
 class OperatorSettings(BaseModel):

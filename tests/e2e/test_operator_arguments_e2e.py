@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import threading
 import warnings
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -111,3 +112,23 @@ async def test_the_identity_is_this_operators_name_among_its_peers(
         with anyio.fail_after(DEADLINE):
             while "the-named-one" not in await anyio.to_thread.run_sync(peers):
                 await anyio.sleep(0.1)
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_run_takes_its_backend_from_the_settings(anyop_namespace: str, backend: str) -> None:
+    import sniffio
+
+    registry = OperatorRegistry()
+    seen: list[str] = []
+    stop = threading.Event()
+
+    @on.startup(registry=registry)
+    async def startup(**_: Any) -> None:
+        seen.append(sniffio.current_async_library())
+        stop.set()
+
+    settings = anyop.OperatorSettings()
+    settings.server.backend = backend  # type: ignore[assignment]
+    settings.peering.standalone = True
+    anyop.run(registry=registry, settings=settings, namespaces=[anyop_namespace], stop_flag=stop)
+    assert seen == [backend]

@@ -327,11 +327,12 @@ async def _watch_signals(stop: anyio.Event, scope: anyio.CancelScope, watchdog: 
             stop.set()
 
 
-def run(*, backend: str = "asyncio", **kwargs: Any) -> None:
+def run(*, backend: str | None = None, **kwargs: Any) -> None:
     """Run the operator in a new event loop of ``backend`` until SIGINT or SIGTERM (or a flag).
 
     Accepts the keyword arguments of :func:`operator`. Signal handlers are installed only when
-    called from the main thread.
+    called from the main thread. Without ``backend``, ``settings.server.backend`` says which
+    (``asyncio`` unless ``ANYOP_SERVER__BACKEND`` says otherwise).
 
     As it owns the process, it tunes the cyclic garbage collector for an operator's heap:
 
@@ -347,6 +348,9 @@ def run(*, backend: str = "asyncio", **kwargs: Any) -> None:
     the collector alone. Several runs at once in one process (e.g. test runners in threads)
     share the tuning: the first to start makes it, the last to return undoes it.
     """
+    if kwargs.get("settings") is None:
+        kwargs["settings"] = settings_from_environ()
+    backend = backend or kwargs["settings"].server.backend
     gc.freeze()
     with _COLLECTOR:
         try:
