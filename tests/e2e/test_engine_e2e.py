@@ -403,3 +403,61 @@ async def test_a_write_that_the_schema_refuses_logs_the_servers_own_reason(
     throttling = next(m for m in caplog.messages if m.startswith("Throttling for"))
     assert "status.create_fn" in throttling
     assert "must be of type string" in throttling
+
+
+async def test_a_framework_error_throttles_the_object_with_kopfs_lines(
+    api: httpx.AsyncClient,
+    anyop_namespace: str,
+    anyop_apply: Callable[[str], str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    anyop_apply(PRUNING_CRD)
+    registry = OperatorRegistry()
+    calls: list[float] = []
+
+    @on.create("prunedexamples", registry=registry, id="create_fn")
+    async def create_fn(**_: Any) -> Any:
+        calls.append(anyio.current_time())
+        return 5 if len(calls) == 1 else "fine"  # the schema refuses the first result
+
+    settings = OperatorSettings()
+    settings.queueing.error_delays = (2,)
+    base = f"/apis/kopf.dev/v1/namespaces/{anyop_namespace}/prunedexamples"
+    async with running(registry, anyop_namespace, settings):
+        body = {"apiVersion": "kopf.dev/v1", "kind": "PrunedExample", "metadata": {"name": "p3"}}
+        (await api.post(base, json={**body, "spec": {"field": "value"}})).raise_for_status()
+        await wait_for_log(caplog, "Throttling is over. Switching back to normal operations.")
+        await wait_for(api, f"{base}/p3", lambda b: "create_fn" in b.get("status", {}))
+        assert calls[1] - calls[0] >= 2
+    assert len(calls) == 2
+    assert any(m.startswith("Throttling for 2 seconds due to") for m in caplog.messages)
+
+
+async def test_an_event_in_the_throttling_delay_is_handled_after_it(
+    api: httpx.AsyncClient,
+    anyop_namespace: str,
+    anyop_apply: Callable[[str], str],
+) -> None:
+    anyop_apply(PRUNING_CRD)
+    registry = OperatorRegistry()
+    calls: list[tuple[float, str]] = []
+
+    @on.create("prunedexamples", registry=registry, id="create_fn")
+    async def create_fn(spec: Any, **_: Any) -> Any:
+        calls.append((anyio.current_time(), spec["field"]))
+        return 5 if len(calls) == 1 else "fine"
+
+    settings = OperatorSettings()
+    settings.queueing.error_delays = (2,)
+    base = f"/apis/kopf.dev/v1/namespaces/{anyop_namespace}/prunedexamples"
+    async with running(registry, anyop_namespace, settings):
+        body = {"apiVersion": "kopf.dev/v1", "kind": "PrunedExample", "metadata": {"name": "p4"}}
+        (await api.post(base, json={**body, "spec": {"field": "first"}})).raise_for_status()
+        with anyio.fail_after(DEADLINE):
+            while not calls:
+                await anyio.sleep(0.02)
+        change = {"spec": {"field": "changed"}}
+        (await api.patch(f"{base}/p4", json=change, headers=MERGE)).raise_for_status()
+        await wait_for(api, f"{base}/p4", lambda b: "create_fn" in b.get("status", {}))
+    assert [field for _, field in calls] == ["first", "changed"]  # the latest state, once
+    assert calls[1][0] - calls[0][0] >= 2

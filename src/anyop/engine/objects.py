@@ -27,8 +27,21 @@ import anyio.lowlevel
 
 from anyop.engine.schedule import Schedule
 from anyop.kube.inflight import InFlight
+from anyop.logs import object_logger
 
-__all__ = ["Backpressure", "CycleResult", "ObjectSlot", "ObjectWorkers", "SlotState"]
+__all__ = [
+    "FATAL_MESSAGE",
+    "Backpressure",
+    "CycleResult",
+    "ObjectSlot",
+    "ObjectWorkers",
+    "SlotState",
+]
+
+FATAL_MESSAGE = (
+    "Event processing has failed with an unrecoverable error. This seems to be a framework bug."
+)
+"""Kopf's line when a handling cycle fails beyond its own error handling; the operator stops."""
 
 
 class SlotState(enum.Enum):
@@ -56,12 +69,15 @@ class CycleResult:
             the delayed cycle with when no newer event comes.
         requeue: The cycle left its write for later as the API server is behind: run it
             again, from the queue, once it catches up (only where there is backpressure).
+        throttled: The cycle failed: new events do not end the ``delay`` early; the latest of
+            them is handled once it is over (Kopf's throttling).
     """
 
     delay: float | None = None
     gone: bool = False
     body: Mapping[str, Any] | None = None
     requeue: bool = False
+    throttled: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,13 +262,19 @@ class ObjectWorkers:
 
     async def _work(self, slot: ObjectSlot) -> None:
         delay: float | None = 0.0
+        held = False
         while True:
-            body = await self._next_body(slot, delay)
+            body = await self._next_body(slot, delay, held=held)
             if body is None:
                 slot.state = SlotState.IDLE
                 slot.last = None
                 return
-            result = await self._run_cycle(slot, body)
+            try:
+                result = await self._run_cycle(slot, body)
+            except Exception:
+                object_logger(body).exception(FATAL_MESSAGE)
+                raise  # the operator stops, as Kopf's does
+            held = result.throttled
             if result.gone:
                 slot.state = SlotState.GONE
                 self.slots.pop(slot.uid, None)
@@ -266,20 +288,21 @@ class ObjectWorkers:
             slot.last = result.body or body
             delay = 0.0 if result.requeue else result.delay  # no queue: run it again at once
 
-    async def _next_body(self, slot: ObjectSlot, delay: float | None) -> Mapping[str, Any] | None:
-        """The next body to handle: a new one, or the last one when a delay has run out."""
-        if slot.pending is None and not self._closing:
+    async def _next_body(
+        self, slot: ObjectSlot, delay: float | None, *, held: bool = False
+    ) -> Mapping[str, Any] | None:
+        """The next body to handle: a new one, or the last one when a delay has run out.
+
+        ``held``: new bodies do not end the delay early (the object is throttled).
+        """
+        if held and delay is not None and not self._closing:
+            until = anyio.current_time() + delay
+            while not self._closing and (left := until - anyio.current_time()) > 0:
+                await self._wait(slot, left)
+        elif slot.pending is None and not self._closing:
             wait = self._idle_timeout if delay is None else delay
             if wait > 0:  # not NaN either
-                # One schedule of timeouts, not a cancel scope with a deadline per wait: it
-                # costs a fraction of the CPU (two waits per object: the cycle, its echo).
-                slot.wakeup = anyio.Event()
-                timeout = self._timeouts.add(slot, anyio.current_time() + wait)
-                try:
-                    await slot.wakeup.wait()
-                finally:
-                    slot.wakeup = None
-                    self._timeouts.discard(timeout)
+                await self._wait(slot, wait)
             else:
                 await anyio.lowlevel.checkpoint()
         if self._closing:
@@ -288,6 +311,18 @@ class ObjectWorkers:
             body, slot.pending = slot.pending, None
             return body
         return slot.last if delay is not None else None
+
+    async def _wait(self, slot: ObjectSlot, seconds: float) -> None:
+        """Wait until woken (a new body, closing) or the seconds are over."""
+        # One schedule of timeouts, not a cancel scope with a deadline per wait: it costs a
+        # fraction of the CPU (two waits per object: the cycle, its echo).
+        slot.wakeup = anyio.Event()
+        timeout = self._timeouts.add(slot, anyio.current_time() + seconds)
+        try:
+            await slot.wakeup.wait()
+        finally:
+            slot.wakeup = None
+            self._timeouts.discard(timeout)
 
     async def _run_cycle(self, slot: ObjectSlot, body: Mapping[str, Any]) -> CycleResult:
         if self._limiter is None:

@@ -177,15 +177,19 @@ class Reconciler(HandlerCalls):
         self, slot: ObjectSlot, body: Mapping[str, Any], logger: Logger, error: Exception
     ) -> CycleResult:
         count: int = slot.extras.get(ERRORS, 0)
-        delays = self.settings.queueing.error_delays or (1.0,)
-        delay = delays[min(count, len(delays) - 1)]
+        delays = self.settings.queueing.error_delays
         slot.extras[ERRORS] = count + 1
-        message = f"Throttling for {delay} seconds due to an unexpected error: {error!r}"
+        if not delays:  # throttling is off: the next event is handled when it comes, no retry
+            logger.exception(f"Failed with an unexpected error: {error!r}")
+            return CycleResult(delay=None, body=body)
+        delay = delays[min(count, len(delays) - 1)]
+        shown = int(delay) if float(delay).is_integer() else delay  # "2 seconds", as Kopf says
+        message = f"Throttling for {shown} seconds due to an unexpected error: {error!r}"
         logger.exception(message)
         echo: Echo | None = slot.extras.get(ECHO)
         if echo is not None and _not_older(_version(echo.body), _version(body)):
             body = echo.body  # what our writes before the error left on the server
-        return CycleResult(delay=delay, body=body)
+        return CycleResult(delay=delay, body=body, throttled=True)
 
     async def _cycle(
         self, slot: ObjectSlot, body: Mapping[str, Any], logger: Logger

@@ -53,3 +53,17 @@ async def test_an_activity_retries_after_the_default_backoff() -> None:
     with anyio.fail_after(5):  # the default of 60 seconds would not make it
         await run_activity(registry, Activity.STARTUP, settings=settings, memo=Memo())
     assert attempts == [0, 1, 2]
+
+
+async def test_without_error_delays_a_failed_cycle_waits_for_the_next_event(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Kopf's "no throttling sleeps": no retry is scheduled, and the next event is handled."""
+    world = World("status", WITH_STATUS, 5.0, fail=[2])  # the finalizer lands, then a refusal
+    world.settings.queueing.error_delays = ()
+    result = await world.handle(world.server.body(), "ADDED", listed=True)
+    while result.delay == 0:
+        result = await world.handle(world.server.body())
+    assert result.delay is None
+    assert not result.throttled
+    assert any(m.startswith("Failed with an unexpected error") for m in caplog.messages)

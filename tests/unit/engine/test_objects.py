@@ -350,3 +350,53 @@ async def test_a_requeue_without_backpressure_runs_the_cycle_again_at_once() -> 
             workers = ObjectWorkers(cycle, tg, idle_timeout=0)
             workers.dispatch(body("a", 1))
     assert cycle.seen == [("a", 1), ("a", 1)]
+
+
+async def test_events_during_a_throttling_delay_wait_for_its_end_then_the_latest_is_handled() -> (
+    None
+):
+    cycle = Recorder(CycleResult(delay=0.3, throttled=True))
+    with anyio.fail_after(DEADLINE):
+        async with anyio.create_task_group() as tg:
+            workers = ObjectWorkers(cycle, tg, idle_timeout=0.05)
+            started = anyio.current_time()
+            workers.dispatch(body("a", 1))
+            await anyio.sleep(0.05)
+            workers.dispatch(body("a", 2))
+            workers.dispatch(body("a", 3))
+            while len(cycle.seen) < 2:
+                await anyio.sleep(0.01)
+            handled_again = anyio.current_time() - started
+            workers.close()
+    assert cycle.seen == [("a", 1), ("a", 3)]
+    assert handled_again >= 0.3
+
+
+async def test_events_after_an_unthrottled_delay_end_it_early() -> None:
+    cycle = Recorder(CycleResult(delay=30))
+    with anyio.fail_after(DEADLINE):
+        async with anyio.create_task_group() as tg:
+            workers = ObjectWorkers(cycle, tg, idle_timeout=0.05)
+            workers.dispatch(body("a", 1))
+            await anyio.sleep(0.05)
+            workers.dispatch(body("a", 2))
+            while len(cycle.seen) < 2:
+                await anyio.sleep(0.01)
+            workers.close()
+    assert cycle.seen == [("a", 1), ("a", 2)]
+
+
+async def test_a_cycle_that_fails_beyond_its_error_handling_stops_everything_with_kopfs_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def broken(slot: ObjectSlot, seen: Mapping[str, Any]) -> CycleResult:
+        raise RuntimeError("a framework bug")
+
+    with pytest.raises(BaseExceptionGroup) as raised, anyio.fail_after(DEADLINE):
+        async with anyio.create_task_group() as tg:
+            ObjectWorkers(broken, tg).dispatch(body("a", 1))
+    assert raised.group_contains(RuntimeError, match="a framework bug")
+    assert (
+        "Event processing has failed with an unrecoverable error. This seems to be a framework bug."
+        in caplog.messages
+    )
