@@ -20,6 +20,7 @@ from anyop.engine.posting import event, exception, info, warn
 from anyop.engine.root import serve
 from anyop.engine.running import operator, run
 from anyop.engine.subhandlers import execute
+from anyop.engine.tasks import run_tasks, spawn_tasks
 from anyop.errors import (
     AdmissionError,
     HandlerRetriesError,
@@ -232,9 +233,11 @@ __all__ = [
     "register",
     "remove_owner_reference",
     "run",
+    "run_tasks",
     "serve",
     "set_default_lifecycle",
     "set_default_registry",
+    "spawn_tasks",
     "status_storages",
     "subhandler",
     "timer",

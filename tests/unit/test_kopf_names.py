@@ -20,8 +20,6 @@ NOT_YET = {
     "login_via_client",
     "login_via_async_client",
     "AiohttpSession",
-    "spawn_tasks",
-    "run_tasks",
     "WebhookNgrokTunnel",
     "WebhookAutoServer",
     "WebhookAutoTunnel",
