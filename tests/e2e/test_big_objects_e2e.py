@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from tests.e2e.test_engine_e2e import DEADLINE, running, url
+from tests.e2e.test_engine_e2e import DEADLINE, delete_and_wait, running, url
 
 import anyop.on as on
 from anyop.handlers.registry import OperatorRegistry
@@ -61,10 +61,7 @@ async def test_a_300_kib_spec_is_created_and_deleted_with_each_handler_once(
             while not calls["create"]:
                 await anyio.sleep(0.05)
         await anyio.sleep(1.0)  # the echoes of our writes: no second call
-        (await api.delete(url(anyop_namespace, "big"))).raise_for_status()
-        with anyio.fail_after(DEADLINE):
-            while (await api.get(url(anyop_namespace, "big"))).status_code != 404:
-                await anyio.sleep(0.05)
+        await delete_and_wait(api, anyop_namespace, "big")
     assert calls == {"create": 1, "delete": 1}
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     if storage == "status":

@@ -15,7 +15,15 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from tests.e2e.test_engine_e2e import DEADLINE, MERGE, create, running, url, wait_for
+from tests.e2e.test_engine_e2e import (
+    DEADLINE,
+    MERGE,
+    create,
+    delete_and_wait,
+    running,
+    url,
+    wait_for,
+)
 
 import anyop.on as on
 from anyop.handlers.registry import OperatorRegistry
@@ -59,18 +67,11 @@ async def test_a_fast_timer_beside_the_finalizers_writes_logs_no_error(
     names = [f"conflict-{index}" for index in range(OBJECTS)]
     async with running(registry, anyop_namespace):
         for name in names:
-            body = {
-                "apiVersion": "kopf.dev/v1", "kind": "KopfExample",
-                "metadata": {"name": name}, "spec": {"field": "value"},
-            }  # fmt: skip
-            (await api.post(url(anyop_namespace), json=body)).raise_for_status()
+            await create(api, anyop_namespace, name)
             with anyio.fail_after(DEADLINE):
                 while ticks[name] < 3:
                     await anyio.sleep(0.01)
-            (await api.delete(url(anyop_namespace, name))).raise_for_status()
-            with anyio.fail_after(DEADLINE):
-                while (await api.get(url(anyop_namespace, name))).status_code != 404:
-                    await anyio.sleep(0.02)
+            await delete_and_wait(api, anyop_namespace, name)
     assert deletions == Counter(dict.fromkeys(names, 1))
     assert loud(caplog) == []
     retried = sum("changed meanwhile" in message for message in caplog.messages)

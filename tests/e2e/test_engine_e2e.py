@@ -67,6 +67,14 @@ async def create(api: httpx.AsyncClient, namespace: str, name: str) -> None:
     response.raise_for_status()
 
 
+async def delete_and_wait(api: httpx.AsyncClient, namespace: str, name: str) -> None:
+    """Delete a KopfExample and wait until it is gone (its finalizers released)."""
+    (await api.delete(url(namespace, name))).raise_for_status()
+    with anyio.fail_after(DEADLINE):
+        while (await api.get(url(namespace, name))).status_code != 404:
+            await anyio.sleep(0.02)
+
+
 async def wait_for(
     api: httpx.AsyncClient, path: str, predicate: Callable[[dict[str, Any]], bool]
 ) -> dict[str, Any]:
@@ -281,6 +289,16 @@ spec:
 """
 
 
+async def create_pruned(
+    api: httpx.AsyncClient, namespace: str, name: str, *, field: str = "value"
+) -> str:
+    """A PrunedExample (see ``PRUNING_CRD``) with ``spec.field``; its path."""
+    base = f"/apis/kopf.dev/v1/namespaces/{namespace}/prunedexamples"
+    body = {"apiVersion": "kopf.dev/v1", "kind": "PrunedExample", "metadata": {"name": name}}
+    (await api.post(base, json={**body, "spec": {"field": field}})).raise_for_status()
+    return f"{base}/{name}"
+
+
 async def test_a_pruning_status_schema_moves_the_state_to_annotations_without_rerunning(
     api: httpx.AsyncClient,
     anyop_namespace: str,
@@ -297,14 +315,10 @@ async def test_a_pruning_status_schema_moves_the_state_to_annotations_without_re
         patch.status["extra"] = "dropped"  # not in the schema either
         return "done"
 
-    base = f"/apis/kopf.dev/v1/namespaces/{anyop_namespace}/prunedexamples"
     async with running(registry, anyop_namespace):
-        body = {"apiVersion": "kopf.dev/v1", "kind": "PrunedExample", "metadata": {"name": "p1"}}
-        (await api.post(base, json={**body, "spec": {"field": "value"}})).raise_for_status()
+        path = await create_pruned(api, anyop_namespace, "p1")
         key = "anyop.dev/last-handled-configuration"
-        found = await wait_for(
-            api, f"{base}/p1", lambda b: key in b["metadata"].get("annotations", {})
-        )
+        found = await wait_for(api, path, lambda b: key in b["metadata"].get("annotations", {}))
         await wait_for_log(caplog, NOOP)
     assert found["status"] == {"create_fn": "done"}
     assert calls == ["p1"]
@@ -393,10 +407,8 @@ async def test_a_write_that_the_schema_refuses_logs_the_servers_own_reason(
     async def create_fn(**_: Any) -> int:
         return 5  # status.create_fn is a string in the schema
 
-    base = f"/apis/kopf.dev/v1/namespaces/{anyop_namespace}/prunedexamples"
     async with running(registry, anyop_namespace):
-        body = {"apiVersion": "kopf.dev/v1", "kind": "PrunedExample", "metadata": {"name": "p2"}}
-        (await api.post(base, json={**body, "spec": {"field": "value"}})).raise_for_status()
+        await create_pruned(api, anyop_namespace, "p2")
         with anyio.fail_after(DEADLINE):
             while not any(m.startswith("Throttling for") for m in caplog.messages):
                 await anyio.sleep(0.05)
@@ -422,12 +434,10 @@ async def test_a_framework_error_throttles_the_object_with_kopfs_lines(
 
     settings = OperatorSettings()
     settings.queueing.error_delays = (2,)
-    base = f"/apis/kopf.dev/v1/namespaces/{anyop_namespace}/prunedexamples"
     async with running(registry, anyop_namespace, settings):
-        body = {"apiVersion": "kopf.dev/v1", "kind": "PrunedExample", "metadata": {"name": "p3"}}
-        (await api.post(base, json={**body, "spec": {"field": "value"}})).raise_for_status()
+        path = await create_pruned(api, anyop_namespace, "p3")
         await wait_for_log(caplog, "Throttling is over. Switching back to normal operations.")
-        await wait_for(api, f"{base}/p3", lambda b: "create_fn" in b.get("status", {}))
+        await wait_for(api, path, lambda b: "create_fn" in b.get("status", {}))
         assert calls[1] - calls[0] >= 2
     assert len(calls) == 2
     assert any(m.startswith("Throttling for 2 seconds due to") for m in caplog.messages)
@@ -449,15 +459,13 @@ async def test_an_event_in_the_throttling_delay_is_handled_after_it(
 
     settings = OperatorSettings()
     settings.queueing.error_delays = (2,)
-    base = f"/apis/kopf.dev/v1/namespaces/{anyop_namespace}/prunedexamples"
     async with running(registry, anyop_namespace, settings):
-        body = {"apiVersion": "kopf.dev/v1", "kind": "PrunedExample", "metadata": {"name": "p4"}}
-        (await api.post(base, json={**body, "spec": {"field": "first"}})).raise_for_status()
+        path = await create_pruned(api, anyop_namespace, "p4", field="first")
         with anyio.fail_after(DEADLINE):
             while not calls:
                 await anyio.sleep(0.02)
         change = {"spec": {"field": "changed"}}
-        (await api.patch(f"{base}/p4", json=change, headers=MERGE)).raise_for_status()
-        await wait_for(api, f"{base}/p4", lambda b: "create_fn" in b.get("status", {}))
+        (await api.patch(path, json=change, headers=MERGE)).raise_for_status()
+        await wait_for(api, path, lambda b: "create_fn" in b.get("status", {}))
     assert [field for _, field in calls] == ["first", "changed"]  # the latest state, once
     assert calls[1][0] - calls[0][0] >= 2

@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from tests.e2e.test_engine_e2e import DEADLINE, running, url
+from tests.e2e.test_engine_e2e import DEADLINE, create, delete_and_wait, running
 
 import anyop.on as on
 from anyop.errors import TemporaryError
@@ -84,17 +84,10 @@ async def test_an_object_deleted_while_a_create_handler_waits_for_its_retry_is_d
     async with running(registry, anyop_namespace, settings_for(storage)):
         for name in names:
             waiting[name] = anyio.Event()
-            body = {
-                "apiVersion": "kopf.dev/v1", "kind": "KopfExample",
-                "metadata": {"name": name}, "spec": {"field": "value"},
-            }  # fmt: skip
-            (await api.post(url(anyop_namespace), json=body)).raise_for_status()
+            await create(api, anyop_namespace, name)
             with anyio.fail_after(DEADLINE):
                 await waiting[name].wait()
-            (await api.delete(url(anyop_namespace, name))).raise_for_status()
-            with anyio.fail_after(DEADLINE):
-                while (await api.get(url(anyop_namespace, name))).status_code != 404:
-                    await anyio.sleep(0.02)
+            await delete_and_wait(api, anyop_namespace, name)
         # Echoes of the last writes still on their way would show a second call here.
         await anyio.sleep(0.5)
     assert creations == Counter(dict.fromkeys(names, 1))

@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from tests.e2e.test_engine_e2e import DEADLINE, create, running, url
+from tests.e2e.test_engine_e2e import DEADLINE, create, delete_and_wait, running
 
 import anyop.on as on
 from anyop.handlers.registry import OperatorRegistry
@@ -127,9 +127,6 @@ async def test_a_daemon_that_exits_in_an_instant_costs_the_deletion_no_second_wr
             await started.wait()
             await anyio.sleep(0.5)  # the finalizer is in place
         monkeypatch.setattr(KubeClient, "patch", counting)
-        (await api.delete(url(anyop_namespace, "instant"))).raise_for_status()
-        with anyio.fail_after(DEADLINE):
-            while (await api.get(url(anyop_namespace, "instant"))).status_code != 404:
-                await anyio.sleep(0.05)
+        await delete_and_wait(api, anyop_namespace, "instant")
     assert deletions == ["instant"]
     assert len(sent) == writes
