@@ -184,7 +184,7 @@ def run(
     log_prefix: LogPrefixOption = None,
 ) -> None:
     """Run an operator: import the handlers, then serve until SIGINT or SIGTERM."""
-    from anyop.engine.running import load_sources
+    from anyop.engine.running import load_sources, thread_flags
     from anyop.engine.running import run as run_operator
     from anyop.settings import settings_from_environ
 
@@ -196,7 +196,7 @@ def run(
     chosen = _priority(dev, priority, None)
     _configure_logs(debug, verbose, quiet, log_format, log_refkey, log_prefix)
     try:
-        settings = settings_from_environ()
+        settings = getattr(thread_flags, "settings", None) or settings_from_environ()
         settings.leadership.lease_name = lease_name or settings.leadership.lease_name
         settings.leadership.lease_namespace = lease_namespace or settings.leadership.lease_namespace
         settings.leadership.keep_watching = warm_standby or settings.leadership.keep_watching

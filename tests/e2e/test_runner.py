@@ -9,6 +9,7 @@ import pytest
 from tests.e2e.kex import apply_kex, wait_for_status
 from tests.e2e.test_engine_e2e import create, url, wait_for
 
+import anyop
 import anyop.on as on
 from anyop.engine.activities import ActivityError
 from anyop.errors import AnyopError
@@ -103,3 +104,51 @@ async def test_run_operator_raises_a_failed_startup_from_the_block(
     with pytest.raises(ActivityError, match="The startup activity failed: broken"):
         async with run_operator(registry, namespaces=[anyop_namespace]):
             pytest.fail("the block must not run")
+
+
+def test_the_runner_takes_kopfs_registry_settings_and_click_arguments(
+    anyop_controlplane: LocalControlPlane,
+    anyop_namespace: str,
+    kopfexample_crd: str,
+    anyop_kubeconfig: Path,
+    tmp_path: Path,
+) -> None:
+    empty = tmp_path / "nothing_here.py"
+    empty.write_text("# the handlers come with the registry\n")
+    registry = OperatorRegistry()
+    seen: list[object] = []
+
+    @on.startup(registry=registry)
+    def startup(settings: object, **_: object) -> None:
+        seen.append(settings)
+
+    @on.create("kopfexamples", registry=registry, id="create_fn")
+    def create_fn(**_: object) -> str:
+        return "from the test's registry"
+
+    settings = anyop.OperatorSettings()
+    args = ["run", "-n", anyop_namespace, "--standalone", str(empty)]
+    runner = KopfRunner(args, timeout=60, registry=registry, settings=settings, env={"X": "1"})
+    with runner:
+        apply_kex(anyop_controlplane, anyop_namespace, "kex-registry")
+        status = wait_for_status(anyop_controlplane, anyop_namespace, "kex-registry")
+    assert status["create_fn"] == "from the test's registry"
+    assert seen == [settings]
+    assert runner.exit_code == 0
+    assert runner.exc_info is None or runner.exc_info[0] is SystemExit
+    assert runner.future.done()
+    assert runner.future.result().exit_code == 0
+
+
+def test_the_runner_gives_the_exception_with_its_traceback(
+    tmp_path: Path, anyop_kubeconfig: Path
+) -> None:
+    source = tmp_path / "broken.py"
+    source.write_text("raise RuntimeError('broken at import')\n")
+    runner = KopfRunner(["run", "-A", str(source)], timeout=60, reraise=False)
+    with runner:
+        pass
+    assert isinstance(runner.exception, RuntimeError)
+    _, value, traceback = runner.exc_info
+    assert value is runner.exception
+    assert traceback is not None

@@ -266,6 +266,8 @@ async def _serve_until_signalled(kwargs: dict[str, Any]) -> None:
     stop_flag = anyio.Event()
     outer_stop = kwargs.pop("stop_flag", None) or getattr(thread_flags, "stop_flag", None)
     kwargs.setdefault("ready_flag", getattr(thread_flags, "ready_flag", None))
+    if kwargs.get("registry") is None:  # a test runner's registry (KopfRunner(registry=...))
+        kwargs["registry"] = getattr(thread_flags, "registry", None)
     if kwargs.get("settings") is None:
         kwargs["settings"] = settings_from_environ()
     ultimate = kwargs["settings"].process.ultimate_exiting_timeout

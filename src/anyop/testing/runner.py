@@ -13,8 +13,8 @@ among the arguments). Leaving the block asks it to stop gracefully and waits for
 
 from __future__ import annotations
 
+import concurrent.futures
 import threading
-from collections.abc import Sequence
 from types import TracebackType
 from typing import Any, Self
 
@@ -27,29 +27,40 @@ class OperatorRunner:
     """The ``anyop`` CLI in a background thread, for the duration of a ``with`` block.
 
     Args:
-        args: The CLI arguments, e.g. ``["run", "-n", "ns", "app.py"]``.
+        args: What Click's ``CliRunner.invoke()`` takes after the app: the CLI arguments first,
+            e.g. ``["run", "-n", "ns", "app.py"]``.
         reraise: Re-raise the operator's exception when the block exits.
         timeout: Seconds to wait for readiness on entry and for the exit on leaving.
-        env: Extra environment variables for the CLI's invocation.
+        registry: The registry of the operator's handlers instead of the default one (handlers
+            declared in the test itself, with ``registry=``).
+        settings: The operator's settings instead of those from the environment.
+        kwargs: The rest of ``CliRunner.invoke()``'s keyword arguments (``env=``, ``input=``...).
 
     Attributes:
         output: What the CLI wrote to stdout and stderr (after the block).
         exit_code: The CLI's exit code (after the block).
         exception: The exception the CLI raised, if any (after the block).
+        exc_info: That exception's ``(type, value, traceback)`` (after the block).
+        future: The CLI's ``click.testing.Result`` once it has exited (a
+            ``concurrent.futures.Future``).
     """
 
     def __init__(
         self,
-        args: Sequence[str],
-        *,
+        *args: Any,
         reraise: bool = True,
         timeout: float | None = None,
-        env: dict[str, str | None] | None = None,
+        registry: Any = None,
+        settings: Any = None,
+        **kwargs: Any,
     ) -> None:
-        self.args = list(args)
+        self.args = args
+        self.kwargs = kwargs
         self.reraise = reraise
         self.timeout = timeout
-        self.env = env
+        self.registry = registry
+        self.settings = settings
+        self.future: concurrent.futures.Future[Any] = concurrent.futures.Future()
         self._stop = threading.Event()
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._invoke, name="anyop-runner", daemon=True)
@@ -61,8 +72,14 @@ class OperatorRunner:
         from anyop.cli import app
 
         thread_flags.stop_flag, thread_flags.ready_flag = self._stop, self._ready
+        thread_flags.registry, thread_flags.settings = self.registry, self.settings
         try:
-            self._result = CliRunner().invoke(app, self.args, env=self.env)
+            self._result = CliRunner().invoke(app, *self.args, **self.kwargs)
+        except BaseException as error:  # a broken invocation: the test sees it
+            self.future.set_exception(error)
+            raise
+        else:
+            self.future.set_result(self._result)
         finally:
             self._ready.set()  # unblock the entry even if it failed early
 
@@ -103,6 +120,11 @@ class OperatorRunner:
     def exit_code(self) -> int | None:
         """The CLI's exit code, once it has exited."""
         return None if self._result is None else int(self._result.exit_code)
+
+    @property
+    def exc_info(self) -> Any:
+        """``(type, value, traceback)`` of the exception that ended the CLI, if any."""
+        return None if self._result is None else self._result.exc_info
 
     @property
     def exception(self) -> BaseException | None:
