@@ -75,6 +75,7 @@ from anyop.hierarchies import (
 from anyop.kube.auth import login_with_kubeconfig, login_with_service_account
 from anyop.kube.connection import ConnectionInfo
 from anyop.kube.patches import Patch, PatchFn
+from anyop.kube.piggybacking import login_via_async_client, login_via_client, login_via_pykube
 from anyop.kube.resources import Resource
 from anyop.logs import LocalObjectLogger, LogFormat, Logger, ObjectLogger, configure
 from anyop.on import daemon, index, register, subhandler, timer
@@ -224,6 +225,9 @@ __all__ = [
     "kopf_compatible_storages",
     "label",
     "lifecycles",
+    "login_via_async_client",
+    "login_via_client",
+    "login_via_pykube",
     "login_with_kubeconfig",
     "login_with_service_account",
     "none_",

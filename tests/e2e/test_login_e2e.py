@@ -132,3 +132,53 @@ async def test_login_handlers_returning_nothing_stop_the_operator_with_a_login_e
 
     with pytest.raises(LoginError, match="every login handler returned None"):
         await serve(registry=registry, namespaces=[anyop_namespace])
+
+
+@pytest.mark.parametrize(
+    "login", ["login_via_client", "login_via_async_client", "login_via_pykube"]
+)
+async def test_the_client_libraries_configurations_log_in_as_kopfs_piggybacking_does(
+    api: httpx.AsyncClient, anyop_namespace: str, login: str
+) -> None:
+    import anyop
+
+    library = {"login_via_client": "kubernetes", "login_via_async_client": "kubernetes_asyncio"}
+    pytest.importorskip(library.get(login, "pykube"))  # in the dev environment, not the oldest
+    registry = OperatorRegistry()
+    used: list[ConnectionInfo] = []
+    piggyback = getattr(anyop, login)
+
+    @on.login(registry=registry, id="login_fn")
+    async def login_fn(**kwargs: Any) -> ConnectionInfo | None:
+        info = piggyback(**kwargs)
+        info = await info if hasattr(info, "__await__") else info
+        used.append(info)
+        return info
+
+    on.create("kopfexamples", registry=registry, id="create_fn")(lambda **_: "handled")
+    async with running(registry, anyop_namespace):
+        await create(api, anyop_namespace, f"piggy-{login.replace('_', '-')}")
+        path = url(anyop_namespace, f"piggy-{login.replace('_', '-')}")
+        await wait_for(api, path, lambda b: b.get("status", {}).get("create_fn") == "handled")
+    assert used
+    assert used[0] is not None
+    assert used[0].certificate_path  # the control plane's admin logs in with a certificate
+
+
+def test_without_the_client_libraries_the_logins_return_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    import anyio
+
+    import anyop
+
+    for module in ("pykube", "kubernetes", "kubernetes_asyncio"):
+        monkeypatch.setitem(sys.modules, module, None)  # import fails
+        monkeypatch.setitem(sys.modules, f"{module}.config", None)
+        monkeypatch.setitem(sys.modules, f"{module}.client", None)
+    logger = logging.getLogger("test")
+    assert anyop.login_via_pykube(logger=logger) is None
+    assert anyop.login_via_client(logger=logger) is None
+    assert anyio.run(lambda: anyop.login_via_async_client(logger=logger)) is None

@@ -16,9 +16,6 @@ KOPF_NAMES = [
 ]
 
 NOT_YET = {
-    "login_via_pykube",
-    "login_via_client",
-    "login_via_async_client",
     "AiohttpSession",
     "WebhookNgrokTunnel",
     "WebhookAutoServer",
