@@ -36,6 +36,7 @@ from anyop.handlers.progression import (
     Progress,
     in_progress_message,
     processed_message,
+    superseded_message,
 )
 from anyop.handlers.records import ResourceChangingHandler
 from anyop.handlers.registry import OperatorRegistry
@@ -412,12 +413,13 @@ class Reconciler(HandlerCalls):
         storage = self.persistence.progress
         progress = Progress.from_storage(body=cause.body, storage=storage, handlers=owned, now=now)
         progress = progress.with_purpose(cause.reason).with_handlers(handlers, now=now)
-        if handlers and logger.isEnabledFor(logging.DEBUG):  # the message holds the whole body
-            logger.debug(in_progress_message(cause.reason, cause.body))
         # The engine's state (the sub-handlers' progress too) goes into a patch of its own, sent
         # first: every state that our requests leave behind holds it (docs/architecture.md,
         # "Once per cause").
         state = Patch()
+        progress = self._supersede(cause, progress, handlers, state, logger)
+        if handlers and logger.isEnabledFor(logging.DEBUG):  # the message holds the whole body
+            logger.debug(in_progress_message(cause.reason, cause.body))
         outcomes = await self._attempt(
             slot, cause, handlers, progress, patch, logger, records=state
         )
@@ -453,6 +455,34 @@ class Reconciler(HandlerCalls):
             polling = self.settings.background.cancellation_polling
             delay = polling if delay is None else min(delay, polling)
         return CycleResult(delay=delay, body=response or cause.body)
+
+    def _supersede(
+        self,
+        cause: ChangingCause,
+        progress: Progress,
+        handlers: Sequence[ResourceChangingHandler],
+        state: Patch,
+        logger: Logger,
+    ) -> Progress:
+        """Kopf's superseding: a cause that comes while another one's handlers are unfinished
+        takes over those of them that it selects too; the others' records are purged now.
+
+        Logs ``Creation is superseded by updating: 1 succeeded; 0 failed; 1 left to the
+        moment.`` once (the next cycle finds no records of the old purpose).
+        """
+        extras = progress.extras
+        if not extras:
+            return progress
+        for extra, counts in extras.items():
+            logger.info(superseded_message(extra, cause.reason, counts))
+        progress = progress.with_purpose(cause.reason, handlers)
+        stale = progress.superseded()
+        storage = self.persistence.progress
+        gone = [(key, *progress[key].subrefs) for key in stale]
+        for key in dict.fromkeys(key for keys in gone for key in keys):
+            storage.purge(key=key, body=cause.body, patch=state)
+        storage.flush()
+        return progress.without(stale)
 
     def _record(
         self,

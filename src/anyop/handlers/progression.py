@@ -239,6 +239,19 @@ class Progress(Mapping[str, HandlerState]):
                 states[handler.id] = dataclasses.replace(states[handler.id], purpose=purpose)
         return Progress(states, purpose=purpose)
 
+    def superseded(self) -> list[str]:
+        """The ids of the states left from other purposes (those that :attr:`extras` counts)."""
+        return [
+            handler_id
+            for handler_id, state in self._states.items()
+            if state.purpose is not None and state.purpose != self.purpose
+        ]
+
+    def without(self, handler_ids: Collection[str]) -> Progress:
+        """The progress without these handlers' states."""
+        states = {key: state for key, state in self._states.items() if key not in handler_ids}
+        return Progress(states, purpose=self.purpose)
+
     def with_handlers(self, handlers: Iterable[Identified], *, now: datetime.datetime) -> Progress:
         """Activate these handlers for the current cause (new ones start from scratch)."""
         states = dict(self._states)

@@ -514,3 +514,19 @@ def test_every_resume_handler_runs_once_after_a_restart(storage: str, backend: s
 
     anyio.run(restarted, backend=backend)
     assert calls == {"resume_1": 1, "resume_2": 2}  # the second once, and once again
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+@pytest.mark.parametrize("storage", sorted(STORAGES))
+def test_a_cause_that_comes_mid_way_supersedes_the_unfinished_one_with_kopfs_line(
+    storage: str, backend: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    world = World(storage, WITH_STATUS, 5.0)
+    with caplog.at_level(logging.INFO, logger="anyop"):
+        anyio.run(deleted_while_retrying, world, backend=backend)
+    superseded = [m for m in caplog.messages if " is superseded by " in m]
+    assert superseded == [
+        "Creation is superseded by deletion: 4 succeeded; 0 failed; 1 left to the moment."
+    ]
+    assert world.calls["create_2"] == 1  # never again: its cause is over
+    assert world.calls["delete"] == 1
