@@ -106,6 +106,7 @@ from anyop.webhooks.review import (
 )
 
 if _TYPE_CHECKING:
+    from anyop.webhooks.auto import WebhookAutoServer, WebhookAutoTunnel, WebhookNgrokTunnel
     from anyop.webhooks.server import (
         WebhookDockerDesktopServer,
         WebhookK3dServer,
@@ -114,9 +115,15 @@ if _TYPE_CHECKING:
     )
 
 _LAZY = {
-    name: "anyop.webhooks.server"
-    for name in ("WebhookDockerDesktopServer", "WebhookK3dServer", "WebhookMinikubeServer",
-                 "WebhookServer")
+    **{
+        name: "anyop.webhooks.server"
+        for name in ("WebhookDockerDesktopServer", "WebhookK3dServer", "WebhookMinikubeServer",
+                     "WebhookServer")
+    },
+    **{
+        name: "anyop.webhooks.auto"
+        for name in ("WebhookAutoServer", "WebhookAutoTunnel", "WebhookNgrokTunnel")
+    },
 }  # fmt: skip
 """Imported on first use: the webhook servers need cryptography (about 8 MiB)."""
 
@@ -196,12 +203,15 @@ __all__ = [
     "SyncDaemonStopperChecker",
     "TemporaryError",
     "UserInfo",
+    "WebhookAutoServer",
+    "WebhookAutoTunnel",
     "WebhookClientConfig",
     "WebhookClientConfigService",
     "WebhookDockerDesktopServer",
     "WebhookFn",
     "WebhookK3dServer",
     "WebhookMinikubeServer",
+    "WebhookNgrokTunnel",
     "WebhookServer",
     "WebhookServerProtocol",
     "__version__",

@@ -61,13 +61,16 @@ def with_probe(registry: OperatorRegistry, namespace: str) -> None:
 
 @asynccontextmanager
 async def webhooks(
-    api: httpx.AsyncClient, registry: OperatorRegistry, namespace: str
+    api: httpx.AsyncClient,
+    registry: OperatorRegistry,
+    namespace: str,
+    server: Any = None,
 ) -> AsyncIterator[str]:
     """The operator with its webhook server and managed configurations, active in the API
     server (its webhook informers take a moment to see new configurations)."""
     with_probe(registry, namespace)
     settings = OperatorSettings()
-    settings.admission.server = WebhookServer(addr="127.0.0.1", port=0, path="/hooks")
+    settings.admission.server = server or WebhookServer(addr="127.0.0.1", port=0, path="/hooks")
     settings.admission.managed = managed_name(namespace)
     async with running(registry, namespace, settings):
         probe = kex("probe", {"probe": namespace})
@@ -309,3 +312,25 @@ async def test_a_certificate_without_the_advertised_host_fails_the_startup_clear
     error = single_error(info.value) if isinstance(info.value, BaseExceptionGroup) else info.value
     assert isinstance(error, ConfigError)
     assert "no SAN for '127.0.0.1'" in str(error)
+
+
+async def test_the_auto_server_recognises_no_local_cluster_here_and_serves_plainly(
+    api: httpx.AsyncClient, anyop_namespace: str
+) -> None:
+    import anyop
+
+    registry = OperatorRegistry()
+
+    @on.validate("kopfexamples", registry=registry, id="picky", labels={"t": "auto"})
+    def picky(spec: Any, **_: Any) -> None:
+        if spec.get("field") == "wrong":
+            raise AdmissionError("Not with the auto-server either.", code=418)
+
+    server = anyop.WebhookAutoServer(addr="127.0.0.1", port=0, path="/hooks")
+    async with webhooks(api, registry, anyop_namespace, server):
+        refused = await api.post(
+            url(anyop_namespace), json=kex("bad", {"t": "auto"}, {"field": "wrong"})
+        )
+    assert refused.status_code == 418
+    assert server.guessed is None  # the local control plane is no K3s, Minikube or Docker Desktop
+    assert server.advertised_host == "127.0.0.1"

@@ -15,12 +15,7 @@ KOPF_NAMES = [
     if line.strip() and not line.startswith("#")
 ]
 
-NOT_YET = {
-    "AiohttpSession",
-    "WebhookNgrokTunnel",
-    "WebhookAutoServer",
-    "WebhookAutoTunnel",
-}
+NOT_YET = {"AiohttpSession"}
 
 
 def test_every_kopf_name_exists_but_the_listed_ones() -> None:

@@ -37,6 +37,7 @@ from anyop.kube.patches import Patch
 from anyop.kube.resources import Resource
 from anyop.logs import object_logger
 from anyop.settings import OperatorSettings
+from anyop.webhooks.auto import current_api_server
 from anyop.webhooks.managed import WebhookClientConfig, apply_configuration, build_webhooks
 from anyop.webhooks.review import (
     AdmissionRequest,
@@ -236,6 +237,8 @@ async def _serve_webhooks(
     managed = settings.admission.managed
     send, receive = anyio.create_memory_object_stream[WebhookClientConfig](math.inf)
     latest: WebhookClientConfig | None = None
+    _, info = await client.sessions.vault.current()
+    current_api_server.set(info.server)  # for the servers that guess the cluster (auto-server)
     async with receive, contextlib.AsyncExitStack() as stack, anyio.create_task_group() as tg:
         server = settings.admission.server
         if hasattr(server, "__aenter__"):
