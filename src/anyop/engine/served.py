@@ -19,7 +19,13 @@ import anyio.abc
 
 from anyop.engine.resources import ResourceScope, serve_resource
 from anyop.handlers.registry import OperatorRegistry
-from anyop.handlers.selectors import resolve, unresolved_message
+from anyop.handlers.selectors import (
+    ambiguous_message,
+    nonpatchable_message,
+    nonwatchable_message,
+    resolve,
+    unresolved_message,
+)
 from anyop.kube.client import KubeClient
 from anyop.kube.discovery import discover
 from anyop.kube.resources import Resource
@@ -74,11 +80,25 @@ class ServedResources:
 
 
 async def served_resources(client: KubeClient, registry: OperatorRegistry) -> list[Resource]:
-    """Discover the cluster's resources and pick those the handlers select."""
+    """Discover the cluster's resources and pick those the handlers select.
+
+    Kopf's warnings name what is not served: unresolved selectors, ambiguous ones (several
+    resources for one specific selector), resources that cannot be listed and watched, and those
+    that cannot be patched while handlers keep state on their objects (changing handlers,
+    daemons, timers); the latter are still served where only event handlers and indexes watch
+    them, as those write nothing.
+    """
     resolution = resolve(registry.watched_selectors(), await discover(client))
-    if message := unresolved_message(resolution):
-        logger.warning(message)
-    return sorted(resolution.resources, key=str)
+    messages = [unresolved_message(resolution), *ambiguous_message(resolution)]
+    messages.append(nonwatchable_message(resolution))
+    stateful = frozenset(r for r in resolution.nonpatchable if registry.keeps_state(r))
+    if stateful:
+        unpatchable = dataclasses.replace(resolution, nonpatchable=stateful)
+        messages.append(nonpatchable_message(unpatchable))
+    for message in messages:
+        if message:
+            logger.warning(message)
+    return sorted(resolution.resources - stateful, key=str)
 
 
 def needs_following(registry: OperatorRegistry, served: Iterable[Resource]) -> bool:

@@ -1,82 +1,59 @@
-"""Served resources grow as CRDs appear; each scope starts exactly its own resources."""
+"""Which discovered resources are served, and Kopf's warnings about the others."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-import anyio
-import anyio.abc
 import pytest
 
 import anyop.on as on
-from anyop.engine import served as served_module
-from anyop.engine.resources import ResourceScope
-from anyop.engine.served import ServedResources, needs_following, serve_group
+from anyop.engine import served
 from anyop.handlers.registry import OperatorRegistry
 from anyop.kube.resources import Resource
-from anyop.settings import OperatorSettings
 
-KEX = Resource("kopf.dev", "v1", "kopfexamples", kind="KopfExample", namespaced=True)
-NODES = Resource("", "v1", "nodes", kind="Node", namespaced=False)
-LATE = Resource("late.dev", "v1", "lates", kind="Late", namespaced=True)
+pytestmark = pytest.mark.anyio
 
-
-def test_adding_reports_only_new_resources_and_wakes_waiters() -> None:
-    served = ServedResources([KEX])
-    changed = served.changed
-    assert served.add([KEX]) == []
-    assert not changed.is_set()
-    assert served.add([KEX, LATE]) == [LATE]
-    assert changed.is_set()
-    assert not served.changed.is_set()
-    assert served.resources == sorted([KEX, LATE], key=str)
+ALL_VERBS = frozenset({"list", "watch", "patch", "get"})
 
 
-def test_following_is_needed_only_for_unresolved_or_unspecific_selectors() -> None:
-    registry = OperatorRegistry()
-    on.event("kopfexamples", registry=registry)(lambda **_: None)
-    assert not needs_following(registry, [KEX])
-    assert needs_following(registry, [NODES])
-    on.event(category="all", registry=registry)(lambda **_: None)
-    assert needs_following(registry, [KEX])
+def resource(group: str, plural: str, verbs: frozenset[str] = ALL_VERBS) -> Resource:
+    return Resource(group, "v1", plural, kind=plural.title(), namespaced=True, verbs=verbs)
 
 
-@pytest.mark.anyio
-async def test_a_group_starts_its_resources_then_new_ones_and_stops(
-    monkeypatch: pytest.MonkeyPatch,
+DISCOVERED = [
+    resource("kopf.dev", "kopfexamples"),
+    resource("a.dev", "twins"),
+    resource("b.dev", "twins"),
+    resource("kopf.dev", "readonlies", frozenset({"list", "watch", "get"})),
+    resource("kopf.dev", "watchedonlies", frozenset({"list", "watch", "get"})),
+    resource("kopf.dev", "unlistables", frozenset({"get", "create"})),
+]
+
+
+async def test_what_cannot_be_served_is_named_and_left_out(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    started: list[tuple[str, str | None]] = []
+    async def discover(client: Any) -> list[Resource]:
+        return DISCOVERED
 
-    async def fake_serve_resource(
-        scope: ResourceScope,
-        stopping: anyio.Event,
-        *,
-        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
-    ) -> None:
-        started.append((scope.resource.plural, scope.namespace))
-        task_status.started()
-        await stopping.wait()
-
-    monkeypatch.setattr(served_module, "serve_resource", fake_serve_resource)
-    template: Any = ResourceScope(
-        None,
-        KEX,
-        None,
-        OperatorRegistry(),
-        OperatorSettings(),  # type: ignore[arg-type]
+    monkeypatch.setattr(served, "discover", discover)
+    registry = OperatorRegistry()
+    for name in ("kopfexamples", "twins", "readonlies", "unlistables", "missings"):
+        on.create(name, registry=registry, id=f"create_{name}")(lambda **_: None)
+    on.event("watchedonlies", registry=registry, id="events")(lambda **_: None)
+    with caplog.at_level(logging.WARNING, logger="anyop"):
+        resources = await served.served_resources(None, registry)  # type: ignore[arg-type]
+    assert [r.plural for r in resources] == ["kopfexamples", "watchedonlies"]
+    warnings = caplog.messages
+    assert any(w.startswith("Unresolved resources cannot be served") for w in warnings)
+    assert any(
+        w.startswith("Ambiguous resources will not be served (try specifying API groups): ")
+        and "twins" in w
+        for w in warnings
     )
-    served, stopping = ServedResources([KEX, NODES]), anyio.Event()
-    with anyio.fail_after(5):
-        async with anyio.create_task_group() as tg:
-            await tg.start(
-                lambda task_status: serve_group(
-                    template, served, "ns1", stopping, namespaced=True, task_status=task_status
-                )
-            )
-            assert started == [("kopfexamples", "ns1")]
-            served.add([LATE])
-            while len(started) < 2:
-                await anyio.sleep(0.01)
-            assert started[1] == ("lates", "ns1")
-            stopping.set()
-            served.wake()
+    assert any(w.startswith("Non-watchable resources will not be served: ") for w in warnings)
+    nonpatchable = [w for w in warnings if w.startswith("Non-patchable resources")]
+    assert len(nonpatchable) == 1
+    assert "readonlies" in nonpatchable[0]
+    assert "watchedonlies" not in nonpatchable[0]
