@@ -129,6 +129,7 @@ class Spawner:
             obj = ObjectDaemons(slot.uid, {}, slot.memo, logger, slot.wake)
             self.objects[slot.uid] = obj
         obj.gone = False  # seen again (e.g. back in the watch's label selection)
+        obj.wake = slot.wake  # its slot may be a new one (it left the selection and came back)
         if obj.update(cause.body, cause.new):
             for run in list(obj.runs.values()):
                 idle = isinstance(run.handler, TimerHandler) and run.handler.idle is not None
@@ -144,7 +145,15 @@ class Spawner:
         self._stop(obj, stale, Reason.FILTERS_MISMATCH)
         if not self.closing:
             self._spawn(obj, [h for h in wanted if h.id not in obj.runs])
+        # A wanted run that is still stopping (its filters matched again meanwhile) is spawned
+        # anew once it has exited: its exit wakes the worker, whose next cycle comes here.
+        obj.respawning = any(obj.runs[h.id].stopper.is_set() for h in wanted if h.id in obj.runs)
         return obj.alive
+
+    def respawning(self, uid: str) -> bool:
+        """Whether a run of the object waits to exit before it is spawned anew."""
+        obj = self.objects.get(uid)
+        return obj is not None and obj.respawning
 
     async def exit_instantly(self, uid: str) -> bool:
         """Give the object's stopped runs an instant to exit; say if any still holds it.

@@ -280,6 +280,28 @@ class Reconciler(HandlerCalls):
         alive = self.spawner is not None and self.spawner.sync(slot, cause, factory, logger)
         if alive and cause.deleted and self.spawner is not None:
             alive = await self.spawner.exit_instantly(slot.uid)
+        rest = self._changing(slot, cause, factory, patch, logger, alive=alive, corrupt=corrupt)
+        if self.spawner is not None and not cause.deleted and self.spawner.respawning(slot.uid):
+            result = await rest
+            if result.delay is None:  # the run's exit wakes the worker: it must cycle again
+                polling = self.settings.background.cancellation_polling
+                result = dataclasses.replace(result, delay=polling)
+            return result
+        return await rest
+
+    async def _changing(
+        self,
+        slot: ObjectSlot,
+        cause: ChangingCause,
+        factory: KwargsFactory,
+        patch: Patch,
+        logger: Logger,
+        *,
+        alive: bool,
+        corrupt: bool,
+    ) -> CycleResult:
+        """The cycle once the daemons are in step: the finalizer, or the changing handlers."""
+        body = cause.body
         bare = not patch  # no event handler's patch: the cycle can be run again at no loss
         if self._finalizer_change(cause, factory, patch, logger):
             # Daemons and timers start at once; the finalizer lands in this cycle's one write.

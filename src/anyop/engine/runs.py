@@ -147,6 +147,7 @@ class ObjectDaemons:
         hosting: The runs that the object's host task starts once its group is open.
         tasks: How many runs have (or are about to have) a task.
         gone: The object is deleted; forget it when its last run exits.
+        respawning: A wanted run is still stopping: spawn it anew once it has exited.
     """
 
     uid: str
@@ -162,6 +163,7 @@ class ObjectDaemons:
     hosting: list[Run] | None = None
     tasks: int = 0
     gone: bool = False
+    respawning: bool = False
 
     @property
     def alive(self) -> bool:
