@@ -20,6 +20,7 @@ from anyop.engine.indexes import Indexer
 from anyop.engine.invocation import invoke
 from anyop.engine.objects import Backpressure, CycleResult, ObjectSlot
 from anyop.engine.patching import Endpoint, apply_patch
+from anyop.engine.recording import StateRecords
 from anyop.handlers.causes import (
     ChangingCause,
     Reason,
@@ -36,7 +37,6 @@ from anyop.handlers.progression import (
     Progress,
     in_progress_message,
     processed_message,
-    superseded_message,
 )
 from anyop.handlers.records import ResourceChangingHandler
 from anyop.handlers.registry import OperatorRegistry
@@ -48,9 +48,8 @@ from anyop.kube.watch import EventType
 from anyop.logs import object_logger
 from anyop.metrics import Metrics
 from anyop.settings import OperatorSettings
-from anyop.storage.defaults import Persistence, anyop_storages, written_first
+from anyop.storage.defaults import Persistence, anyop_storages
 from anyop.storage.diffbase import (
-    EssenceTooLargeError,
     StatusDiffBaseStorage,
     read_diffbase,
     status_was_pruned,
@@ -124,7 +123,7 @@ def _not_older(version: str, than: str) -> bool:
 
 
 @dataclasses.dataclass(eq=False)
-class Reconciler(HandlerCalls):
+class Reconciler(HandlerCalls, StateRecords):
     """Runs handling cycles for the objects of one resource (an :class:`ObjectWorkers` cycle).
 
     Guarantees:
@@ -477,90 +476,6 @@ class Reconciler(HandlerCalls):
             polling = self.settings.background.cancellation_polling
             delay = polling if delay is None else min(delay, polling)
         return CycleResult(delay=delay, body=response or cause.body)
-
-    def _supersede(
-        self,
-        cause: ChangingCause,
-        progress: Progress,
-        handlers: Sequence[ResourceChangingHandler],
-        state: Patch,
-        logger: Logger,
-    ) -> Progress:
-        """Kopf's superseding: a cause that comes while another one's handlers are unfinished
-        takes over those of them that it selects too; the others' records are purged now.
-
-        Logs ``Creation is superseded by updating: 1 succeeded; 0 failed; 1 left to the
-        moment.`` once (the next cycle finds no records of the old purpose).
-        """
-        extras = progress.extras
-        if not extras:
-            return progress
-        for extra, counts in extras.items():
-            logger.info(superseded_message(extra, cause.reason, counts))
-        progress = progress.with_purpose(cause.reason, handlers)
-        stale = progress.superseded()
-        storage = self.persistence.progress
-        gone = [(key, *progress[key].subrefs) for key in stale]
-        for key in dict.fromkeys(key for keys in gone for key in keys):
-            storage.purge(key=key, body=cause.body, patch=state)
-        storage.flush()
-        return progress.without(stale)
-
-    def _record(
-        self,
-        cause: ChangingCause,
-        progress: Progress,
-        patch: Patch,
-        *,
-        store_essence: bool,
-        held: bool = False,
-        alongside: bool = False,
-    ) -> bool:
-        """Put the progress into the patch; when done, also the diff-base or the release.
-
-        A deletion ``held`` by daemons keeps its progress (its delete handlers are not re-run)
-        and its finalizer until they exit. A finished deletion is never purged: its release
-        comes last, and where other writes come before it (``alongside``: results, the user's
-        patch), they carry the finished records, so that no state in between shows the delete
-        handlers undone. Returns whether the diff-base was put in (the cause is finished and
-        the handled essence is what the object will hold).
-        """
-        storage = self.persistence.progress
-        if not progress.done or held:
-            progress.store(body=cause.body, patch=patch, storage=storage)
-            return False
-        if cause.deleted:
-            if alongside:
-                progress.store(body=cause.body, patch=patch, storage=storage)
-            patch.fns.append(allow_deletion(self.persistence.finalizer))
-            return False
-        stored = store_essence or cause.old != cause.new
-        if stored:
-            try:
-                self.persistence.diffbase.store(body=cause.body, patch=patch, essence=cause.new)
-            except EssenceTooLargeError as error:
-                # The finished records stay instead: no handler runs again for this cause.
-                object_logger(cause.body).error(f"The state cannot be stored: {error}")
-                progress.store(body=cause.body, patch=patch, storage=storage)
-                return False
-        # Done: the purge would take back every record that storing them put into the patch.
-        owned = self.registry.changing.for_resource(self.resource)
-        progress.purge(body=cause.body, patch=patch, storage=storage, handlers=owned)
-        return stored
-
-    def _first(self, state: Patch, *, diffbase: bool) -> Endpoint:
-        """Which merge-patch of the cycle goes first: the one with the state that is read first.
-
-        The diff-base's where the cycle stored it (a state with it and without the purge of the
-        records reads as a finished cause), else the records'. For storages that anyop does not
-        know, the main endpoint's if the state has a part there (annotations are read first by
-        Kopf's storages), else the status's.
-        """
-        persistence = self.persistence
-        where = written_first(persistence.diffbase if diffbase else persistence.progress)
-        if where is not None:
-            return where
-        return "main" if len(state) > ("status" in state) else "status"
 
     def _log_conclusion(
         self,

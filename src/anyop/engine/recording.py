@@ -1,0 +1,117 @@
+"""What a handling cycle writes of the engine's own state: progress records, the diff-base,
+the finalizer's release, and in which order (docs/architecture.md, "Once per cause").
+
+A base of the :class:`~anyop.engine.reconcile.Reconciler`, which has the attributes. Pure: it
+only puts things into patches; the reconciler sends them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from anyop.engine.handling import Logger
+from anyop.engine.patching import Endpoint
+from anyop.handlers.causes import ChangingCause
+from anyop.handlers.progression import Progress, superseded_message
+from anyop.handlers.records import ResourceChangingHandler
+from anyop.handlers.registry import OperatorRegistry
+from anyop.kube.patches import Patch
+from anyop.kube.resources import Resource
+from anyop.logs import object_logger
+from anyop.storage.defaults import Persistence, written_first
+from anyop.storage.diffbase import EssenceTooLargeError
+from anyop.storage.finalizers import allow_deletion
+
+__all__ = ["StateRecords"]
+
+
+class StateRecords:
+    """Recording the engine's state into a cycle's patch (a base of the reconciler)."""
+
+    registry: OperatorRegistry
+    resource: Resource
+    persistence: Persistence
+
+    def _supersede(
+        self,
+        cause: ChangingCause,
+        progress: Progress,
+        handlers: Sequence[ResourceChangingHandler],
+        state: Patch,
+        logger: Logger,
+    ) -> Progress:
+        """Kopf's superseding: a cause that comes while another one's handlers are unfinished
+        takes over those of them that it selects too; the others' records are purged now.
+
+        Logs ``Creation is superseded by updating: 1 succeeded; 0 failed; 1 left to the
+        moment.`` once (the next cycle finds no records of the old purpose).
+        """
+        extras = progress.extras
+        if not extras:
+            return progress
+        for extra, counts in extras.items():
+            logger.info(superseded_message(extra, cause.reason, counts))
+        progress = progress.with_purpose(cause.reason, handlers)
+        stale = progress.superseded()
+        storage = self.persistence.progress
+        gone = [(key, *progress[key].subrefs) for key in stale]
+        for key in dict.fromkeys(key for keys in gone for key in keys):
+            storage.purge(key=key, body=cause.body, patch=state)
+        storage.flush()
+        return progress.without(stale)
+
+    def _record(
+        self,
+        cause: ChangingCause,
+        progress: Progress,
+        patch: Patch,
+        *,
+        store_essence: bool,
+        held: bool = False,
+        alongside: bool = False,
+    ) -> bool:
+        """Put the progress into the patch; when done, also the diff-base or the release.
+
+        A deletion ``held`` by daemons keeps its progress (its delete handlers are not re-run)
+        and its finalizer until they exit. A finished deletion is never purged: its release
+        comes last, and where other writes come before it (``alongside``: results, the user's
+        patch), they carry the finished records, so that no state in between shows the delete
+        handlers undone. Returns whether the diff-base was put in (the cause is finished and
+        the handled essence is what the object will hold).
+        """
+        storage = self.persistence.progress
+        if not progress.done or held:
+            progress.store(body=cause.body, patch=patch, storage=storage)
+            return False
+        if cause.deleted:
+            if alongside:
+                progress.store(body=cause.body, patch=patch, storage=storage)
+            patch.fns.append(allow_deletion(self.persistence.finalizer))
+            return False
+        stored = store_essence or cause.old != cause.new
+        if stored:
+            try:
+                self.persistence.diffbase.store(body=cause.body, patch=patch, essence=cause.new)
+            except EssenceTooLargeError as error:
+                # The finished records stay instead: no handler runs again for this cause.
+                object_logger(cause.body).error(f"The state cannot be stored: {error}")
+                progress.store(body=cause.body, patch=patch, storage=storage)
+                return False
+        # Done: the purge would take back every record that storing them put into the patch.
+        owned = self.registry.changing.for_resource(self.resource)
+        progress.purge(body=cause.body, patch=patch, storage=storage, handlers=owned)
+        return stored
+
+    def _first(self, state: Patch, *, diffbase: bool) -> Endpoint:
+        """Which merge-patch of the cycle goes first: the one with the state that is read first.
+
+        The diff-base's where the cycle stored it (a state with it and without the purge of the
+        records reads as a finished cause), else the records'. For storages that anyop does not
+        know, the main endpoint's if the state has a part there (annotations are read first by
+        Kopf's storages), else the status's.
+        """
+        persistence = self.persistence
+        where = written_first(persistence.diffbase if diffbase else persistence.progress)
+        if where is not None:
+            return where
+        return "main" if len(state) > ("status" in state) else "status"
