@@ -275,6 +275,10 @@ class ObjectWorkers:
                 object_logger(body).exception(FATAL_MESSAGE)
                 raise  # the operator stops, as Kopf's does
             held = result.throttled
+            if result.gone and slot.pending is not None and not self._closing:
+                # It came back meanwhile (back in the watch's label selection): handle it.
+                delay, held = 0.0, False
+                continue
             if result.gone:
                 slot.state = SlotState.GONE
                 self.slots.pop(slot.uid, None)
