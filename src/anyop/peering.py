@@ -62,12 +62,13 @@ ANYOP_CLUSTER_PEERINGS = _peerings("anyop.dev", "Anyop", cluster=True)
 ANYOP_PEERINGS = _peerings("anyop.dev", "Anyop", cluster=False)
 KOPF_CLUSTER_PEERINGS = _peerings("kopf.dev", "Kopf", cluster=True)
 KOPF_PEERINGS = _peerings("kopf.dev", "Kopf", cluster=False)
-LEGACY_CLUSTER_PEERINGS = _peerings("kopf.zalando.org", "Kopf", cluster=True)
-LEGACY_PEERINGS = _peerings("kopf.zalando.org", "Kopf", cluster=False)
+LEGACY_CLUSTER_PEERINGS = _peerings("zalando.org", "Kopf", cluster=True)  # Kopf < 1.29
+LEGACY_PEERINGS = _peerings("zalando.org", "Kopf", cluster=False)
 
 
 def peering_resources(*, clusterwide: bool) -> tuple[Resource, ...]:
-    """Where to look for a peering object, in order: anyop's kind, Kopf's, Kopf's old group."""
+    """Where to look for a peering object, in order: anyop's kind, Kopf's, and the kind of Kopf
+    before 1.29 (group ``zalando.org``)."""
     if clusterwide:
         return ANYOP_CLUSTER_PEERINGS, KOPF_CLUSTER_PEERINGS, LEGACY_CLUSTER_PEERINGS
     return ANYOP_PEERINGS, KOPF_PEERINGS, LEGACY_PEERINGS

@@ -123,6 +123,7 @@ def test_anyops_kinds_come_before_kopfs() -> None:
     assert [resource.group for resource in namespaced] == [
         "anyop.dev",
         "kopf.dev",
-        "kopf.zalando.org",
+        "zalando.org",  # Kopf before 1.29: kopfpeerings.zalando.org
     ]
+    assert [f"{r.plural}.{r.group}" for r in cluster][2] == "clusterkopfpeerings.zalando.org"
     assert all(not resource.namespaced for resource in cluster)
