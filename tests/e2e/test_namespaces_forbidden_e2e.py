@@ -1,4 +1,5 @@
-"""An identity that may not list namespaces serves the exact names among its patterns (N4)."""
+"""An identity that may not list namespaces serves the exact names among its patterns (N4); one
+that may not list CRDs serves the resources found at its start."""
 
 from __future__ import annotations
 
@@ -75,5 +76,9 @@ async def test_without_namespace_permissions_the_exact_names_are_served_with_a_w
     assert body["status"]["create_fn"] == "served"
     assert any(
         "Namespaces cannot be listed (forbidden)" in message and anyop_namespace in message
+        for message in caplog.messages
+    )
+    assert any(  # and CRDs: the ones created or deleted later are noticed only at a restart
+        message.startswith("CustomResourceDefinitions cannot be listed (forbidden)")
         for message in caplog.messages
     )

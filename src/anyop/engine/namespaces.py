@@ -18,10 +18,9 @@ from typing import Protocol
 import anyio
 import anyio.abc
 
-from anyop.errors import ForbiddenError
 from anyop.kube.client import KubeClient
 from anyop.kube.resources import Resource
-from anyop.kube.watch import Watcher, WatchEvent
+from anyop.kube.watch import Watcher, WatchEvent, may_list
 from anyop.settings import OperatorSettings
 
 __all__ = ["NamespacePatterns", "NamespaceServer", "serve_namespaces"]
@@ -149,7 +148,7 @@ async def serve_namespaces(
                     if scopes.get(name) is scope:
                         del scopes[name]
 
-        if not await _may_list(client):
+        if not await may_list(client, NAMESPACES):
             names = patterns.plain_names
             logger.warning(
                 "Namespaces cannot be listed (forbidden): namespaces created later are not "
@@ -167,16 +166,6 @@ async def serve_namespaces(
             task_status.started()
             await stopping.wait()
             watching.cancel_scope.cancel()
-
-
-async def _may_list(client: KubeClient) -> bool:
-    """Whether this identity may list namespaces (a one-item list; other errors propagate)."""
-    try:
-        async for _ in client.list_pages(NAMESPACES, page_size=1):
-            break
-    except ForbiddenError:
-        return False
-    return True
 
 
 def _handler(

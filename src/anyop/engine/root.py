@@ -29,7 +29,6 @@ from anyop.engine.resources import ResourceScope
 from anyop.engine.served import (
     ServedResources,
     follow_crds,
-    needs_following,
     serve_group,
     served_resources,
 )
@@ -127,7 +126,8 @@ async def _serve_logged_in(
     observer = metrics.request if metrics is not None else None
     stop = stop_event or anyio.Event()
     async with open_client(vault, settings=settings, observer=observer) as client:
-        served = ServedResources(await served_resources(client, registry))
+        said: set[str] = set()  # discovery's warnings, not repeated by rediscoveries
+        served = ServedResources(await served_resources(client, registry, said), said)
         limiter = _thread_limiter(settings)
         template = ResourceScope(
             client,
@@ -141,7 +141,7 @@ async def _serve_logged_in(
             metrics=metrics,
             stop_reason=functools.partial(_stop_reason, stop),
         )
-        scopes = _scopes(registry, settings, served, namespaces, clusterwide)
+        scopes = _scopes(settings, namespaces, clusterwide)
         poster = EventPoster(client, settings)
         posted = anyio.Event()
         with poster.installed():
@@ -187,29 +187,25 @@ class Scopes:
 
 
 def _scopes(
-    registry: OperatorRegistry,
     settings: OperatorSettings,
-    served: ServedResources,
     namespaces: Collection[str | re.Pattern[str]],
     clusterwide: bool,
 ) -> Scopes:
     """The scopes to serve; with ``scanning.disabled``, nothing is discovered while running.
 
-    Then CRDs created later are not served, and namespace patterns are ignored (Kopf's
+    Then CRDs created or deleted later are not noticed, and namespace patterns are ignored (Kopf's
     meaning): only the exact names among them are served, with a warning about the others.
     """
     patterns = NamespacePatterns(namespaces)
-    follow = needs_following(registry, served.resources)
-    if settings.scanning.disabled:
-        follow = False
-        if not clusterwide and patterns.exact_names is None:
-            names = patterns.plain_names
-            ignored = [i for i in namespaces if not isinstance(i, str) or i not in names]
-            logger.warning(
-                f"Scanning is disabled (settings.scanning.disabled): the namespace patterns "
-                f"{ignored!r} are ignored; serving only {names!r}."
-            )
-            patterns = NamespacePatterns(names)
+    follow = not settings.scanning.disabled
+    if settings.scanning.disabled and not clusterwide and patterns.exact_names is None:
+        names = patterns.plain_names
+        ignored = [i for i in namespaces if not isinstance(i, str) or i not in names]
+        logger.warning(
+            f"Scanning is disabled (settings.scanning.disabled): the namespace patterns "
+            f"{ignored!r} are ignored; serving only {names!r}."
+        )
+        patterns = NamespacePatterns(names)
     return Scopes(patterns, clusterwide, follow)
 
 

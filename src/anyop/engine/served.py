@@ -1,18 +1,19 @@
 """The resources the operator serves: those found at start, and those of CRDs created later.
 
 Every scope (the cluster, or one namespace) runs :func:`serve_group`, which starts one resource
-task per served resource of that scope and starts more whenever :class:`ServedResources` grows.
-:func:`follow_crds` makes it grow: when the handlers name resources that do not exist yet (or
-select by category or ``EVERYTHING``), it watches CustomResourceDefinitions and re-resolves the
-handlers' selectors after every change, so a CRD applied after the operator started is served
-without a restart.
+task per served resource of that scope, starts more whenever :class:`ServedResources` grows, and
+stops those it no longer has. :func:`follow_crds` changes it: it watches CustomResourceDefinitions
+and re-resolves the handlers' selectors after every change, so a CRD applied after the operator
+started is served without a restart; and when a CRD is deleted (or stops serving a version),
+the watches of its resources stop at once, instead of failing with 404 until it comes back.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import anyio
 import anyio.abc
@@ -29,9 +30,9 @@ from anyop.handlers.selectors import (
 from anyop.kube.client import KubeClient
 from anyop.kube.discovery import discover
 from anyop.kube.resources import Resource
-from anyop.kube.watch import Watcher, WatchEvent
+from anyop.kube.watch import Watcher, WatchEvent, may_list
 
-__all__ = ["CRDS", "ServedResources", "follow_crds", "needs_following", "serve_group"]
+__all__ = ["CRDS", "ServedResources", "follow_crds", "serve_group", "withdrawn"]
 
 logger = logging.getLogger("anyop.engine")
 
@@ -49,14 +50,17 @@ SETTLE_DELAY = 1.0
 
 
 class ServedResources:
-    """The resources being served; it only grows (removed CRDs fail their watches, retried).
+    """The resources being served: more as CRDs appear, fewer as they are deleted.
 
     Args:
         resources: The resources found at start.
+        said: The warnings of the discovery that found them (not repeated by rediscoveries
+            while they hold).
     """
 
-    def __init__(self, resources: Iterable[Resource]) -> None:
+    def __init__(self, resources: Iterable[Resource], said: Iterable[str] = ()) -> None:
         self.resources: list[Resource] = sorted(set(resources), key=str)
+        self.said = set(said)
         self._changed = anyio.Event()
 
     @property
@@ -73,13 +77,24 @@ class ServedResources:
             self.wake()
         return new
 
+    def remove(self, resources: Iterable[Resource]) -> list[Resource]:
+        """Stop serving these resources; return those that were served."""
+        gone = set(resources)
+        removed = [r for r in self.resources if r in gone]
+        if removed:
+            self.resources = [r for r in self.resources if r not in gone]
+            self.wake()
+        return removed
+
     def wake(self) -> None:
         """Wake every group (to start new resources, or to notice the stop)."""
         changed, self._changed = self._changed, anyio.Event()
         changed.set()
 
 
-async def served_resources(client: KubeClient, registry: OperatorRegistry) -> list[Resource]:
+async def served_resources(
+    client: KubeClient, registry: OperatorRegistry, said: set[str] | None = None
+) -> list[Resource]:
     """Discover the cluster's resources and pick those the handlers select.
 
     Kopf's warnings name what is not served: unresolved selectors, ambiguous ones (several
@@ -87,6 +102,12 @@ async def served_resources(client: KubeClient, registry: OperatorRegistry) -> li
     that cannot be patched while handlers keep state on their objects (changing handlers,
     daemons, timers); the latter are still served where only event handlers and indexes watch
     them, as those write nothing.
+
+    Args:
+        client: The API client.
+        registry: The handlers.
+        said: The warnings of the previous discovery: those are not logged again (it is
+            updated in place to the warnings of this one).
     """
     resolution = resolve(registry.watched_selectors(), await discover(client))
     messages = [unresolved_message(resolution), *ambiguous_message(resolution)]
@@ -95,19 +116,14 @@ async def served_resources(client: KubeClient, registry: OperatorRegistry) -> li
     if stateful:
         unpatchable = dataclasses.replace(resolution, nonpatchable=stateful)
         messages.append(nonpatchable_message(unpatchable))
+    current = {message for message in messages if message}
     for message in messages:
-        if message:
+        if message and (said is None or message not in said):
             logger.warning(message)
+    if said is not None:
+        said.clear()
+        said.update(current)
     return sorted(resolution.resources - stateful, key=str)
-
-
-def needs_following(registry: OperatorRegistry, served: Iterable[Resource]) -> bool:
-    """Whether CRDs created later could add resources: a selector is unresolved or not specific."""
-    resources = list(served)
-    return any(
-        not selector.is_specific or not selector.select(resources)
-        for selector in registry.watched_selectors()
-    )
 
 
 async def serve_group(
@@ -123,29 +139,61 @@ async def serve_group(
 
     Args:
         template: The scope's settings, client and registry (its resource is replaced).
-        served: The resources to serve; new ones are started as they come.
+        served: The resources to serve: new ones are started as they come; those removed are
+            stopped as at the operator's exit (daemons stopped, running cycles finished).
         namespace: The namespace, or ``None`` for the cluster.
         stopping: Once set (and ``served`` woken), the resource tasks stop and this returns.
         namespaced: Only namespaced (``True``) or cluster-scoped (``False``) resources;
             ``None``: all (cluster-wide serving).
         task_status: Reported ``started`` after the initial listing of every resource.
     """
-    started: set[Resource] = set()
+    running: dict[Resource, _Serving] = {}
+    stopped: dict[Resource, anyio.Event] = {}  # set when a removed resource's task has ended
     reported = False
     async with anyio.create_task_group() as tg:
         while not stopping.is_set():
             changed = served.changed
+            wanted = {r for r in served.resources if _belongs(r, namespaced)}
+            for resource in [r for r in running if r not in wanted]:
+                serving = running.pop(resource)
+                serving.stop.set()
+                stopped[resource] = serving.ended
             for resource in served.resources:
-                if resource in started or not _belongs(resource, namespaced):
+                if resource in running or resource not in wanted:
                     continue
-                started.add(resource)
                 where = namespace if resource.namespaced else None
                 scope = dataclasses.replace(template, resource=resource, namespace=where)
-                await tg.start(serve_resource, scope, stopping)
+                serving = running[resource] = _Serving(scope, after=stopped.pop(resource, None))
+                if reported:  # not to hold the others while a previous task of it stops
+                    tg.start_soon(serving.run)
+                else:
+                    await tg.start(serving.run)
             if not reported:
                 reported = True
                 task_status.started()
             await changed.wait()
+        for serving in running.values():
+            serving.stop.set()
+
+
+class _Serving:
+    """One resource task of a group: it starts after the previous task of its resource ended."""
+
+    def __init__(self, scope: ResourceScope, *, after: anyio.Event | None) -> None:
+        self.scope = scope
+        self.after = after
+        self.stop = anyio.Event()
+        self.ended = anyio.Event()
+
+    async def run(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        try:
+            if self.after is not None:
+                await self.after.wait()
+            await serve_resource(self.scope, self.stop, task_status=task_status)
+        finally:
+            self.ended.set()
 
 
 def _belongs(resource: Resource, namespaced: bool | None) -> bool:
@@ -159,11 +207,28 @@ async def follow_crds(
     *,
     task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Watch CRDs and serve the resources that the handlers select once they exist (forever)."""
+    """Watch CRDs: serve the resources that the handlers select once they exist, and stop
+    serving those whose CRD is deleted or no longer serves their version (forever).
+
+    Without the permission to list CRDs, it warns and returns: the resources found at the start
+    are served, and CRDs created or deleted later are noticed only at the next start.
+    """
+    if not await may_list(client, CRDS):
+        logger.warning(
+            "CustomResourceDefinitions cannot be listed (forbidden): resources whose CRDs are "
+            "created or deleted while the operator runs are noticed only at its next start."
+        )
+        task_status.started()
+        return
     dirty = anyio.Event()
 
     async def handle(event: WatchEvent) -> None:
-        if not event.listed:
+        gone = withdrawn(event.object, served.resources, deleted=event.type == "DELETED")
+        if removed := served.remove(gone):
+            names = ", ".join(str(resource) for resource in removed)
+            logger.info(f"Stopped serving resources whose CRD is deleted or changed: {names}.")
+        terminating = bool((event.object.get("metadata") or {}).get("deletionTimestamp"))
+        if not event.listed and not terminating:  # a terminating CRD adds nothing to serve
             dirty.set()
 
     async with anyio.create_task_group() as tg:
@@ -174,7 +239,7 @@ async def follow_crds(
             await anyio.sleep(SETTLE_DELAY)
             dirty = anyio.Event()
             try:
-                new = served.add(await served_resources(client, registry))
+                new = served.add(await served_resources(client, registry, served.said))
             except Exception as error:  # discovery may fail while the apiserver changes
                 logger.warning(f"Rediscovery after a CRD change failed; will retry: {error}")
                 dirty.set()
@@ -182,3 +247,22 @@ async def follow_crds(
             if new:
                 names = ", ".join(str(resource) for resource in new)
                 logger.info(f"Serving resources created after the start: {names}.")
+
+
+def withdrawn(
+    crd: Mapping[str, Any], served: Iterable[Resource], *, deleted: bool
+) -> list[Resource]:
+    """The served resources that this CRD no longer provides: all of its own when it is deleted,
+    else those of the versions it does not serve (any more)."""
+    spec = crd.get("spec") or {}
+    if not deleted and not spec.get("versions"):
+        return []  # not a CRD of apiextensions.k8s.io/v1: nothing to judge by
+    group, plural = spec.get("group"), (spec.get("names") or {}).get("plural")
+    versions = {v.get("name") for v in spec.get("versions") or () if v.get("served", True)}
+    return [
+        resource
+        for resource in served
+        if resource.group == group
+        and resource.plural == plural
+        and (deleted or resource.version not in versions)
+    ]

@@ -17,7 +17,7 @@ import anyio
 import anyio.abc
 import httpx
 
-from anyop.errors import AnyopError, ApiError, LoginError
+from anyop.errors import AnyopError, ApiError, ForbiddenError, LoginError
 from anyop.kube.client import PAGE_SIZE, Body, KubeClient, ListOptions
 from anyop.kube.linestream import EventType, Handler, LineStream, WatchEvent
 from anyop.kube.resources import Resource
@@ -39,7 +39,7 @@ from anyop.kube.watchstate import (
 )
 from anyop.settings import OperatorSettings
 
-__all__ = ["EventType", "Handler", "LineStream", "WatchEvent", "Watcher"]
+__all__ = ["QUIET_404S", "EventType", "Handler", "LineStream", "WatchEvent", "Watcher", "may_list"]
 
 logger = logging.getLogger("anyop.kube")
 
@@ -47,6 +47,10 @@ _EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED"})
 _SERVER_TIMEOUTS = (240, 290)  # a random timeoutSeconds in this range spreads reconnects out
 _READ_MARGIN = 30.0  # the client's read timeout is timeoutSeconds plus this
 _INITIAL_END = "k8s.io/initial-events-end"
+QUIET_404S = 2
+"""Consecutive 404s of a watch logged at INFO, not WARNING: a deleted CRD's watch gets one or two
+before the operator stops it (see :func:`anyop.engine.served.follow_crds`)."""
+
 _REFUSED = frozenset({400, 403, 422})  # sendInitialEvents is unknown, disabled or forbidden
 
 
@@ -164,7 +168,13 @@ class Watcher:
             case Stalled():
                 logger.warning("Watch-stream for %r is inactive, reconnecting.", self.resource)
             case Expired(reason):
-                logger.info("Watch-stream for %r expired, relisting: %s", self.resource, reason)
+                what = "Restarting the watch-stream for %r with a new listing: %s"
+                logger.info(what, self.resource, reason)
+            case Failed(status=404) if self.state.failures <= QUIET_404S:
+                logger.info(
+                    "Watch-stream for %r: the resource is not found (is its CRD being deleted?); "
+                    "retrying in %.1fs.", self.resource, self.state.delay,
+                )  # fmt: skip
             case Failed(error):
                 delay = self.state.delay
                 logger.warning(
@@ -348,3 +358,16 @@ def _parse(line: bytes) -> tuple[Any, dict[str, Any] | None]:
     except (ValueError, RecursionError, KeyError, TypeError):
         return "", None
     return (kind, body) if isinstance(body, dict) else ("", None)
+
+
+async def may_list(client: KubeClient, resource: Resource) -> bool:
+    """Whether this identity may list the resource cluster-wide (a one-item list).
+
+    Only a refusal (403) says no; other errors propagate.
+    """
+    try:
+        async for _ in client.list_pages(resource, page_size=1):
+            break
+    except ForbiddenError:
+        return False
+    return True

@@ -142,6 +142,7 @@ class Failed:
 
     error: str
     retry_after: float | None = None
+    status: int | None = None  # the HTTP status of an API error
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -241,7 +242,7 @@ def outcome_of_error(exc: AnyopError) -> Expired | Failed:
     if isinstance(exc, ApiError):
         if _expired(exc.status, exc.reason, message=exc.message, details=exc.details):
             return Expired(str(exc))
-        return Failed(f"{type(exc).__name__}: {exc}", exc.retry_after)
+        return Failed(f"{type(exc).__name__}: {exc}", exc.retry_after, exc.status)
     return Failed(f"{type(exc).__name__}: {exc}")
 
 

@@ -57,3 +57,65 @@ async def test_what_cannot_be_served_is_named_and_left_out(
     assert len(nonpatchable) == 1
     assert "readonlies" in nonpatchable[0]
     assert "watchedonlies" not in nonpatchable[0]
+
+
+async def test_a_rediscovery_does_not_repeat_the_warnings_that_still_hold(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    found = [DISCOVERED[0]]
+
+    async def discover(client: Any) -> list[Resource]:
+        return found
+
+    monkeypatch.setattr(served, "discover", discover)
+    registry = OperatorRegistry()
+    for name in ("kopfexamples", "missings"):
+        on.create(name, registry=registry, id=f"create_{name}")(lambda **_: None)
+    said: set[str] = set()
+    with caplog.at_level(logging.WARNING, logger="anyop"):
+        await served.served_resources(None, registry, said)  # type: ignore[arg-type]
+        await served.served_resources(None, registry, said)  # type: ignore[arg-type]
+        assert len(caplog.messages) == 1  # the unresolved "missings", once
+        found = []
+        await served.served_resources(None, registry, said)  # type: ignore[arg-type]
+        assert len(caplog.messages) == 2  # a new one: "kopfexamples" is unresolved too
+        found = [DISCOVERED[0]]
+        await served.served_resources(None, registry, said)  # type: ignore[arg-type]
+        found = []
+        await served.served_resources(None, registry, said)  # type: ignore[arg-type]
+    assert len(caplog.messages) == 4  # a warning that went away and came back is said again
+
+
+def crd(group: str, plural: str, *versions: tuple[str, bool]) -> dict[str, Any]:
+    listed = [{"name": name, "served": on} for name, on in versions]
+    return {"spec": {"group": group, "names": {"plural": plural}, "versions": listed}}
+
+
+def test_a_deleted_crd_withdraws_all_of_its_resources_and_no_other() -> None:
+    v2 = Resource("kopf.dev", "v2", "kopfexamples", namespaced=True)
+    resources = [*DISCOVERED, v2]
+    definition = crd("kopf.dev", "kopfexamples", ("v1", True), ("v2", True))
+    gone = served.withdrawn(definition, resources, deleted=True)
+    assert gone == [DISCOVERED[0], v2]
+    assert served.withdrawn(definition, resources, deleted=False) == []
+
+
+def test_a_changed_crd_withdraws_the_versions_it_no_longer_serves() -> None:
+    v2 = Resource("kopf.dev", "v2", "kopfexamples", namespaced=True)
+    resources = [*DISCOVERED, v2]
+    definition = crd("kopf.dev", "kopfexamples", ("v1", False), ("v2", True))
+    assert served.withdrawn(definition, resources, deleted=False) == [DISCOVERED[0]]
+    assert served.withdrawn({"spec": {}}, resources, deleted=False) == []  # nothing to judge by
+
+
+async def test_served_resources_can_be_removed_and_added_again_and_wake_the_groups() -> None:
+    resources = served.ServedResources(DISCOVERED[:2])
+    changed = resources.changed
+    assert resources.remove([DISCOVERED[0], DISCOVERED[3]]) == [DISCOVERED[0]]
+    assert changed.is_set()
+    assert resources.resources == [DISCOVERED[1]]
+    changed = resources.changed
+    assert resources.remove([DISCOVERED[0]]) == []
+    assert not changed.is_set()
+    assert resources.add([DISCOVERED[0]]) == [DISCOVERED[0]]
+    assert changed.is_set()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import json
+import logging
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, Self
@@ -15,13 +16,13 @@ import httpx
 import pytest
 import trio
 
-from anyop.errors import GoneError, ServerError, TransportError
+from anyop.errors import GoneError, NotFoundError, ServerError, TransportError
 from anyop.kube.auth import Vault
 from anyop.kube.client import KubeClient, open_client
 from anyop.kube.connection import ConnectionInfo
 from anyop.kube.resources import Resource
 from anyop.kube.retries import Backoff
-from anyop.kube.watch import Watcher, WatchEvent
+from anyop.kube.watch import QUIET_404S, Watcher, WatchEvent
 from anyop.kube.watchstate import (
     Ended,
     Expired,
@@ -526,6 +527,41 @@ async def test_a_failing_initial_listing_is_retried_until_it_works(
         tg.cancel_scope.cancel()
     assert recorder.summary() == [("ADDED", "a", True, False)]
     assert caplog.text.count("Watch-stream for kopfexamples.v1.kopf.dev failed") == 2
+
+
+@pytest.mark.anyio
+async def test_a_missing_resource_is_said_quietly_at_first_then_loudly(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A deleted CRD's watch gets a 404 or two before the operator stops it: INFO, not WARNING;
+    a 404 that lasts is a WARNING."""
+    cluster = Cluster(kex("a", 5))
+    answers = [status(404, "NotFound") for _ in range(4)]
+
+    async def missing(request: httpx.Request) -> httpx.Response:
+        return answers.pop(0) if answers else await cluster(request)
+
+    vault = Vault()
+    await vault.populate({"token": ConnectionInfo("https://k8s.test", token="t")})
+    settings = OperatorSettings.model_validate({"networking": {"error_backoffs": ()}})
+    factory = lambda info, ctx: httpx.MockTransport(missing)  # noqa: E731
+    client = open_client(vault, settings=settings, transport_factory=factory)
+    caplog.set_level(logging.INFO, logger="anyop")
+    async with client, anyio.create_task_group() as tg:
+        with anyio.fail_after(DEADLINE):
+            await tg.start(Watcher(client, KEX, policy=FAST).run, Recorder(cluster))
+        tg.cancel_scope.cancel()
+    quiet = [r for r in caplog.records if "the resource is not found" in r.getMessage()]
+    loud = [r for r in caplog.records if "failed; retrying" in r.getMessage()]
+    assert [r.levelno for r in quiet] == [logging.INFO] * QUIET_404S
+    assert [r.levelno for r in loud] == [logging.WARNING] * (4 - QUIET_404S)
+    assert "(404 NotFound)" in loud[0].getMessage()
+
+
+def test_an_api_error_outcome_keeps_its_status() -> None:
+    assert outcome_of_error(NotFoundError("no", status=404)) == Failed(
+        "NotFoundError: (404) no", None, 404
+    )
 
 
 @pytest.mark.trio
