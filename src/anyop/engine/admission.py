@@ -26,6 +26,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 from anyop.engine.handling import common_kwargs, utcnow
 from anyop.engine.indexes import Indexer
 from anyop.engine.invocation import invoke
+from anyop.engine.memories import Memories
 from anyop.errors import ConfigError
 from anyop.handlers.causes import WebhookCause, WebhookType
 from anyop.handlers.diffs import diff
@@ -67,7 +68,10 @@ class Reviewer:
         registry: Where the admission handlers are.
         settings: Passed to the handlers.
         resources: The cluster's resources, to recognise the reviewed one.
-        new_memo: Makes the ``memo`` of a request (each request gets its own).
+        new_memo: Makes the ``memo`` of a request about an object the operator does not know
+            (a creation, or no ``memories``): each request gets its own.
+        memories: The objects' memories: a request about an existing object gets its memo, the
+            one its resource handlers fill.
         indexer: The operator's indexes, passed to the handlers as kwargs.
         limiter: Bounds how many sync handlers run in threads at once.
     """
@@ -79,6 +83,7 @@ class Reviewer:
         resources: Collection[Resource],
         *,
         new_memo: Callable[[], Any],
+        memories: Memories | None = None,
         indexer: Indexer | None = None,
         limiter: anyio.CapacityLimiter | None = None,
     ) -> None:
@@ -86,6 +91,7 @@ class Reviewer:
         self.settings = settings
         self.resources = {r: r for r in resources}  # found by (group, version, plural)
         self.new_memo = new_memo
+        self.memories = memories
         self.indexer = indexer
         self.limiter = limiter
 
@@ -150,10 +156,18 @@ class Reviewer:
         }  # fmt: skip
         kwargs = common_kwargs(
             {**cause.kwargs, **admission}, logger=object_logger(cause.body),
-            memo=self.new_memo(), patch=Patch(), settings=self.settings, indexer=self.indexer,
+            memo=self._memo(cause.body), patch=Patch(), settings=self.settings,
+            indexer=self.indexer,
         )  # fmt: skip
         kwargs["started"] = utcnow()
         return kwargs
+
+    def _memo(self, body: Mapping[str, Any]) -> Any:
+        """The object's own memo, if the operator knows it; a memo of this request's otherwise."""
+        uid = (body.get("metadata") or {}).get("uid")
+        if self.memories is None or not uid:
+            return self.new_memo()
+        return self.memories.memo_of(str(uid))
 
     async def _run(
         self, handler: ResourceWebhookHandler, base: Mapping[str, Any], request: AdmissionRequest
@@ -197,6 +211,7 @@ async def open_admission(
     settings: OperatorSettings,
     *,
     new_memo: Callable[[], Any],
+    memories: Memories | None = None,
     indexer: Indexer | None = None,
     limiter: anyio.CapacityLimiter | None = None,
 ) -> AsyncIterator[None]:
@@ -215,8 +230,9 @@ async def open_admission(
         )
     resources = await discover(client)
     reviewer = Reviewer(
-        registry, settings, resources, new_memo=new_memo, indexer=indexer, limiter=limiter
-    )
+        registry, settings, resources, new_memo=new_memo, memories=memories, indexer=indexer,
+        limiter=limiter,
+    )  # fmt: skip
     async with anyio.create_task_group() as tg:
         await tg.start(_serve_webhooks, client, reviewer, resources)
         try:

@@ -126,7 +126,8 @@ class Spawner:
         if obj is None:
             if cause.deleted or self.closing:
                 return False
-            obj = ObjectDaemons(slot.uid, {}, slot.memo, logger, slot.wake)
+            finished = slot.memory.finished
+            obj = ObjectDaemons(slot.uid, {}, slot.memo, logger, slot.wake, finished=finished)
             self.objects[slot.uid] = obj
         obj.gone = False  # seen again (e.g. back in the watch's label selection)
         obj.wake = slot.wake  # its slot may be a new one (it left the selection and came back)

@@ -25,6 +25,7 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
+from anyop.engine.memories import Memories, ObjectMemory
 from anyop.engine.schedule import Schedule
 from anyop.kube.inflight import InFlight
 from anyop.logs import object_logger
@@ -64,7 +65,8 @@ class CycleResult:
     Attributes:
         delay: Run another cycle after this many seconds even without events (a delayed retry,
             a daemon to check); ``None``: only on the next event.
-        gone: The object is deleted for good; forget it.
+        gone: The object is deleted for good, or left the watch: forget its slot.
+        deleted: It is gone because it is deleted: forget its memory too.
         body: The freshest known body after the cycle (e.g. the echo of our own patch), to run
             the delayed cycle with when no newer event comes.
         requeue: The cycle left its write for later as the API server is behind: run it
@@ -75,6 +77,7 @@ class CycleResult:
 
     delay: float | None = None
     gone: bool = False
+    deleted: bool = False
     body: Mapping[str, Any] | None = None
     requeue: bool = False
     throttled: bool = False
@@ -115,9 +118,15 @@ class ObjectSlot:
     wakeup: anyio.Event | None = None
     """Set to end its worker's wait; it exists only while the worker waits (an idle object
     holds no event)."""
-    memo: Any = None
+    memory: ObjectMemory = field(default_factory=ObjectMemory)
+    """What outlives the slot: the memo, the resume mark, the daemons that are finished."""
     extras: dict[str, Any] = field(default_factory=dict)
     """Per-object data of other engine parts (daemons, read-your-own-writes marks)."""
+
+    @property
+    def memo(self) -> Any:
+        """The object's memo."""
+        return self.memory.memo
 
     def wake(self) -> None:
         """End the worker's wait, if it waits (for a new body, or for a delay to run out)."""
@@ -136,6 +145,9 @@ class ObjectWorkers:
         task_group: Where worker tasks live (the resource's task group).
         limiter: Bounds how many objects are handled at once (``queueing.worker_limit``).
         idle_timeout: How long a worker waits for more events before it exits.
+        new_memo: Makes the memo of a new object (when there are no ``memories``).
+        memories: The objects' memories that outlive this instance (the operator's, across
+            pauses): a deleted object's is forgotten.
         backpressure: When queued objects must wait; ``None``: never.
         hold_new: Whether an object that has no worker waits in the queue for one; if not, only
             objects whose cycles ask to be requeued wait there (resources with daemons: their
@@ -157,6 +169,7 @@ class ObjectWorkers:
         limiter: anyio.CapacityLimiter | None = None,
         idle_timeout: float = 5.0,
         new_memo: Callable[[], Any] = lambda: None,
+        memories: Memories | None = None,
         backpressure: Backpressure | None = None,
         hold_new: bool = True,
         ready: anyio.Event | None = None,
@@ -166,6 +179,7 @@ class ObjectWorkers:
         self._limiter = limiter
         self._idle_timeout = idle_timeout
         self._new_memo = new_memo
+        self._memories = memories
         self._backpressure = backpressure
         self._hold_new = hold_new
         self._ready = ready
@@ -192,7 +206,8 @@ class ObjectWorkers:
         slot = self.slots.get(uid)
         seen = slot is not None
         if slot is None:
-            slot = self.slots[uid] = ObjectSlot(uid=uid, memo=self._new_memo())
+            memory = self._recall(uid)
+            slot = self.slots[uid] = ObjectSlot(uid=uid, memory=memory)
         slot.pending = body
         if self._closing:
             return slot
@@ -204,6 +219,11 @@ class ObjectWorkers:
             else:
                 self._start(slot)
         return slot
+
+    def _recall(self, uid: str) -> ObjectMemory:
+        if self._memories is None:
+            return ObjectMemory(self._new_memo())
+        return self._memories.recall(uid)
 
     def _enqueue(self, slot: ObjectSlot, *, seen: bool) -> None:
         slot.state = SlotState.QUEUED
@@ -282,6 +302,8 @@ class ObjectWorkers:
             if result.gone:
                 slot.state = SlotState.GONE
                 self.slots.pop(slot.uid, None)
+                if result.deleted and self._memories is not None:
+                    self._memories.forget(slot.uid)
                 return
             if result.requeue and self._backpressure is not None and not self._closing:
                 if slot.pending is None:

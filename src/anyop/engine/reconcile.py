@@ -69,7 +69,6 @@ __all__ = ["Observed", "Reconciler"]
 ECHO = "anyop.reconcile.echo"
 SETTLED = "anyop.reconcile.settled"
 ERRORS = "anyop.reconcile.errors"
-RESUMED = "anyop.reconcile.resumed"
 LISTED = "anyop.reconcile.listed"
 DEFERRED = "anyop.reconcile.deferred"
 RELEASED = "anyop.reconcile.released"
@@ -326,11 +325,12 @@ class Reconciler(HandlerCalls, StateRecords):
     ) -> CycleResult:
         """Forget a deleted object, or one that left the watch's label selector.
 
-        An object that still exists (no ``deletionTimestamp``) left the server-side selection:
-        its filters no longer match, so its daemons stop and our finalizer is released now, as
-        nothing would ever release it later.
+        An object that left the server-side selection (it is not being deleted, and its labels
+        no longer match the selector) still exists: its filters no longer match, so its daemons
+        stop and our finalizer is released now, as nothing would ever release it later; the
+        operator keeps its memory. A deleted object's memory is forgotten.
         """
-        left = not (body.get("metadata") or {}).get("deletionTimestamp")
+        left = self._left(body)
         if self.spawner is not None:
             reason = Stopping.FILTERS_MISMATCH if left else Stopping.RESOURCE_DELETED
             self.spawner.forget(slot.uid, reason)
@@ -340,7 +340,15 @@ class Reconciler(HandlerCalls, StateRecords):
             await self._send(slot, body, patch)
         else:
             logger.debug(GONE_MESSAGE)
-        return CycleResult(gone=True)
+        return CycleResult(gone=True, deleted=not left)
+
+    def _left(self, body: Mapping[str, Any]) -> bool:
+        """Whether a body with the DELETED event left the watch's selection (not deleted)."""
+        metadata = body.get("metadata") or {}
+        if metadata.get("deletionTimestamp"):
+            return False
+        selector = self.registry.label_selector(self.resource)
+        return selector is not None and not selector.matches(metadata.get("labels") or {})
 
     def _detect(
         self, slot: ObjectSlot, body: Mapping[str, Any], logger: Logger
@@ -374,7 +382,7 @@ class Reconciler(HandlerCalls, StateRecords):
         Remembered in the slot until a cause finishes: the cycles after the listing's (a retry,
         the next handler of the lifecycle) run on our own writes' answers, which are no listing.
         """
-        if slot.extras.get(RESUMED):
+        if slot.memory.resumed:
             return False
         if observed is not None and observed.listed:
             slot.extras[LISTED] = True
@@ -487,7 +495,7 @@ class Reconciler(HandlerCalls, StateRecords):
         announce: bool,
     ) -> None:
         """Kopf's lines for a finished cause (``announce``: there were handlers for it)."""
-        slot.extras[RESUMED] = True
+        slot.memory.resumed = True
         slot.extras.pop(LISTED, None)
         if announce and logger.isEnabledFor(logging.INFO):
             logger.info(processed_message(cause.reason, progress.counts))

@@ -10,7 +10,7 @@ import contextlib
 import dataclasses
 import functools
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import anyio
@@ -19,6 +19,7 @@ import anyio.abc
 from anyop.engine.daemons import Spawner, reaping_deadline
 from anyop.engine.gate import Gate, first_of
 from anyop.engine.indexes import Indexer, object_key
+from anyop.engine.memories import Memories
 from anyop.engine.objects import Backpressure, ObjectWorkers
 from anyop.engine.probes import Watched, current_health
 from anyop.engine.reconcile import Observed, Reconciler
@@ -63,7 +64,9 @@ class ResourceScope:
         namespace: One namespace, or ``None`` for the whole cluster.
         registry: The handlers.
         settings: The operator's settings.
-        new_memo: Makes the memo of a newly seen object.
+        new_memo: Makes the memo of a newly seen object (when there are no ``memories``).
+        memories: The objects' memories (their memos among them), kept across the serving
+            rounds of the operator.
         limiter: Bounds the sync handlers' threads.
         indexer: Keeps the ``@anyop.index`` indexes (fed before each dispatch).
         stop_reason: Why the daemons and timers are stopped when the watch stops: the operator
@@ -79,6 +82,7 @@ class ResourceScope:
     registry: OperatorRegistry
     settings: OperatorSettings
     new_memo: Callable[[], Any] = dict
+    memories: Memories | None = None
     limiter: anyio.CapacityLimiter | None = None
     indexer: Indexer | None = None
     stop_reason: Callable[[], DaemonStoppingReason] = lambda: DaemonStoppingReason.OPERATOR_EXITING
@@ -168,6 +172,7 @@ async def _handling(scope: ResourceScope, watched: Watched) -> AsyncIterator[Obj
                 limiter=_worker_limiter(queueing.worker_limit),
                 idle_timeout=queueing.idle_timeout,
                 new_memo=scope.new_memo,
+                memories=scope.memories,
                 backpressure=backpressure,
                 hold_new=spawner is None,
                 ready=scope.indexer.ready if scope.indexer is not None else None,
@@ -242,7 +247,8 @@ async def _watch_until(
     async def handle(event: WatchEvent) -> None:
         if indexer is not None:
             deleted = event.type == "DELETED"
-            await indexer.index(scope.resource, event.object, deleted=deleted, memo=scope.new_memo)
+            memo = _memo_of(scope, event.object)
+            await indexer.index(scope.resource, event.object, deleted=deleted, memo=memo)
             if deleted:
                 indexed.discard(object_key(event.object))
             else:
@@ -265,6 +271,14 @@ async def _watch_until(
         finally:
             if indexer is not None:
                 indexer.forget(indexed)
+
+
+def _memo_of(scope: ResourceScope, body: Mapping[str, Any]) -> Callable[[], Any]:
+    """Makes the memo for an index function: the object's own, if the operator has seen it."""
+    if scope.memories is None:
+        return scope.new_memo
+    uid = str((body.get("metadata") or {}).get("uid", ""))
+    return functools.partial(scope.memories.memo_of, uid)
 
 
 def _backpressure(client: KubeClient, queueing: QueueingSettings) -> Backpressure | None:

@@ -22,6 +22,7 @@ from anyop.engine.authentication import authenticate, keep_logged_in
 from anyop.engine.gate import Gate, first_of
 from anyop.engine.indexes import Indexer, operator_indexes
 from anyop.engine.invocation import DEFAULT_MAX_WORKERS
+from anyop.engine.memories import Memories
 from anyop.engine.namespaces import NamespacePatterns, serve_namespaces
 from anyop.engine.peering import hold_peering
 from anyop.engine.posting import EventPoster
@@ -129,13 +130,15 @@ async def _serve_logged_in(
         said: set[str] = set()  # discovery's warnings, not repeated by rediscoveries
         served = ServedResources(await served_resources(client, registry, said), said)
         limiter = _thread_limiter(settings)
+        new_memo = functools.partial(copy.copy, memo)  # a shallow copy for every object
         template = ResourceScope(
             client,
             Resource("", "v1", "-"),
             None,
             registry,
             settings,
-            new_memo=functools.partial(copy.copy, memo),  # a shallow copy for every object
+            new_memo=new_memo,
+            memories=Memories(new_memo),  # kept across the pauses, as long as serve() runs
             limiter=limiter,
             indexer=Indexer(registry, settings, limiter, indexes),
             metrics=metrics,
@@ -167,7 +170,7 @@ def _admission(
 
     return open_admission(
         template.client, registry, template.settings, new_memo=template.new_memo,
-        indexer=template.indexer, limiter=limiter,
+        memories=template.memories, indexer=template.indexer, limiter=limiter,
     )  # fmt: skip
 
 

@@ -140,7 +140,8 @@ class ObjectDaemons:
         logger: The object's logger.
         wake: Wakes the object's worker (when a run exits, deletion may proceed).
         runs: The runs by handler id, until they exit.
-        finished: Handlers that exited for good: never spawned again for this object.
+        finished: Handlers that exited for good: never spawned again for this object (the set
+            of its memory, which outlives this: see :mod:`anyop.engine.memories`).
         essence: The last essence seen; a different one resets the timers' idle clocks.
         reset: When the essence last changed (monotonic).
         group: The object's task group while it has tasks.
@@ -156,7 +157,7 @@ class ObjectDaemons:
     logger: Logger
     wake: Callable[[], None]
     runs: dict[str, Run] = dataclasses.field(default_factory=dict)
-    finished: frozenset[str] = frozenset()
+    finished: set[str] = dataclasses.field(default_factory=set)
     essence: Any = None
     reset: float = dataclasses.field(default_factory=anyio.current_time)
     group: anyio.abc.TaskGroup | None = None
@@ -181,4 +182,4 @@ class ObjectDaemons:
 
     def finish(self, handler: ResourceSpawningHandler) -> None:
         """Never spawn ``handler`` again for this object."""
-        self.finished |= {handler.id}
+        self.finished.add(handler.id)

@@ -11,6 +11,7 @@ import pytest
 
 import anyop.on as on
 from anyop.engine.admission import Reviewer, open_admission
+from anyop.engine.memories import Memories
 from anyop.errors import AdmissionError, ConfigError, TemporaryError
 from anyop.handlers.causes import WebhookType
 from anyop.handlers.registry import OperatorRegistry
@@ -75,6 +76,26 @@ async def test_handlers_get_the_admission_kwargs() -> None:
     assert seen["memo"] == {"fresh": True}
     assert seen["reason"] == WebhookType.VALIDATING
     assert seen["warnings"] == []
+
+
+async def test_a_known_object_gets_its_own_memo_and_a_creation_a_memo_of_its_own() -> None:
+    """As in Kopf: validators of an update or a deletion see the memo the object's resource
+    handlers fill; a creation (no uid yet) gets a fresh one, which is not kept."""
+    registry = OperatorRegistry()
+    memos: list[Any] = []
+    on.validate("kopfexamples", registry=registry, id="v")(lambda memo, **_: memos.append(memo))
+    memories = Memories(lambda: {"kept": True})
+    memories.recall("uid-x").memo["seen"] = 3
+    known = {**NEW, "metadata": {**NEW["metadata"], "uid": "uid-x"}}
+    settings = OperatorSettings()
+    new_memo = lambda: {"fresh": True}  # noqa: E731
+    server = Reviewer(registry, settings, [KEX], new_memo=new_memo, memories=memories)
+    await server(review(object=known, oldObject=known))
+    await server(review(operation="DELETE", object=None, oldObject=known))
+    await server(review(operation="CREATE", oldObject=None))
+    assert memos[0] is memos[1] is memories.recall("uid-x").memo
+    assert memos[2] == {"fresh": True}
+    assert len(memories) == 1
 
 
 async def test_an_error_denies_and_the_admission_error_wins() -> None:

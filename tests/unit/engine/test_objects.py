@@ -10,6 +10,7 @@ import anyio.abc
 import anyio.lowlevel
 import pytest
 
+from anyop.engine.memories import Memories
 from anyop.engine.objects import Backpressure, CycleResult, ObjectSlot, ObjectWorkers, SlotState
 from anyop.kube.inflight import InFlight
 
@@ -116,6 +117,24 @@ async def test_a_gone_object_is_forgotten() -> None:
             slot = workers.dispatch(body("a", 1))
     assert slot.state is SlotState.GONE
     assert len(workers) == 0
+
+
+@pytest.mark.parametrize("deleted", [True, False], ids=["deleted", "left-the-watch"])
+async def test_the_memory_outlives_the_slot_until_the_object_is_deleted(deleted: bool) -> None:
+    memories = Memories(lambda: {"n": 0})
+    cycle = Recorder(CycleResult(gone=True, deleted=deleted))
+    with anyio.fail_after(DEADLINE):
+        async with anyio.create_task_group() as tg:
+            workers = ObjectWorkers(cycle, tg, idle_timeout=0, memories=memories)
+            slot = workers.dispatch(body("a", 1))
+            slot.memo["n"] += 1
+    assert len(workers) == 0
+    assert ("a" in memories) is not deleted
+    with anyio.fail_after(DEADLINE):
+        async with anyio.create_task_group() as tg:
+            again = ObjectWorkers(Recorder(), tg, idle_timeout=0, memories=memories)
+            slot = again.dispatch(body("a", 2))  # the next round (after a pause), or it is back
+    assert slot.memo == ({"n": 0} if deleted else {"n": 1})
 
 
 async def test_a_delayed_cycle_reruns_with_the_freshest_body_without_events() -> None:
