@@ -75,12 +75,17 @@ from anyop.hierarchies import (
 from anyop.kube.auth import login_with_kubeconfig, login_with_service_account
 from anyop.kube.connection import ConnectionInfo
 from anyop.kube.patches import Patch, PatchFn
-from anyop.kube.piggybacking import login_via_async_client, login_via_client, login_via_pykube
+from anyop.kube.piggybacking import (
+    AiohttpSession,
+    login_via_async_client,
+    login_via_client,
+    login_via_pykube,
+)
 from anyop.kube.resources import Resource
 from anyop.logs import LocalObjectLogger, LogFormat, Logger, ObjectLogger, configure
 from anyop.on import daemon, index, register, subhandler, timer
 from anyop.settings import OperatorSettings
-from anyop.storage.defaults import kopf_compatible_storages, status_storages
+from anyop.storage.defaults import anyop_storages, kopf_compatible_storages, status_storages
 from anyop.storage.diffbase import (
     AnnotationsDiffBaseStorage,
     DiffBaseStorage,
@@ -143,6 +148,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "ABSENT",
     "AdmissionError",
+    "AiohttpSession",
     "Annotations",
     "AnnotationsDiffBaseStorage",
     "AnnotationsProgressStorage",
@@ -219,6 +225,7 @@ __all__ = [
     "adopt",
     "all_",
     "any_",
+    "anyop_storages",
     "append_owner_reference",
     "build_object_reference",
     "build_owner_reference",

@@ -213,7 +213,8 @@ class NetworkingSettings(BaseModel):
     enforce_retry_after: bool = False
     """Always wait exactly ``Retry-After``; otherwise wait the longer of it and the backoff."""
     trust_env: bool = False
-    """Use the proxy environment variables and ``.netrc``."""
+    """Use the proxy environment variables (``HTTPS_PROXY``, ``NO_PROXY``...); unlike Kopf's
+    aiohttp session, anyop's client never reads ``.netrc``."""
     qps: PositiveFloat | None = None
     """anyop: client-side requests per second for the whole operator; ``None``: unlimited."""
     burst: int = Field(default=100, ge=1)

@@ -1,12 +1,15 @@
 """Kopf's public names (Kopf 1.45, ``tests/unit/kopf-names.txt``) exist in anyop, with Kopf's
-meanings; the ones not there yet are listed here, so that each one added is noticed."""
+meanings (or, where one cannot work here, an error that says what to use instead)."""
 
 from __future__ import annotations
 
 import typing
 from pathlib import Path
 
+import pytest
+
 import anyop
+from anyop.errors import ConfigError
 from anyop.webhooks.server import WebhookServer
 
 KOPF_NAMES = [
@@ -15,12 +18,15 @@ KOPF_NAMES = [
     if line.strip() and not line.startswith("#")
 ]
 
-NOT_YET = {"AiohttpSession"}
-
 
 def test_every_kopf_name_exists_but_the_listed_ones() -> None:
     assert len(KOPF_NAMES) == 108
-    assert {name for name in KOPF_NAMES if not hasattr(anyop, name)} == NOT_YET
+    assert {name for name in KOPF_NAMES if not hasattr(anyop, name)} == set()
+
+
+def test_an_aiohttp_session_is_refused_naming_the_alternative() -> None:
+    with pytest.raises(ConfigError, match=r"Return anyop.ConnectionInfo\(server="):
+        anyop.AiohttpSession(aiohttp_session=object(), server="https://k8s")
 
 
 def test_kopfs_type_names_mean_what_kopfs_do() -> None:
@@ -55,3 +61,10 @@ def test_the_webhook_server_has_the_protocols_shape() -> None:
     protocol = typing.get_type_hints(anyop.WebhookServerProtocol.__call__)
     server = typing.get_type_hints(WebhookServer.__call__)
     assert set(protocol) == set(server) == {"fn", "return"}
+
+
+def test_a_webhook_server_takes_kopfs_arguments_in_kopfs_order() -> None:
+    server = WebhookServer("127.0.0.1", 9443, "/hooks", "example.test")
+    assert (server.addr, server.port, server.path, server.host) == (
+        "127.0.0.1", 9443, "/hooks", "example.test",
+    )  # fmt: skip

@@ -246,8 +246,8 @@ class Reconciler(HandlerCalls, StateRecords):
         """Run ``@on.event`` handlers; their errors are logged and ignored."""
         if not self.registry.watching.has_handlers(self.resource):
             return  # no copy of the body for an event that no handler reads
-        event = {"type": body.type, "object": dict(body)}
-        event_type: Any = None if body.listed else body.type
+        event_type: Any = None if body.listed else body.type  # Kopf's: None for a listing
+        event = {"type": event_type, "object": dict(body)}
         cause = WatchingCause(resource=self.resource, body=body, type=event_type, event=event)
         factory = self._factory(cause, slot, logger, patch)
         for handler in self.registry.watching.select(cause, factory):

@@ -19,10 +19,10 @@ import importlib
 import logging
 from typing import Any
 
-from anyop.errors import LoginError
+from anyop.errors import ConfigError, LoginError
 from anyop.kube.connection import ConnectionInfo
 
-__all__ = ["login_via_async_client", "login_via_client", "login_via_pykube"]
+__all__ = ["AiohttpSession", "login_via_async_client", "login_via_client", "login_via_pykube"]
 
 PIGGYBACKING_PRIORITY = 10
 """The priority of these credentials, as high as anyop's own kubeconfig login's."""
@@ -148,3 +148,22 @@ def _from_configuration(configuration: Any, header: str | None) -> ConnectionInf
         private_key_path=configuration.key_file or None,
         priority=PIGGYBACKING_PRIORITY,
     )
+
+
+class AiohttpSession:
+    """Kopf's login result that brings its own aiohttp session: refused here, with what to use.
+
+    anyop's API client is its own, on httpx: an aiohttp session can carry nothing it could use.
+    A login handler returns a :class:`ConnectionInfo` instead (the server, and a token, client
+    certificate or basic credentials), or one of the ``login_via_*`` functions' results.
+
+    Raises:
+        ConfigError: Always, naming the alternative.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise ConfigError(
+            "anyop.AiohttpSession cannot be used: anyop's API client is built on httpx, not "
+            "aiohttp. Return anyop.ConnectionInfo(server=..., token=... or "
+            "certificate_path=.../private_key_path=..., ca_path=...) from the login handler."
+        )

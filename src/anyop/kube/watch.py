@@ -339,8 +339,12 @@ class Watcher:
             return outcome_of_status(body)
         version = (body.get("metadata") or {}).get("resourceVersion")
         self.state = self.state.seen(version, anyio.current_time())
+        if kind == "BOOKMARK":
+            return None  # only its resourceVersion counts
         if kind not in _EVENT_TYPES:
-            return None  # BOOKMARK, or something newer than us: only its resourceVersion counts
+            logger.warning("Ignoring an unknown event type in the watch-stream for %r: %r",
+                           self.resource, kind)  # fmt: skip
+            return None
         if kind == "DELETED":
             self._known.pop(str(body.get("metadata", {}).get("uid")), None)
         else:

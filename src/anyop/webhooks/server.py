@@ -87,7 +87,6 @@ class WebhookServer:
 
     def __init__(
         self,
-        *,
         addr: str | None = None,
         port: int | None = None,
         path: str | None = None,
@@ -102,6 +101,7 @@ class WebhookServer:
         password: str | None = None,
         extra_sans: Collection[str] = (),
         verify_mode: ssl.VerifyMode | None = None,
+        *,  # Kopf's arguments above may be positional, in Kopf's order; anyop's are keywords
         verify_cafile: str | Path | None = None,
         verify_capath: str | Path | None = None,
         verify_cadata: bytes | str | None = None,

@@ -333,6 +333,19 @@ async def test_bookmarks_advance_the_version_and_are_not_dispatched() -> None:
 
 
 @pytest.mark.anyio
+async def test_unknown_event_types_are_logged_and_skipped(caplog: pytest.LogCaptureFixture) -> None:
+    cluster = Cluster(kex("a", 5))
+    weird = line("WEIRD", kex("b", 12))
+    cluster.watches = [stream(weird, line("ADDED", kex("c", 13)))]
+    recorder = Recorder(cluster)
+    await watch_until(recorder, lambda: len(cluster.watch_requests) == 2)
+    assert recorder.summary() == [("ADDED", "a", True, False), ("ADDED", "c", False, False)]
+    assert versions(cluster)[-1] == "13"
+    assert "Ignoring an unknown event type in the watch-stream for " in caplog.text
+    assert "'WEIRD'" in caplog.text
+
+
+@pytest.mark.anyio
 @pytest.mark.parametrize(
     "expiry",
     [
