@@ -55,7 +55,7 @@ def event_body(
         "type": type,
         "reason": reason,
         "message": _middle_cut(message, MAX_MESSAGE_LENGTH),
-        "action": "Action",
+        "action": "Action?",  # Kopf's value
         "reportingComponent": posting.reporting_component,
         "reportingInstance": posting.reporting_instance,
         "source": {"component": posting.reporting_component},

@@ -48,7 +48,7 @@ def test_the_event_describes_the_involved_object() -> None:
         "type": "Normal",
         "reason": "Created",
         "message": "It is done.",
-        "action": "Action",
+        "action": "Action?",
         "reportingComponent": "anyop",
         "reportingInstance": "dev",
         "source": {"component": "anyop"},
