@@ -32,12 +32,15 @@ from anyop.leadership import (
 )
 from anyop.settings import LeadershipSettings
 
-__all__ = ["RELEASE_TIMEOUT", "LeaseKeeper", "hold_leadership"]
+__all__ = ["RELEASE_ATTEMPTS", "RELEASE_TIMEOUT", "LeaseKeeper", "hold_leadership"]
 
 logger = logging.getLogger("anyop.leadership")
 
 RELEASE_TIMEOUT = 5.0
 """Seconds the release of the Lease may take at exit."""
+
+RELEASE_ATTEMPTS = 3
+"""How many times a release is tried again after a conflict (with the Lease read anew)."""
 
 HOLDER = "leadership"
 """The gate's key for this holder."""
@@ -107,16 +110,31 @@ class LeaseKeeper:
             )
 
     async def release(self) -> None:
-        """Give the Lease up (holder cleared, 1 s duration) if we hold it; errors are logged."""
+        """Give the Lease up (holder cleared, 1 s duration) if we hold it; errors are logged.
+
+        A conflict means our last record is stale (e.g. a renewal landed, but its step was
+        cancelled before it could note the answer): the Lease is read again and, if it is still
+        ours, released from there.
+        """
         if not self.leading or self.last is None:
             return
         self.leading = False
+        record: LeaseRecord | None = self.last
         try:
-            await self.client.replace(LEASES, release_body(self.last, now=_now()))
+            for _ in range(RELEASE_ATTEMPTS):
+                if record is None or record.holder != self.identity:
+                    logger.info(f"The Lease {self.where} is not ours any more: nothing to release.")
+                    return
+                try:
+                    await self.client.replace(LEASES, release_body(record, now=_now()))
+                except ConflictError:
+                    record = await self._read()
+                    continue
+                logger.info(f"Released the Lease {self.where}.")
+                return
+            logger.warning(f"Could not release the Lease {self.where}: it keeps changing.")
         except AnyopError as e:
             logger.warning(f"Could not release the Lease {self.where}: {e}")
-        else:
-            logger.info(f"Released the Lease {self.where}.")
 
     async def _read(self) -> LeaseRecord | None:
         try:
