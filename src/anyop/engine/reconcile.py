@@ -21,6 +21,7 @@ from anyop.engine.invocation import invoke
 from anyop.engine.objects import Backpressure, CycleResult, ObjectSlot
 from anyop.engine.patching import Endpoint, apply_patch
 from anyop.engine.recording import StateRecords
+from anyop.errors import AnyopError
 from anyop.handlers.causes import (
     ChangingCause,
     Reason,
@@ -48,11 +49,9 @@ from anyop.kube.watch import EventType
 from anyop.logs import object_logger
 from anyop.metrics import Metrics
 from anyop.settings import OperatorSettings
-from anyop.storage.defaults import Persistence, anyop_storages
+from anyop.storage.defaults import Persistence
 from anyop.storage.diffbase import (
-    StatusDiffBaseStorage,
     read_diffbase,
-    status_was_pruned,
 )
 from anyop.storage.finalizers import (
     ADDING_MESSAGE,
@@ -325,30 +324,37 @@ class Reconciler(HandlerCalls, StateRecords):
     ) -> CycleResult:
         """Forget a deleted object, or one that left the watch's label selector.
 
-        An object that left the server-side selection (it is not being deleted, and its labels
-        no longer match the selector) still exists: its filters no longer match, so its daemons
-        stop and our finalizer is released now, as nothing would ever release it later; the
-        operator keeps its memory. A deleted object's memory is forgotten.
+        An object that left the server-side selection still exists: its filters no longer
+        match, so its daemons stop and our finalizer is released now, as nothing would ever
+        release it later; the operator keeps its memory. A deleted object's is forgotten.
         """
-        left = self._left(body)
+        left = await self._left(body)
         if self.spawner is not None:
             reason = Stopping.FILTERS_MISMATCH if left else Stopping.RESOURCE_DELETED
             self.spawner.forget(slot.uid, reason)
-        if left and has_finalizer(body, self.persistence.finalizer):
+        if left and has_finalizer(left, self.persistence.finalizer):
             logger.debug(UNNEEDED_MESSAGE)
             patch.fns.append(allow_deletion(self.persistence.finalizer))
-            await self._send(slot, body, patch)
+            await self._send(slot, left, patch)
         else:
             logger.debug(GONE_MESSAGE)
         return CycleResult(gone=True, deleted=not left)
 
-    def _left(self, body: Mapping[str, Any]) -> bool:
-        """Whether a body with the DELETED event left the watch's selection (not deleted)."""
-        metadata = body.get("metadata") or {}
-        if metadata.get("deletionTimestamp"):
-            return False
-        selector = self.registry.label_selector(self.resource)
-        return selector is not None and not selector.matches(metadata.get("labels") or {})
+    async def _left(self, body: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        """The object as it is now if it left the watch's selection, ``None`` if it is deleted.
+
+        The API server sends the DELETED of an object that left the selection with its state
+        from before the change (its old labels still match): only the server can tell it from
+        a deletion without finalizers, so the object is read when the watch has a label selector
+        (and for the relist's DELETED of objects that vanished, which carries no labels).
+        """
+        deleting = (body.get("metadata") or {}).get("deletionTimestamp")
+        if deleting or not self.registry.label_selector(self.resource):
+            return None
+        try:
+            return await self.client.find(self.resource, body)
+        except AnyopError:
+            return body  # unknown: keep its memory, and release our finalizer if it is there
 
     def _detect(
         self, slot: ObjectSlot, body: Mapping[str, Any], logger: Logger
@@ -542,25 +548,6 @@ class Reconciler(HandlerCalls, StateRecords):
         )
         factory = self._factory(noop, slot, logger, Patch())
         return self.registry.requires_finalizer(noop, factory) == present
-
-    def _pruned(self, patch: Patch, response: Mapping[str, Any], logger: Logger) -> bool:
-        """Whether the server dropped our state from the status; if so, use annotations now.
-
-        WARNING: without this, a structural schema that prunes ``status.anyop`` would make
-        every cycle look like a creation and re-run the creation handlers forever.
-        """
-        diffbase = self.persistence.diffbase
-        if not isinstance(diffbase, StatusDiffBaseStorage):
-            return False
-        if not status_was_pruned(patch, response, name=diffbase.name):
-            return False
-        logger.warning(
-            f"The server dropped status.{diffbase.name} (its schema does not keep unknown "
-            f"status fields); anyop keeps its state of {self.resource} in annotations instead."
-        )
-        fallback = anyop_storages()
-        self.persistence = dataclasses.replace(fallback, finalizer=self.persistence.finalizer)
-        return True
 
     async def _write(
         self, slot: ObjectSlot, body: Mapping[str, Any], patch: Patch, *, delay: float | None

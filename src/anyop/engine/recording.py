@@ -1,5 +1,6 @@
 """What a handling cycle writes of the engine's own state: progress records, the diff-base,
-the finalizer's release, and in which order (docs/architecture.md, "Once per cause").
+the finalizer's release, and in which order (docs/architecture.md, "Once per cause"); and where,
+when the server drops the state from the status.
 
 A base of the :class:`~anyop.engine.reconcile.Reconciler`, which has the attributes. Pure: it
 only puts things into patches; the reconciler sends them.
@@ -7,7 +8,9 @@ only puts things into patches; the reconciler sends them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from anyop.engine.handling import Logger
 from anyop.engine.patching import Endpoint
@@ -18,8 +21,8 @@ from anyop.handlers.registry import OperatorRegistry
 from anyop.kube.patches import Patch
 from anyop.kube.resources import Resource
 from anyop.logs import object_logger
-from anyop.storage.defaults import Persistence, written_first
-from anyop.storage.diffbase import EssenceTooLargeError
+from anyop.storage.defaults import Persistence, anyop_storages, written_first
+from anyop.storage.diffbase import EssenceTooLargeError, StatusDiffBaseStorage, status_was_pruned
 from anyop.storage.finalizers import allow_deletion
 
 __all__ = ["StateRecords"]
@@ -115,3 +118,22 @@ class StateRecords:
         if where is not None:
             return where
         return "main" if len(state) > ("status" in state) else "status"
+
+    def _pruned(self, patch: Patch, response: Mapping[str, Any], logger: Logger) -> bool:
+        """Whether the server dropped our state from the status; if so, use annotations now.
+
+        WARNING: without this, a structural schema that prunes ``status.anyop`` would make
+        every cycle look like a creation and re-run the creation handlers forever.
+        """
+        diffbase = self.persistence.diffbase
+        if not isinstance(diffbase, StatusDiffBaseStorage):
+            return False
+        if not status_was_pruned(patch, response, name=diffbase.name):
+            return False
+        logger.warning(
+            f"The server dropped status.{diffbase.name} (its schema does not keep unknown "
+            f"status fields); anyop keeps its state of {self.resource} in annotations instead."
+        )
+        fallback = anyop_storages()
+        self.persistence = dataclasses.replace(fallback, finalizer=self.persistence.finalizer)
+        return True

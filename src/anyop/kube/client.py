@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, Self, TypedDict, Unpack
 
-from anyop.errors import GoneError, TransportError
+from anyop.errors import GoneError, NotFoundError, TransportError
 from anyop.kube.auth import Vault
 from anyop.kube.inflight import InFlight
 from anyop.kube.resources import Resource
@@ -202,6 +202,21 @@ class KubeClient:
         """
         path = resource.get_url(namespace=namespace, name=name, subresource=subresource)
         return await self._object(Request("GET", path))
+
+    async def find(self, resource: Resource, body: Mapping[str, Any]) -> Body | None:
+        """The object of this body as it is now (the same name and uid), if it still exists.
+
+        Raises:
+            AnyopError: The server could not tell (other than with a 404).
+        """
+        metadata = body.get("metadata") or {}
+        name, namespace = str(metadata.get("name") or ""), metadata.get("namespace")
+        try:
+            found = await self.get(resource, name=name, namespace=namespace)
+        except NotFoundError:
+            return None
+        same = (found.get("metadata") or {}).get("uid") == metadata.get("uid")
+        return found if same else None
 
     def list_pages(self, resource: Resource, **options: Unpack[ListOptions]) -> Pages:
         """List objects page by page (``limit``/``continue``): ``async for page in ...``.
