@@ -1,7 +1,8 @@
 """Embedding: the operator as one task of your own AnyIO program, on asyncio or on Trio.
 
-No thread and no second event loop: ``anyop.operator()`` runs in your task group, beside your own
-tasks, installs no signal handlers, and returns when its stop flag is set (or it is cancelled).
+No thread and no second event loop: ``anyop.serve()`` is the whole operator (startup and cleanup
+handlers included), runs in your task group (on Trio, a nursery) beside your own tasks, installs
+no signal handlers, and returns when its stop event is set (or it is cancelled).
 Here the program's own task creates three objects, waits until the operator has greeted them,
 deletes them, and then stops the operator.
 
@@ -20,6 +21,16 @@ import anyio
 import httpx
 
 import anyop
+
+
+@anyop.on.startup()
+def started(logger: anyop.Logger, **_: Any) -> None:
+    logger.info("The operator starts: its startup handlers run inside anyop.serve().")
+
+
+@anyop.on.cleanup()
+def cleaned_up(logger: anyop.Logger, **_: Any) -> None:
+    logger.info("The operator stops: its cleanup handlers run before anyop.serve() returns.")
 
 
 @anyop.on.create("kopfexamples")
@@ -81,9 +92,9 @@ async def main(namespace: str, count: int) -> None:
     memo = anyop.Memo(greeted=[])
     stop, ready = anyio.Event(), anyio.Event()
     operator = functools.partial(
-        anyop.operator, namespaces=[namespace], memo=memo, stop_flag=stop, ready_flag=ready
+        anyop.serve, namespaces=[namespace], memo=memo, stop_event=stop, ready_event=ready
     )
-    async with anyio.create_task_group() as tg:
+    async with anyio.create_task_group() as tg:  # on Trio, a nursery: trio.open_nursery() too
         tg.start_soon(operator)
         await ready.wait()  # every watched resource is listed: nothing is missed from now on
         print("The operator is ready.", flush=True)

@@ -260,17 +260,25 @@ async def _watch_until(
     where = f"{scope.resource} in {scope.namespace or 'the cluster'}"
     watched.watcher = watcher
     reporting = health.watching(where, watched) if health else contextlib.nullcontext()
+    listed = False
     with reporting:
         try:
             async with anyio.create_task_group() as watch_group:
+                watch_group.start_soon(_cancel_when_set, stopping, watch_group.cancel_scope)
                 await watch_group.start(watcher.run, handle)
                 logger.debug("Watching %s.", where)
+                listed = True
                 task_status.started()
-                await stopping.wait()
-                watch_group.cancel_scope.cancel()
         finally:
             if indexer is not None:
                 indexer.forget(indexed)
+    if not listed:
+        task_status.started()  # stopped while listing: nothing is to be waited for
+
+
+async def _cancel_when_set(event: anyio.Event, scope: anyio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
 
 
 def _memo_of(scope: ResourceScope, body: Mapping[str, Any]) -> Callable[[], Any]:

@@ -1,7 +1,7 @@
-"""The operator's root: log in, discover, and serve every resource in every scope.
+"""The operator's root: startup handlers, login, discovery, every resource in every scope, cleanup.
 
-:func:`serve` runs inside the caller's task group tree (it installs no signal handlers) and
-returns when its stop event is set or when it is cancelled.
+:func:`serve` is the whole operator. It runs inside the caller's task group tree (it installs no
+signal handlers) and returns when its stop event is set or when it is cancelled.
 """
 
 from __future__ import annotations
@@ -12,20 +12,24 @@ import dataclasses
 import functools
 import logging
 import re
-from collections.abc import Awaitable, Callable, Collection
+import warnings
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from typing import Any
 
 import anyio
 import anyio.abc
 
+from anyop.engine.activities import run_activity
 from anyop.engine.authentication import authenticate, keep_logged_in
 from anyop.engine.gate import Gate, first_of
+from anyop.engine.handling import current_lifecycle
 from anyop.engine.indexes import Indexer, operator_indexes
 from anyop.engine.invocation import DEFAULT_MAX_WORKERS
 from anyop.engine.memories import Memories
 from anyop.engine.namespaces import NamespacePatterns, serve_namespaces
 from anyop.engine.peering import hold_peering
 from anyop.engine.posting import EventPoster
+from anyop.engine.probes import Health, current_health, serve_metrics, serve_probes
 from anyop.engine.resources import ResourceScope
 from anyop.engine.served import (
     ServedResources,
@@ -36,24 +40,31 @@ from anyop.engine.served import (
 from anyop.engine.threads import current_execution
 from anyop.errors import ConfigError
 from anyop.handlers.bodies import Memo
+from anyop.handlers.causes import Activity
 from anyop.handlers.indexes import OperatorIndexes
+from anyop.handlers.lifecycles import LifeCycleFn
 from anyop.handlers.registry import OperatorRegistry, get_default_registry
 from anyop.handlers.stopping import DaemonStoppingReason
 from anyop.kube.auth import Vault
 from anyop.kube.client import open_client
 from anyop.kube.config import pod_namespace
 from anyop.kube.resources import Resource
-from anyop.metrics import current_metrics
+from anyop.metrics import Metrics, current_metrics
 from anyop.settings import OperatorSettings
+from anyop.threads import DaemonThreads, current_threads
 
-__all__ = ["lease_namespace", "serve"]
+__all__ = ["CLEANUP_TIMEOUT", "Starting", "lease_namespace", "serve", "single_error"]
 
 logger = logging.getLogger("anyop.engine")
 
 
+CLEANUP_TIMEOUT = 30.0
+"""Seconds the cleanup handlers may take at exit."""
+
+
 async def serve(
-    *,
     registry: OperatorRegistry | None = None,
+    *,
     settings: OperatorSettings | None = None,
     namespaces: Collection[str | re.Pattern[str]] = (),
     clusterwide: bool = False,
@@ -62,54 +73,178 @@ async def serve(
     ready_event: anyio.Event | None = None,
     vault: Vault | None = None,
     indexes: OperatorIndexes | None = None,
+    liveness_endpoint: str | None = None,
+    metrics_endpoint: str | None = None,
+    lifecycle: LifeCycleFn | None = None,
 ) -> None:
     """Run the operator until ``stop_event`` is set or the caller cancels it.
+
+    This is the whole operator, as ``anyop run`` runs it: startup handlers, login, peering and
+    leadership, admission webhooks, probes and metrics (when asked), the handlers, daemons and
+    timers, and the cleanup handlers at the end, all in one root task group opened in the
+    caller's task. It installs no signal handlers, and leaves no task behind when it returns.
 
     Args:
         registry: The handlers; the default registry if ``None``.
         settings: The operator's settings; the defaults if ``None``.
         namespaces: The namespaces to serve: exact names, globs (see :mod:`.namespaces`), regexps.
-        clusterwide: Serve the whole cluster instead.
+        clusterwide: Serve the whole cluster instead. With neither, the whole cluster is served
+            after a ``FutureWarning``, as Kopf does.
         memo: The operator's memo; every object gets a shallow copy of it.
-        stop_event: Set it to stop the operator gracefully.
+        stop_event: Set it to stop the operator: gracefully once it serves, at once before (a
+            stop during the startup handlers, the login or the discovery cancels them).
         ready_event: Set once every resource's initial listing has been dispatched.
         vault: Credentials kept by the caller; by default, the login handlers (or the built-in
             logins from the kubeconfig and the service account) fill a new vault, and run again
             whenever the API server rejects all of its credentials (see :mod:`.authentication`).
         indexes: The indexes to fill, when the caller shares them with its own activities.
+        liveness_endpoint: Serve ``/healthz``, ``/readyz`` and ``/metrics`` there (a URL such as
+            ``http://0.0.0.0:8080/healthz``); ``settings.server.liveness_endpoint`` if ``None``.
+        metrics_endpoint: Serve ``/metrics`` on an address of its own;
+            ``settings.server.metrics_endpoint`` if ``None``.
+        lifecycle: Orders the handlers of this operator's cycles instead of the default one
+            (:func:`anyop.set_default_lifecycle`).
 
     Raises:
-        ConfigError: Neither namespaces nor ``clusterwide`` is given.
+        ActivityError: A startup handler failed for good: nothing is served.
         LoginError: No login handler returned usable credentials.
 
     Guarantees:
-        On stop, the watches stop first; running cycles get ``queueing.exit_timeout`` seconds,
-        then they are cancelled. While a peer of a higher priority is alive, or while another
-        replica holds the leadership (``settings.leadership.enabled``), nothing is watched and
-        no handler runs (``ready_event`` is set anyway: a standby is healthy).
+        The probes (if any) are served from before the startup handlers until the end. The
+        cleanup handlers run once at the end if the startup handlers succeeded, shielded, for
+        at most :data:`CLEANUP_TIMEOUT` seconds. On stop, the watches stop first; running cycles
+        get ``queueing.exit_timeout`` seconds, then they are cancelled. While a peer of a higher
+        priority is alive, or while another replica holds the leadership
+        (``settings.leadership.enabled``), nothing is watched and no handler runs
+        (``ready_event`` is set anyway: a standby is healthy).
     """
     if not clusterwide and not namespaces:
-        raise ConfigError("Either namespaces or clusterwide=True must be given to serve().")
+        warnings.warn(
+            "Absence of either namespaces or the cluster-wide flag: serving the whole cluster. "
+            "Pass clusterwide=True (or namespaces=[...]) to silence this.",
+            FutureWarning, stacklevel=2,
+        )  # fmt: skip
+        clusterwide = True
     registry = registry if registry is not None else get_default_registry()
     settings = settings or OperatorSettings()
     memo = Memo() if memo is None else memo
     indexes = indexes if indexes is not None else operator_indexes(registry)
-    relogin = vault is None
-    execution = current_execution.set(settings.execution)  # sync code runs in its executor
+    stop = stop_event or anyio.Event()
+    ready = ready_event or anyio.Event()
+    health = Health(registry, settings, memo, indexes)
+    endpoint = liveness_endpoint or settings.server.liveness_endpoint
+    metrics_at = metrics_endpoint or settings.server.metrics_endpoint
+    metrics = _served_metrics(health) if endpoint or metrics_at else current_metrics.get()
+    activity = functools.partial(run_activity, registry, settings=settings, memo=memo,
+                                 indexes=indexes)  # fmt: skip
+    starting = Starting(stop)
+    health_token, metrics_token = current_health.set(health), current_metrics.set(metrics)
+    execution_token = current_execution.set(settings.execution)  # sync code runs in its executor
+    lifecycle_token = current_lifecycle.set(lifecycle)
+    threads = DaemonThreads()  # its own threads: none of them outlives it (see anyop.threads)
+    threads_token = current_threads.set(threads)
     try:
-        if vault is None:
-            vault = Vault()
-            await authenticate(vault, registry, settings, memo, indexes)
-        async with anyio.create_task_group() as logins:
-            if relogin:
-                logins.start_soon(keep_logged_in, vault, registry, settings, memo, indexes)
-            await _serve_logged_in(
-                vault, registry, settings, memo, indexes, namespaces, clusterwide, stop_event,
-                ready_event,
-            )  # fmt: skip
-            logins.cancel_scope.cancel()
+        async with _unwrapped(), anyio.create_task_group() as root:
+            root.start_soon(starting.watch)
+            if endpoint:
+                await root.start(functools.partial(serve_probes, metrics=metrics), health, endpoint)
+            if metrics_at:
+                await root.start(serve_metrics, metrics, metrics_at)
+            with starting.scope:
+                await activity(Activity.STARTUP)
+                now_ready = functools.partial(setattr, health, "ready", True)
+                root.start_soon(_relay, ready.wait, now_ready)
+                try:
+                    await _serve_logging_in(
+                        vault, registry, settings, memo, indexes, namespaces, clusterwide, stop,
+                        ready, starting,
+                    )  # fmt: skip
+                finally:
+                    health.ready = False
+                    with anyio.move_on_after(CLEANUP_TIMEOUT, shield=True):
+                        await activity(Activity.CLEANUP)
+            root.cancel_scope.cancel()
     finally:
-        current_execution.reset(execution)
+        current_health.reset(health_token)
+        current_metrics.reset(metrics_token)
+        current_execution.reset(execution_token)
+        current_lifecycle.reset(lifecycle_token)
+        current_threads.reset(threads_token)
+        threads.close()
+
+
+@contextlib.asynccontextmanager
+async def _unwrapped() -> AsyncIterator[None]:
+    """The operator's one error as itself, not in the task groups' exception groups."""
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        error = single_error(group)
+        if error is group or not isinstance(error, Exception):
+            raise
+        raise error from None
+
+
+class Starting:
+    """A stop that comes before the operator serves cancels what it is doing (startup handlers,
+    login, discovery, peering): nothing is handled yet, and those may wait or retry for long.
+
+    Once the serving rounds begin (:meth:`serving`), a stop is graceful: the rounds see it.
+    """
+
+    def __init__(self, stop: anyio.Event) -> None:
+        self.stop = stop
+        self.scope = anyio.CancelScope()
+        self._serving = False
+
+    def serving(self) -> None:
+        """From now on, the serving rounds stop the operator gracefully."""
+        self._serving = True
+
+    async def watch(self) -> None:
+        await self.stop.wait()
+        if not self._serving:
+            logger.info("Stop is requested while starting. Cancelling the start-up.")
+            self.scope.cancel()
+
+
+def _served_metrics(health: Health) -> Metrics:
+    """Metrics for an operator that serves them (imports prometheus-client only then)."""
+    from anyop.engine.observing import operator_metrics
+
+    return operator_metrics(health)
+
+
+async def _relay(wait: Callable[[], Awaitable[Any]], then: Callable[[], Any]) -> None:
+    await wait()
+    then()
+
+
+async def _serve_logging_in(
+    vault: Vault | None,
+    registry: OperatorRegistry,
+    settings: OperatorSettings,
+    memo: Any,
+    indexes: OperatorIndexes,
+    namespaces: Collection[str | re.Pattern[str]],
+    clusterwide: bool,
+    stop: anyio.Event,
+    ready: anyio.Event,
+    starting: Starting,
+) -> None:
+    """Log in (unless given a vault), keep logged in, and serve."""
+    relogin = vault is None
+    if vault is None:
+        vault = Vault()
+        await authenticate(vault, registry, settings, memo, indexes)
+    async with anyio.create_task_group() as logins:
+        if relogin:
+            logins.start_soon(keep_logged_in, vault, registry, settings, memo, indexes)
+        await _serve_logged_in(
+            vault, registry, settings, memo, indexes, namespaces, clusterwide, stop, ready,
+            starting,
+        )  # fmt: skip
+        logins.cancel_scope.cancel()
 
 
 async def _serve_logged_in(
@@ -120,12 +255,12 @@ async def _serve_logged_in(
     indexes: OperatorIndexes,
     namespaces: Collection[str | re.Pattern[str]],
     clusterwide: bool,
-    stop_event: anyio.Event | None,
-    ready_event: anyio.Event | None,
+    stop: anyio.Event,
+    ready_event: anyio.Event,
+    starting: Starting,
 ) -> None:
     metrics = current_metrics.get()
     observer = metrics.request if metrics is not None else None
-    stop = stop_event or anyio.Event()
     async with open_client(vault, settings=settings, observer=observer) as client:
         said: set[str] = set()  # discovery's warnings, not repeated by rediscoveries
         served = ServedResources(await served_resources(client, registry, said), said)
@@ -152,7 +287,7 @@ async def _serve_logged_in(
                 posting.start_soon(poster.run, posted)
                 try:
                     async with _admission(template, registry, limiter):
-                        await _serve_gated(template, served, scopes, stop, ready_event)
+                        await _serve_gated(template, served, scopes, stop, ready_event, starting)
                 finally:
                     posted.set()  # queued Events get a moment to be posted
 
@@ -218,6 +353,7 @@ async def _serve_gated(
     scopes: Scopes,
     stop: anyio.Event,
     ready_event: anyio.Event | None,
+    starting: Starting,
 ) -> None:
     """Peer and elect a leader beside the serving rounds; serve only while the gate is open."""
     clusterwide = scopes.clusterwide
@@ -240,6 +376,7 @@ async def _serve_gated(
             namespace = lease_namespace(settings.leadership.lease_namespace, exact)
             await holders.start(hold_leadership, client, settings.leadership, namespace, gate)
         serve_scopes = functools.partial(_serve_scopes, template, served, scopes)
+        starting.serving()  # from here, the rounds stop gracefully
         await _serve_rounds(gate, serve_scopes, stop, ready_event)
         holders.cancel_scope.cancel()
 
@@ -284,13 +421,31 @@ async def _serve_scopes(
     stop_event: anyio.Event,
     ready_event: anyio.Event | None,
 ) -> None:
-    """Start every scope (and the namespace and CRD following), report readiness, wait for stop."""
+    """Start every scope (and the namespace and CRD following), report readiness, wait for stop.
+
+    A stop is graceful at any moment: even while the initial listings run, the resources stop
+    their watches, and those listed stop their workers and daemons in turn.
+    """
     patterns, clusterwide, follow = scopes.patterns, scopes.clusterwide, scopes.follow
     stopping = anyio.Event()
+    following = anyio.CancelScope()
+
+    async def stop_when_asked() -> None:
+        await stop_event.wait()
+        logger.info("Stop is requested. Stopping the watches and the workers.")
+        following.cancel()
+        stopping.set()
+        served.wake()
+
+    async def follow_crds_until_stopped() -> None:
+        with following:
+            await follow_crds(template.client, template.registry, served)
+
     group = functools.partial(serve_group, template, served, stopping=stopping)
-    async with anyio.create_task_group() as tg, anyio.create_task_group() as followers:
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(stop_when_asked)
         if follow:
-            await followers.start(follow_crds, template.client, template.registry, served)
+            tg.start_soon(follow_crds_until_stopped)
         if clusterwide:
             await tg.start(functools.partial(group, None))
         else:
@@ -300,16 +455,13 @@ async def _serve_scopes(
                 await tg.start(functools.partial(group, namespace, namespaced=True))
             if exact is None:
                 await tg.start(_discover, template, served, patterns, stopping)
-        if template.indexer is not None:
-            template.indexer.ready.set()  # every resource is listed, and indexed if it is
-        if ready_event is not None:
-            ready_event.set()
-        logger.debug("The operator is ready: %d resources.", len(served.resources))
-        await stop_event.wait()
-        logger.info("Stop is requested. Stopping the watches and the workers.")
-        followers.cancel_scope.cancel()
-        stopping.set()
-        served.wake()
+        if not stopping.is_set():
+            if template.indexer is not None:
+                template.indexer.ready.set()  # every resource is listed, and indexed if it is
+            if ready_event is not None:
+                ready_event.set()
+            logger.debug("The operator is ready: %d resources.", len(served.resources))
+        await stopping.wait()
 
 
 async def _discover(
@@ -338,3 +490,16 @@ async def _discover(
 
 def _thread_limiter(settings: OperatorSettings) -> anyio.CapacityLimiter:
     return anyio.CapacityLimiter(settings.execution.max_workers or DEFAULT_MAX_WORKERS)
+
+
+def single_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one real error inside nested task-group errors, or the group if there are several."""
+    leaves: list[BaseException] = []
+    pending: list[BaseException] = [group]
+    while pending:
+        error = pending.pop()
+        if isinstance(error, BaseExceptionGroup):
+            pending.extend(error.exceptions)
+        else:
+            leaves.append(error)
+    return leaves[0] if len(leaves) == 1 else group

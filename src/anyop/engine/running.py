@@ -23,29 +23,18 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 
-from anyop.engine.activities import run_activity
-from anyop.engine.handling import current_lifecycle
-from anyop.engine.indexes import operator_indexes
-from anyop.engine.probes import Health, current_health, serve_metrics, serve_probes
-from anyop.engine.root import serve
-from anyop.engine.threads import current_execution
+from anyop.engine.root import serve, single_error
 from anyop.errors import ConfigError
-from anyop.handlers.bodies import Memo
-from anyop.handlers.causes import Activity
-from anyop.handlers.registry import get_default_registry
-from anyop.metrics import Metrics, current_metrics
 from anyop.settings import settings_from_environ
 
-__all__ = ["load_sources", "operator", "run"]
+__all__ = ["load_sources", "operator", "run", "single_error"]
 
 logger = logging.getLogger("anyop.engine")
 
 thread_flags = threading.local()
 """``stop_flag``/``ready_flag`` for :func:`run` in this thread (set by the test runner)."""
-
-CLEANUP_TIMEOUT = 30.0
-"""Seconds the cleanup handlers may take at exit."""
 
 
 def load_sources(paths: Sequence[str | Path] = (), modules: Sequence[str] = ()) -> None:
@@ -129,18 +118,14 @@ async def operator(
 ) -> None:
     """Run the operator until ``stop_flag`` is set or the caller cancels it (Kopf's signature).
 
-    Startup handlers run first (a final failure raises :class:`ActivityError` and nothing is
-    served); cleanup handlers run once at the end, shielded, for at most ``CLEANUP_TIMEOUT``
-    seconds. With ``liveness_endpoint`` (or ``settings.server.liveness_endpoint``), ``/healthz``,
-    ``/readyz`` and ``/metrics`` are served from before the startup handlers until the end (see
-    :mod:`anyop.engine.probes`); ``metrics_endpoint`` (or ``settings.server.metrics_endpoint``)
-    serves ``/metrics`` on an address of its own. ``standalone``, ``priority`` and
-    ``peering_name`` (which makes peering mandatory) override ``settings.peering``, and
-    ``leader_election`` overrides ``settings.leadership.enabled``, before the startup handlers
-    run (so they may change them again). ``lifecycle`` orders the handlers of this operator's
-    cycles instead of the default one (:func:`anyop.set_default_lifecycle`); ``identity`` is
-    this operator's name among its peers (``settings.peering.identity``). Without namespaces and
-    without ``clusterwide``, it serves the whole cluster after a ``FutureWarning``, as Kopf does.
+    Kopf's flags and options around :func:`anyop.serve`, which runs the whole operator (see
+    there): ``stop_flag`` and ``ready_flag`` may be AnyIO/asyncio/threading events or futures;
+    ``namespace`` adds one namespace; ``standalone``, ``priority`` and ``peering_name`` (which
+    makes peering mandatory) override ``settings.peering``, and ``leader_election`` overrides
+    ``settings.leadership.enabled``, before the startup handlers run (so they may change them
+    again); ``identity`` is this operator's name among its peers (``settings.peering.identity``).
+    Without namespaces and without ``clusterwide``, it serves the whole cluster after a
+    ``FutureWarning``, as Kopf does.
 
     Raises:
         ConfigError: ``indexers``, ``memories``, ``insights`` or ``_command`` is given: these are
@@ -148,7 +133,6 @@ async def operator(
             to use instead).
     """
     _refuse_internals(indexers=indexers, memories=memories, insights=insights, _command=_command)
-    stop_event, ready_event = anyio.Event(), anyio.Event()
     names = [*namespaces, *([namespace] if namespace else [])]
     if not names and not clusterwide:
         warnings.warn(
@@ -157,57 +141,25 @@ async def operator(
             FutureWarning, stacklevel=2,
         )  # fmt: skip
         clusterwide = True
-    registry = registry if registry is not None else get_default_registry()
     settings = settings if settings is not None else settings_from_environ()
     _override(settings, standalone, priority, peering_name, leader_election)
     if identity is not None:
         settings.peering.identity = identity
     settings.peering.clusterwide = clusterwide
-    memo = memo if memo is not None else Memo()
-    indexes = operator_indexes(registry)
-    health = Health(registry, settings, memo, indexes)
-    activity = functools.partial(run_activity, registry, settings=settings, memo=memo,
-                                 indexes=indexes)  # fmt: skip
-    endpoint = liveness_endpoint or settings.server.liveness_endpoint
-    metrics_at = metrics_endpoint or settings.server.metrics_endpoint
-    metrics = _served_metrics(health) if endpoint or metrics_at else None
-    tokens = current_health.set(health), current_metrics.set(metrics)
-    execution = current_execution.set(settings.execution)
-    ordering = current_lifecycle.set(lifecycle)
-    try:
-        async with anyio.create_task_group() as probes:
-            if endpoint:
-                await probes.start(
-                    functools.partial(serve_probes, metrics=metrics), health, endpoint
-                )
-            if metrics_at:
-                await probes.start(serve_metrics, metrics, metrics_at)
-            await activity(Activity.STARTUP)
-            now_ready = functools.partial(setattr, health, "ready", True)
-            probes.start_soon(_relay, ready_event.wait, now_ready)
-            try:
-                await _serve_with_flags(
-                    stop_flag, ready_flag, stop_event, ready_event, registry=registry,
-                    settings=settings, namespaces=names, clusterwide=clusterwide, memo=memo,
-                    vault=vault, indexes=indexes,
-                )  # fmt: skip
-            finally:
-                health.ready = False
-                with anyio.move_on_after(CLEANUP_TIMEOUT, shield=True):
-                    await activity(Activity.CLEANUP)
-            probes.cancel_scope.cancel()
-    finally:
-        current_health.reset(tokens[0])
-        current_metrics.reset(tokens[1])
-        current_execution.reset(execution)
-        current_lifecycle.reset(ordering)
-
-
-def _served_metrics(health: Health) -> Metrics:
-    """Metrics for an operator that serves them (imports prometheus-client only then)."""
-    from anyop.engine.observing import operator_metrics
-
-    return operator_metrics(health)
+    stop_event, ready_event = anyio.Event(), anyio.Event()
+    async with anyio.create_task_group() as flags:
+        if stop_flag is not None:
+            flags.start_soon(_relay, functools.partial(_wait_flag, stop_flag), stop_event.set)
+        if ready_flag is not None:
+            flags.start_soon(_relay, ready_event.wait, functools.partial(_set_flag, ready_flag))
+        await serve(
+            registry=registry, settings=settings, namespaces=names, clusterwide=clusterwide,
+            memo=memo,
+            stop_event=stop_event, ready_event=ready_event, vault=vault,
+            liveness_endpoint=liveness_endpoint, metrics_endpoint=metrics_endpoint,
+            lifecycle=lifecycle,
+        )  # fmt: skip
+        flags.cancel_scope.cancel()
 
 
 _INSTEAD = {
@@ -244,19 +196,6 @@ def _override(
         settings.leadership.enabled = leader_election
 
 
-async def _serve_with_flags(
-    stop_flag: Any, ready_flag: Any, stop_event: anyio.Event, ready_event: anyio.Event,
-    **kwargs: Any,
-) -> None:  # fmt: skip
-    async with anyio.create_task_group() as tg:
-        if stop_flag is not None:
-            tg.start_soon(_relay, functools.partial(_wait_flag, stop_flag), stop_event.set)
-        if ready_flag is not None:
-            tg.start_soon(_relay, ready_event.wait, functools.partial(_set_flag, ready_flag))
-        await serve(stop_event=stop_event, ready_event=ready_event, **kwargs)
-        tg.cancel_scope.cancel()
-
-
 async def _relay(wait: Any, then: Any) -> None:
     await wait()
     then()
@@ -274,7 +213,8 @@ async def _serve_until_signalled(kwargs: dict[str, Any]) -> None:
     with _Watchdog(ultimate) as watchdog:
         async with anyio.create_task_group() as tg:
             if threading.current_thread() is threading.main_thread():
-                tg.start_soon(_watch_signals, stop_flag, tg.cancel_scope, watchdog)
+                # Before anything else: a signal must never meet the default handler (exit 143).
+                await tg.start(_watch_signals, stop_flag, tg.cancel_scope, watchdog)
             if outer_stop is not None:
                 tg.start_soon(_relay, functools.partial(_wait_flag, outer_stop), stop_flag.set)
             await operator(stop_flag=stop_flag, **kwargs)
@@ -314,8 +254,15 @@ class _Watchdog:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-async def _watch_signals(stop: anyio.Event, scope: anyio.CancelScope, watchdog: _Watchdog) -> None:
+async def _watch_signals(
+    stop: anyio.Event,
+    scope: anyio.CancelScope,
+    watchdog: _Watchdog,
+    *,
+    task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+) -> None:
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        task_status.started()
         async for signum in signals:
             if stop.is_set():
                 logger.warning("Signal %s received again: stopping at once.", signum.name)
@@ -407,16 +354,3 @@ often holds little more memory.
 def gc_thresholds(current: tuple[int, ...]) -> tuple[int, ...]:
     """The collector thresholds :func:`run` sets: the operator's, unless the program set its own."""
     return OPERATOR_GC_THRESHOLDS if tuple(current) == PYTHON_GC_THRESHOLDS else tuple(current)
-
-
-def single_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The one real error inside nested task-group errors, or the group if there are several."""
-    leaves: list[BaseException] = []
-    pending: list[BaseException] = [group]
-    while pending:
-        error = pending.pop()
-        if isinstance(error, BaseExceptionGroup):
-            pending.extend(error.exceptions)
-        else:
-            leaves.append(error)
-    return leaves[0] if len(leaves) == 1 else group

@@ -11,6 +11,7 @@ The vault is not thread-safe: use it from the event loop's tasks only (Trio or a
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import random
 from collections.abc import Callable, Mapping
@@ -18,7 +19,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import anyio
-import anyio.to_thread
 
 from anyop.errors import LoginError
 from anyop.kube.config import (
@@ -29,6 +29,7 @@ from anyop.kube.config import (
     load_incluster,
     load_kubeconfig,
 )
+from anyop.threads import run_in_thread
 
 __all__ = ["LoginError", "Vault", "login_with_kubeconfig", "login_with_service_account"]
 
@@ -219,7 +220,7 @@ async def login_with_kubeconfig(**kwargs: Any) -> ConnectionInfo | None:
     Raises:
         ConfigError: A kubeconfig file exists but is unusable, or the plugin fails.
     """
-    config = await anyio.to_thread.run_sync(_existing_kubeconfig)
+    config = await run_in_thread(_existing_kubeconfig)
     if config is None:
         return None
     info = await config.connection_info()
@@ -235,7 +236,7 @@ async def login_with_service_account(**kwargs: Any) -> ConnectionInfo | None:
     Returns:
         The credentials, or ``None`` when not running in a cluster.
     """
-    account = await anyio.to_thread.run_sync(load_incluster, SERVICEACCOUNT_ROOT)
+    account = await run_in_thread(functools.partial(load_incluster, SERVICEACCOUNT_ROOT))
     if account is None:
         return None
     info = await account.connection_info()

@@ -8,19 +8,19 @@ read again when they change on disk, and credential plugins run again.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-import anyio.to_thread
-
 from anyop.errors import ConfigError
 from anyop.kube import kubeconfig
 from anyop.kube.connection import ConnectionInfo, proxy_for
 from anyop.kube.execplugins import ExecCredential, ExecSpec, cluster_info_for, run_exec_plugin
 from anyop.kube.kubeconfig import ClusterConfig, TokenFile, UserConfig
+from anyop.threads import run_in_thread
 
 __all__ = [
     "SERVICEACCOUNT_ROOT",
@@ -113,9 +113,11 @@ class KubeConfig:
         """
         credential = None
         if self.user.exec is not None:
-            cluster_info = await anyio.to_thread.run_sync(self._cluster_info, self.user.exec)
+            cluster_info = await run_in_thread(
+                functools.partial(self._cluster_info, self.user.exec)
+            )
             credential = await run_exec_plugin(self.user.exec, cluster_info)
-        return await anyio.to_thread.run_sync(self.resolve, credential)
+        return await run_in_thread(functools.partial(self.resolve, credential))
 
     def _cluster_info(self, spec: ExecSpec) -> dict[str, object] | None:
         if not spec.provide_cluster_info:
@@ -165,7 +167,7 @@ class ServiceAccount:
 
     async def connection_info(self) -> ConnectionInfo:
         """Build the :class:`ConnectionInfo` in a worker thread (it may read the token file)."""
-        return await anyio.to_thread.run_sync(self.resolve)
+        return await run_in_thread(self.resolve)
 
 
 def incluster_server(environ: Mapping[str, str]) -> str | None:

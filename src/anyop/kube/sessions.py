@@ -26,7 +26,6 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 import anyio
-import anyio.to_thread
 import httpx
 
 from anyop._jsons import compact
@@ -48,6 +47,7 @@ from anyop.kube.retries import (
 )
 from anyop.kube.transport import KubeTransport, RawResponse
 from anyop.settings import NetworkingSettings
+from anyop.threads import run_in_thread
 
 __all__ = [
     "RequestObserver",
@@ -459,7 +459,7 @@ class SessionPool:
         async with self._opening:
             if (session := self._sessions.get(info)) is not None:
                 return session
-            context = await anyio.to_thread.run_sync(info.as_ssl_context)
+            context = await run_in_thread(info.as_ssl_context)
             http = self._http_client(info, context)
             session = Session(
                 key, info, http, base=str(http.base_url).rstrip("/"),

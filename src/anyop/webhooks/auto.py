@@ -18,10 +18,10 @@ import urllib.parse
 from collections.abc import AsyncIterator, Iterable
 from typing import Any, NoReturn
 
-import anyio.to_thread
 from cryptography import x509
 
 from anyop.errors import ConfigError
+from anyop.threads import run_in_thread
 from anyop.webhooks.managed import WebhookClientConfig
 from anyop.webhooks.review import WebhookFn
 from anyop.webhooks.server import (
@@ -89,7 +89,7 @@ async def guess_cluster_host(server: str) -> str | None:
         return None
     where = (parsed.hostname, parsed.port or 443)
     try:
-        pem = await anyio.to_thread.run_sync(
+        pem = await run_in_thread(
             lambda: ssl.get_server_certificate(where, timeout=DETECTION_TIMEOUT).encode()
         )
         return cluster_host(certificate_names(pem))
