@@ -1,8 +1,10 @@
-"""Operator-level activities: start-up, clean-up, and liveness probes.
+"""Operator-level activities: start-up, login, clean-up, and liveness probes.
 
 - ``@on.startup`` handlers run before anything is watched; they may change the settings and fill
   the operator's ``memo``. They are retried until they succeed (or fail for good, which stops
   the operator before it serves anything).
+- ``@on.login`` handlers return the credentials; here, the kubeconfig's, declared valid for 30
+  seconds only (``EXAMPLE_LOGIN_SECONDS``), so that anyop logs in again when they expire.
 - ``@on.probe`` handlers answer ``GET /healthz`` when the operator runs with ``--liveness``.
 - ``@on.cleanup`` handlers run once when the operator stops.
 
@@ -13,9 +15,15 @@ Try it::
         "metadata": {"name": "kex-10"}, "spec": {}}'
     curl -s http://127.0.0.1:8080/healthz      # {"created_objects": 1, "uptime_seconds": ...}
     curl -s http://127.0.0.1:8080/readyz       # {"ready": true}
+
+and every 30 seconds, ``Re-authentication has been initiated.`` (set ``EXAMPLE_LOGIN_SECONDS``
+for another period).
 """
 
 import collections
+import dataclasses
+import datetime
+import os
 import time
 from typing import Any
 
@@ -35,6 +43,24 @@ def configure(
     # Every object's memo is a shallow copy of this one: the counter itself is shared by all.
     memo.counts = collections.Counter()
     logger.info("Configured: Events come from 'activities-example'.")
+
+
+@anyop.on.login(errors=anyop.ErrorsMode.PERMANENT)
+async def login_fn(logger: anyop.Logger, **kwargs: Any) -> anyop.ConnectionInfo | None:
+    """Log in from the kubeconfig, with credentials that expire after a while.
+
+    A login handler replaces anyop's built-in ones (the kubeconfig, then the pod's service
+    account). When all the credentials it returned have expired (or the API server answers 401),
+    the API requests wait, and anyop runs the login handlers again: ``Re-authentication has been
+    initiated.`` Kopf's example does the same with pykube-ng (``anyop.login_via_pykube``).
+    """
+    info = await anyop.login_with_kubeconfig(logger=logger, **kwargs)
+    if info is None:
+        return None  # no kubeconfig: with no credentials at all, the operator stops
+    seconds = float(os.environ.get("EXAMPLE_LOGIN_SECONDS", "30"))
+    expiration = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=seconds)
+    logger.info(f"Logged in to {info.server} for {seconds:g}s.")
+    return dataclasses.replace(info, expiration=expiration)
 
 
 @anyop.on.create("kopfexamples")

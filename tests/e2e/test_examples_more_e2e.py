@@ -312,15 +312,17 @@ def test_indexing_the_index_is_a_kwarg_that_follows_every_change(
 
 
 @BACKENDS
-def test_activities_startup_settings_and_memo_probes_and_cleanup(
-    cluster: Cluster, backend: str
+def test_activities_startup_login_settings_and_memo_probes_and_cleanup(
+    cluster: Cluster, backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     plane, ns = cluster
     base = f"http://127.0.0.1:{free_port()}"
     liveness = ("--liveness", f"{base}/healthz")
+    monkeypatch.setenv("EXAMPLE_LOGIN_SECONDS", "2")  # the credentials expire after 2 s, not 30
     with running_example(plane, "10-activities", ns, backend, *liveness) as output:
         output.wait_for("Configured: Events come from 'activities-example'.")
-        apply_kex(plane, ns, "kex-10")
+        output.wait_for("Re-authentication has been initiated.", count=2)
+        apply_kex(plane, ns, "kex-10")  # handled with the credentials of a re-login
         output.wait_for(f"[{ns}/kex-10] Handler 'create_fn' succeeded.")
         events = events_about(plane, ns, "kex-10", {"Counted"})
         health = httpx.get(f"{base}/healthz", timeout=10)
@@ -338,6 +340,11 @@ def test_activities_startup_settings_and_memo_probes_and_cleanup(
     failed = "Activity 'configure' failed temporarily: The licence server is not reachable yet."
     assert lines.count(failed) == 1
     assert lines.count("Goodbye! Created 1, deleted 1.") == 1
+    logins = [line for line in lines if line.startswith("Logged in to ")]
+    assert set(logins) == {f"Logged in to {plane.server} for 2s."}
+    assert len(logins) >= 3  # the first login and at least two re-logins
+    assert lines.index(logins[0]) > lines.index("Activity 'configure' succeeded.")
+    assert "Activity 'login_with_kubeconfig' succeeded." not in lines  # login_fn replaces it
 
 
 # -- 11-embedding --------------------------------------------------------------------------------
@@ -366,6 +373,10 @@ def test_embedding_the_operator_runs_in_the_programs_own_task_group(
     logged = result.stderr.splitlines()
     assert f"[{ns}/kex-embedded-1] Handler 'greet' succeeded." in logged
     assert f"[{ns}/kex-embedded-1] Good bye, kex-embedded-1!" in logged
+    started = "The operator starts: its startup handlers run inside anyop.serve()."
+    stopped = "The operator stops: its cleanup handlers run before anyop.serve() returns."
+    assert logged.count(started) == logged.count(stopped) == 1  # anyop.serve() runs them
+    assert logged.index(started) < logged.index(f"[{ns}/kex-embedded-1] Good bye, kex-embedded-1!")
     assert get(plane, ns, "kex")["items"] == []
 
 
@@ -431,16 +442,20 @@ def test_event_watching_sees_every_event_and_survives_errors_without_state(
 # -- 14-builtin-resources ------------------------------------------------------------------------
 
 
+def ttl_pod(name: str, seconds: int) -> dict[str, Any]:
+    """A pod that the example kills after ``seconds`` (no kubelet runs it here)."""
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "labels": {"ttl-seconds": str(seconds)}},
+            "spec": {"containers": [{"name": "main", "image": "busybox"}]}}  # fmt: skip
+
+
 @BACKENDS
-def test_builtin_resources_configmaps_are_greeted_and_pods_expire(
+def test_builtin_resources_configmaps_are_greeted_and_pods_are_killed_when_due(
     cluster: Cluster, backend: str
 ) -> None:
     plane, ns = cluster
     configmap = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"greeting": "hello"},
                  "metadata": {"name": "hello", "labels": {"app": "greeter"}}}  # fmt: skip
-    pod = {"apiVersion": "v1", "kind": "Pod",
-           "metadata": {"name": "short-lived", "labels": {"ttl-seconds": "1"}},
-           "spec": {"containers": [{"name": "main", "image": "busybox"}]}}  # fmt: skip
     with running_example(plane, "14-builtin-resources", ns, backend) as output:
         apply(plane, ns, configmap)
         output.wait_for(f"[{ns}/hello] ConfigMap hello says: hello")
@@ -448,12 +463,47 @@ def test_builtin_resources_configmaps_are_greeted_and_pods_expire(
                 "-p", '{"data": {"greeting": "bonjour"}}')  # fmt: skip
         output.wait_for(f"[{ns}/hello] The greeting has changed: 'hello' -> 'bonjour'")
         events = events_about(plane, ns, "hello", {"GreetingChanged"})
-        apply(plane, ns, pod)
-        output.wait_for(f"[{ns}/short-lived] === Pod short-lived has expired and is deleted.")
+        apply(plane, ns, ttl_pod("short-lived", 1))
+        output.wait_for(f"[{ns}/short-lived] === Pod killing happens NOW!")
         until(lambda: not get(plane, ns, "pods")["items"], "the pod is gone")
+        output.wait_for(f"[{ns}/short-lived] Deletion is processed: 1 succeeded; 0 failed.")
     assert events[0]["message"] == "'hello' -> 'bonjour'"
     assert events[0]["involvedObject"]["kind"] == "ConfigMap"
-    assert f"[{ns}/short-lived] === Pod short-lived will be deleted in 1 seconds." in output.text
+    lines = output.text.splitlines()
+    assert lines.count(f"[{ns}/short-lived] === Pod killing happens in 1s.") == 1
+    assert lines.count(f"[{ns}/short-lived] === Pod short-lived is being deleted.") == 1
+    assert "Pod killing is cancelled" not in output.text  # it was done, not cancelled
+
+
+@BACKENDS
+def test_builtin_resources_a_pod_deleted_or_unlabelled_before_its_time_is_not_killed(
+    cluster: Cluster, backend: str
+) -> None:
+    plane, ns = cluster
+    for name in ("doomed", "spared", "kept"):  # before the start: resumed, not created
+        apply(plane, ns, ttl_pod(name, 600))
+    with running_example(plane, "14-builtin-resources", ns, backend, "--debug") as output:
+        for name in ("doomed", "spared", "kept"):
+            output.wait_for(f"[{ns}/{name}] === Pod killing happens in 600s.")
+        kubectl(plane, "delete", "-n", ns, "pod", "doomed", "--timeout=60s")
+        output.wait_for(f"[{ns}/doomed] === Pod killing is cancelled!")
+        output.wait_for(f"[{ns}/doomed] Deletion is processed: 1 succeeded; 0 failed.")
+        kubectl(plane, "label", "-n", ns, "pod", "spared", "ttl-seconds-")
+        output.wait_for(f"[{ns}/spared] === Pod killing is cancelled!")
+        until(lambda: not get(plane, ns, "pod", "spared")["metadata"].get("finalizers"),
+              "the finalizer of the unlabelled pod is released")  # fmt: skip
+        pods = [pod["metadata"]["name"] for pod in get(plane, ns, "pods")["items"]]
+    lines = output.text.splitlines()
+    assert pods == ["kept", "spared"]
+    assert lines.count(f"[{ns}/doomed] === Pod killing is cancelled!") == 1
+    assert lines.count(f"[{ns}/doomed] === Pod doomed is being deleted.") == 1
+    assert f"[{ns}/doomed] Deletion is in progress: {{" in output.text  # with --debug only
+    assert "spared is being deleted" not in output.text
+    assert "Pod killing happens NOW" not in output.text
+    postponed = "=== Pod killing is postponed until the operator serves the pod again."
+    assert lines.count(f"[{ns}/kept] {postponed}") == 1  # at the exit: not a cancellation
+    assert f"[{ns}/kept] === Pod killing is cancelled!" not in lines
+    assert "The server dropped status.anyop" in output.text  # the state goes to annotations
 
 
 # -- 15-testing ----------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import signal
 import subprocess
 import time
@@ -249,8 +250,15 @@ async def test_the_api_server_applies_the_failure_policy_when_the_webhook_is_unr
     assert f'failed calling webhook "closed.{name}"' in failed.json()["message"]
 
 
+def warned(plane: LocalControlPlane, *args: str, stdin: str = "") -> list[str]:
+    """The stderr lines (the API server's warnings) of a kubectl command that succeeds."""
+    cmd = [str(plane.assets.kubectl), f"--kubeconfig={plane.kubeconfig}", *args]
+    result = subprocess.run(cmd, input=stdin, capture_output=True, text=True, check=True)
+    return result.stderr.splitlines()
+
+
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
-def test_the_admission_example_denies_mutates_warns_and_cleans_up(
+def test_the_admission_example_denies_mutates_warns_audits_subresources_and_cleans_up(
     anyop_controlplane: LocalControlPlane,
     anyop_namespace: str,
     kopfexample_crd: str,
@@ -272,12 +280,17 @@ def test_the_admission_example_denies_mutates_warns_and_cleans_up(
                 break
             assert time.monotonic() < deadline, "the webhooks never became active"
             time.sleep(0.2)
-        warned = subprocess.run(
-            [str(plane.assets.kubectl), f"--kubeconfig={plane.kubeconfig}", "create", "-n", ns,
-             "-f", "-"],
-            input=json.dumps(kex("kex-1", {"inject": "yes"}, {})), capture_output=True,
-            text=True, check=True,
-        )  # fmt: skip
+        probe = json.dumps(kex("kex-probe", {"inject": "yes"}, {}))  # the other configuration
+        dry = ("create", "--dry-run=server", "-n", ns, "-f", "-", "-o", "json")
+        while "injected" not in json.loads(kubectl(plane, *dry, stdin=probe))["spec"]:
+            assert time.monotonic() < deadline, "the mutating webhook never became active"
+            time.sleep(0.2)
+        with httpx.Client(base_url=plane.server, verify=plane.ssl_context(), timeout=30) as api:
+            lazy = api.post(url(ns), json=kex("kex-lazy", {}, {"field": "not-allowed"}))
+        created = warned(plane, "create", "-n", ns, "-f", "-",
+                         stdin=json.dumps(kex("kex-1", {"inject": "yes"}, {})))  # fmt: skip
+        status = warned(plane, "patch", "-n", ns, "kex", "kex-1", "--subresource=status",
+                        "--type=merge", "-p", '{"status": {"checked": true}}')  # fmt: skip
         stored = json.loads(kubectl(plane, "get", "-n", ns, "kex", "kex-1", "-o", "json"))
     finally:
         operator.send_signal(signal.SIGTERM)
@@ -288,11 +301,23 @@ def test_the_admission_example_denies_mutates_warns_and_cleans_up(
     assert operator.returncode == 0, output
     assert 'admission webhook "check-field.auto.anyop.dev" denied the request' in denial
     assert "The field must not be 'wrong'. Change it." in denial
-    assert "Warning: The default field is used; consider setting your own." in warned.stderr
-    assert stored["spec"] == {"field": "default"}
+    assert "Warning: Audited: CREATE of kex-bad." in denial
+    assert lazy.status_code == 555  # the handler's code is the HTTP status of the refusal
+    assert lazy.json()["code"] == 555
+    assert lazy.json()["message"] == (
+        'admission webhook "refuse-not-allowed.spec.field.auto.anyop.dev" denied the request: '
+        "I'm too lazy anyway. Go away!"
+    )
+    assert sorted(created) == [  # from separate webhooks, in any order
+        "Warning: Audited: CREATE of kex-1.",
+        "Warning: The default field is used; consider setting your own.",
+    ]
+    assert status == ["Warning: Audited: UPDATE of the status of kex-1."]  # only subresource='*'
+    assert stored["spec"] == {"field": "default", "injected": 123}
+    assert stored["status"] == {"checked": True}
     assert stored["metadata"]["labels"] == {"inject": "yes", "injected-by": "anyop"}
     assert "auto.anyop.dev" not in left
-    assert "Webhook server listens at https://127.0.0.1:" in output
+    assert re.search(r"Webhook server listens at https://127\.0\.0\.1:\d+/admission\.", output)
 
 
 async def test_a_certificate_without_the_advertised_host_fails_the_startup_clearly(
