@@ -30,6 +30,9 @@ Objs = Any  # one object or an iterable of them: dicts, or objects with a dict i
 
 
 def _owner(owner: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """The owner, only read: any mapping will do (the handler's read-only ``body`` too)."""
+    if isinstance(owner, Mapping):
+        return owner
     if owner is not None:
         return _as_dict(owner)
     body = current_body.get()

@@ -316,7 +316,15 @@ def validate(
     /,
     **options: Unpack[WebhookOptions],
 ) -> Callable[[F], F]:
-    """Validate objects in admission requests; raise :class:`~anyop.AdmissionError` to deny."""
+    """Validate objects in admission requests; raise :class:`~anyop.AdmissionError` to deny.
+
+    The options are Kopf's: ``id``, ``operation``/``operations`` (``"CREATE"``, ``"UPDATE"``,
+    ``"DELETE"``, ``"CONNECT"``, or ``None`` for all), ``subresource`` (``None``: the object
+    itself only; ``"status"`` or another name: that subresource only; ``"*"``: the object and
+    all of its subresources), ``persistent``, ``side_effects``, ``ignore_failures``,
+    ``timeout``, and the filters of resource handlers (``labels``, ``annotations``,
+    ``field``/``value``, ``when``).
+    """
     return _webhook("validate", (arg1, arg2, arg3), options=options, reason=WebhookType.VALIDATING)
 
 
@@ -327,7 +335,10 @@ def mutate(
     /,
     **options: Unpack[WebhookOptions],
 ) -> Callable[[F], F]:
-    """Mutate objects in admission requests via the ``patch`` kwarg."""
+    """Mutate objects in admission requests via the ``patch`` kwarg (options: see :func:`validate`).
+
+    Mutations come before validations: validators see their result.
+    """
     return _webhook("mutate", (arg1, arg2, arg3), options=options, reason=WebhookType.MUTATING)
 
 

@@ -98,3 +98,12 @@ def test_object_references_carry_the_namespace_when_there_is_one() -> None:
         "apiVersion": "kopf.dev/v1", "kind": "KopfExample", "name": "kopf-example-1",
         "uid": "uid-1", "namespace": "default",
     }  # fmt: skip
+
+
+def test_a_handlers_read_only_body_can_be_the_owner() -> None:
+    owner = anyop.Body({"apiVersion": "kopf.dev/v1", "kind": "KopfExample",
+                  "metadata": {"name": "kex", "namespace": "ns", "uid": "u-1"}})  # fmt: skip
+    child: dict[str, Any] = {"metadata": {}}
+    anyop.adopt(child, owner=owner)
+    assert child["metadata"]["ownerReferences"][0]["uid"] == "u-1"
+    assert child["metadata"]["namespace"] == "ns"

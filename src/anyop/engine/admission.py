@@ -27,7 +27,7 @@ from anyop.engine.handling import common_kwargs, utcnow
 from anyop.engine.indexes import Indexer
 from anyop.engine.invocation import invoke
 from anyop.engine.memories import Memories
-from anyop.errors import ConfigError
+from anyop.errors import ConfigError, PermanentError
 from anyop.handlers.causes import WebhookCause, WebhookType
 from anyop.handlers.diffs import diff
 from anyop.handlers.records import ResourceWebhookHandler
@@ -178,6 +178,9 @@ class Reviewer:
         with anyio.move_on_after(deadline) as timer:
             try:
                 await invoke(handler.fn, kwargs, limiter=self.limiter, body=request.body)
+            except PermanentError as error:  # AdmissionError among them: a denial, as meant
+                kwargs["logger"].error(f"{handler} failed permanently: {error}")
+                return error
             except Exception as error:  # every error denies; the user's traceback is logged
                 kwargs["logger"].exception(f"{handler} failed with an exception.")
                 return error

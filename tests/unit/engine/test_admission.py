@@ -98,7 +98,9 @@ async def test_a_known_object_gets_its_own_memo_and_a_creation_a_memo_of_its_own
     assert len(memories) == 1
 
 
-async def test_an_error_denies_and_the_admission_error_wins() -> None:
+async def test_an_error_denies_and_the_admission_error_wins(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     registry = OperatorRegistry()
 
     @on.validate("kopfexamples", registry=registry, id="a")
@@ -114,6 +116,10 @@ async def test_an_error_denies_and_the_admission_error_wins() -> None:
     assert answer["response"]["status"] == {"message": "not like this", "code": 422}
     answer = await reviewer(registry)(review(), webhook="a")
     assert answer["response"]["status"] == {"message": "later", "code": 500}
+    denial = [r for r in caplog.records if "'b' failed" in r.getMessage()]
+    assert [r.getMessage() for r in denial] == ["Webhook 'b' failed permanently: not like this"]
+    assert denial[0].exc_info is None  # a denial as meant: Kopf's one line, no traceback
+    assert any("'a' failed with an exception." in r.getMessage() for r in caplog.records)
 
 
 async def test_mutations_are_patched_but_not_on_deletion_nor_by_validators() -> None:
