@@ -6,23 +6,26 @@ Copy this folder into your project and adapt it: the fixtures come from anyop's 
 - ``anyop_kubeconfig``: its kubeconfig; ``KUBECONFIG`` points to it during the test, so the
   operator (and kubectl) talk to this control plane and nothing else;
 - ``anyop_namespace``: a fresh namespace per test;
-- ``anyop_apply``: ``kubectl apply`` for manifests (a path or a YAML string).
+- ``anyop_apply``: ``kubectl apply`` for manifests (a path or a YAML string);
+- ``anyop_operator`` (async): the operator, ready, in the test's own event loop and in a fresh
+  namespace, with an API client, its log messages, and waits for conditions on objects.
 
-Two ways to run the operator: ``OperatorRunner`` (``KopfRunner`` in Kopf) runs ``anyop run`` in
-a thread, for plain sync tests; ``run_operator`` runs it in an async test's own task group.
+Two ways to run the operator: ``anyop_operator`` in async tests (Trio or asyncio), and
+``OperatorRunner`` (``KopfRunner`` in Kopf), which runs ``anyop run`` in a thread, for sync tests.
 """
 
 import json
 import time
 from typing import Any
 
-import anyio
 import example  # the operator: importing it registers its handlers
-import httpx
 import pytest
 
-from anyop.testing import LocalControlPlane, OperatorRunner, run_operator
+import anyop
+from anyop.testing import LocalControlPlane, OperatorRunner, RunningOperator
 from anyop.testing.pytest_plugin import Apply, kubectl
+
+KEX = anyop.Resource("kopf.dev", "v1", "kopfexamples", kind="KopfExample")
 
 OBJECT = """
 apiVersion: kopf.dev/v1
@@ -41,15 +44,6 @@ def wait_for_status(plane: LocalControlPlane, namespace: str, key: str) -> dict[
             return dict(body["status"])
         time.sleep(0.2)
     raise AssertionError(f"No status.{key} within 30 seconds.")
-
-
-async def poll_status(api: httpx.AsyncClient, url: str, key: str) -> dict[str, Any]:
-    """Poll the object with httpx until ``status[key]`` is there."""
-    while True:
-        status: dict[str, Any] = (await api.get(url)).json().get("status", {})
-        if key in status:
-            return status
-        await anyio.sleep(0.1)
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
@@ -73,17 +67,19 @@ def test_the_operator_greets_in_a_background_thread(
 
 
 @pytest.mark.anyio
-@pytest.mark.usefixtures("anyop_kubeconfig", "kopfexamples")
+@pytest.mark.usefixtures("kopfexamples")
 async def test_the_operator_greets_in_the_tests_own_event_loop(
-    anyop_controlplane: LocalControlPlane, anyop_namespace: str, anyop_apply: Apply
+    anyop_operator: RunningOperator,
 ) -> None:
-    url = f"/apis/kopf.dev/v1/namespaces/{anyop_namespace}/kopfexamples/kex-15"
-    tls = anyop_controlplane.ssl_context()
-    async with (
-        httpx.AsyncClient(base_url=anyop_controlplane.server, verify=tls) as api,
-        run_operator(namespaces=[anyop_namespace]),  # ready: every resource is listed
-    ):
-        await anyio.to_thread.run_sync(anyop_apply, OBJECT, anyop_namespace)
-        with anyio.fail_after(30):
-            status = await poll_status(api, url, "greet")
-    assert status["greet"] == "Hello, Alice!"
+    # The operator serves the default registry (example's handlers), ready: every resource listed.
+    await anyop_operator.create(KEX, {"metadata": {"name": "kex-15"}, "spec": {"who": "Alice"}})
+    greeted = await anyop_operator.wait_for(KEX, "kex-15", lambda obj: obj["status"]["greet"])
+    await anyop_operator.patch(KEX, "kex-15", {"spec": {"who": "Bob"}})
+    again = await anyop_operator.wait_for(
+        KEX, "kex-15", lambda obj: obj["status"]["greet_again/spec.who"]
+    )
+    assert greeted["status"]["greet"] == "Hello, Alice!"
+    assert again["status"]["greet_again/spec.who"] == "Hello again, Bob!"
+    ns = anyop_operator.namespace
+    assert f"[{ns}/kex-15] Greeting Alice on behalf of kex-15." in anyop_operator.messages
+    assert f"[{ns}/kex-15] Handler 'greet' succeeded." in anyop_operator.messages

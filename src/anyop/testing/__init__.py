@@ -1,4 +1,4 @@
-"""anyop's test kit: a real local control plane, and (soon) operator runners.
+"""anyop's test kit: a real local control plane, and operators run for tests.
 
 Importing this package is cheap; the control plane's dependencies load on first use.
 """
@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from anyop.testing.controlplane import LocalControlPlane
     from anyop.testing.embedded import run_operator
+    from anyop.testing.handle import RunningOperator
     from anyop.testing.runner import KopfRunner, OperatorRunner
 
-__all__ = ["KopfRunner", "LocalControlPlane", "OperatorRunner", "run_operator"]
+__all__ = ["KopfRunner", "LocalControlPlane", "OperatorRunner", "RunningOperator", "run_operator"]
 
 
 def __getattr__(name: str) -> Any:
@@ -24,6 +25,10 @@ def __getattr__(name: str) -> Any:
         from anyop.testing import runner
 
         return getattr(runner, name)
+    if name == "RunningOperator":
+        from anyop.testing.handle import RunningOperator
+
+        return RunningOperator
     if name == "run_operator":
         from anyop.testing.embedded import run_operator
 
