@@ -1,16 +1,21 @@
-"""The API client against a scripted HTTP transport, on both Trio and asyncio."""
+"""The API client against respx routes standing in for the API server, on both Trio and asyncio.
+
+respx's global patching does not reach anyop's own transport, so the client gets the routes
+through its ``transport_factory`` (see :func:`through`).
+"""
 
 from __future__ import annotations
 
 import functools
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Iterator
 from typing import Any
 
 import anyio
 import httpx
 import pytest
+import respx
 import trio
 
 from anyop.errors import (
@@ -26,6 +31,7 @@ from anyop.kube.auth import Vault
 from anyop.kube.client import KubeClient, PatchType, Request, open_client
 from anyop.kube.connection import ConnectionInfo
 from anyop.kube.resources import Resource
+from anyop.kube.sessions import TransportFactory
 from anyop.settings import OperatorSettings
 
 pytestmark = pytest.mark.anyio
@@ -35,7 +41,7 @@ DEADLINE = 10  # seconds; only reached when a test is broken
 CONFIGMAPS = Resource("", "v1", "configmaps", kind="ConfigMap", namespaced=True)
 KEX = Resource("kopf.dev", "v1", "kopfexamples", kind="KopfExample", namespaced=True)
 NODES = Resource("", "v1", "nodes", kind="Node", namespaced=False)
-Handler = Callable[[httpx.Request], Awaitable[httpx.Response]]
+X = "/api/v1/namespaces/ns/configmaps/x"
 
 
 def settings(**networking: Any) -> OperatorSettings:
@@ -44,24 +50,20 @@ def settings(**networking: Any) -> OperatorSettings:
     return OperatorSettings.model_validate({"networking": options})
 
 
-class Api:
-    """A scripted API server: answers are taken in order; every request is recorded."""
+@pytest.fixture
+def api() -> Iterator[respx.MockRouter]:
+    """The API server: respx routes under SERVER, each of which must be called.
 
-    def __init__(self, *answers: httpx.Response | Exception | Handler) -> None:
-        self.answers = list(answers)
-        self.requests: list[httpx.Request] = []
+    A request that no route matches fails the test. ``using=None`` patches nothing in httpx:
+    the client reaches the routes through its transport factory only.
+    """
+    with respx.mock(base_url=SERVER, using=None) as router:
+        yield router
 
-    async def __call__(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
-        if isinstance(answer, Exception):
-            raise answer
-        if callable(answer):
-            return await answer(request)
-        return answer
 
-    def factory(self, info: ConnectionInfo, context: object) -> httpx.AsyncBaseTransport:
-        return httpx.MockTransport(self)
+def through(router: respx.Router) -> TransportFactory:
+    """A transport factory whose transports send every request to ``router``'s routes."""
+    return lambda info, context: httpx.MockTransport(router.async_handler)
 
 
 def ok(body: Any, status: int = 200, **headers: str) -> httpx.Response:
@@ -89,42 +91,42 @@ async def vault() -> Vault:
     return await vault_with("secret-token")
 
 
-def client_for(vault: Vault, api: Api, **networking: Any) -> KubeClient:
-    return open_client(vault, settings=settings(**networking), transport_factory=api.factory)
+def client_for(vault: Vault, api: respx.Router, **networking: Any) -> KubeClient:
+    return open_client(vault, settings=settings(**networking), transport_factory=through(api))
 
 
 # Requests and answers
 
 
-async def test_get_reads_an_object_with_our_identity(vault: Vault) -> None:
-    api = Api(ok(cm("x")))
+async def test_get_reads_an_object_with_our_identity(vault: Vault, api: respx.MockRouter) -> None:
+    route = api.get(X).respond(json=cm("x"))
     async with client_for(vault, api) as client:
         body = await client.get(CONFIGMAPS, name="x", namespace="ns")
     assert body == cm("x")
-    request = api.requests[0]
+    request = route.calls.last.request
     assert str(request.url) == f"{SERVER}/api/v1/namespaces/ns/configmaps/x"
     assert request.headers["Authorization"] == "Bearer secret-token"
     assert request.headers["User-Agent"].startswith("anyop/")
 
 
-async def test_managed_fields_are_stripped_unless_kept(vault: Vault) -> None:
+async def test_managed_fields_are_stripped_unless_kept(vault: Vault, api: respx.MockRouter) -> None:
     managed = cm("x")
     managed["metadata"]["managedFields"] = [{"manager": "kubectl"}]
-    api = Api(ok(managed))
+    api.get(X).respond(json=managed)
     async with client_for(vault, api) as client:
         assert (
             "managedFields"
             not in (await client.get(CONFIGMAPS, name="x", namespace="ns"))["metadata"]
         )
-    managed["metadata"]["managedFields"] = [{"manager": "kubectl"}]
     async with open_client(
-        vault, transport_factory=api.factory, keep_managed_fields=True
+        vault, transport_factory=through(api), keep_managed_fields=True
     ) as client:
         assert (await client.get(CONFIGMAPS, name="x", namespace="ns"))["metadata"]["managedFields"]
 
 
-async def test_the_status_subresource_is_addressed(vault: Vault) -> None:
-    api = Api(ok(cm("x")))
+async def test_the_status_subresource_is_addressed(vault: Vault, api: respx.MockRouter) -> None:
+    path = "/apis/kopf.dev/v1/namespaces/ns/kopfexamples/x/status"
+    routes = [api.request(method, path).respond(json=cm("x")) for method in ("GET", "PUT", "PATCH")]
     async with client_for(vault, api) as client:
         await client.get(KEX, name="x", namespace="ns", subresource="status")
         await client.replace(
@@ -133,26 +135,29 @@ async def test_the_status_subresource_is_addressed(vault: Vault) -> None:
         await client.patch(
             KEX, {"status": {"a": 1}}, name="x", namespace="ns", subresource="status"
         )
-    paths = {(r.method, r.url.path) for r in api.requests}
-    path = "/apis/kopf.dev/v1/namespaces/ns/kopfexamples/x/status"
-    assert paths == {("GET", path), ("PUT", path), ("PATCH", path)}
+    assert [route.call_count for route in routes] == [1, 1, 1]
 
 
-async def test_create_posts_to_the_namespace_of_the_body(vault: Vault) -> None:
-    api = Api(ok(cm("x"), 201))
+async def test_create_posts_to_the_namespace_of_the_body(
+    vault: Vault, api: respx.MockRouter
+) -> None:
+    configmaps = api.post("/api/v1/namespaces/ns/configmaps").respond(201, json=cm("x"))
+    api.post("/api/v1/nodes").respond(201, json=cm("x"))
     async with client_for(vault, api) as client:
         await client.create(CONFIGMAPS, cm("x"))
         await client.create(NODES, {"metadata": {"name": "n1"}})
-    assert [r.url.path for r in api.requests] == [
+    assert [call.request.url.path for call in api.calls] == [
         "/api/v1/namespaces/ns/configmaps",
         "/api/v1/nodes",
     ]
-    assert json.loads(api.requests[0].content) == cm("x")
+    assert json.loads(configmaps.calls.last.request.content) == cm("x")
 
 
 @pytest.mark.parametrize("patch_type", list(PatchType))
-async def test_patches_carry_their_content_type(vault: Vault, patch_type: PatchType) -> None:
-    api = Api(ok(cm("x")))
+async def test_patches_carry_their_content_type(
+    vault: Vault, api: respx.MockRouter, patch_type: PatchType
+) -> None:
+    route = api.patch(X).respond(json=cm("x"))
     patch: Any = (
         [{"op": "replace", "path": "/data", "value": {}}] if patch_type is PatchType.JSON else {}
     )
@@ -160,24 +165,28 @@ async def test_patches_carry_their_content_type(vault: Vault, patch_type: PatchT
         await client.patch(
             CONFIGMAPS, patch, name="x", namespace="ns", patch_type=patch_type, field_manager="me"
         )
-    assert api.requests[0].headers["Content-Type"] == patch_type.value
-    assert api.requests[0].url.params["fieldManager"] == "me"
+    request = route.calls.last.request
+    assert request.headers["Content-Type"] == patch_type.value
+    assert request.url.params["fieldManager"] == "me"
 
 
-async def test_server_side_apply_names_the_manager_and_may_force(vault: Vault) -> None:
-    api = Api(ok(cm("x")))
+async def test_server_side_apply_names_the_manager_and_may_force(
+    vault: Vault, api: respx.MockRouter
+) -> None:
+    route = api.patch(X).respond(json=cm("x"))
     async with client_for(vault, api) as client:
         await client.apply(CONFIGMAPS, cm("x", data={"a": "1"}), field_manager="me", force=True)
         with pytest.raises(ValueError, match="field_manager"):
             await client.patch(CONFIGMAPS, {}, name="x", namespace="ns", patch_type=PatchType.APPLY)
-    request = api.requests[0]
-    assert request.url.path == "/api/v1/namespaces/ns/configmaps/x"
-    assert dict(request.url.params) == {"fieldManager": "me", "force": "true"}
-    assert request.headers["Content-Type"] == "application/apply-patch+yaml"
+    (call,) = route.calls
+    assert dict(call.request.url.params) == {"fieldManager": "me", "force": "true"}
+    assert call.request.headers["Content-Type"] == "application/apply-patch+yaml"
 
 
-async def test_delete_sends_its_options_and_preconditions(vault: Vault) -> None:
-    api = Api(ok({"kind": "Status", "status": "Success"}))
+async def test_delete_sends_its_options_and_preconditions(
+    vault: Vault, api: respx.MockRouter
+) -> None:
+    route = api.delete(X).respond(json={"kind": "Status", "status": "Success"})
     async with client_for(vault, api) as client:
         await client.delete(
             CONFIGMAPS,
@@ -188,7 +197,7 @@ async def test_delete_sends_its_options_and_preconditions(vault: Vault) -> None:
             resource_version="7",
             grace_period_seconds=0,
         )
-    assert json.loads(api.requests[0].content) == {
+    assert json.loads(route.calls.last.request.content) == {
         "kind": "DeleteOptions",
         "apiVersion": "v1",
         "preconditions": {"uid": "u1", "resourceVersion": "7"},
@@ -206,44 +215,55 @@ def page(names: list[str], rv: str, token: str | None) -> httpx.Response:
     return ok({"kind": "ConfigMapList", "apiVersion": "v1", "metadata": metadata, "items": items})
 
 
-async def test_lists_are_fetched_page_by_page(vault: Vault) -> None:
-    api = Api(page(["a", "b"], "10", "t1"), page(["c", "d"], "10", "t2"), page(["e"], "10", None))
+async def test_lists_are_fetched_page_by_page(vault: Vault, api: respx.MockRouter) -> None:
+    pages = [page(["a", "b"], "10", "t1"), page(["c", "d"], "10", "t2"), page(["e"], "10", None)]
+    route = api.get("/api/v1/namespaces/ns/configmaps").mock(side_effect=pages)
     async with client_for(vault, api) as client:
         found = await client.list(CONFIGMAPS, namespace="ns", label_selector="app=x", page_size=2)
     assert [item["metadata"]["name"] for item in found.items] == ["a", "b", "c", "d", "e"]
     assert found.resource_version == "10"
     assert {(item["apiVersion"], item["kind"]) for item in found.items} == {("v1", "ConfigMap")}
-    params = [dict(r.url.params) for r in api.requests]
+    params = [dict(call.request.url.params) for call in route.calls]
     assert [p.get("continue") for p in params] == [None, "t1", "t2"]
     assert all(p["limit"] == "2" and p["labelSelector"] == "app=x" for p in params)
 
 
-async def test_an_expired_continue_token_restarts_the_list(vault: Vault) -> None:
+async def test_an_expired_continue_token_restarts_the_list(
+    vault: Vault, api: respx.MockRouter
+) -> None:
     gone = status(410, "Expired", "The provided continue parameter is too old")
-    api = Api(page(["a"], "10", "t1"), gone, page(["a", "b"], "12", "t2"), page(["c"], "12", None))
+    pages = [page(["a"], "10", "t1"), gone, page(["a", "b"], "12", "t2"), page(["c"], "12", None)]
+    route = api.get("/api/v1/configmaps").mock(side_effect=pages)
     async with client_for(vault, api) as client:
         found = await client.list(CONFIGMAPS, page_size=2)
         assert [i["metadata"]["name"] for i in found.items] == ["a", "b", "c"]
     assert found.resource_version == "12"
+    assert [call.request.url.params.get("continue") for call in route.calls] == [
+        None, "t1", None, "t2"
+    ]  # fmt: skip
 
 
-async def test_pages_can_be_left_early(vault: Vault) -> None:
-    api = Api(page(["a"], "10", "t1"), page(["b"], "10", None))
+async def test_pages_can_be_left_early(vault: Vault, api: respx.MockRouter) -> None:
+    route = api.get("/api/v1/configmaps").mock(side_effect=[page(["a"], "10", "t1")])
     async with client_for(vault, api) as client:
         async for first in client.list_pages(CONFIGMAPS):
             assert first.items[0]["metadata"]["name"] == "a"
             break
-    assert len(api.requests) == 1
+    assert route.call_count == 1
 
 
 # Typed errors
 
 
-async def test_error_statuses_become_typed_errors(vault: Vault) -> None:
-    api = Api(
-        status(404, "NotFound", 'configmaps "x" not found', name="x", kind="configmaps"),
-        status(409, "AlreadyExists", 'configmaps "x" already exists'),
-        status(422, "Invalid", "bad name", causes=[{"field": "metadata.name"}]),
+async def test_error_statuses_become_typed_errors(vault: Vault, api: respx.MockRouter) -> None:
+    api.get(X).mock(
+        status(404, "NotFound", 'configmaps "x" not found', name="x", kind="configmaps")
+    )
+    api.post("/api/v1/namespaces/ns/configmaps").mock(
+        side_effect=[
+            status(409, "AlreadyExists", 'configmaps "x" already exists'),
+            status(422, "Invalid", "bad name", causes=[{"field": "metadata.name"}]),
+        ]
     )
     async with client_for(vault, api) as client:
         with pytest.raises(NotFoundError) as missing:
@@ -255,19 +275,23 @@ async def test_error_statuses_become_typed_errors(vault: Vault) -> None:
     assert (missing.value.reason, missing.value.details["name"]) == ("NotFound", "x")
     assert exists.value.reason == "AlreadyExists"
     assert invalid.value.details["causes"] == [{"field": "metadata.name"}]
-    assert len(api.requests) == 3  # none of them repeated
+    assert api.calls.call_count == 3  # none of them repeated
 
 
-async def test_a_non_json_error_body_becomes_the_message(vault: Vault) -> None:
-    api = Api(httpx.Response(403, text="<html>Forbidden by the proxy</html>"))
+async def test_a_non_json_error_body_becomes_the_message(
+    vault: Vault, api: respx.MockRouter
+) -> None:
+    api.get(X).respond(403, text="<html>Forbidden by the proxy</html>")
     async with client_for(vault, api) as client:
         with pytest.raises(ForbiddenError, match="Forbidden by the proxy") as error:
             await client.get(CONFIGMAPS, name="x", namespace="ns")
     assert error.value.status == 403
 
 
-async def test_a_non_json_success_body_is_a_transport_error(vault: Vault) -> None:
-    api = Api(httpx.Response(200, text="<html>a captive portal</html>"))
+async def test_a_non_json_success_body_is_a_transport_error(
+    vault: Vault, api: respx.MockRouter
+) -> None:
+    api.get(X).respond(200, text="<html>a captive portal</html>")
     async with client_for(vault, api) as client:
         with pytest.raises(TransportError, match="not JSON"):
             await client.get(CONFIGMAPS, name="x", namespace="ns")
@@ -277,13 +301,14 @@ async def test_a_non_json_success_body_is_a_transport_error(vault: Vault) -> Non
 
 
 async def test_429_is_retried_after_a_capped_retry_after(
-    vault: Vault, caplog: pytest.LogCaptureFixture
+    vault: Vault, api: respx.MockRouter, caplog: pytest.LogCaptureFixture
 ) -> None:
-    api = Api(status(429, "TooManyRequests", "slow down", retryAfterSeconds=3600), ok(cm("x")))
+    throttled = status(429, "TooManyRequests", "slow down", retryAfterSeconds=3600)
+    route = api.post("/api/v1/namespaces/ns/configmaps").mock(side_effect=[throttled, ok(cm("x"))])
     async with client_for(vault, api, max_retry_after=0.01) as client:
         with anyio.fail_after(DEADLINE):
             assert await client.create(CONFIGMAPS, cm("x")) == cm("x")
-    assert len(api.requests) == 2  # even a create: the server refused it before doing anything
+    assert route.call_count == 2  # even a create: the server refused it before doing anything
     assert "Request attempt #1/4 failed; will retry" in caplog.text
     assert all(r.name == "anyop.kube" for r in caplog.records if "attempt" in r.message)
 
@@ -297,90 +322,110 @@ async def test_429_is_retried_after_a_capped_retry_after(
     ],
 )
 async def test_429_waits_as_long_as_the_server_asks(
-    autojump_clock: trio.testing.MockClock, throttled: httpx.Response
+    autojump_clock: trio.testing.MockClock, api: respx.MockRouter, throttled: httpx.Response
 ) -> None:
     vault = await vault_with("t")
-    api = Api(throttled, ok(cm("x")))
+    route = api.get(X).mock(side_effect=[throttled, ok(cm("x"))])
     async with client_for(vault, api) as client:
         start = trio.current_time()
         await client.get(CONFIGMAPS, name="x", namespace="ns")
         waited = trio.current_time() - start
     assert 7 <= waited <= 7 * 1.1
+    assert route.call_count == 2
 
 
-async def test_a_burst_of_server_errors_is_retried_for_reads(vault: Vault) -> None:
-    api = Api(status(500, "InternalError"), status(503, "ServiceUnavailable"), ok(cm("x")))
+async def test_a_burst_of_server_errors_is_retried_for_reads(
+    vault: Vault, api: respx.MockRouter
+) -> None:
+    burst = [status(500, "InternalError"), status(503, "ServiceUnavailable"), ok(cm("x"))]
+    route = api.get(X).mock(side_effect=burst)
     async with client_for(vault, api) as client:
         assert await client.get(CONFIGMAPS, name="x", namespace="ns") == cm("x")
-    assert len(api.requests) == 3
+    assert route.call_count == 3
 
 
-async def test_server_errors_give_up_after_the_last_backoff(vault: Vault) -> None:
-    api = Api(status(500, "InternalError", "etcd is down"))
+async def test_server_errors_give_up_after_the_last_backoff(
+    vault: Vault, api: respx.MockRouter
+) -> None:
+    route = api.get(X).mock(status(500, "InternalError", "etcd is down"))
     async with client_for(vault, api) as client:
         with pytest.raises(ServerError, match="etcd is down"):
             await client.get(CONFIGMAPS, name="x", namespace="ns")
-    assert len(api.requests) == 4
+    assert route.call_count == 4
 
 
-async def test_a_server_error_on_create_is_not_retried(vault: Vault) -> None:
-    api = Api(status(504, "Timeout", "maybe it was created"), ok(cm("x")))
+async def test_a_server_error_on_create_is_not_retried(vault: Vault, api: respx.MockRouter) -> None:
+    route = api.post("/api/v1/namespaces/ns/configmaps")
+    route.side_effect = [status(504, "Timeout", "maybe it was created"), ok(cm("x"))]
     async with client_for(vault, api) as client:
         with pytest.raises(ServerError):
             await client.create(CONFIGMAPS, cm("x"))
-    assert len(api.requests) == 1
+    assert route.call_count == 1
 
 
-async def test_connection_errors_are_retried_for_reads(vault: Vault) -> None:
-    api = Api(httpx.ConnectError("refused"), httpx.ReadError("reset"), ok(cm("x")))
+async def test_connection_errors_are_retried_for_reads(vault: Vault, api: respx.MockRouter) -> None:
+    failures: list[Exception | httpx.Response] = [
+        httpx.ConnectError("refused"), httpx.ReadError("reset"), ok(cm("x"))
+    ]  # fmt: skip
+    route = api.get(X).mock(side_effect=failures)
     async with client_for(vault, api) as client:
         assert await client.get(CONFIGMAPS, name="x", namespace="ns") == cm("x")
-    assert len(api.requests) == 3
+    assert route.call_count == 3
 
 
-async def test_a_create_is_not_resent_after_a_read_error(vault: Vault) -> None:
-    api = Api(httpx.ReadError("connection reset"), ok(cm("x"), 201))
+async def test_a_create_is_not_resent_after_a_read_error(
+    vault: Vault, api: respx.MockRouter
+) -> None:
+    route = api.post("/api/v1/namespaces/ns/configmaps")
+    route.side_effect = [httpx.ReadError("connection reset"), ok(cm("x"), 201)]
     async with client_for(vault, api) as client:
         with pytest.raises(TransportError, match="ReadError") as error:
             await client.create(CONFIGMAPS, cm("x"))
-    assert len(api.requests) == 1
+    assert route.call_count == 1
     assert isinstance(error.value.__cause__, httpx.ReadError)
 
 
-async def test_a_create_is_resent_when_it_never_left(vault: Vault) -> None:
-    api = Api(httpx.ConnectError("refused"), ok(cm("x"), 201))
+async def test_a_create_is_resent_when_it_never_left(vault: Vault, api: respx.MockRouter) -> None:
+    route = api.post("/api/v1/namespaces/ns/configmaps")
+    route.side_effect = [httpx.ConnectError("refused"), ok(cm("x"), 201)]
     async with client_for(vault, api) as client:
         assert await client.create(CONFIGMAPS, cm("x")) == cm("x")
-    assert len(api.requests) == 2
+    assert route.call_count == 2
 
 
-async def test_an_unguarded_json_patch_is_not_resent_after_a_read_error(vault: Vault) -> None:
-    api = Api(httpx.ReadError("reset"), httpx.ReadError("reset"), ok(cm("x")))
+async def test_an_unguarded_json_patch_is_not_resent_after_a_read_error(
+    vault: Vault, api: respx.MockRouter
+) -> None:
+    route = api.patch(X)
+    route.side_effect = [httpx.ReadError("reset"), httpx.ReadError("reset"), ok(cm("x"))]
     ops = [{"op": "add", "path": "/metadata/finalizers/-", "value": "f"}]
     async with client_for(vault, api) as client:
         with pytest.raises(TransportError):
             await client.patch(CONFIGMAPS, ops, name="x", namespace="ns", patch_type=PatchType.JSON)
         ops.insert(0, {"op": "test", "path": "/metadata/resourceVersion", "value": "1"})
         await client.patch(CONFIGMAPS, ops, name="x", namespace="ns", patch_type=PatchType.JSON)
-    assert len(api.requests) == 3
+    assert route.call_count == 3
 
 
-async def test_a_slow_answer_times_out_and_is_retried(vault: Vault) -> None:
-    async def slow(request: httpx.Request) -> httpx.Response:
-        await anyio.sleep(DEADLINE)
-        return ok(cm("late"))
+async def test_a_slow_answer_times_out_and_is_retried(vault: Vault, api: respx.MockRouter) -> None:
+    attempts: list[httpx.Request] = []
 
-    async def fast(request: httpx.Request) -> httpx.Response:
+    async def slow_at_first(request: httpx.Request) -> httpx.Response:
+        attempts.append(request)
+        if len(attempts) == 1:
+            await anyio.sleep(DEADLINE)  # the client gives up on it long before
+            return ok(cm("late"))
         return ok(cm("x"))
 
-    api = Api(slow, fast)
+    api.get(X).mock(side_effect=slow_at_first)
     async with client_for(vault, api, request_timeout=0.05) as client:
         with anyio.fail_after(DEADLINE):
             assert await client.get(CONFIGMAPS, name="x", namespace="ns") == cm("x")
+    assert len(attempts) == 2
 
 
-async def test_httpx_errors_never_escape(vault: Vault) -> None:
-    api = Api(httpx.RemoteProtocolError("garbage"))
+async def test_httpx_errors_never_escape(vault: Vault, api: respx.MockRouter) -> None:
+    api.get(X).mock(side_effect=httpx.RemoteProtocolError("garbage"))
     async with client_for(vault, api) as client:
         with pytest.raises(TransportError):
             await client.get(CONFIGMAPS, name="x", namespace="ns")
@@ -389,15 +434,17 @@ async def test_httpx_errors_never_escape(vault: Vault) -> None:
 # Credentials
 
 
-async def test_401_invalidates_the_credential_and_retries_after_a_relogin() -> None:
+async def test_401_invalidates_the_credential_and_retries_after_a_relogin(
+    api: respx.MockRouter,
+) -> None:
     vault = await vault_with("old")
 
-    async def by_token(request: httpx.Request) -> httpx.Response:
+    def by_token(request: httpx.Request) -> httpx.Response:
         if request.headers["Authorization"] == "Bearer old":
             return status(401, "Unauthorized", "token expired")
         return ok(cm("x"))
 
-    api = Api(by_token)
+    route = api.get(X).mock(side_effect=by_token)
     result: dict[str, Any] = {}
     async with client_for(vault, api) as client, anyio.create_task_group() as tg:
 
@@ -409,21 +456,31 @@ async def test_401_invalidates_the_credential_and_retries_after_a_relogin() -> N
             await vault.wait_for_emptiness()  # the engine's login activity wakes up here
             await vault.populate({"relogin": ConnectionInfo(SERVER, token="new")})
     assert result["body"] == cm("x")
-    assert [r.headers["Authorization"] for r in api.requests] == ["Bearer old", "Bearer new"]
+    assert [call.request.headers["Authorization"] for call in route.calls] == [
+        "Bearer old",
+        "Bearer new",
+    ]
 
 
-async def test_a_credential_rejected_again_and_again_fails_in_the_end() -> None:
+async def test_a_credential_rejected_again_and_again_fails_in_the_end(
+    api: respx.MockRouter,
+) -> None:
     vault = await vault_with("a", "b", "c", "d", "e")
-    api = Api(status(401, "Unauthorized"))
+    route = api.get(X).mock(status(401, "Unauthorized"))
     async with client_for(vault, api) as client:
         with anyio.fail_after(DEADLINE), pytest.raises(UnauthorizedError):
             await client.get(CONFIGMAPS, name="x", namespace="ns")
-    assert len(api.requests) == 4
+    tried = [call.request.headers["Authorization"] for call in route.calls]
+    assert len(tried) == len(set(tried)) == 4  # each attempt with the vault's next credential
 
 
-async def test_secrets_never_reach_the_logs(vault: Vault, caplog: pytest.LogCaptureFixture) -> None:
+async def test_secrets_never_reach_the_logs(
+    vault: Vault, api: respx.MockRouter, caplog: pytest.LogCaptureFixture
+) -> None:
     secret = {"kind": "Secret", "metadata": {"name": "s"}, "data": {"password": "c2VjcmV0LWRhdGE="}}
-    api = Api(status(500, "InternalError"), ok(secret))
+    api.get("/api/v1/namespaces/ns/secrets/s").mock(
+        side_effect=[status(500, "InternalError"), ok(secret)]
+    )
     caplog.set_level(logging.DEBUG)
     async with client_for(vault, api) as client:
         await client.request(Request("GET", "/api/v1/namespaces/ns/secrets/s"))
@@ -432,26 +489,27 @@ async def test_secrets_never_reach_the_logs(vault: Vault, caplog: pytest.LogCapt
     assert "c2VjcmV0LWRhdGE=" not in caplog.text
 
 
-async def test_a_body_without_a_name_cannot_be_replaced_or_applied(vault: Vault) -> None:
-    api = Api(ok(cm("x")))
+async def test_a_body_without_a_name_cannot_be_replaced_or_applied(
+    vault: Vault, api: respx.MockRouter
+) -> None:
     async with client_for(vault, api) as client:
         with pytest.raises(ValueError, match=r"metadata\.name"):
             await client.replace(CONFIGMAPS, {"metadata": {"namespace": "ns"}})
         with pytest.raises(ValueError, match=r"metadata\.name"):
             await client.apply(CONFIGMAPS, {"data": {}}, field_manager="me")
-    assert api.requests == []
+    assert not api.calls.called
 
 
 @pytest.mark.parametrize(("trust_env", "expected"), [(False, False), (True, True)])
 async def test_proxies_come_from_the_environment_only_when_trusted(
-    vault: Vault, trust_env: bool, expected: bool
+    vault: Vault, api: respx.MockRouter, trust_env: bool, expected: bool
 ) -> None:
     seen: list[ConnectionInfo] = []
-    api = Api(ok(cm("x")))
+    api.get(X).respond(json=cm("x"))
 
     def factory(info: ConnectionInfo, context: object) -> httpx.AsyncBaseTransport:
         seen.append(info)
-        return httpx.MockTransport(api)
+        return httpx.MockTransport(api.async_handler)
 
     options = settings(trust_env=trust_env)
     async with open_client(vault, settings=options, transport_factory=factory) as client:
@@ -460,21 +518,23 @@ async def test_proxies_come_from_the_environment_only_when_trusted(
     assert (seen[0].effective_proxy_url(environ) is not None) is expected
 
 
-async def test_requests_wait_for_credentials() -> None:
+async def test_requests_wait_for_credentials(api: respx.MockRouter) -> None:
     vault = Vault()
-    api = Api(ok(cm("x")))
-    async with client_for(vault, api) as client, anyio.create_task_group() as tg:
-        tg.start_soon(functools.partial(client.get, CONFIGMAPS, name="x", namespace="ns"))
-        await anyio.wait_all_tasks_blocked()
-        assert api.requests == []
-        await vault.populate({"late": ConnectionInfo(SERVER, token="late")})
-        tg.cancel_scope.cancel()
+    route = api.get(X).respond(json=cm("x"))
+    with anyio.fail_after(DEADLINE):
+        async with client_for(vault, api) as client, anyio.create_task_group() as tg:
+            tg.start_soon(functools.partial(client.get, CONFIGMAPS, name="x", namespace="ns"))
+            await anyio.wait_all_tasks_blocked()
+            assert not route.called
+            await vault.populate({"late": ConnectionInfo(SERVER, token="late")})
+    assert route.calls.last.request.headers["Authorization"] == "Bearer late"
 
 
-async def test_the_limiter_is_shared_by_all_requests(vault: Vault) -> None:
-    api = Api(ok(cm("x")))
+async def test_the_limiter_is_shared_by_all_requests(vault: Vault, api: respx.MockRouter) -> None:
+    route = api.get(X).respond(json=cm("x"))
     async with client_for(vault, api, qps=0.001, burst=5) as client:
         limiter = client.sessions.limiter
         for _ in range(5):
             await client.get(CONFIGMAPS, name="x", namespace="ns")
         assert limiter.reserve(anyio.current_time()) > 0  # the burst is used up
+    assert route.call_count == 5

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import datetime
 import json
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
 import pytest
+import respx
 
 from anyop.kube.auth import Vault
 from anyop.kube.client import KubeClient, open_client
@@ -84,40 +86,43 @@ def test_long_messages_lose_their_middle() -> None:
     assert "..." in cut
 
 
-class Api:
-    def __init__(self, answer: httpx.Response | Exception) -> None:
-        self.answer = answer
-        self.requests: list[httpx.Request] = []
-
-    async def __call__(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        if isinstance(self.answer, Exception):
-            raise self.answer
-        return self.answer
+SERVER = "https://k8s.test"
+EVENTS = "/api/v1/namespaces/ns1/events"
 
 
-async def client_for(api: Api) -> KubeClient:
+@pytest.fixture
+def api() -> Iterator[respx.MockRouter]:
+    """The API server: respx routes, each of which must be called.
+
+    ``post_event`` swallows every error, respx's "not mocked" included, so a request that no
+    route matches is answered with an empty 200 and recorded in ``api.calls`` instead.
+    """
+    with respx.mock(base_url=SERVER, using=None, assert_all_mocked=False) as router:
+        yield router
+
+
+async def client_for(api: respx.Router) -> KubeClient:
     vault = Vault()
-    await vault.populate({"t": ConnectionInfo("https://k8s.test", token="t")})
-    factory = lambda info, ctx: httpx.MockTransport(api)  # noqa: E731
+    await vault.populate({"t": ConnectionInfo(SERVER, token="t")})
+    factory = lambda info, ctx: httpx.MockTransport(api.async_handler)  # noqa: E731
     no_waits = OperatorSettings.model_validate({"networking": {"error_backoffs": (0.001,)}})
     return open_client(vault, settings=no_waits, transport_factory=factory)
 
 
 @pytest.mark.anyio
-async def test_an_event_is_posted_to_the_objects_namespace() -> None:
-    api = Api(httpx.Response(201, json={"kind": "Event"}))
+async def test_an_event_is_posted_to_the_objects_namespace(api: respx.MockRouter) -> None:
+    route = api.post(EVENTS).respond(201, json={"kind": "Event"})
     async with await client_for(api) as client:
         await post_event(client, obj=KEX, type="Normal", reason="Created", message="Hi")
-    (request,) = api.requests
-    assert (request.method, request.url.path) == ("POST", "/api/v1/namespaces/ns1/events")
-    assert json.loads(request.content)["involvedObject"]["name"] == "kex1"
+    assert api.calls.call_count == route.call_count == 1
+    assert json.loads(route.calls.last.request.content)["involvedObject"]["name"] == "kex1"
 
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("api_version", ["v1", "events.k8s.io/v1"])
-async def test_events_about_events_are_never_posted(api_version: str) -> None:
-    api = Api(httpx.Response(201, json={}))
+async def test_events_about_events_are_never_posted(
+    api: respx.MockRouter, api_version: str
+) -> None:
     event = {
         "apiVersion": api_version,
         "kind": "Event",
@@ -125,25 +130,29 @@ async def test_events_about_events_are_never_posted(api_version: str) -> None:
     }
     async with await client_for(api) as client:
         await post_event(client, obj=event, type="Normal", reason="Loop", message="no")
-    assert api.requests == []
+    assert not api.calls.called
 
 
 @pytest.mark.anyio
 @pytest.mark.parametrize(
     "answer",
     [
-        httpx.Response(403, json={"kind": "Status", "code": 403, "message": "events is forbidden"}),
-        httpx.Response(500, text="<html>oops</html>"),
+        lambda request: httpx.Response(
+            403, json={"kind": "Status", "code": 403, "message": "events is forbidden"}
+        ),
+        lambda request: httpx.Response(500, text="<html>oops</html>"),
         httpx.ReadError("connection reset"),
     ],
     ids=["forbidden", "server-error", "reset"],
 )
 async def test_a_failure_to_post_is_logged_and_ignored(
-    answer: httpx.Response | Exception, caplog: pytest.LogCaptureFixture
+    api: respx.MockRouter,
+    answer: Callable[[httpx.Request], httpx.Response] | Exception,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    api = Api(answer)
+    route = api.post(EVENTS).mock(side_effect=answer)  # the same answer to every attempt
     async with await client_for(api) as client:
         await post_event(client, obj=KEX, type="Warning", reason="Failed", message="Boom")
     assert "Failed to post an event. Ignoring and continuing." in caplog.text
     assert "reason='Failed'" in caplog.text
-    assert len(api.requests) == 1  # a create is never sent twice
+    assert api.calls.call_count == route.call_count == 1  # a create is never sent twice

@@ -1,4 +1,8 @@
-"""KubeTransport against a small scriptable HTTP/1.1 server on 127.0.0.1, plain and with TLS."""
+"""KubeTransport against a small scriptable HTTP/1.1 server on 127.0.0.1, plain and with TLS.
+
+The one ``httpx.MockTransport`` here is not a fake API but the subject of its test: ``aiter_raw``
+reads the bodies of such transports (respx's included) through httpx.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,10 @@
-"""The watch state machine (pure) and the Watcher against a scripted API, on both backends."""
+"""The watch state machine (pure) and the Watcher against a scripted API, on both backends.
+
+The scripted API is a hand-rolled ``httpx.MockTransport`` (:class:`Cluster`), not respx routes:
+it lists the objects it holds at that moment, answers each watch with the next scripted stream,
+and wakes the waiting test on every request; one stateful object says that more plainly than
+routes with side effects would.
+"""
 
 from __future__ import annotations
 
