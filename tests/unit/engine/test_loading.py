@@ -1,4 +1,4 @@
-"""Loading operator files: `anyop run FILE...`."""
+"""Loading operator code: `anyop run FILE...` and `anyop run -m MODULE`."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import operator as stdlib_operator
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,8 @@ import pytest
 from anyop.engine import running
 from anyop.engine.running import load_sources
 from anyop.errors import ConfigError
+from anyop.handlers import registry as registry_module
+from anyop.handlers.registry import OperatorRegistry
 
 
 def test_an_operator_file_named_like_a_stdlib_module_does_not_replace_it(tmp_path: Path) -> None:
@@ -113,3 +116,69 @@ def test_overlapping_runs_restore_the_thresholds_the_first_one_found(
 )
 def test_gc_thresholds(current: tuple[int, ...], expected: tuple[int, ...]) -> None:
     assert running.gc_thresholds(current) == expected
+
+
+HANDLERS = """
+import anyop
+
+@anyop.on.create("kopfexamples")
+def create_fn(**_):
+    pass
+
+@anyop.daemon("kopfexamples")
+async def watcher(**_):
+    pass
+"""
+
+
+@pytest.fixture
+def default_registry(monkeypatch: pytest.MonkeyPatch) -> OperatorRegistry:
+    """A fresh default registry for the decorators of the loaded code; the old one comes back."""
+    fresh = OperatorRegistry()
+    monkeypatch.setattr(registry_module, "_default_registry", fresh)
+    return fresh
+
+
+@pytest.fixture
+def importable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A folder on sys.path; what is imported from it is forgotten afterwards."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield tmp_path
+    for name in [name for name in sys.modules if name.startswith("anyop_loading_")]:
+        del sys.modules[name]
+
+
+def test_a_module_is_imported_by_name_and_its_handlers_registered(
+    importable: Path, default_registry: OperatorRegistry
+) -> None:
+    package = importable / "anyop_loading_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "handlers.py").write_text(HANDLERS)
+    load_sources(modules=["anyop_loading_pkg.handlers"])
+    assert "anyop_loading_pkg.handlers" in sys.modules
+    assert [h.id for h in default_registry.changing.handlers] == ["create_fn"]
+    assert [h.id for h in default_registry.spawning.handlers] == ["watcher"]
+
+
+def test_files_and_modules_load_together(
+    importable: Path, default_registry: OperatorRegistry
+) -> None:
+    (importable / "anyop_loading_module.py").write_text(HANDLERS)
+    (importable / "anyop_loading_file.py").write_text(
+        "import anyop\n\n@anyop.on.delete('kopfexamples')\ndef delete_fn(**_):\n    pass\n"
+    )
+    load_sources([importable / "anyop_loading_file.py"], ["anyop_loading_module"])
+    assert [h.id for h in default_registry.changing.handlers] == ["delete_fn", "create_fn"]
+
+
+def test_a_missing_module_is_named(importable: Path) -> None:
+    with pytest.raises(ConfigError, match="Cannot import the operator module 'anyop_loading_nope'"):
+        load_sources(modules=["anyop_loading_nope"])
+
+
+def test_a_module_that_fails_its_own_import_names_what_it_lacks(importable: Path) -> None:
+    (importable / "anyop_loading_broken.py").write_text("import anyop_loading_lacking\n")
+    expected = r"module 'anyop_loading_broken': No module named 'anyop_loading_lacking'"
+    with pytest.raises(ConfigError, match=expected):
+        load_sources(modules=["anyop_loading_broken"])
