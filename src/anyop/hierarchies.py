@@ -29,8 +29,9 @@ __all__ = [
 Objs = Any  # one object or an iterable of them: dicts, or objects with a dict in ``.obj``
 
 
-def _owner(owner: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    """The owner, only read: any mapping will do (the handler's read-only ``body`` too)."""
+def _owner(owner: object) -> Mapping[str, Any]:
+    """The owner, only read: any mapping will do (the handler's read-only ``body`` too), or
+    what :func:`_as_dict` takes (pykube-ng objects, client models)."""
     if isinstance(owner, Mapping):
         return owner
     if owner is not None:
