@@ -34,6 +34,7 @@ import anyio.abc
 import anyio.lowlevel
 
 from anyop.engine.handling import Logger, common_kwargs, observe_handler, utcnow
+from anyop.engine.hosts import ObjectHosts
 from anyop.engine.indexes import Indexer
 from anyop.engine.invocation import calling, invoke, is_async, use_context
 from anyop.engine.objects import ObjectSlot
@@ -78,10 +79,12 @@ class Spawner:
         resource: The resource.
         registry: The handlers.
         settings: The operator's settings.
-        task_group: The resource's daemons group: object groups and terminations live there.
+        task_group: The resource's group: the timers' schedule lives there.
         limiter: Bounds the threads of sync timers (sync daemons have threads of their own).
         indexer: Gives the index kwargs.
         metrics: Counts the runs (the operator's metrics, if any).
+        hosts: The objects' own task groups, where the runs and their terminations live
+            (shared with the objects' workers).
 
     Guarantees:
         * At most one run per object and handler; a terminating run is not replaced until its
@@ -100,6 +103,7 @@ class Spawner:
     limiter: anyio.CapacityLimiter | None = None
     indexer: Indexer | None = None
     metrics: Metrics | None = None
+    hosts: ObjectHosts = dataclasses.field(kw_only=True)
     objects: dict[str, ObjectDaemons] = dataclasses.field(default_factory=dict)
     closing: bool = False
     timers: Schedule[tuple[ObjectDaemons, Run]] = dataclasses.field(init=False)
@@ -230,30 +234,9 @@ class Spawner:
                 self._plan(obj, run)
 
     def _start(self, obj: ObjectDaemons, run: Run) -> None:
-        """Give the run a task in the object's group (opened by a host task if there is none)."""
+        """Give the run a task in the object's own group (see :mod:`anyop.engine.hosts`)."""
         run.busy = True
-        obj.tasks += 1
-        if obj.group is not None:
-            obj.group.start_soon(self._run, obj, run, name=f"anyop {run.handler} {obj.uid}")
-        elif obj.hosting is not None:
-            obj.hosting.append(run)
-        else:
-            obj.hosting = [run]
-            self.task_group.start_soon(self._host, obj, name=f"anyop object {obj.uid}")
-
-    async def _host(self, obj: ObjectDaemons) -> None:
-        """The object's task group: it lives while any of its runs has a task.
-
-        The host task runs the first run itself (one task fewer per object); the others are
-        tasks in the group.
-        """
-        async with anyio.create_task_group() as group:
-            first, *others = obj.hosting or []
-            obj.hosting = None
-            obj.group = group
-            for run in others:
-                group.start_soon(self._run, obj, run, name=f"anyop {run.handler} {obj.uid}")
-            await self._run(obj, first)
+        self.hosts.start(obj.uid, self._run, obj, run, name=f"anyop {run.handler} {obj.uid}")
 
     async def _run(self, obj: ObjectDaemons, run: Run) -> None:
         """The run's task: a daemon's whole life, or one turn of a timer."""
@@ -272,9 +255,6 @@ class Spawner:
         finally:
             run.scope = None
             run.busy = False
-            obj.tasks -= 1
-            if not obj.tasks:
-                obj.group = None  # it closes once this task returns: the next run opens another
             if over or run.stopper.is_set():
                 self._retire(obj, run)
             else:
@@ -471,7 +451,7 @@ class Spawner:
             run.poke()
             if first:
                 name = f"anyop stopping {run.handler} {obj.uid}"
-                self.task_group.start_soon(self._terminate, obj, run, name=name)
+                self.hosts.start(obj.uid, self._terminate, obj, run, name=name)
 
     async def _terminate(self, obj: ObjectDaemons, run: Run) -> None:
         """Stop one run: flag, backoff, cancel, timeout, abandon; or wait and log if unbounded."""

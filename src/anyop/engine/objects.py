@@ -1,8 +1,9 @@
 """Per-object workers: the latest state wins, handling cycles run one at a time.
 
 Events of one object never queue up: a new body replaces the pending one (bursts coalesce), and
-one worker task per busy object runs the handling cycles serially. The worker exits when the object
-is idle; what must outlive it (the memo, the read-your-own-writes mark, the daemons) stays in the
+one worker task per busy object runs the handling cycles serially, in the object's own task
+group (:mod:`anyop.engine.hosts`, with its daemons). The worker exits when the object is idle;
+what must outlive it (the memo, the read-your-own-writes mark, the daemons) stays in the
 object's :class:`ObjectSlot`, which is dropped when the object is gone.
 
 Backpressure: while the API server is behind (too many requests in flight), objects that need a
@@ -16,6 +17,7 @@ the queue instead of waiting to write.
 from __future__ import annotations
 
 import enum
+import math
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -25,6 +27,7 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
+from anyop.engine.hosts import ObjectHosts
 from anyop.engine.memories import Memories, ObjectMemory
 from anyop.engine.schedule import Schedule
 from anyop.kube.inflight import InFlight
@@ -118,6 +121,8 @@ class ObjectSlot:
     wakeup: anyio.Event | None = None
     """Set to end its worker's wait; it exists only while the worker waits (an idle object
     holds no event)."""
+    scope: anyio.CancelScope | None = None
+    """The scope of its worker while it runs (its deadline ends the cycles at the exit)."""
     memory: ObjectMemory = field(default_factory=ObjectMemory)
     """What outlives the slot: the memo, the resume mark, the daemons that are finished."""
     extras: dict[str, Any] = field(default_factory=dict)
@@ -148,6 +153,8 @@ class ObjectWorkers:
         new_memo: Makes the memo of a new object (when there are no ``memories``).
         memories: The objects' memories that outlive this instance (the operator's, across
             pauses): a deleted object's is forgotten.
+        hosts: The objects' own task groups, where the workers run (shared with the daemons);
+            by default, groups of its own in ``task_group``.
         backpressure: When queued objects must wait; ``None``: never.
         hold_new: Whether an object that has no worker waits in the queue for one; if not, only
             objects whose cycles ask to be requeued wait there (resources with daemons: their
@@ -170,6 +177,7 @@ class ObjectWorkers:
         idle_timeout: float = 5.0,
         new_memo: Callable[[], Any] = lambda: None,
         memories: Memories | None = None,
+        hosts: ObjectHosts | None = None,
         backpressure: Backpressure | None = None,
         hold_new: bool = True,
         ready: anyio.Event | None = None,
@@ -180,6 +188,7 @@ class ObjectWorkers:
         self._idle_timeout = idle_timeout
         self._new_memo = new_memo
         self._memories = memories
+        self._hosts = hosts if hosts is not None else ObjectHosts(task_group)
         self._backpressure = backpressure
         self._hold_new = hold_new
         self._ready = ready
@@ -234,7 +243,8 @@ class ObjectWorkers:
 
     def _start(self, slot: ObjectSlot) -> None:
         slot.state = SlotState.BUSY
-        self._tg.start_soon(self._work, slot, name=f"anyop object {slot.uid}")
+        slot.scope = anyio.CancelScope()
+        self._hosts.start_worker(slot.uid, self._work, slot, name=f"anyop object {slot.uid}")
 
     async def _feed(self, scope: anyio.CancelScope) -> None:
         """Start the queued workers in order, each once the API server is not behind."""
@@ -264,8 +274,11 @@ class ObjectWorkers:
                     return slot
         return None
 
-    def close(self) -> None:
+    def close(self, deadline: float = math.inf) -> None:
         """Stop dispatching: waiting workers exit now, running cycles finish and then exit.
+
+        Args:
+            deadline: When the cycles still running are cancelled (the event loop's clock).
 
         Caveats:
             Bodies dispatched after this are kept in their slots but never handled.
@@ -274,45 +287,65 @@ class ObjectWorkers:
         if self._feed_scope is not None:
             self._feed_scope.cancel()
         for slot in self.slots.values():
+            if slot.scope is not None:
+                slot.scope.deadline = deadline
             slot.wake()
+
+    def cancel(self, uid: str) -> None:
+        """Cancel everything of the object now: its worker, and its group (daemons, timers)."""
+        slot = self.slots.get(uid)
+        if slot is not None and slot.scope is not None:
+            slot.scope.cancel()
+        self._hosts.cancel(uid)
 
     def forget(self, uid: str) -> None:
         """Drop an object's slot (it stopped matching or its scope closes)."""
         self.slots.pop(uid, None)
 
     async def _work(self, slot: ObjectSlot) -> None:
-        delay: float | None = 0.0
-        held = False
-        while True:
-            body = await self._next_body(slot, delay, held=held)
-            if body is None:
+        """The worker of a busy object, in its ``slot.scope`` (cancelled by :meth:`cancel`, and
+        at the deadline of :meth:`close`)."""
+        assert slot.scope is not None
+        try:
+            with slot.scope:
+                delay: float | None = 0.0
+                held = False
+                while True:
+                    body = await self._next_body(slot, delay, held=held)
+                    if body is None:
+                        slot.state = SlotState.IDLE
+                        slot.last = None
+                        return
+                    try:
+                        result = await self._run_cycle(slot, body)
+                    except Exception:
+                        object_logger(body).exception(FATAL_MESSAGE)
+                        raise  # the operator stops, as Kopf's does
+                    held = result.throttled
+                    if result.gone and slot.pending is not None and not self._closing:
+                        # It came back meanwhile (back in the watch's label selection): handle it.
+                        delay, held = 0.0, False
+                        continue
+                    if result.gone:
+                        slot.state = SlotState.GONE
+                        self.slots.pop(slot.uid, None)
+                        if result.deleted and self._memories is not None:
+                            self._memories.forget(slot.uid)
+                        return
+                    if result.requeue and self._backpressure is not None and not self._closing:
+                        if slot.pending is None:
+                            slot.pending = body
+                        slot.last = None
+                        self._enqueue(slot, seen=True)
+                        return
+                    slot.last = result.body or body
+                    delay = (
+                        0.0 if result.requeue else result.delay
+                    )  # no queue: run it again at once
+        finally:
+            slot.scope = None  # an idle object keeps no scope
+            if slot.state is SlotState.BUSY:  # cancelled mid-cycle: the next body starts anew
                 slot.state = SlotState.IDLE
-                slot.last = None
-                return
-            try:
-                result = await self._run_cycle(slot, body)
-            except Exception:
-                object_logger(body).exception(FATAL_MESSAGE)
-                raise  # the operator stops, as Kopf's does
-            held = result.throttled
-            if result.gone and slot.pending is not None and not self._closing:
-                # It came back meanwhile (back in the watch's label selection): handle it.
-                delay, held = 0.0, False
-                continue
-            if result.gone:
-                slot.state = SlotState.GONE
-                self.slots.pop(slot.uid, None)
-                if result.deleted and self._memories is not None:
-                    self._memories.forget(slot.uid)
-                return
-            if result.requeue and self._backpressure is not None and not self._closing:
-                if slot.pending is None:
-                    slot.pending = body
-                slot.last = None
-                self._enqueue(slot, seen=True)
-                return
-            slot.last = result.body or body
-            delay = 0.0 if result.requeue else result.delay  # no queue: run it again at once
 
     async def _next_body(
         self, slot: ObjectSlot, delay: float | None, *, held: bool = False

@@ -18,6 +18,7 @@ import anyio.abc
 
 from anyop.engine.daemons import Spawner, reaping_deadline
 from anyop.engine.gate import Gate, first_of
+from anyop.engine.hosts import ObjectHosts
 from anyop.engine.indexes import Indexer, object_key
 from anyop.engine.memories import Memories
 from anyop.engine.objects import Backpressure, ObjectWorkers
@@ -107,7 +108,7 @@ class ResourceScope:
             backpressure,
         )
 
-    def spawner(self, task_group: anyio.abc.TaskGroup) -> Spawner | None:
+    def spawner(self, task_group: anyio.abc.TaskGroup, hosts: ObjectHosts) -> Spawner | None:
         """The daemons and timers of this resource's objects, if it has any."""
         if not self.registry.spawning.has_handlers(self.resource):
             return None
@@ -120,6 +121,7 @@ class ResourceScope:
             limiter=self.limiter,
             indexer=self.indexer,
             metrics=self.metrics,
+            hosts=hosts,
         )
 
     def watcher(self) -> Watcher:
@@ -160,33 +162,37 @@ async def serve_resource(
 
 @contextlib.asynccontextmanager
 async def _handling(scope: ResourceScope, watched: Watched) -> AsyncIterator[ObjectWorkers]:
-    """Per-object workers with their daemons and timers; stopped gracefully on the way out."""
+    """Per-object workers with their daemons and timers; stopped gracefully on the way out.
+
+    Everything of one object (its worker, daemons, timers' turns, terminations) runs in the
+    object's own task group (:mod:`anyop.engine.hosts`) inside this resource's group.
+    """
     queueing = scope.settings.queueing
-    async with anyio.create_task_group() as daemons_group:
-        spawner = scope.spawner(daemons_group)
+    async with anyio.create_task_group() as group:
+        hosts = ObjectHosts(group)
+        spawner = scope.spawner(group, hosts)
         backpressure = _backpressure(scope.client, queueing)
-        async with anyio.create_task_group() as workers_group:
-            workers = ObjectWorkers(
-                scope.reconciler(spawner, backpressure),
-                workers_group,
-                limiter=_worker_limiter(queueing.worker_limit),
-                idle_timeout=queueing.idle_timeout,
-                new_memo=scope.new_memo,
-                memories=scope.memories,
-                backpressure=backpressure,
-                hold_new=spawner is None,
-                ready=scope.indexer.ready if scope.indexer is not None else None,
-            )
-            watched.workers, watched.spawner = workers, spawner
-            try:
-                yield workers
-            finally:
-                watched.workers = watched.spawner = None
-            workers.close()
-            budget = spawner.stop_all(scope.stop_reason()) if spawner else 0
-            reaping = reaping_deadline(budget)
-            workers_group.cancel_scope.deadline = anyio.current_time() + queueing.exit_timeout
-        daemons_group.cancel_scope.deadline = reaping
+        workers = ObjectWorkers(
+            scope.reconciler(spawner, backpressure),
+            group,
+            limiter=_worker_limiter(queueing.worker_limit),
+            idle_timeout=queueing.idle_timeout,
+            new_memo=scope.new_memo,
+            memories=scope.memories,
+            hosts=hosts,
+            backpressure=backpressure,
+            hold_new=spawner is None,
+            ready=scope.indexer.ready if scope.indexer is not None else None,
+        )
+        watched.workers, watched.spawner = workers, spawner
+        try:
+            yield workers
+        finally:
+            watched.workers = watched.spawner = None
+        exiting = anyio.current_time() + queueing.exit_timeout
+        workers.close(exiting)  # the running cycles get exit_timeout seconds
+        budget = spawner.stop_all(scope.stop_reason()) if spawner else 0
+        group.cancel_scope.deadline = max(exiting, reaping_deadline(budget))
 
 
 async def _serve_warm(

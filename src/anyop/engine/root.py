@@ -53,7 +53,14 @@ from anyop.metrics import Metrics, current_metrics
 from anyop.settings import OperatorSettings
 from anyop.threads import DaemonThreads, current_threads
 
-__all__ = ["CLEANUP_TIMEOUT", "Starting", "lease_namespace", "serve", "single_error"]
+__all__ = [
+    "CLEANUP_TIMEOUT",
+    "Starting",
+    "clusterwide_unless_namespaced",
+    "lease_namespace",
+    "serve",
+    "single_error",
+]
 
 logger = logging.getLogger("anyop.engine")
 
@@ -118,13 +125,7 @@ async def serve(
         (``settings.leadership.enabled``), nothing is watched and no handler runs
         (``ready_event`` is set anyway: a standby is healthy).
     """
-    if not clusterwide and not namespaces:
-        warnings.warn(
-            "Absence of either namespaces or the cluster-wide flag: serving the whole cluster. "
-            "Pass clusterwide=True (or namespaces=[...]) to silence this.",
-            FutureWarning, stacklevel=2,
-        )  # fmt: skip
-        clusterwide = True
+    clusterwide = clusterwide_unless_namespaced(namespaces, clusterwide)
     registry = registry if registry is not None else get_default_registry()
     settings = settings or OperatorSettings()
     memo = Memo() if memo is None else memo
@@ -171,6 +172,21 @@ async def serve(
         current_lifecycle.reset(lifecycle_token)
         current_threads.reset(threads_token)
         threads.close()
+
+
+def clusterwide_unless_namespaced(
+    namespaces: Collection[str | re.Pattern[str]], clusterwide: bool
+) -> bool:
+    """Kopf's default: with neither namespaces nor ``clusterwide``, the whole cluster, after a
+    ``FutureWarning`` (attributed to the caller of the function that asks)."""
+    if clusterwide or namespaces:
+        return clusterwide
+    warnings.warn(
+        "Absence of either namespaces or the cluster-wide flag: serving the whole cluster. "
+        "Pass clusterwide=True (or namespaces=[...]) to silence this.",
+        FutureWarning, stacklevel=3,
+    )  # fmt: skip
+    return True
 
 
 @contextlib.asynccontextmanager

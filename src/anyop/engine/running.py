@@ -17,7 +17,6 @@ import os
 import signal
 import sys
 import threading
-import warnings
 from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from anyop.engine.root import serve, single_error
+from anyop.engine.root import clusterwide_unless_namespaced, serve, single_error
 from anyop.errors import ConfigError
 from anyop.settings import settings_from_environ
 
@@ -134,13 +133,7 @@ async def operator(
     """
     _refuse_internals(indexers=indexers, memories=memories, insights=insights, _command=_command)
     names = [*namespaces, *([namespace] if namespace else [])]
-    if not names and not clusterwide:
-        warnings.warn(
-            "Absence of either namespaces or the cluster-wide flag: serving the whole cluster. "
-            "Pass clusterwide=True (or namespaces=[...]) to silence this.",
-            FutureWarning, stacklevel=2,
-        )  # fmt: skip
-        clusterwide = True
+    clusterwide = clusterwide_unless_namespaced(names, clusterwide)
     settings = settings if settings is not None else settings_from_environ()
     _override(settings, standalone, priority, peering_name, leader_election)
     if identity is not None:

@@ -144,9 +144,6 @@ class ObjectDaemons:
             of its memory, which outlives this: see :mod:`anyop.engine.memories`).
         essence: The last essence seen; a different one resets the timers' idle clocks.
         reset: When the essence last changed (monotonic).
-        group: The object's task group while it has tasks.
-        hosting: The runs that the object's host task starts once its group is open.
-        tasks: How many runs have (or are about to have) a task.
         gone: The object is deleted; forget it when its last run exits.
         respawning: A wanted run is still stopping: spawn it anew once it has exited.
     """
@@ -160,9 +157,6 @@ class ObjectDaemons:
     finished: set[str] = dataclasses.field(default_factory=set)
     essence: Any = None
     reset: float = dataclasses.field(default_factory=anyio.current_time)
-    group: anyio.abc.TaskGroup | None = None
-    hosting: list[Run] | None = None
-    tasks: int = 0
     gone: bool = False
     respawning: bool = False
 

@@ -10,6 +10,7 @@ import anyio.abc
 import anyio.lowlevel
 import pytest
 
+from anyop.engine.hosts import ObjectHosts
 from anyop.engine.memories import Memories
 from anyop.engine.objects import Backpressure, CycleResult, ObjectSlot, ObjectWorkers, SlotState
 from anyop.kube.inflight import InFlight
@@ -419,3 +420,30 @@ async def test_a_cycle_that_fails_beyond_its_error_handling_stops_everything_wit
         "Event processing has failed with an unrecoverable error. This seems to be a framework bug."
         in caplog.messages
     )
+
+
+async def test_cancelling_an_object_stops_its_cycle_and_its_group_and_it_is_handled_anew() -> None:
+    cycle = Recorder()
+    cycle.hold()
+    daemon_cancelled = anyio.Event()
+
+    async def daemon() -> None:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            daemon_cancelled.set()
+
+    with anyio.fail_after(DEADLINE):
+        async with anyio.create_task_group() as tg:
+            hosts = ObjectHosts(tg)
+            workers = ObjectWorkers(cycle, tg, idle_timeout=0, hosts=hosts)
+            hosts.start("a", daemon, name="daemon")
+            slot = workers.dispatch(body("a", 1))
+            await cycle.entered.wait()
+            workers.cancel("a")
+            await daemon_cancelled.wait()
+            await anyio.wait_all_tasks_blocked()
+            assert slot.state is SlotState.IDLE  # not stuck busy: the next body starts anew
+            cycle.release = None
+            workers.dispatch(body("a", 2))
+    assert cycle.seen == [("a", 1), ("a", 2)]
