@@ -84,11 +84,11 @@ def activity_kwargs(
 ) -> dict[str, Any]:
     """The kwargs of an activity handler's first attempt (``retry=0``), the indexes included.
 
-    The indexes may be empty or partly filled while the operator starts or stops (as in Kopf).
+    The indexes may be empty or partly filled while the operator starts or stops (as in Kopf);
+    they override the framework's kwargs, as for resource handlers (and in Kopf).
     """
     now = _now()
     return {
-        **(indexes.kwargs() if indexes is not None else {}),
         "logger": logging.getLogger(f"anyop.activities.{activity.value}"),
         "memo": memo,
         "settings": settings,
@@ -97,6 +97,7 @@ def activity_kwargs(
         "retry": 0,
         "started": now,
         "runtime": datetime.timedelta(0),
+        **(indexes.kwargs() if indexes is not None else {}),
     }
 
 

@@ -9,10 +9,12 @@ import anyio
 import pytest
 
 import anyop.on as on
-from anyop.engine.activities import ActivityError, run_activity
+from anyop.engine.activities import ActivityError, activity_kwargs, run_activity
+from anyop.engine.indexes import operator_indexes
 from anyop.errors import PermanentError, TemporaryError
 from anyop.handlers.bodies import Memo
 from anyop.handlers.causes import Activity
+from anyop.handlers.indexes import Index
 from anyop.handlers.registry import OperatorRegistry
 from anyop.settings import OperatorSettings
 
@@ -93,3 +95,13 @@ async def test_operator_settings_come_from_the_environment(monkeypatch: pytest.M
     monkeypatch.setenv("ANYOP_WATCHING__INACTIVITY_TIMEOUT", "12.5")
     await running.operator(registry=OperatorRegistry(), namespaces=["x"])
     assert seen[0].watching.inactivity_timeout == 12.5
+
+
+def test_an_index_named_like_a_framework_kwarg_wins_as_for_resource_handlers() -> None:
+    registry = OperatorRegistry()
+    on.index("kopfexamples", registry=registry, id="settings")(lambda **_: None)
+    kwargs = activity_kwargs(
+        OperatorSettings(), Memo(), Activity.STARTUP, indexes=operator_indexes(registry)
+    )
+    assert isinstance(kwargs["settings"], Index)
+    assert isinstance(kwargs["memo"], Memo)
