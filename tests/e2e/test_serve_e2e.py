@@ -106,3 +106,36 @@ async def test_serve_without_namespaces_serves_the_cluster_after_a_warning(
         "Absence of either namespaces or the cluster-wide flag: serving the whole cluster. "
         "Pass clusterwide=True (or namespaces=[...]) to silence this."
     ]
+
+
+async def test_two_operators_with_two_registries_run_in_one_process(
+    api: httpx.AsyncClient, anyop_namespace: str
+) -> None:
+    """Kopf's embedding of several operators: each serves its own registry, side by side."""
+    first, second = OperatorRegistry(), OperatorRegistry()
+    on.create("kopfexamples", registry=first, id="first_fn")(lambda **_: "first")
+    on.create("kopfexamples", registry=second, id="second_fn")(lambda **_: "second")
+    settings = anyop.OperatorSettings()
+    settings.persistence.finalizer = "second.example.com/finalizer"  # two operators, two keys
+    settings.persistence.progress_storage = anyop.AnnotationsProgressStorage(prefix="second.dev")
+    settings.persistence.diffbase_storage = anyop.AnnotationsDiffBaseStorage(prefix="second.dev")
+    stop = anyio.Event()
+    readies = [anyio.Event(), anyio.Event()]
+    async with anyio.create_task_group() as tg:
+        for registry, ready, options in ((first, readies[0], {}),
+                                         (second, readies[1], {"settings": settings})):  # fmt: skip
+            tg.start_soon(functools.partial(
+                anyop.serve, registry, namespaces=[anyop_namespace], stop_event=stop,
+                ready_event=ready, **options,
+            ))  # fmt: skip
+        with anyio.fail_after(DEADLINE):
+            for ready in readies:
+                await ready.wait()
+        await create(api, anyop_namespace, "shared")
+        path = url(anyop_namespace, "shared")
+        found = await wait_for(
+            api, path, lambda b: {"first_fn", "second_fn"} <= set(b.get("status", {}))
+        )
+        stop.set()
+    assert found["status"]["first_fn"] == "first"
+    assert found["status"]["second_fn"] == "second"
