@@ -182,8 +182,9 @@ async def test_a_restarted_api_server_loses_nothing(
     ]
     assert len(streamed) == len(set(streamed))  # no duplicate ADDED from the stream
     relisted = [e for e in view.events[initial:] if e.listed]
-    relists = [r.message for r in caplog.records if "relisting" in r.message]
+    relists = [r.message for r in caplog.records if "with a new listing" in r.message]
     assert len(relists) == watcher.state.relists
+    assert all(m.startswith("Restarting the watch-stream for ") for m in relists)  # Kopf's
     assert all(("410" in m or "Expired" in m or "too large" in m.lower()) for m in relists)
     assert bool(relisted) == bool(relists)  # listed again only after an expired version
     assert watcher.state.restarts >= 1
@@ -211,8 +212,9 @@ async def wait_until_compacted(plane: LocalControlPlane, path: str, version: str
 
 @pytest.mark.slow
 async def test_an_expired_version_relists_and_reports_what_vanished(
-    compacting_plane: LocalControlPlane,
+    compacting_plane: LocalControlPlane, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO, logger="anyop.kube")
     ns = f"relist-{time.monotonic_ns()}"
     async with await client_of(compacting_plane) as client:
         await client.create(NAMESPACES, {"metadata": {"name": ns}})
@@ -241,6 +243,8 @@ async def test_an_expired_version_relists_and_reports_what_vanished(
             await view.wait_for(lambda: view.objects == expected)
             tg.cancel_scope.cancel()
     assert watcher.state.relists >= 1
+    restarting = f"Restarting the watch-stream for {CONFIGMAPS!r} with a new listing: "
+    assert any(r.getMessage().startswith(restarting) for r in caplog.records)  # Kopf's line
     assert view.seen("ADDED", "keep", listed=True)
     tombstone = next(e.object for e in view.events if e.synthetic)
     assert tombstone["metadata"]["name"] == "gone"
