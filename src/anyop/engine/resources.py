@@ -164,8 +164,9 @@ async def serve_resource(
 async def _handling(scope: ResourceScope, watched: Watched) -> AsyncIterator[ObjectWorkers]:
     """Per-object workers with their daemons and timers; stopped gracefully on the way out.
 
-    Everything of one object (its worker, daemons, timers' turns, terminations) runs in the
-    object's own task group (:mod:`anyop.engine.hosts`) inside this resource's group.
+    An object's daemons, timers' turns and terminations run in the object's own task group
+    (:mod:`anyop.engine.hosts`) inside this resource's group; its worker in that group if it is
+    open, else beside it.
     """
     queueing = scope.settings.queueing
     async with anyio.create_task_group() as group:

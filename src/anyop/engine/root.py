@@ -58,6 +58,7 @@ __all__ = [
     "Starting",
     "clusterwide_unless_namespaced",
     "lease_namespace",
+    "relay",
     "serve",
     "single_error",
 ]
@@ -154,7 +155,7 @@ async def serve(
             with starting.scope:
                 await activity(Activity.STARTUP)
                 now_ready = functools.partial(setattr, health, "ready", True)
-                root.start_soon(_relay, ready.wait, now_ready)
+                root.start_soon(relay, ready.wait, now_ready)
                 try:
                     await _serve_logging_in(
                         vault, registry, settings, memo, indexes, namespaces, clusterwide, stop,
@@ -231,7 +232,8 @@ def _served_metrics(health: Health) -> Metrics:
     return operator_metrics(health)
 
 
-async def _relay(wait: Callable[[], Awaitable[Any]], then: Callable[[], Any]) -> None:
+async def relay(wait: Callable[[], Awaitable[Any]], then: Callable[[], Any]) -> None:
+    """Call ``then()`` once ``wait()`` returns (a task: a flag or an event passed on)."""
     await wait()
     then()
 
@@ -279,7 +281,7 @@ async def _serve_logged_in(
     observer = metrics.request if metrics is not None else None
     async with open_client(vault, settings=settings, observer=observer) as client:
         said: set[str] = set()  # discovery's warnings, not repeated by rediscoveries
-        served = ServedResources(await served_resources(client, registry, said), said)
+        served = ServedResources(await served_resources(client, registry, said), said=said)
         limiter = _thread_limiter(settings)
         new_memo = functools.partial(copy.copy, memo)  # a shallow copy for every object
         template = ResourceScope(

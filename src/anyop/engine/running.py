@@ -24,7 +24,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from anyop.engine.root import clusterwide_unless_namespaced, serve, single_error
+from anyop.engine.root import clusterwide_unless_namespaced, relay, serve, single_error
 from anyop.errors import ConfigError
 from anyop.settings import settings_from_environ
 
@@ -142,9 +142,9 @@ async def operator(
     stop_event, ready_event = anyio.Event(), anyio.Event()
     async with anyio.create_task_group() as flags:
         if stop_flag is not None:
-            flags.start_soon(_relay, functools.partial(_wait_flag, stop_flag), stop_event.set)
+            flags.start_soon(relay, functools.partial(_wait_flag, stop_flag), stop_event.set)
         if ready_flag is not None:
-            flags.start_soon(_relay, ready_event.wait, functools.partial(_set_flag, ready_flag))
+            flags.start_soon(relay, ready_event.wait, functools.partial(_set_flag, ready_flag))
         await serve(
             registry=registry, settings=settings, namespaces=names, clusterwide=clusterwide,
             memo=memo,
@@ -189,11 +189,6 @@ def _override(
         settings.leadership.enabled = leader_election
 
 
-async def _relay(wait: Any, then: Any) -> None:
-    await wait()
-    then()
-
-
 async def _serve_until_signalled(kwargs: dict[str, Any]) -> None:
     stop_flag = anyio.Event()
     outer_stop = kwargs.pop("stop_flag", None) or getattr(thread_flags, "stop_flag", None)
@@ -209,7 +204,7 @@ async def _serve_until_signalled(kwargs: dict[str, Any]) -> None:
                 # Before anything else: a signal must never meet the default handler (exit 143).
                 await tg.start(_watch_signals, stop_flag, tg.cancel_scope, watchdog)
             if outer_stop is not None:
-                tg.start_soon(_relay, functools.partial(_wait_flag, outer_stop), stop_flag.set)
+                tg.start_soon(relay, functools.partial(_wait_flag, outer_stop), stop_flag.set)
             await operator(stop_flag=stop_flag, **kwargs)
             tg.cancel_scope.cancel()
 

@@ -58,9 +58,9 @@ class ServedResources:
             while they hold).
     """
 
-    def __init__(self, resources: Iterable[Resource], said: Iterable[str] = ()) -> None:
+    def __init__(self, resources: Iterable[Resource], *, said: set[str] | None = None) -> None:
         self.resources: list[Resource] = sorted(set(resources), key=str)
-        self.said = set(said)
+        self.said: set[str] = said if said is not None else set()
         self._changed = anyio.Event()
 
     @property
