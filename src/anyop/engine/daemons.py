@@ -33,13 +33,12 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
-from anyop.engine.handling import Logger, common_kwargs, observe_handler, utcnow
+from anyop.engine.handling import Cycle, common_kwargs, observe_handler, utcnow
 from anyop.engine.hosts import ObjectHosts
 from anyop.engine.indexes import Indexer
 from anyop.engine.invocation import calling, invoke, is_async, use_context
-from anyop.engine.objects import ObjectSlot
 from anyop.engine.patching import apply_patch
-from anyop.engine.runs import ObjectDaemons, Run, TimerClock
+from anyop.engine.runs import ObjectDaemons, Run, RunEvent, TimerClock
 from anyop.engine.schedule import Schedule
 from anyop.errors import ApiError, InvalidError
 from anyop.handlers.bodies import Body
@@ -115,17 +114,15 @@ class Spawner:
 
     # -- decisions per event -----------------------------------------------------------------
 
-    def sync(
-        self, slot: ObjectSlot, cause: ChangingCause, factory: KwargsFactory, logger: Logger
-    ) -> bool:
+    def sync(self, cycle: Cycle, cause: ChangingCause, factory: KwargsFactory) -> bool:
         """Spawn or stop the object's runs for its latest state; say if any still holds it.
 
         Args:
-            slot: The object's slot (its uid, memo and worker).
+            cycle: The object's cycle (its slot: uid, memo and worker; its logger).
             cause: The cycle's cause (the body and its essence).
             factory: The filters' kwargs.
-            logger: The object's logger.
         """
+        slot, logger = cycle.slot, cycle.logger
         obj = self.objects.get(slot.uid)
         if obj is None:
             if cause.deleted or self.closing:
@@ -235,7 +232,7 @@ class Spawner:
 
     def _start(self, obj: ObjectDaemons, run: Run) -> None:
         """Give the run a task in the object's own group (see :mod:`anyop.engine.hosts`)."""
-        run.busy = True
+        run.happen(RunEvent.START)
         self.hosts.start(obj.uid, self._run, obj, run, name=f"anyop {run.handler} {obj.uid}")
 
     async def _run(self, obj: ObjectDaemons, run: Run) -> None:
@@ -254,16 +251,16 @@ class Spawner:
             obj.logger.exception(f"{run.handler} failed unexpectedly and will not be restarted.")
         finally:
             run.scope = None
-            run.busy = False
             if over or run.stopper.is_set():
                 self._retire(obj, run)
             else:
+                run.happen(RunEvent.REST)
                 self._plan(obj, run)
 
     def _retire(self, obj: ObjectDaemons, run: Run) -> None:
         """The run has exited: it no longer holds its object; the object's worker is woken."""
         run.stopper.done()
-        run.finish()
+        run.happen(RunEvent.EXIT)
         if obj.runs.get(run.handler.id) is run:
             del obj.runs[run.handler.id]
         if not obj.runs and obj.gone:
@@ -444,6 +441,7 @@ class Spawner:
                 continue
             first = not run.stopper.is_set()
             run.stopper.set(reason)
+            run.happen(RunEvent.STOP)
             if not run.busy:  # a timer between its runs: nothing to wait for
                 self._unplan(run)
                 self._retire(obj, run)
@@ -483,8 +481,7 @@ class Spawner:
         message = f"{run.handler} did not exit in time. Leaving it orphaned."
         obj.logger.warning(message)
         run.stopper.set(Reason.DAEMON_ABANDONED)
-        run.abandoned = True
-        run.cancel()  # a sync daemon's thread is left running; its task exits
+        run.abandon()  # a sync daemon's thread is left running; its task exits
         obj.wake()
         try:
             warnings.warn(f"{message} (object {obj.uid})", ResourceWarning, stacklevel=1)

@@ -9,6 +9,7 @@ outcomes. It never writes to the API: the cycle's one patch collects everything.
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import datetime
 import functools
 import logging
@@ -45,6 +46,7 @@ from anyop.settings import OperatorSettings
 from anyop.storage.defaults import Persistence
 
 __all__ = [
+    "Cycle",
     "HandlerCalls",
     "Logger",
     "common_kwargs",
@@ -102,6 +104,29 @@ def observe_handler(
         metrics.handler(str(resource), handler_id, outcome_label(outcome), seconds)
 
 
+@dataclasses.dataclass(eq=False, slots=True)
+class Cycle:
+    """What the steps of one handling cycle of one object share.
+
+    Attributes:
+        slot: The object's slot (its memo, its marks, its worker).
+        logger: The object's logger.
+        patch: The handlers' patch (the event handlers' too), written in the cycle's one write.
+        records: Where the engine's state goes (the handlers' and sub-handlers' progress): a
+            patch of its own, sent first, once the cycle makes one; the handlers' patch before.
+    """
+
+    slot: ObjectSlot
+    logger: Logger
+    patch: Patch = dataclasses.field(default_factory=Patch)
+    records: Patch | None = None
+
+    @property
+    def state(self) -> Patch:
+        """Where the engine's state goes now (see :attr:`records`)."""
+        return self.patch if self.records is None else self.records
+
+
 class HandlerCalls:
     """Invoking the handlers of one cycle (a base of the reconciler, which has the attributes)."""
 
@@ -112,18 +137,18 @@ class HandlerCalls:
     resource: Resource
     metrics: Metrics | None
 
-    def _kwargs(
-        self, base: Mapping[str, Any], slot: ObjectSlot, logger: Logger, patch: Patch
-    ) -> dict[str, Any]:
+    def _kwargs(self, base: Mapping[str, Any], cycle: Cycle) -> dict[str, Any]:
         """The kwargs common to all handlers (filters get them too)."""
         return common_kwargs(
-            base, logger=logger, memo=slot.memo, patch=patch, settings=self.settings,
+            base,
+            logger=cycle.logger,
+            memo=cycle.slot.memo,
+            patch=cycle.patch,
+            settings=self.settings,
             indexer=self.indexer,
-        )  # fmt: skip
+        )
 
-    def _factory(
-        self, cause: ResourceCause, slot: ObjectSlot, logger: Logger, patch: Patch
-    ) -> KwargsFactory:
+    def _factory(self, cause: ResourceCause, cycle: Cycle) -> KwargsFactory:
         """Makes the kwargs for filters, on their first call only: most cycles have none."""
         base: dict[str, Any] | None = None
 
@@ -131,27 +156,20 @@ class HandlerCalls:
             nonlocal base
             if base is None:
                 base = cause.kwargs
-            return self._kwargs(base, slot, logger, patch)
+            return self._kwargs(base, cycle)
 
         return factory
 
     async def _attempt(
         self,
-        slot: ObjectSlot,
+        cycle: Cycle,
         cause: ChangingCause,
         handlers: Sequence[ResourceChangingHandler],
-        progress: Progress,
-        patch: Patch,
-        logger: Logger,
-        lifecycle: LifeCycleFn | None = None,
         *,
-        records: Patch | None = None,
+        progress: Progress,
+        lifecycle: LifeCycleFn | None = None,
     ) -> dict[str, Outcome]:
-        """Invoke the handlers that are due now, in the order of the lifecycle.
-
-        ``records``: where the sub-handlers' progress goes (the cycle's patch of the engine's
-        state; ``patch`` if ``None``), so that the cycle's purge sees it.
-        """
+        """Invoke the handlers that are due now, in the order of the lifecycle."""
         lifecycle = lifecycle or current_lifecycle.get() or get_default_lifecycle()
         due = lifecycle(progress.awakened(handlers, now=utcnow()), state=progress)
         outcomes: dict[str, Outcome] = {}
@@ -160,38 +178,28 @@ class HandlerCalls:
             decision = precheck(handler, state, now=utcnow())
             if decision is None:
                 started = time.monotonic()
-                happening = await self._invoke(
-                    slot,
-                    cause,
-                    handler,
-                    state,
-                    patch,
-                    logger,
-                    patch if records is None else records,
-                )
+                happening = await self._invoke(cycle, cause, handler, state=state)
                 backoff = self.settings.execution.default_backoff
                 decision = decide(handler, state, happening, now=utcnow(), default_backoff=backoff)
                 observe_handler(self.metrics, self.resource, handler.id, decision.outcome, started)
-            self._log(decision, logger)
+            self._log(decision, cycle.logger)
             outcomes[handler.id] = decision.outcome
         return outcomes
 
     async def _invoke(
         self,
-        slot: ObjectSlot,
+        cycle: Cycle,
         cause: ChangingCause,
         handler: ResourceChangingHandler,
+        *,
         state: HandlerState,
-        patch: Patch,
-        logger: Logger,
-        records: Patch,
     ) -> Happening:
         """Call one handler with its kwargs; its errors become a :class:`Failed`."""
         narrowed = cause.narrowed(handler.field) if handler.field else cause
-        kwargs = self._kwargs(narrowed.kwargs, slot, logger, patch)
+        kwargs = self._kwargs(narrowed.kwargs, cycle)
         kwargs.update(retry=state.retries, started=state.started, param=handler.param)
         kwargs.update(runtime=state.runtime(utcnow()))
-        children = functools.partial(self._run_children, slot, narrowed, patch, records, logger)
+        children = functools.partial(self._run_children, cycle, narrowed)
         execution = Execution(parent=handler, run_children=children)
         with execution.active():
             try:
@@ -205,18 +213,16 @@ class HandlerCalls:
 
     async def _run_children(
         self,
-        slot: ObjectSlot,
+        cycle: Cycle,
         cause: ChangingCause,
-        patch: Patch,
-        records: Patch,
-        logger: Logger,
         handlers: Sequence[ResourceChangingHandler],
+        *,
         registry: SubRegistry,
         lifecycle: LifeCycleFn | None,
     ) -> Progress:
-        """Run a parent's due sub-handlers once; their progress goes into the cycle's patch."""
+        """Run a parent's due sub-handlers once; their progress goes into the cycle's state."""
         storage = self.persistence.progress
-        factory = self._factory(cause, slot, logger, patch)
+        factory = self._factory(cause, cycle)
         selected = registry.select(cause, factory)
         now = utcnow()
         progress = Progress.from_storage(
@@ -224,11 +230,11 @@ class HandlerCalls:
         )
         progress = progress.with_purpose(cause.reason).with_handlers(selected, now=now)
         outcomes = await self._attempt(
-            slot, cause, selected, progress, patch, logger, lifecycle, records=records
+            cycle, cause, selected, progress=progress, lifecycle=lifecycle
         )
         progress = progress.with_outcomes(outcomes, now=utcnow())
-        deliver_results(outcomes, patch)
-        progress.store(body=cause.body, patch=records, storage=storage)
+        deliver_results(outcomes, cycle.patch)
+        progress.store(body=cause.body, patch=cycle.state, storage=storage)
         return progress
 
     @staticmethod

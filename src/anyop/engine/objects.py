@@ -108,6 +108,22 @@ class Backpressure:
         await self.in_flight.below(self.level)
 
 
+@dataclass(frozen=True, slots=True)
+class Echo:
+    """The response to our own latest patch, awaited in the watch-stream."""
+
+    body: Mapping[str, Any]
+    deadline: float
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """Our write's response whose echo needs no cause detection, and the essence it handled."""
+
+    version: str
+    essence: Any
+
+
 @dataclass(eq=False, slots=True)
 class ObjectSlot:
     """All the operator keeps about one live object between events."""
@@ -125,8 +141,18 @@ class ObjectSlot:
     """The scope of its worker while it runs (its deadline ends the cycles at the exit)."""
     memory: ObjectMemory = field(default_factory=ObjectMemory)
     """What outlives the slot: the memo, the resume mark, the daemons that are finished."""
-    extras: dict[str, Any] = field(default_factory=dict)
-    """Per-object data of other engine parts (daemons, read-your-own-writes marks)."""
+    echo: Echo | None = None
+    """Our latest patch's response while older states may still arrive (read-your-own-writes)."""
+    settled: Settled | None = None
+    """Our write's response whose echo needs no cause detection."""
+    errors: int = 0
+    """How many cycles in a row failed (the step of the throttling; 0 after a success)."""
+    listed: bool = False
+    """It came from a listing and no cause has finished since (its causes are resumes)."""
+    deferred: bool = False
+    """A cycle that would only write the finalizer left it for later, once."""
+    released: bool = False
+    """Our finalizer's release has landed: states from before it are not handled."""
 
     @property
     def memo(self) -> Any:
@@ -139,7 +165,8 @@ class ObjectSlot:
             self.wakeup.set()
 
 
-Cycle = Callable[[ObjectSlot, Mapping[str, Any]], Awaitable[CycleResult]]
+CycleFn = Callable[[ObjectSlot, Mapping[str, Any]], Awaitable[CycleResult]]
+"""Handles the latest body of an object once (the reconciler)."""
 
 
 class ObjectWorkers:
@@ -170,7 +197,7 @@ class ObjectWorkers:
 
     def __init__(
         self,
-        cycle: Cycle,
+        cycle: CycleFn,
         task_group: anyio.abc.TaskGroup,
         *,
         limiter: anyio.CapacityLimiter | None = None,

@@ -15,10 +15,10 @@ from typing import Any
 import anyio
 
 from anyop.engine.daemons import Spawner
-from anyop.engine.handling import HandlerCalls, Logger, utcnow
+from anyop.engine.handling import Cycle, HandlerCalls, utcnow
 from anyop.engine.indexes import Indexer
 from anyop.engine.invocation import invoke
-from anyop.engine.objects import Backpressure, CycleResult, ObjectSlot
+from anyop.engine.objects import Backpressure, CycleResult, Echo, ObjectSlot, Settled
 from anyop.engine.patching import Endpoint, apply_patch
 from anyop.engine.recording import StateRecords
 from anyop.errors import AnyopError
@@ -65,12 +65,6 @@ from anyop.storage.finalizers import (
 
 __all__ = ["Observed", "Reconciler"]
 
-ECHO = "anyop.reconcile.echo"
-SETTLED = "anyop.reconcile.settled"
-ERRORS = "anyop.reconcile.errors"
-LISTED = "anyop.reconcile.listed"
-DEFERRED = "anyop.reconcile.deferred"
-RELEASED = "anyop.reconcile.released"
 DEFERRING_MESSAGE = "The API server is behind: the finalizer is added in turn, once it catches up."
 
 
@@ -91,22 +85,6 @@ class Observed(dict[str, Any]):
         self.listed = listed
         self.consumed = False
         """Whether the event handlers have seen it (a delayed re-run must not repeat them)."""
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Settled:
-    """Our write's response whose echo needs no cause detection, and the essence it handled."""
-
-    version: str
-    essence: Any
-
-
-@dataclasses.dataclass(frozen=True)
-class Echo:
-    """The response to our own latest patch, awaited in the watch-stream."""
-
-    body: Mapping[str, Any]
-    deadline: float
 
 
 def _version(body: Mapping[str, Any]) -> str:
@@ -155,28 +133,28 @@ class Reconciler(HandlerCalls, StateRecords):
         """Handle the latest body of an object once."""
         if self.indexer is not None:
             await self.indexer.ready.wait()  # no handler sees a half-built index at startup
-        logger = object_logger(body)
+        cycle = Cycle(slot, object_logger(body))
         started = time.monotonic()
         try:
-            result = await self._cycle(slot, body, logger)
+            result = await self._cycle(cycle, body)
         except Exception as error:
             self._observe(started, "error")
-            return self._throttle(slot, body, logger, error)
+            return self._throttle(cycle, body, error)
         self._observe(started, "success" if result.delay is None else "requeue_after")
-        if slot.extras.pop(ERRORS, None) is not None:
-            logger.info("Throttling is over. Switching back to normal operations.")
+        if slot.errors:
+            slot.errors = 0
+            cycle.logger.info("Throttling is over. Switching back to normal operations.")
         return result
 
     def _observe(self, started: float, result: str) -> None:
         if self.metrics is not None:
             self.metrics.cycle(str(self.resource), time.monotonic() - started, result)
 
-    def _throttle(
-        self, slot: ObjectSlot, body: Mapping[str, Any], logger: Logger, error: Exception
-    ) -> CycleResult:
-        count: int = slot.extras.get(ERRORS, 0)
+    def _throttle(self, cycle: Cycle, body: Mapping[str, Any], error: Exception) -> CycleResult:
+        slot, logger = cycle.slot, cycle.logger
+        count = slot.errors
         delays = self.settings.queueing.error_delays
-        slot.extras[ERRORS] = count + 1
+        slot.errors = count + 1
         if not delays:  # throttling is off: the next event is handled when it comes, no retry
             logger.exception(f"Failed with an unexpected error: {error!r}")
             return CycleResult(delay=None, body=body)
@@ -184,20 +162,18 @@ class Reconciler(HandlerCalls, StateRecords):
         shown = int(delay) if float(delay).is_integer() else delay  # "2 seconds", as Kopf says
         message = f"Throttling for {shown} seconds due to an unexpected error: {error!r}"
         logger.exception(message)
-        echo: Echo | None = slot.extras.get(ECHO)
+        echo = slot.echo
         if echo is not None and _not_older(_version(echo.body), _version(body)):
             body = echo.body  # what our writes before the error left on the server
         return CycleResult(delay=delay, body=body, throttled=True)
 
-    async def _cycle(
-        self, slot: ObjectSlot, body: Mapping[str, Any], logger: Logger
-    ) -> CycleResult:
-        patch = Patch()  # event handlers' patches are applied with the cycle's one
-        if isinstance(body, Observed) and not body.consumed:
+    async def _cycle(self, cycle: Cycle, body: Mapping[str, Any]) -> CycleResult:
+        slot, patch, logger = cycle.slot, cycle.patch, cycle.logger
+        if isinstance(body, Observed) and not body.consumed:  # their patches join the cycle's
             body.consumed = True
-            await self._run_event_handlers(slot, body, patch, logger)
+            await self._run_event_handlers(cycle, body)
         deleted = isinstance(body, Observed) and body.type == "DELETED"
-        if not deleted and slot.extras.get(RELEASED) and self._released_before(body):
+        if not deleted and slot.released and self._released_before(body):
             logger.debug("Our finalizer is released already: an older state is not handled.")
             fresh = await self._send(slot, body, patch) if patch else None
             return CycleResult(delay=None, body=fresh or body)
@@ -206,17 +182,17 @@ class Reconciler(HandlerCalls, StateRecords):
             delay = max(0.0, echo.deadline - anyio.current_time())
             fresh = await self._send(slot, echo.body, patch) if patch else None
             return CycleResult(delay=delay, body=fresh or echo.body)
-        settled: Settled | None = slot.extras.pop(SETTLED, None)
+        settled, slot.settled = slot.settled, None
         if (
             settled is not None
             and not deleted
             and not patch
             and _version(body) == settled.version
-            and self._quiet_echo(slot, body, settled, logger)
+            and self._quiet_echo(cycle, body, settled)
         ):
             logger.debug(NOOP_MESSAGE)  # as the full cycle ends
             return CycleResult(delay=None, body=body)
-        return await self._run_changing(slot, body, patch, logger)
+        return await self._run_changing(cycle, body)
 
     def _released_before(self, body: Mapping[str, Any]) -> bool:
         """Whether a body is older than the release of our finalizer, which has landed.
@@ -229,26 +205,25 @@ class Reconciler(HandlerCalls, StateRecords):
 
     def _awaited_echo(self, slot: ObjectSlot, body: Mapping[str, Any]) -> Echo | None:
         """The echo that this body is older than, if it is still worth waiting for."""
-        echo: Echo | None = slot.extras.get(ECHO)
+        echo = slot.echo
         if echo is None:
             return None
         if _not_older(_version(body), _version(echo.body)) or anyio.current_time() >= echo.deadline:
-            del slot.extras[ECHO]
+            slot.echo = None
             return None
         return echo
 
     # -- event handlers ----------------------------------------------------------------------
 
-    async def _run_event_handlers(
-        self, slot: ObjectSlot, body: Observed, patch: Patch, logger: Logger
-    ) -> None:
+    async def _run_event_handlers(self, cycle: Cycle, body: Observed) -> None:
         """Run ``@on.event`` handlers; their errors are logged and ignored."""
         if not self.registry.watching.has_handlers(self.resource):
             return  # no copy of the body for an event that no handler reads
         event_type: Any = None if body.listed else body.type  # Kopf's: None for a listing
         event = {"type": event_type, "object": dict(body)}
         cause = WatchingCause(resource=self.resource, body=body, type=event_type, event=event)
-        factory = self._factory(cause, slot, logger, patch)
+        factory = self._factory(cause, cycle)
+        logger = cycle.logger
         for handler in self.registry.watching.select(cause, factory):
             kwargs = {**factory(), "param": handler.param}
             try:
@@ -260,24 +235,23 @@ class Reconciler(HandlerCalls, StateRecords):
 
     # -- resource-changing handlers ----------------------------------------------------------
 
-    async def _run_changing(
-        self, slot: ObjectSlot, body: Mapping[str, Any], patch: Patch, logger: Logger
-    ) -> CycleResult:
-        cause, corrupt = self._detect(slot, body, logger)
+    async def _run_changing(self, cycle: Cycle, body: Mapping[str, Any]) -> CycleResult:
+        slot = cycle.slot
+        cause, corrupt = self._detect(cycle, body)
         if cause.reason is Reason.GONE:
-            return await self._gone(slot, body, patch, logger)
+            return await self._gone(cycle, body)
         if cause.reason is Reason.FREE:
-            logger.debug(FREE_MESSAGE)
+            cycle.logger.debug(FREE_MESSAGE)
             if self.spawner is not None:
                 self.spawner.forget(slot.uid)
-            return await self._write(slot, body, patch, delay=None)
+            return await self._write(cycle, body, delay=None)
         if not self.registry.keeps_state(self.resource):
-            return await self._write(slot, body, patch, delay=None)
-        factory = self._factory(cause, slot, logger, patch)
-        alive = self.spawner is not None and self.spawner.sync(slot, cause, factory, logger)
+            return await self._write(cycle, body, delay=None)
+        factory = self._factory(cause, cycle)
+        alive = self.spawner is not None and self.spawner.sync(cycle, cause, factory)
         if alive and cause.deleted and self.spawner is not None:
             alive = await self.spawner.exit_instantly(slot.uid)
-        rest = self._changing(slot, cause, factory, patch, logger, alive=alive, corrupt=corrupt)
+        rest = self._changing(cycle, cause, factory, alive=alive, corrupt=corrupt)
         if self.spawner is not None and not cause.deleted and self.spawner.respawning(slot.uid):
             result = await rest
             if result.delay is None:  # the run's exit wakes the worker: it must cycle again
@@ -288,40 +262,34 @@ class Reconciler(HandlerCalls, StateRecords):
 
     async def _changing(
         self,
-        slot: ObjectSlot,
+        cycle: Cycle,
         cause: ChangingCause,
         factory: KwargsFactory,
-        patch: Patch,
-        logger: Logger,
         *,
         alive: bool,
         corrupt: bool,
     ) -> CycleResult:
         """The cycle once the daemons are in step: the finalizer, or the changing handlers."""
         body = cause.body
-        bare = not patch  # no event handler's patch: the cycle can be run again at no loss
-        if self._finalizer_change(cause, factory, patch, logger):
+        bare = not cycle.patch  # no event handler's patch: the cycle can be run again at no loss
+        if self._finalizer_change(cycle, cause, factory):
             # Daemons and timers start at once; the finalizer lands in this cycle's one write.
-            if bare and self._defers(slot):
-                logger.debug(DEFERRING_MESSAGE)
+            if bare and self._defers(cycle.slot):
+                cycle.logger.debug(DEFERRING_MESSAGE)
                 return CycleResult(requeue=True)
-            return await self._write(slot, body, patch, delay=0.0)
+            return await self._write(cycle, body, delay=0.0)
         if cause.reason is Reason.NOOP:
-            logger.debug(NOOP_MESSAGE)
-            return await self._write(slot, body, patch, delay=None)
+            cycle.logger.debug(NOOP_MESSAGE)
+            return await self._write(cycle, body, delay=None)
         if not cause.deleted and not self.registry.changing.prematch(cause, factory):
             # No handler wants the object (or only daemons and timers do): keep no diff-base or
             # progress on it, as Kopf keeps none on objects its filters leave out.
-            return await self._write(slot, body, patch, delay=None)
+            return await self._write(cycle, body, delay=None)
         handlers = self.registry.changing.select(cause, factory)
         held = alive and cause.deleted
-        return await self._handle(
-            slot, cause, handlers, patch, logger, store_essence=corrupt, held=held
-        )
+        return await self._handle(cycle, cause, handlers, store_essence=corrupt, held=held)
 
-    async def _gone(
-        self, slot: ObjectSlot, body: Mapping[str, Any], patch: Patch, logger: Logger
-    ) -> CycleResult:
+    async def _gone(self, cycle: Cycle, body: Mapping[str, Any]) -> CycleResult:
         """Forget a deleted object, or one that left the watch's label selector.
 
         An object that left the server-side selection still exists: its filters no longer
@@ -331,13 +299,13 @@ class Reconciler(HandlerCalls, StateRecords):
         left = await self._left(body)
         if self.spawner is not None:
             reason = Stopping.FILTERS_MISMATCH if left else Stopping.RESOURCE_DELETED
-            self.spawner.forget(slot.uid, reason)
+            self.spawner.forget(cycle.slot.uid, reason)
         if left and has_finalizer(left, self.persistence.finalizer):
-            logger.debug(UNNEEDED_MESSAGE)
-            patch.fns.append(allow_deletion(self.persistence.finalizer))
-            await self._send(slot, left, patch)
+            cycle.logger.debug(UNNEEDED_MESSAGE)
+            cycle.patch.fns.append(allow_deletion(self.persistence.finalizer))
+            await self._send(cycle.slot, left, cycle.patch)
         else:
-            logger.debug(GONE_MESSAGE)
+            cycle.logger.debug(GONE_MESSAGE)
         return CycleResult(gone=True, deleted=not left)
 
     async def _left(self, body: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -356,14 +324,12 @@ class Reconciler(HandlerCalls, StateRecords):
         except AnyopError:
             return body  # unknown: keep its memory, and release our finalizer if it is there
 
-    def _detect(
-        self, slot: ObjectSlot, body: Mapping[str, Any], logger: Logger
-    ) -> tuple[ChangingCause, bool]:
+    def _detect(self, cycle: Cycle, body: Mapping[str, Any]) -> tuple[ChangingCause, bool]:
         """The cause, and whether the stored diff-base was unreadable."""
         storage = self.persistence
         stored = read_diffbase(storage.diffbase, body)
         for warning in stored.warnings:
-            logger.warning(str(warning))
+            cycle.logger.warning(str(warning))
         extra = self.registry.extra_fields(self.resource)
         built = storage.diffbase.build(body=body, extra_fields=extra)
         new = storage.progress.clear(essence=built)
@@ -376,7 +342,7 @@ class Reconciler(HandlerCalls, StateRecords):
             old=old,
             new=new,
             finalizer=storage.finalizer,
-            initial=self._initial(slot, observed),
+            initial=self._initial(cycle.slot, observed),
             corrupt_diffbase=stored.corrupt,
         )
         return cause, stored.corrupt
@@ -391,8 +357,8 @@ class Reconciler(HandlerCalls, StateRecords):
         if slot.memory.resumed:
             return False
         if observed is not None and observed.listed:
-            slot.extras[LISTED] = True
-        return bool(slot.extras.get(LISTED))
+            slot.listed = True
+        return slot.listed
 
     def _defers(self, slot: ObjectSlot) -> bool:
         """Whether a cycle that would only write the finalizer leaves it for later.
@@ -403,17 +369,17 @@ class Reconciler(HandlerCalls, StateRecords):
         thousands of such cycles. Its object waits in the queue instead and runs again, without
         deferring, once there is room.
         """
-        if slot.extras.pop(DEFERRED, False):
+        if slot.deferred:
+            slot.deferred = False
             return False
         if self.backpressure is None or self.backpressure.room > 0:
             return False
-        slot.extras[DEFERRED] = True
+        slot.deferred = True
         return True
 
-    def _finalizer_change(
-        self, cause: ChangingCause, factory: KwargsFactory, patch: Patch, logger: Logger
-    ) -> bool:
+    def _finalizer_change(self, cycle: Cycle, cause: ChangingCause, factory: KwargsFactory) -> bool:
         """Add or remove our finalizer (in a cycle of its own) if needed; say if it is."""
+        patch, logger = cycle.patch, cycle.logger
         if cause.deleted:
             return False
         finalizer = self.persistence.finalizer
@@ -429,11 +395,9 @@ class Reconciler(HandlerCalls, StateRecords):
 
     async def _handle(
         self,
-        slot: ObjectSlot,
+        cycle: Cycle,
         cause: ChangingCause,
         handlers: Sequence[ResourceChangingHandler],
-        patch: Patch,
-        logger: Logger,
         *,
         store_essence: bool,
         held: bool = False,
@@ -443,6 +407,7 @@ class Reconciler(HandlerCalls, StateRecords):
         ``held``: the object is being deleted and daemons or timers still hold it, so it is not
         released yet (the worker is woken when they exit, or re-checks after the polling).
         """
+        slot, patch, logger = cycle.slot, cycle.patch, cycle.logger
         owned = self.registry.changing.for_resource(self.resource)
         now = utcnow()
         storage = self.persistence.progress
@@ -451,13 +416,11 @@ class Reconciler(HandlerCalls, StateRecords):
         # The engine's state (the sub-handlers' progress too) goes into a patch of its own, sent
         # first: every state that our requests leave behind holds it (docs/architecture.md,
         # "Once per cause").
-        state = Patch()
-        progress = self._supersede(cause, progress, handlers, state, logger)
+        state = cycle.records = Patch()
+        progress = self._supersede(cycle, cause, progress, handlers)
         if handlers and logger.isEnabledFor(logging.DEBUG):  # the message holds the whole body
             logger.debug(in_progress_message(cause.reason, cause.body))
-        outcomes = await self._attempt(
-            slot, cause, handlers, progress, patch, logger, records=state
-        )
+        outcomes = await self._attempt(cycle, cause, handlers, progress=progress)
         progress = progress.with_outcomes(outcomes, now=utcnow())
         deliver_results(outcomes, patch)
         stored = self._record(
@@ -475,16 +438,16 @@ class Reconciler(HandlerCalls, StateRecords):
         else:
             patch = state
         if progress.done and not held:
-            self._log_conclusion(slot, cause, progress, logger, announce=bool(handlers))
+            self._log_conclusion(cycle, cause, progress, announce=bool(handlers))
         response = await self._send(slot, cause.body, patch, first=first)
         if cause.deleted and progress.done and not held:
-            slot.extras[RELEASED] = True  # landed (or the object is gone): see _released_before
+            slot.released = True  # landed (or the object is gone): see _released_before
         if response is not None and self._pruned(patch, response, logger):
             again = Patch()
             self._record(cause, progress, again, store_essence=True)
             response = await self._send(slot, response, again) or response
         elif response is not None and stored and self._settles(cause, response):
-            slot.extras[SETTLED] = Settled(_version(response), cause.new)
+            slot.settled = Settled(_version(response), cause.new)
         delay = None if progress.done else progress.delay(utcnow())
         if held:
             polling = self.settings.background.cancellation_polling
@@ -492,17 +455,12 @@ class Reconciler(HandlerCalls, StateRecords):
         return CycleResult(delay=delay, body=response or cause.body)
 
     def _log_conclusion(
-        self,
-        slot: ObjectSlot,
-        cause: ChangingCause,
-        progress: Progress,
-        logger: Logger,
-        *,
-        announce: bool,
+        self, cycle: Cycle, cause: ChangingCause, progress: Progress, *, announce: bool
     ) -> None:
         """Kopf's lines for a finished cause (``announce``: there were handlers for it)."""
+        slot, logger = cycle.slot, cycle.logger
         slot.memory.resumed = True
-        slot.extras.pop(LISTED, None)
+        slot.listed = False
         if announce and logger.isEnabledFor(logging.INFO):
             logger.info(processed_message(cause.reason, progress.counts))
         if cause.deleted and has_finalizer(cause.body, self.persistence.finalizer):
@@ -525,9 +483,7 @@ class Reconciler(HandlerCalls, StateRecords):
             and settled_by(cause.body, response)
         )
 
-    def _quiet_echo(
-        self, slot: ObjectSlot, body: Mapping[str, Any], settled: Settled, logger: Logger
-    ) -> bool:
+    def _quiet_echo(self, cycle: Cycle, body: Mapping[str, Any], settled: Settled) -> bool:
         """Whether the full cycle on our write's echo would end as a no-op and write nothing.
 
         The cause would be a no-op (see :meth:`_settles`). A no-op cycle calls no handler and
@@ -546,14 +502,14 @@ class Reconciler(HandlerCalls, StateRecords):
         noop = ChangingCause(
             resource=self.resource, body=body, reason=Reason.NOOP, old=essence, new=essence
         )
-        factory = self._factory(noop, slot, logger, Patch())
+        factory = self._factory(noop, Cycle(cycle.slot, cycle.logger))  # a patch of its own
         return self.registry.requires_finalizer(noop, factory) == present
 
     async def _write(
-        self, slot: ObjectSlot, body: Mapping[str, Any], patch: Patch, *, delay: float | None
+        self, cycle: Cycle, body: Mapping[str, Any], *, delay: float | None
     ) -> CycleResult:
         """Apply the cycle's patch; the worker goes on with the freshest body."""
-        response = await self._send(slot, body, patch)
+        response = await self._send(cycle.slot, body, cycle.patch)
         return CycleResult(delay=delay, body=response or body)
 
     async def _send(
@@ -582,4 +538,4 @@ class Reconciler(HandlerCalls, StateRecords):
         finally:
             if landed:
                 deadline = anyio.current_time() + self.settings.persistence.consistency_timeout
-                slot.extras[ECHO] = Echo(landed[-1], deadline)
+                slot.echo = Echo(landed[-1], deadline)

@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from anyop.engine.handling import Logger
+from anyop.engine.handling import Cycle, Logger
 from anyop.engine.patching import Endpoint
 from anyop.handlers.causes import ChangingCause
 from anyop.handlers.progression import Progress, superseded_message
@@ -37,11 +37,10 @@ class StateRecords:
 
     def _supersede(
         self,
+        cycle: Cycle,
         cause: ChangingCause,
         progress: Progress,
         handlers: Sequence[ResourceChangingHandler],
-        state: Patch,
-        logger: Logger,
     ) -> Progress:
         """Kopf's superseding: a cause that comes while another one's handlers are unfinished
         takes over those of them that it selects too; the others' records are purged now.
@@ -53,13 +52,13 @@ class StateRecords:
         if not extras:
             return progress
         for extra, counts in extras.items():
-            logger.info(superseded_message(extra, cause.reason, counts))
+            cycle.logger.info(superseded_message(extra, cause.reason, counts))
         progress = progress.with_purpose(cause.reason, handlers)
         stale = progress.superseded()
         storage = self.persistence.progress
         gone = [(key, *progress[key].subrefs) for key in stale]
         for key in dict.fromkeys(key for keys in gone for key in keys):
-            storage.purge(key=key, body=cause.body, patch=state)
+            storage.purge(key=key, body=cause.body, patch=cycle.state)
         storage.flush()
         return progress.without(stale)
 

@@ -7,6 +7,7 @@ and starts the tasks. A run's ``nap``/``sleep``/``exits_within`` are the only wa
 from __future__ import annotations
 
 import dataclasses
+import enum
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -21,7 +22,79 @@ from anyop.handlers.records import ResourceSpawningHandler
 from anyop.handlers.stopping import DaemonStopper
 from anyop.kube.patches import Patch
 
-__all__ = ["ObjectDaemons", "Run", "TimerClock"]
+__all__ = ["ObjectDaemons", "Run", "RunEvent", "RunState", "TimerClock", "transition"]
+
+
+class RunState(enum.Enum):
+    """Where a daemon or timer run is in its life (see :func:`transition`)."""
+
+    WAITING = "waiting"
+    """No task: a new run, or a timer between its turns."""
+    RUNNING = "running"
+    """Its task runs (a daemon all its life, a timer during a turn)."""
+    STOPPING = "stopping"
+    """Its task runs after it was told to stop (its stop flag is set)."""
+    CANCELLED = "cancelled"
+    """Its task is cancelled, now or as soon as it starts (it did not stop in its backoff)."""
+    ABANDONED = "abandoned"
+    """It did not exit within its cancellation timeout: left to itself, it no longer holds its
+    object (its task, cancelled, may still run)."""
+    EXITED = "exited"
+    """Its task has ended, or it was stopped while it had none. Final."""
+
+
+class RunEvent(enum.Enum):
+    """What happens to a run."""
+
+    START = "start"
+    """It gets a task."""
+    REST = "rest"
+    """A timer's turn ends without a stop: it waits for its next turn."""
+    STOP = "stop"
+    """It is told to stop (deletion, a filter mismatch, the operator pausing or exiting)."""
+    CANCEL = "cancel"
+    """Its task is cancelled."""
+    ABANDON = "abandon"
+    """Its cancellation timeout is over."""
+    EXIT = "exit"
+    """Its task ends, or it is stopped while it has none."""
+
+
+_S, _E = RunState, RunEvent
+TRANSITIONS: Mapping[tuple[RunState, RunEvent], RunState] = {
+    (_S.WAITING, _E.START): _S.RUNNING,
+    (_S.WAITING, _E.STOP): _S.EXITED,  # nothing to wait for: it exits as it is stopped
+    (_S.WAITING, _E.EXIT): _S.EXITED,
+    (_S.RUNNING, _E.REST): _S.WAITING,
+    (_S.RUNNING, _E.STOP): _S.STOPPING,
+    (_S.RUNNING, _E.EXIT): _S.EXITED,
+    (_S.STOPPING, _E.STOP): _S.STOPPING,  # told again (e.g. pausing, then exiting)
+    (_S.STOPPING, _E.CANCEL): _S.CANCELLED,
+    (_S.STOPPING, _E.ABANDON): _S.ABANDONED,  # a sync daemon: threads cannot be cancelled
+    (_S.STOPPING, _E.EXIT): _S.EXITED,
+    (_S.CANCELLED, _E.STOP): _S.CANCELLED,
+    (_S.CANCELLED, _E.CANCEL): _S.CANCELLED,
+    (_S.CANCELLED, _E.ABANDON): _S.ABANDONED,
+    (_S.CANCELLED, _E.EXIT): _S.EXITED,
+    (_S.ABANDONED, _E.STOP): _S.ABANDONED,
+    (_S.ABANDONED, _E.CANCEL): _S.ABANDONED,
+    (_S.ABANDONED, _E.EXIT): _S.EXITED,
+    (_S.EXITED, _E.STOP): _S.EXITED,
+    (_S.EXITED, _E.EXIT): _S.EXITED,
+}
+"""Every transition a run may make; any other pair is a bug of the engine."""
+
+
+def transition(state: RunState, event: RunEvent) -> RunState:
+    """The state a run in ``state`` is in after ``event``.
+
+    Raises:
+        ValueError: The event cannot happen in that state (a bug of the engine).
+    """
+    try:
+        return TRANSITIONS[state, event]
+    except KeyError:
+        raise ValueError(f"A run that is {state.value} cannot {event.value}.") from None
 
 
 @dataclasses.dataclass(eq=False, slots=True)
@@ -57,10 +130,7 @@ class Run:
         stopper: Its ``stopped`` flag.
         scope: The cancel scope of its task, while it has one.
         clock: A timer's schedule (``None`` for a daemon).
-        busy: It has a task (a daemon all its life; a timer while it runs).
-        cancelled: Its task is cancelled (now, or as soon as it starts).
-        exited: It has exited.
-        abandoned: It did not exit within its cancellation timeout and is left to itself.
+        state: Where it is in its life; changed only through :meth:`happen`.
 
     Its events are made only when something waits for them: an idle daemon costs its task
     and its stop flag's one event; a sleeping timer costs this record and its clock.
@@ -70,29 +140,48 @@ class Run:
     stopper: DaemonStopper = dataclasses.field(default_factory=DaemonStopper)
     scope: anyio.CancelScope | None = None
     clock: TimerClock | None = None
-    busy: bool = False
-    cancelled: bool = False
-    exited: bool = False
-    abandoned: bool = False
+    state: RunState = RunState.WAITING
     _exit: anyio.Event | None = None
     _nap: anyio.CancelScope | None = None
+
+    def happen(self, event: RunEvent) -> RunState:
+        """Move to the state after ``event`` (see :func:`transition`), and return it."""
+        self.state = transition(self.state, event)
+        if self.state is RunState.EXITED and self._exit is not None:
+            self._exit.set()
+        return self.state
 
     @property
     def alive(self) -> bool:
         """Whether it still holds its object (neither exited nor abandoned)."""
-        return not self.exited and not self.abandoned
+        return self.state not in (RunState.ABANDONED, RunState.EXITED)
+
+    @property
+    def busy(self) -> bool:
+        """Whether it has a task now (or is about to get one)."""
+        return self.state not in (RunState.WAITING, RunState.EXITED)
+
+    @property
+    def exited(self) -> bool:
+        """Whether it has exited."""
+        return self.state is RunState.EXITED
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether its task is to be cancelled as soon as it starts."""
+        return self.state in (RunState.CANCELLED, RunState.ABANDONED)
 
     def cancel(self) -> None:
         """Cancel its task, now or as soon as it starts."""
-        self.cancelled = True
+        self.happen(RunEvent.CANCEL)
         if self.scope is not None:
             self.scope.cancel()
 
-    def finish(self) -> None:
-        """Mark it as exited."""
-        self.exited = True
-        if self._exit is not None:
-            self._exit.set()
+    def abandon(self) -> None:
+        """Leave it to itself: it no longer holds its object; its task is cancelled."""
+        self.happen(RunEvent.ABANDON)
+        if self.scope is not None:
+            self.scope.cancel()
 
     def poke(self) -> None:
         """End its current nap early (it was stopped)."""

@@ -16,7 +16,7 @@ import contextvars
 import dataclasses
 import datetime
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from anyop.errors import PermanentError
 from anyop.handlers.lifecycles import LifeCycleFn
@@ -26,10 +26,18 @@ from anyop.handlers.registry import SubRegistry, current_handler, current_subreg
 
 __all__ = ["ChildrenRetry", "Execution", "execute"]
 
-RunChildren = Callable[
-    [Sequence[ResourceChangingHandler], SubRegistry, LifeCycleFn | None], Awaitable[Progress]
-]
-"""Runs the due children of the parent for the parent's cause; returns their progress."""
+
+class RunChildren(Protocol):
+    """Runs the due children of the parent for the parent's cause; returns their progress."""
+
+    def __call__(
+        self,
+        handlers: Sequence[ResourceChangingHandler],
+        /,
+        *,
+        registry: SubRegistry,
+        lifecycle: LifeCycleFn | None,
+    ) -> Awaitable[Progress]: ...
 
 
 class ChildrenRetry(Exception):
@@ -112,7 +120,7 @@ class Execution:
         for handler in handlers:
             if handler.id not in self.subrefs:
                 self.subrefs.append(handler.id)
-        progress = await self.run_children(handlers, registry, lifecycle)
+        progress = await self.run_children(handlers, registry=registry, lifecycle=lifecycle)
         if not progress.done:
             raise ChildrenRetry(progress.delay(datetime.datetime.now(datetime.UTC)))
         failed = sorted(hid for hid in progress if progress[hid].active and progress[hid].failure)

@@ -88,9 +88,9 @@ def detections(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     seen: list[str] = []
     original = Reconciler._detect
 
-    def detect(self: Reconciler, slot: ObjectSlot, b: Any, logger: Any) -> Any:
+    def detect(self: Reconciler, cycle: Any, b: Any) -> Any:
         seen.append(b["metadata"]["resourceVersion"])
-        return original(self, slot, b, logger)
+        return original(self, cycle, b)
 
     monkeypatch.setattr(Reconciler, "_detect", detect)
     return seen
