@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
 if "httpx" not in sys.modules:
-    # httpx imports its command-line client (rich, pygments, click: about 6 MiB and 40 ms) when
+    # httpx imports its command-line client (rich, pygments, click; see docs/benchmarks.md) when
     # those happen to be installed; an operator never uses it. ``httpx.main`` then explains
     # that the client cannot run here; everything else in httpx is unchanged.
     sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
@@ -122,15 +122,19 @@ if _TYPE_CHECKING:
 _LAZY = {
     **{
         name: "anyop.webhooks.server"
-        for name in ("WebhookDockerDesktopServer", "WebhookK3dServer", "WebhookMinikubeServer",
-                     "WebhookServer")
+        for name in (
+            "WebhookDockerDesktopServer",
+            "WebhookK3dServer",
+            "WebhookMinikubeServer",
+            "WebhookServer",
+        )
     },
     **{
         name: "anyop.webhooks.auto"
         for name in ("WebhookAutoServer", "WebhookAutoTunnel", "WebhookNgrokTunnel")
     },
-}  # fmt: skip
-"""Imported on first use: the webhook servers need cryptography (about 8 MiB)."""
+}
+"""Imported on first use: the webhook servers need cryptography, which most operators never do."""
 
 
 def __getattr__(name: str) -> _Any:

@@ -72,8 +72,10 @@ def _scope(namespaces: list[str], all_namespaces: bool, backend: str | None = No
     if not namespaces and not all_namespaces:
         warnings.warn(
             "Neither --namespace nor --all-namespaces is given: serving the whole cluster. "
-            "Pass -A to silence this.", FutureWarning, stacklevel=1,
-        )  # fmt: skip
+            "Pass -A to silence this.",
+            FutureWarning,
+            stacklevel=1,
+        )
     return not namespaces
 
 
@@ -92,19 +94,23 @@ def _priority(dev: bool, priority: int | None, default: int | None) -> int | Non
 NamespaceOption = Annotated[
     list[str] | None,
     typer.Option(
-        "-n", "--namespace", envvar="ANYOP_NAMESPACE",
+        "-n",
+        "--namespace",
+        envvar="ANYOP_NAMESPACE",
         help="A namespace or a pattern (repeatable).",
     ),
-]  # fmt: skip
+]
 AllNamespacesOption = Annotated[
     bool, typer.Option("-A", "--all-namespaces", help="The whole cluster.")
 ]
 PeeringOption = Annotated[
     str | None,
     typer.Option(
-        "-P", "--peering", help="The peering object's name (peering is then mandatory).",
+        "-P",
+        "--peering",
+        help="The peering object's name (peering is then mandatory).",
     ),
-]  # fmt: skip
+]
 PriorityOption = Annotated[
     int | None, typer.Option("-p", "--priority", help="The priority among peers.")
 ]
@@ -183,7 +189,10 @@ def run(
     log_refkey: LogRefkeyOption = "object",
     log_prefix: LogPrefixOption = None,
 ) -> None:
-    """Run an operator: import the handlers, then serve until SIGINT or SIGTERM."""
+    """Run an operator: import the handlers, then serve until SIGINT or SIGTERM.
+    \f
+    Its positional parameters are its options: typer reads them from the signature.
+    """
     from anyop.engine.running import load_sources, thread_flags
     from anyop.engine.running import run as run_operator
     from anyop.settings import settings_from_environ
@@ -194,7 +203,14 @@ def run(
     if warm_standby and not leader_election:
         raise typer.BadParameter("--warm-standby needs --leader-election.")
     chosen = _priority(dev, priority, None)
-    _configure_logs(debug, verbose, quiet, log_format, log_refkey, log_prefix)
+    _configure_logs(
+        debug=debug,
+        verbose=verbose,
+        quiet=quiet,
+        log_format=log_format,
+        log_refkey=log_refkey,
+        log_prefix=log_prefix,
+    )
     try:
         settings = getattr(thread_flags, "settings", None) or settings_from_environ()
         settings.leadership.lease_name = lease_name or settings.leadership.lease_name
@@ -238,17 +254,30 @@ def freeze(
     log_refkey: LogRefkeyOption = "object",
     log_prefix: LogPrefixOption = None,
 ) -> None:
-    """Pause the operators of a peering: a fake peer of priority 100 for --lifetime seconds."""
+    """Pause the operators of a peering: a fake peer of priority 100 for --lifetime seconds.
+    \f
+    Its positional parameters are its options: typer reads them from the signature.
+    """
     from anyop.engine.peering import freeze as freeze_one
 
     _only_one(namespace or [], all_namespaces)
     chosen = _priority(dev, priority, 100) or 0
-    _configure_logs(debug, verbose, quiet, log_format, log_refkey, log_prefix)
+    _configure_logs(
+        debug=debug,
+        verbose=verbose,
+        quiet=quiet,
+        log_format=log_format,
+        log_refkey=log_refkey,
+        log_prefix=log_prefix,
+    )
     who = identity or _user_at_host()
     reason = f": {message}" if message else "."
     act = functools.partial(freeze_one, identity=who, priority=chosen, lifetime=lifetime)
     _peering_calls(
-        act, peering, namespace or [], f"Frozen {{where}} for {lifetime} s as {who!r}{reason}"
+        act,
+        peering,
+        namespaces=namespace or [],
+        done=f"Frozen {{where}} for {lifetime} s as {who!r}{reason}",
     )
 
 
@@ -265,14 +294,26 @@ def resume(
     log_refkey: LogRefkeyOption = "object",
     log_prefix: LogPrefixOption = None,
 ) -> None:
-    """Resume the operators of a peering frozen by ``anyop freeze``."""
+    """Resume the operators of a peering frozen by ``anyop freeze``.
+    \f
+    Its positional parameters are its options: typer reads them from the signature.
+    """
     from anyop.engine.peering import thaw
 
     _only_one(namespace or [], all_namespaces)
-    _configure_logs(debug, verbose, quiet, log_format, log_refkey, log_prefix)
+    _configure_logs(
+        debug=debug,
+        verbose=verbose,
+        quiet=quiet,
+        log_format=log_format,
+        log_refkey=log_refkey,
+        log_prefix=log_prefix,
+    )
     who = identity or _user_at_host()
     act = functools.partial(thaw, identity=who)
-    _peering_calls(act, peering, namespace or [], f"Resumed {{where}} (removed {who!r}).")
+    _peering_calls(
+        act, peering, namespaces=namespace or [], done=f"Resumed {{where}} (removed {who!r})."
+    )
 
 
 def _user_at_host() -> str:
@@ -282,18 +323,27 @@ def _user_at_host() -> str:
 
 
 def _configure_logs(
-    debug: bool, verbose: bool, quiet: bool, log_format: str, log_refkey: str,
+    *,
+    debug: bool,
+    verbose: bool,
+    quiet: bool,
+    log_format: str,
+    log_refkey: str,
     log_prefix: bool | None,
-) -> None:  # fmt: skip
+) -> None:
     from anyop.logs import configure
 
     configure(
-        debug=debug, verbose=verbose, quiet=quiet, log_format=log_format,
-        log_refkey=log_refkey, log_prefix=log_prefix,
-    )  # fmt: skip
+        debug=debug,
+        verbose=verbose,
+        quiet=quiet,
+        log_format=log_format,
+        log_refkey=log_refkey,
+        log_prefix=log_prefix,
+    )
 
 
-def _peering_calls(act: Any, name: str, namespaces: list[str], done: str) -> None:
+def _peering_calls(act: Any, name: str, *, namespaces: list[str], done: str) -> None:
     """Log in once, run ``act(client, name, namespace)`` for every namespace (or the cluster),
     and echo ``done`` (with ``{where}`` filled in) after each; exit 1 on an anyop error."""
     import anyio

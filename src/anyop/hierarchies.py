@@ -147,8 +147,12 @@ def _build(cls: Any, data: Mapping[str, Any]) -> Any:
 def build_object_reference(body: Mapping[str, Any]) -> dict[str, Any]:
     """An ``ObjectReference``: apiVersion, kind, name, uid, and namespace if any."""
     meta = body.get("metadata") or {}
-    ref = {"apiVersion": body.get("apiVersion"), "kind": body.get("kind"),
-           "name": meta.get("name"), "uid": meta.get("uid")}  # fmt: skip
+    ref = {
+        "apiVersion": body.get("apiVersion"),
+        "kind": body.get("kind"),
+        "name": meta.get("name"),
+        "uid": meta.get("uid"),
+    }
     if meta.get("namespace"):
         ref["namespace"] = meta["namespace"]
     return ref

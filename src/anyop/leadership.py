@@ -40,9 +40,13 @@ __all__ = [
 ]
 
 LEASES = Resource(
-    "coordination.k8s.io", "v1", "leases", kind="Lease", namespaced=True,
+    "coordination.k8s.io",
+    "v1",
+    "leases",
+    kind="Lease",
+    namespaced=True,
     verbs=frozenset({"get", "create", "update", "patch"}),
-)  # fmt: skip
+)
 
 
 def default_identity() -> str:
@@ -185,5 +189,9 @@ def _lease(record: LeaseRecord, spec: dict[str, Any], *, versioned: bool) -> dic
     metadata: dict[str, Any] = {"name": record.name, "namespace": record.namespace}
     if versioned:
         metadata["resourceVersion"] = record.resource_version
-    return {"apiVersion": LEASES.api_version, "kind": LEASES.kind, "metadata": metadata,
-            "spec": spec}  # fmt: skip
+    return {
+        "apiVersion": LEASES.api_version,
+        "kind": LEASES.kind,
+        "metadata": metadata,
+        "spec": spec,
+    }

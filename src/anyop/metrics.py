@@ -12,7 +12,7 @@ The ``controller`` label is the resource (``kopfexamples.v1.kopf.dev``). Every o
 registry of its own, so several operators in one process (or in one test run) never mix.
 The engine reaches the running operator's :class:`Metrics` through :data:`current_metrics`;
 an operator that serves no metrics endpoint has none, counts nothing, and never imports
-prometheus-client (about 10 MiB).
+prometheus-client.
 """
 
 from __future__ import annotations
@@ -46,39 +46,56 @@ class Metrics:
         self.registry: Any = CollectorRegistry(auto_describe=True)
         r = self.registry
         self._cycles = Counter(
-            "controller_runtime_reconcile_total", "Handling cycles by resource and result.",
-            ["controller", "result"], registry=r,
-        )  # fmt: skip
+            "controller_runtime_reconcile_total",
+            "Handling cycles by resource and result.",
+            ["controller", "result"],
+            registry=r,
+        )
         self._cycle_errors = Counter(
             "controller_runtime_reconcile_errors_total",
-            "Handling cycles that ended in an unexpected error.", ["controller"], registry=r,
-        )  # fmt: skip
+            "Handling cycles that ended in an unexpected error.",
+            ["controller"],
+            registry=r,
+        )
         self._cycle_time = Histogram(
-            "controller_runtime_reconcile_time_seconds", "How long handling cycles take.",
-            ["controller"], buckets=_SECONDS, registry=r,
-        )  # fmt: skip
+            "controller_runtime_reconcile_time_seconds",
+            "How long handling cycles take.",
+            ["controller"],
+            buckets=_SECONDS,
+            registry=r,
+        )
         self._handlers = Counter(
             "anyop_handler_runs_total",
             "Handler, daemon and timer runs by outcome: success, retry, failure.",
-            ["controller", "handler", "outcome"], registry=r,
-        )  # fmt: skip
-        self._handler_time = Histogram(
-            "anyop_handler_duration_seconds", "How long one handler call takes.",
-            ["controller", "handler"], buckets=_SECONDS, registry=r,
-        )  # fmt: skip
-        self._retries = Counter(
-            "workqueue_retries_total", "Handler retries scheduled, by resource.", ["name"],
+            ["controller", "handler", "outcome"],
             registry=r,
-        )  # fmt: skip
+        )
+        self._handler_time = Histogram(
+            "anyop_handler_duration_seconds",
+            "How long one handler call takes.",
+            ["controller", "handler"],
+            buckets=_SECONDS,
+            registry=r,
+        )
+        self._retries = Counter(
+            "workqueue_retries_total",
+            "Handler retries scheduled, by resource.",
+            ["name"],
+            registry=r,
+        )
         self._requests = Counter(
             "rest_client_requests_total",
             "API requests by status code (or 'error' without an answer) and method.",
-            ["code", "method"], registry=r,
-        )  # fmt: skip
+            ["code", "method"],
+            registry=r,
+        )
         self._request_time = Histogram(
-            "rest_client_request_duration_seconds", "API request latency by method.", ["verb"],
-            buckets=_SECONDS, registry=r,
-        )  # fmt: skip
+            "rest_client_request_duration_seconds",
+            "API request latency by method.",
+            ["verb"],
+            buckets=_SECONDS,
+            registry=r,
+        )
 
     def register(self, collector: Collector) -> None:
         """Add a collector of live values (read at every scrape)."""
@@ -91,7 +108,7 @@ class Metrics:
         if result == "error":
             self._cycle_errors.labels(controller).inc()
 
-    def handler(self, controller: str, handler: str, outcome: str, seconds: float) -> None:
+    def handler(self, controller: str, handler: str, outcome: str, *, seconds: float) -> None:
         """Count a handler's run: ``success``, ``retry`` or ``failure``, and its duration."""
         self._handlers.labels(controller, handler, outcome).inc()
         self._handler_time.labels(controller, handler).observe(seconds)

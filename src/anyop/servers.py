@@ -78,7 +78,9 @@ def _listening_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _config(fd: int, tls: TLSFiles | None, graceful: float, context: ssl.SSLContext | None) -> Any:
+def _config(
+    fd: int, tls: TLSFiles | None, *, graceful: float, context: ssl.SSLContext | None
+) -> Any:
     from hypercorn.config import Config
 
     class _Config(Config):
@@ -148,7 +150,9 @@ async def serve_asgi(
     sock = _listening_socket(host, port)
     secure = tls is not None or context is not None
     bound = BoundAddress(host, int(sock.getsockname()[1]), tls=secure)
-    config = _config(sock.detach(), tls, graceful_timeout, context)  # Hypercorn owns the socket
+    config = _config(
+        sock.detach(), tls, graceful=graceful_timeout, context=context
+    )  # Hypercorn owns the socket
     config.read_timeout = read_timeout
     shutdown, finished = anyio.Event(), anyio.Event()
     hard_stop = anyio.CancelScope(shield=True)  # Hypercorn stops by its trigger, not by our cancel

@@ -50,6 +50,7 @@ ResultCheck = Callable[[ActivityHandler, Any], None]
 async def _attempt(
     handler: ActivityHandler,
     state: HandlerState,
+    *,
     context: Mapping[str, Any],
     check: ResultCheck | None,
     settings: OperatorSettings,
@@ -138,7 +139,9 @@ async def run_activity(
     while pending:
         delays: list[float] = []
         for handler_id, handler in list(pending.items()):
-            decision = await _attempt(handler, states[handler_id], context, check, settings)
+            decision = await _attempt(
+                handler, states[handler_id], context=context, check=check, settings=settings
+            )
             logger.log(decision.level, decision.message, exc_info=decision.exc_info)
             states[handler_id] = decision.state
             if not decision.outcome.final:

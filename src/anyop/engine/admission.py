@@ -14,6 +14,7 @@ date with what the server advertises, and removes the non-persistent webhooks at
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import math
 from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
@@ -112,7 +113,7 @@ class Reviewer:
         """
         parsed = parse_review(request)
         cause = self._cause(parsed, webhook, reason)
-        base = self._kwargs(cause, parsed, headers, sslpeer)
+        base = self._kwargs(cause, parsed, headers=headers, sslpeer=sslpeer)
         handlers = self.registry.webhooks.select(cause, lambda: base)
         errors: list[BaseException] = []
         for handler in handlers:
@@ -136,29 +137,42 @@ class Reviewer:
         if webhook is not None and all(h.id != webhook for h in self.registry.webhooks.handlers):
             raise ReviewError(f"No admission handler has the id {webhook!r}.", 404)
         return WebhookCause(
-            resource=resource, body=request.body, reason=reason, webhook=webhook,
-            operation=request.operation, subresource=request.subresource,
-            dryrun=request.dryrun, old=request.old, new=request.new,
+            resource=resource,
+            body=request.body,
+            reason=reason,
+            webhook=webhook,
+            operation=request.operation,
+            subresource=request.subresource,
+            dryrun=request.dryrun,
+            old=request.old,
+            new=request.new,
             diff=diff(request.old, request.new),
-        )  # fmt: skip
+        )
 
     def _kwargs(
         self,
         cause: WebhookCause,
         request: AdmissionRequest,
+        *,
         headers: Headers | None,
         sslpeer: SSLPeer | None,
     ) -> dict[str, Any]:
         warnings: list[str] = []
         admission = {
-            "warnings": warnings, "userinfo": request.userinfo, "headers": dict(headers or {}),
-            "sslpeer": sslpeer, "reason": cause.reason,
-        }  # fmt: skip
+            "warnings": warnings,
+            "userinfo": request.userinfo,
+            "headers": dict(headers or {}),
+            "sslpeer": sslpeer,
+            "reason": cause.reason,
+        }
         kwargs = common_kwargs(
-            {**cause.kwargs, **admission}, logger=object_logger(cause.body),
-            memo=self._memo(cause.body), patch=Patch(), settings=self.settings,
+            {**cause.kwargs, **admission},
+            logger=object_logger(cause.body),
+            memo=self._memo(cause.body),
+            patch=Patch(),
+            settings=self.settings,
             indexer=self.indexer,
-        )  # fmt: skip
+        )
         kwargs["started"] = utcnow()
         return kwargs
 
@@ -233,9 +247,14 @@ async def open_admission(
         )
     resources = await discover(client)
     reviewer = Reviewer(
-        registry, settings, resources, new_memo=new_memo, memories=memories, indexer=indexer,
+        registry,
+        settings,
+        resources,
+        new_memo=new_memo,
+        memories=memories,
+        indexer=indexer,
         limiter=limiter,
-    )  # fmt: skip
+    )
     async with anyio.create_task_group() as tg:
         await tg.start(_serve_webhooks, client, reviewer, resources)
         try:
@@ -265,19 +284,26 @@ async def _serve_webhooks(
         # The server outlives the operator's cancellation until its webhooks are deregistered:
         # requests arriving meanwhile are still answered.
         serving = anyio.CancelScope(shield=True)
-        tg.start_soon(_pump, server, reviewer, send, serving)
+        tg.start_soon(functools.partial(_pump, server, reviewer, send, scope=serving))
         try:
             async for config in receive:
                 latest = config
                 if managed:
-                    await _configure(client, registry, resources, config, managed)
+                    await _configure(client, registry, resources, config=config, managed=managed)
                 task_status.started()  # ready once the first config is applied
                 task_status = anyio.TASK_STATUS_IGNORED
         finally:
             try:
                 if managed and latest is not None:
                     with anyio.move_on_after(CLEANUP_TIMEOUT, shield=True):
-                        await _configure(client, registry, resources, latest, managed, exiting=True)
+                        await _configure(
+                            client,
+                            registry,
+                            resources,
+                            config=latest,
+                            managed=managed,
+                            exiting=True,
+                        )
             finally:
                 serving.cancel()
 
@@ -286,6 +312,7 @@ async def _pump(
     server: Any,
     fn: Reviewer,
     send: MemoryObjectSendStream[WebhookClientConfig],
+    *,
     scope: anyio.CancelScope,
 ) -> None:
     """Iterate the server's configs in one task; the server's own task group lives in here."""
@@ -305,19 +332,26 @@ async def _configure(
     client: KubeClient,
     registry: OperatorRegistry,
     resources: Sequence[Resource],
+    *,
     config: WebhookClientConfig,
     managed: str,
-    *,
     exiting: bool = False,
 ) -> None:
     """Write both managed configurations (at exit: only the persistent webhooks stay)."""
     for reason in (WebhookType.VALIDATING, WebhookType.MUTATING):
         webhooks = build_webhooks(
-            registry.webhooks.handlers, resources, config, managed=managed, reason=reason,
+            registry.webhooks.handlers,
+            resources,
+            config,
+            managed=managed,
+            reason=reason,
             persistent_only=exiting,
-        )  # fmt: skip
-        await apply_configuration(client, reason, managed, webhooks)
+        )
+        await apply_configuration(client, reason, name=managed, webhooks=webhooks)
         logger.info(
             "%s webhook configuration %r %s: %d webhooks.",
-            reason.capitalize(), managed, "cleaned up" if exiting else "applied", len(webhooks),
-        )  # fmt: skip
+            reason.capitalize(),
+            managed,
+            "cleaned up" if exiting else "applied",
+            len(webhooks),
+        )

@@ -64,6 +64,7 @@ def login_handlers(registry: OperatorRegistry) -> Sequence[ActivityHandler]:
 async def authenticate(
     vault: Vault,
     registry: OperatorRegistry,
+    *,
     settings: OperatorSettings,
     memo: Any,
     indexes: OperatorIndexes | None = None,
@@ -104,7 +105,9 @@ async def login(registry: OperatorRegistry | None = None) -> Vault:
         LoginError: No login handler returned usable credentials.
     """
     vault = Vault()
-    await authenticate(vault, registry or OperatorRegistry(), OperatorSettings(), None)
+    await authenticate(
+        vault, registry or OperatorRegistry(), settings=OperatorSettings(), memo=None
+    )
     return vault
 
 
@@ -119,6 +122,7 @@ def _nothing_usable(found: bool, *, builtin: bool) -> str:
 async def keep_logged_in(
     vault: Vault,
     registry: OperatorRegistry,
+    *,
     settings: OperatorSettings,
     memo: Any,
     indexes: OperatorIndexes | None = None,
@@ -136,7 +140,7 @@ async def keep_logged_in(
             return  # closed by someone else
         logger.info("Re-authentication has been initiated.")
         try:
-            await authenticate(vault, registry, settings, memo, indexes)
+            await authenticate(vault, registry, settings=settings, memo=memo, indexes=indexes)
         except LoginError as error:
             logger.error("%s Requests will fail.", error)
             vault.close(error)

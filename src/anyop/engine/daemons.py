@@ -278,8 +278,9 @@ class Spawner:
         assert clock is not None
         assert isinstance(run.handler, TimerHandler)
         self._unplan(run)
-        due = timer_due(run.handler, not_before=clock.not_before, reset=obj.reset,
-                        ran_for=clock.ran_for)  # fmt: skip
+        due = timer_due(
+            run.handler, not_before=clock.not_before, reset=obj.reset, ran_for=clock.ran_for
+        )
         now = anyio.current_time()
         if math.isnan(due):
             obj.logger.warning(f"{run.handler} got a delay that is not a number: it runs now.")
@@ -304,7 +305,7 @@ class Spawner:
         state = HandlerState.from_scratch(now=utcnow())
         patch = Patch()
         while not run.stopper.is_set():
-            decision = await self._attempt(obj, run, state, patch)
+            decision = await self._attempt(obj, run, state=state, patch=patch)
             state = decision.state
             if decision.outcome.final:
                 if not run.stopper.is_set():
@@ -330,7 +331,7 @@ class Spawner:
         started = anyio.current_time()
         patch = clock.patch or Patch()
         state = clock.state or HandlerState.from_scratch(now=utcnow())
-        decision = await self._attempt(obj, run, state, patch)
+        decision = await self._attempt(obj, run, state=state, patch=patch)
         clock.patch = patch or None  # functions to retry after a conflict
         now = anyio.current_time()
         outcome = decision.outcome
@@ -359,17 +360,17 @@ class Spawner:
         """The handler's ``initial_delay`` in seconds (a callable gets the handler's kwargs)."""
         delay = run.handler.initial_delay
         if callable(delay):
-            kwargs = self._kwargs(obj, run, Patch(), HandlerState(), sync=False)
+            kwargs = self._kwargs(obj, run, patch=Patch(), state=HandlerState(), sync=False)
             delay = await invoke(delay, kwargs, limiter=self.limiter, body=obj.raw)
         return float(delay or 0.0)
 
     async def _attempt(
-        self, obj: ObjectDaemons, run: Run, state: HandlerState, patch: Patch
+        self, obj: ObjectDaemons, run: Run, *, state: HandlerState, patch: Patch
     ) -> Decision:
         """One invocation with Kopf's error semantics; its result and patch are applied.
 
         The call is made here, not in a helper coroutine: a daemon stays in this frame for its
-        whole life, and every frame more is about 300 bytes per daemon.
+        whole life, and every frame more is held by every daemon for as long.
         """
         handler = run.handler
         decision = precheck(handler, state, now=utcnow())
@@ -384,30 +385,37 @@ class Spawner:
                 # the kwargs that it holds (its own dict of them) live as long as it does.
                 with use_context(obj.raw):
                     result = await calling(
-                        handler.fn, self._kwargs(obj, run, patch, state, sync=sync),
+                        handler.fn,
+                        self._kwargs(obj, run, patch=patch, state=state, sync=sync),
                         limiter=limiter,
-                    )  # fmt: skip
+                    )
             except Exception as error:
                 happening = Failed(error)
             else:
                 happening = returned(result)
             backoff = self.settings.execution.default_backoff
             decision = decide(handler, state, happening, now=utcnow(), default_backoff=backoff)
-            observe_handler(self.metrics, self.resource, handler.id, decision.outcome, started)
+            observe_handler(
+                self.metrics, self.resource, handler.id, outcome=decision.outcome, started=started
+            )
         obj.logger.log(decision.level, decision.message, exc_info=decision.exc_info)
         deliver_results({handler.id: decision.outcome}, patch)
         await self._apply(obj, patch)
         return decision
 
     def _kwargs(
-        self, obj: ObjectDaemons, run: Run, patch: Patch, state: HandlerState, *, sync: bool
+        self, obj: ObjectDaemons, run: Run, *, patch: Patch, state: HandlerState, sync: bool
     ) -> dict[str, Any]:
         """Live ``body``/``spec``/... views, ``stopped``, and the rest as handlers get them."""
         cause = SpawningCause(resource=self.resource, body=Body(obj.raw))
         kwargs = common_kwargs(
-            cause.kwargs, logger=obj.logger, memo=obj.memo, patch=patch, settings=self.settings,
+            cause.kwargs,
+            logger=obj.logger,
+            memo=obj.memo,
+            patch=patch,
+            settings=self.settings,
             indexer=self.indexer,
-        )  # fmt: skip
+        )
         now = utcnow()
         kwargs.update(retry=state.retries, started=state.started or now, param=run.handler.param)
         kwargs.update(runtime=state.runtime(now), stopped=run.stopper.checker(sync=sync))
@@ -418,7 +426,7 @@ class Spawner:
         if not patch:
             return
         try:
-            response = await apply_patch(self.client, self.resource, obj.raw, patch)
+            response = await apply_patch(self.client, self.resource, obj.raw, patch=patch)
         except InvalidError as error:
             obj.logger.warning(f"The patch is retried on the next attempt: {error}")
             patch.clear()  # the merge part is lost; the functions are applied to a fresh body

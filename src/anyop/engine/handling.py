@@ -96,12 +96,17 @@ def outcome_label(outcome: Outcome) -> str:
 
 
 def observe_handler(
-    metrics: Metrics | None, resource: Resource, handler_id: str, outcome: Outcome, started: float
+    metrics: Metrics | None,
+    resource: Resource,
+    handler_id: str,
+    *,
+    outcome: Outcome,
+    started: float,
 ) -> None:
     """Count a handler's run in the operator's metrics, if there are any."""
     if metrics is not None:
         seconds = time.monotonic() - started
-        metrics.handler(str(resource), handler_id, outcome_label(outcome), seconds)
+        metrics.handler(str(resource), handler_id, outcome_label(outcome), seconds=seconds)
 
 
 @dataclasses.dataclass(eq=False, slots=True)
@@ -181,7 +186,13 @@ class HandlerCalls:
                 happening = await self._invoke(cycle, cause, handler, state=state)
                 backoff = self.settings.execution.default_backoff
                 decision = decide(handler, state, happening, now=utcnow(), default_backoff=backoff)
-                observe_handler(self.metrics, self.resource, handler.id, decision.outcome, started)
+                observe_handler(
+                    self.metrics,
+                    self.resource,
+                    handler.id,
+                    outcome=decision.outcome,
+                    started=started,
+                )
             self._log(decision, cycle.logger)
             outcomes[handler.id] = decision.outcome
         return outcomes

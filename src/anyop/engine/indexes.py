@@ -60,6 +60,7 @@ class Indexer:
         self,
         registry: OperatorRegistry,
         settings: OperatorSettings,
+        *,
         limiter: anyio.CapacityLimiter | None = None,
         indexes: OperatorIndexes | None = None,
     ) -> None:
@@ -111,13 +112,14 @@ class Indexer:
                 self.indexes.index(handler.id).discard(obj)
             elif not self.indexes.excluded(handler.id, obj, now=anyio.current_time()):
                 kwargs = {**base, "param": handler.param, **self.kwargs()}
-                await self._call(handler, obj, kwargs, body, logger)
+                await self._call(handler, obj, kwargs, body=body, logger=logger)
 
     async def _call(
         self,
         handler: ResourceIndexingHandler,
         obj: ObjectKey,
         kwargs: dict[str, Any],
+        *,
         body: Mapping[str, Any],
         logger: logging.LoggerAdapter[logging.Logger],
     ) -> None:

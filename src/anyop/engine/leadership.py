@@ -61,7 +61,7 @@ class LeaseKeeper:
     """
 
     def __init__(
-        self, client: KubeClient, settings: LeadershipSettings, namespace: str, gate: Gate
+        self, client: KubeClient, settings: LeadershipSettings, namespace: str, *, gate: Gate
     ) -> None:
         self.client = client
         self.settings = settings
@@ -88,9 +88,12 @@ class LeaseKeeper:
             self._standing_by(record.holder if record else None)
             return
         body = lease_body(
-            action, record or self.name, identity=self.identity,
-            duration=self.settings.lease_duration, now=_now(),
-        )  # fmt: skip
+            action,
+            record or self.name,
+            identity=self.identity,
+            duration=self.settings.lease_duration,
+            now=_now(),
+        )
         if action is Action.CREATE:
             written = await self.client.create(LEASES, body, namespace=self.name.namespace)
         else:
@@ -170,8 +173,8 @@ async def hold_leadership(
     client: KubeClient,
     settings: LeadershipSettings,
     namespace: str,
-    gate: Gate,
     *,
+    gate: Gate,
     task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Take part in the election until cancelled; release the Lease then.
@@ -182,7 +185,7 @@ async def hold_leadership(
         successful renewal.
     """
     settings.check()
-    keeper = LeaseKeeper(client, settings, namespace, gate)
+    keeper = LeaseKeeper(client, settings, namespace, gate=gate)
     keeper.pause("waiting for the Lease")
     gate.fence_until(-math.inf)
     task_status.started()

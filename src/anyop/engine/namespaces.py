@@ -120,8 +120,8 @@ async def serve_namespaces(
     client: KubeClient,
     patterns: NamespacePatterns,
     serve_one: NamespaceServer,
-    stopping: anyio.Event,
     *,
+    stopping: anyio.Event,
     settings: OperatorSettings | None = None,
     task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:

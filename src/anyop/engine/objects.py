@@ -400,8 +400,9 @@ class ObjectWorkers:
 
     async def _wait(self, slot: ObjectSlot, seconds: float) -> None:
         """Wait until woken (a new body, closing) or the seconds are over."""
-        # One schedule of timeouts, not a cancel scope with a deadline per wait: it costs a
-        # fraction of the CPU (two waits per object: the cycle, its echo).
+        # One schedule of timeouts, not a cancel scope with a deadline per wait: a heap entry
+        # is cheaper than a scope's deadline bookkeeping, and every object waits twice (after
+        # its cycle, after its echo).
         slot.wakeup = anyio.Event()
         timeout = self._timeouts.add(slot, anyio.current_time() + seconds)
         try:

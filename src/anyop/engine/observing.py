@@ -37,9 +37,10 @@ class LiveCollector:
         """The gauges and counters of every served resource, now."""
         objects = GaugeMetricFamily("anyop_objects", "Objects with a worker slot.", labels=_LABELS)
         depth = GaugeMetricFamily(
-            "workqueue_depth", "Objects with a cycle running or due (by resource).",
+            "workqueue_depth",
+            "Objects with a cycle running or due (by resource).",
             labels=["name", "namespace"],
-        )  # fmt: skip
+        )
         daemons = GaugeMetricFamily(
             "anyop_daemons", "Running daemons and timers.", labels=[*_LABELS, "kind"]
         )

@@ -53,8 +53,8 @@ async def apply_patch(
     client: KubeClient,
     resource: Resource,
     body: Mapping[str, Any],
-    patch: Patch,
     *,
+    patch: Patch,
     first: Endpoint = "status",
     landed: MutableSequence[Mapping[str, Any]] | None = None,
 ) -> Mapping[str, Any] | None:
@@ -99,7 +99,9 @@ async def apply_patch(
                 ops = json_parts(resource, response, patch)[index][0]
             if not _changes(ops):
                 continue
-            sent = await _send_json(client, resource, patch, ops, subresource, where)
+            sent = await _send_json(
+                client, resource, patch, ops=ops, subresource=subresource, where=where
+            )
             if sent is not None:
                 response = sent
                 if landed is not None:
@@ -113,6 +115,7 @@ async def _send_json(
     client: KubeClient,
     resource: Resource,
     patch: Patch,
+    *,
     ops: list[JsonPatchOp],
     subresource: str | None,
     where: dict[str, Any],

@@ -89,8 +89,8 @@ class PeeringKeeper:
         client: KubeClient,
         settings: PeeringSettings,
         resource: Resource,
-        namespace: str | None,
         *,
+        namespace: str | None,
         identity: str,
         gate: Gate,
     ) -> None:
@@ -109,9 +109,11 @@ class PeeringKeeper:
     async def run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         """Keep our record alive and act on the others' until cancelled; then say goodbye."""
         watcher = Watcher(
-            self.client, self.resource, namespace=self.namespace,
+            self.client,
+            self.resource,
+            namespace=self.namespace,
             field_selector=f"metadata.name={self.settings.name}",
-        )  # fmt: skip
+        )
         try:
             async with anyio.create_task_group() as tg:
                 await tg.start(watcher.run, self._seen)
@@ -146,9 +148,11 @@ class PeeringKeeper:
 
     async def _keep_alive(self) -> None:
         patch = keepalive_patch(
-            self.identity, priority=self.settings.priority,
-            lifetime=self.settings.lifetime, now=_now(),
-        )  # fmt: skip
+            self.identity,
+            priority=self.settings.priority,
+            lifetime=self.settings.lifetime,
+            now=_now(),
+        )
         if await self._patch(patch) and not self.settings.stealth:
             logger.debug(f"Keep-alive in {self.where}: ok.")
 
@@ -167,9 +171,11 @@ class PeeringKeeper:
 
     def _judge(self) -> Verdict:
         verdict = judge(
-            parse_peers(self.status), identity=self.identity,
-            priority=self.settings.priority, now=_now(),
-        )  # fmt: skip
+            parse_peers(self.status),
+            identity=self.identity,
+            priority=self.settings.priority,
+            now=_now(),
+        )
         for warning, message in transition_messages(self.paused, verdict):
             logger.log(logging.WARNING if warning else logging.INFO, message)
         if verdict.paused != self.paused:
@@ -189,8 +195,8 @@ async def hold_peering(
     client: KubeClient,
     settings: PeeringSettings,
     namespaces: Sequence[str] | None,
-    gate: Gate,
     *,
+    gate: Gate,
     task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Peer in the cluster-wide object (``namespaces=None``) or in one object per namespace.
@@ -206,7 +212,9 @@ async def hold_peering(
     identity = settings.identity or peer_identity()
     async with anyio.create_task_group() as tg:
         for namespace in namespaces if namespaces is not None else [None]:
-            peer = functools.partial(_peer_in, client, settings, namespace, identity, gate)
+            peer = functools.partial(
+                _peer_in, client, settings, namespace, identity=identity, gate=gate
+            )
             await tg.start(peer)
         task_status.started()
 
@@ -215,9 +223,9 @@ async def _peer_in(
     client: KubeClient,
     settings: PeeringSettings,
     namespace: str | None,
+    *,
     identity: str,
     gate: Gate,
-    *,
     task_status: anyio.abc.TaskStatus[None],
 ) -> None:
     found = await find_peering(client, settings.name, namespace)
@@ -241,7 +249,9 @@ async def _peer_in(
     gate.resume(key)
     resource = found[0]
     logger.debug(f"Peering in {where} via {resource!r} as {identity!r}.")
-    keeper = PeeringKeeper(client, settings, resource, namespace, identity=identity, gate=gate)
+    keeper = PeeringKeeper(
+        client, settings, resource, namespace=namespace, identity=identity, gate=gate
+    )
     await keeper.run(task_status=task_status)
 
 

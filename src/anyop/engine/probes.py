@@ -116,6 +116,7 @@ class Health:
         self,
         registry: OperatorRegistry,
         settings: OperatorSettings,
+        *,
         memo: Any,
         indexes: OperatorIndexes | None = None,
     ) -> None:
@@ -199,7 +200,7 @@ def probes_app(
         elif path == "/readyz":
             code, document = (200, {"ready": True}) if health.ready else (503, {"ready": False})
         elif path == "/metrics" and metrics is not None:
-            await _respond_bytes(send, 200, metrics.render(), content_type())
+            await _respond_bytes(send, 200, body=metrics.render(), content_type=content_type())
             return
         else:
             code, document = 404, {"error": f"no such endpoint: {path}"}
@@ -215,7 +216,7 @@ def metrics_app(metrics: Metrics, *, path: str = "/metrics") -> Any:
         if scope["type"] == "lifespan":
             await lifespan_ready(receive, send)
         elif scope.get("path", "") == path:
-            await _respond_bytes(send, 200, metrics.render(), content_type())
+            await _respond_bytes(send, 200, body=metrics.render(), content_type=content_type())
         else:
             await _respond(send, 404, {"error": f"no such endpoint: {scope.get('path')}"})
 
@@ -224,10 +225,10 @@ def metrics_app(metrics: Metrics, *, path: str = "/metrics") -> Any:
 
 async def _respond(send: Send, code: int, document: Mapping[str, Any]) -> None:
     body = json.dumps(document, default=repr).encode()
-    await _respond_bytes(send, code, body, "application/json")
+    await _respond_bytes(send, code, body=body, content_type="application/json")
 
 
-async def _respond_bytes(send: Send, code: int, body: bytes, content_type: str) -> None:
+async def _respond_bytes(send: Send, code: int, *, body: bytes, content_type: str) -> None:
     headers = [
         (b"content-type", content_type.encode()),
         (b"content-length", str(len(body)).encode()),
@@ -264,5 +265,6 @@ async def serve_metrics(
 ) -> None:
     """Serve the metrics alone at an endpoint such as ``http://0.0.0.0:9090/metrics``."""
     host, port, path = _address(endpoint)
-    await serve_asgi(metrics_app(metrics, path=path or "/metrics"), host=host, port=port,
-                     task_status=task_status)  # fmt: skip
+    await serve_asgi(
+        metrics_app(metrics, path=path or "/metrics"), host=host, port=port, task_status=task_status
+    )

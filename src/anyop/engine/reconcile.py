@@ -365,9 +365,9 @@ class Reconciler(HandlerCalls, StateRecords):
 
         It does while the workers' backpressure has no room (``queueing.max_requests_in_flight``
         requests are in flight), once per object: waiting to write, a cycle would hold its memory
-        (about 11 KiB) all along, and a listing of thousands of objects with daemons would hold
-        thousands of such cycles. Its object waits in the queue instead and runs again, without
-        deferring, once there is room.
+        (its frames, its body, its patch) all along, and a listing of thousands of objects with
+        daemons would hold thousands of such cycles. Its object waits in the queue instead and
+        runs again, without deferring, once there is room.
         """
         if slot.deferred:
             slot.deferred = False
@@ -417,7 +417,7 @@ class Reconciler(HandlerCalls, StateRecords):
         # first: every state that our requests leave behind holds it (docs/architecture.md,
         # "Once per cause").
         state = cycle.records = Patch()
-        progress = self._supersede(cycle, cause, progress, handlers)
+        progress = self._supersede(cycle, cause, progress, handlers=handlers)
         if handlers and logger.isEnabledFor(logging.DEBUG):  # the message holds the whole body
             logger.debug(in_progress_message(cause.reason, cause.body))
         outcomes = await self._attempt(cycle, cause, handlers, progress=progress)
@@ -533,7 +533,7 @@ class Reconciler(HandlerCalls, StateRecords):
         landed: list[Mapping[str, Any]] = []
         try:
             return await apply_patch(
-                self.client, self.resource, body, patch, first=first, landed=landed
+                self.client, self.resource, body, patch=patch, first=first, landed=landed
             )
         finally:
             if landed:

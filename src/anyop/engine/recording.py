@@ -40,6 +40,7 @@ class StateRecords:
         cycle: Cycle,
         cause: ChangingCause,
         progress: Progress,
+        *,
         handlers: Sequence[ResourceChangingHandler],
     ) -> Progress:
         """Kopf's superseding: a cause that comes while another one's handlers are unfinished

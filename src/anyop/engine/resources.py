@@ -154,10 +154,12 @@ async def serve_resource(
     """
     watched = Watched(scope.resource, scope.namespace)
     if scope.gate is not None and scope.gate.warm:
-        await _serve_warm(scope, scope.gate, stopping, watched, task_status)
+        await _serve_warm(scope, scope.gate, stopping, watched=watched, task_status=task_status)
         return
     async with _handling(scope, watched) as workers:
-        await _watch_until(scope, workers.dispatch, stopping, watched, task_status=task_status)
+        await _watch_until(
+            scope, workers.dispatch, stopping, watched=watched, task_status=task_status
+        )
 
 
 @contextlib.asynccontextmanager
@@ -200,6 +202,7 @@ async def _serve_warm(
     scope: ResourceScope,
     gate: Gate,
     stopping: anyio.Event,
+    *,
     watched: Watched,
     task_status: anyio.abc.TaskStatus[None],
 ) -> None:
@@ -221,7 +224,7 @@ async def _serve_warm(
             leading[0].dispatch(observed)
 
     async with anyio.create_task_group() as tg:
-        await tg.start(functools.partial(_watch_until, scope, dispatch, stopping, watched))
+        await tg.start(functools.partial(_watch_until, scope, dispatch, stopping, watched=watched))
         task_status.started()
         while not stopping.is_set():
             await first_of(stopping.wait, gate.wait_leading)
@@ -242,8 +245,8 @@ async def _watch_until(
     scope: ResourceScope,
     dispatch: Callable[[Observed], object],
     stopping: anyio.Event,
-    watched: Watched,
     *,
+    watched: Watched,
     task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run the watch-stream until ``stopping`` is set."""

@@ -133,13 +133,16 @@ async def serve(
     indexes = indexes if indexes is not None else operator_indexes(registry)
     stop = stop_event or anyio.Event()
     ready = ready_event or anyio.Event()
-    health = Health(registry, settings, memo, indexes)
+    health = Health(registry, settings, memo=memo, indexes=indexes)
     endpoint = liveness_endpoint or settings.server.liveness_endpoint
     metrics_at = metrics_endpoint or settings.server.metrics_endpoint
     metrics = _served_metrics(health) if endpoint or metrics_at else current_metrics.get()
-    activity = functools.partial(run_activity, registry, settings=settings, memo=memo,
-                                 indexes=indexes)  # fmt: skip
+    activity = functools.partial(
+        run_activity, registry, settings=settings, memo=memo, indexes=indexes
+    )
     starting = Starting(stop)
+    scopes = _scopes(settings, namespaces, clusterwide)
+    launch = Launch(registry, settings, memo, indexes, scopes, stop, ready, starting)
     health_token, metrics_token = current_health.set(health), current_metrics.set(metrics)
     execution_token = current_execution.set(settings.execution)  # sync code runs in its executor
     lifecycle_token = current_lifecycle.set(lifecycle)
@@ -157,10 +160,7 @@ async def serve(
                 now_ready = functools.partial(setattr, health, "ready", True)
                 root.start_soon(relay, ready.wait, now_ready)
                 try:
-                    await _serve_logging_in(
-                        vault, registry, settings, memo, indexes, namespaces, clusterwide, stop,
-                        ready, starting,
-                    )  # fmt: skip
+                    await _serve_logging_in(launch, vault)
                 finally:
                     health.ready = False
                     with anyio.move_on_after(CLEANUP_TIMEOUT, shield=True):
@@ -185,8 +185,9 @@ def clusterwide_unless_namespaced(
     warnings.warn(
         "Absence of either namespaces or the cluster-wide flag: serving the whole cluster. "
         "Pass clusterwide=True (or namespaces=[...]) to silence this.",
-        FutureWarning, stacklevel=3,
-    )  # fmt: skip
+        FutureWarning,
+        stacklevel=3,
+    )
     return True
 
 
@@ -238,45 +239,37 @@ async def relay(wait: Callable[[], Awaitable[Any]], then: Callable[[], Any]) -> 
     then()
 
 
-async def _serve_logging_in(
-    vault: Vault | None,
-    registry: OperatorRegistry,
-    settings: OperatorSettings,
-    memo: Any,
-    indexes: OperatorIndexes,
-    namespaces: Collection[str | re.Pattern[str]],
-    clusterwide: bool,
-    stop: anyio.Event,
-    ready: anyio.Event,
-    starting: Starting,
-) -> None:
+@dataclasses.dataclass(frozen=True, slots=True)
+class Launch:
+    """What one :func:`serve` call serves, and the events it is driven by, passed down as one."""
+
+    registry: OperatorRegistry
+    settings: OperatorSettings
+    memo: Any
+    indexes: OperatorIndexes
+    scopes: Scopes
+    stop: anyio.Event
+    ready: anyio.Event
+    starting: Starting
+
+
+async def _serve_logging_in(launch: Launch, vault: Vault | None) -> None:
     """Log in (unless given a vault), keep logged in, and serve."""
+    logins = dict(settings=launch.settings, memo=launch.memo, indexes=launch.indexes)
     relogin = vault is None
     if vault is None:
         vault = Vault()
-        await authenticate(vault, registry, settings, memo, indexes)
-    async with anyio.create_task_group() as logins:
+        await authenticate(vault, launch.registry, **logins)
+    async with anyio.create_task_group() as relogins:
         if relogin:
-            logins.start_soon(keep_logged_in, vault, registry, settings, memo, indexes)
-        await _serve_logged_in(
-            vault, registry, settings, memo, indexes, namespaces, clusterwide, stop, ready,
-            starting,
-        )  # fmt: skip
-        logins.cancel_scope.cancel()
+            again = functools.partial(keep_logged_in, vault, launch.registry, **logins)
+            relogins.start_soon(again)
+        await _serve_logged_in(launch, vault)
+        relogins.cancel_scope.cancel()
 
 
-async def _serve_logged_in(
-    vault: Vault,
-    registry: OperatorRegistry,
-    settings: OperatorSettings,
-    memo: Any,
-    indexes: OperatorIndexes,
-    namespaces: Collection[str | re.Pattern[str]],
-    clusterwide: bool,
-    stop: anyio.Event,
-    ready_event: anyio.Event,
-    starting: Starting,
-) -> None:
+async def _serve_logged_in(launch: Launch, vault: Vault) -> None:
+    registry, settings, memo = launch.registry, launch.settings, launch.memo
     metrics = current_metrics.get()
     observer = metrics.request if metrics is not None else None
     async with open_client(vault, settings=settings, observer=observer) as client:
@@ -293,11 +286,10 @@ async def _serve_logged_in(
             new_memo=new_memo,
             memories=Memories(new_memo),  # kept across the pauses, as long as serve() runs
             limiter=limiter,
-            indexer=Indexer(registry, settings, limiter, indexes),
+            indexer=Indexer(registry, settings, limiter=limiter, indexes=launch.indexes),
             metrics=metrics,
-            stop_reason=functools.partial(_stop_reason, stop),
+            stop_reason=functools.partial(_stop_reason, launch.stop),
         )
-        scopes = _scopes(settings, namespaces, clusterwide)
         poster = EventPoster(client, settings)
         posted = anyio.Event()
         with poster.installed():
@@ -305,7 +297,7 @@ async def _serve_logged_in(
                 posting.start_soon(poster.run, posted)
                 try:
                     async with _admission(template, registry, limiter):
-                        await _serve_gated(template, served, scopes, stop, ready_event, starting)
+                        await _serve_gated(launch, template, served)
                 finally:
                     posted.set()  # queued Events get a moment to be posted
 
@@ -322,9 +314,14 @@ def _admission(
     from anyop.engine.admission import open_admission
 
     return open_admission(
-        template.client, registry, template.settings, new_memo=template.new_memo,
-        memories=template.memories, indexer=template.indexer, limiter=limiter,
-    )  # fmt: skip
+        template.client,
+        registry,
+        template.settings,
+        new_memo=template.new_memo,
+        memories=template.memories,
+        indexer=template.indexer,
+        limiter=limiter,
+    )
 
 
 def _stop_reason(stop: anyio.Event) -> DaemonStoppingReason:
@@ -365,15 +362,9 @@ def _scopes(
     return Scopes(patterns, clusterwide, follow)
 
 
-async def _serve_gated(
-    template: ResourceScope,
-    served: ServedResources,
-    scopes: Scopes,
-    stop: anyio.Event,
-    ready_event: anyio.Event | None,
-    starting: Starting,
-) -> None:
+async def _serve_gated(launch: Launch, template: ResourceScope, served: ServedResources) -> None:
     """Peer and elect a leader beside the serving rounds; serve only while the gate is open."""
+    scopes = launch.scopes
     clusterwide = scopes.clusterwide
     client, settings = template.client, template.settings
     exact = scopes.patterns.exact_names
@@ -387,29 +378,30 @@ async def _serve_gated(
                 raise ConfigError("Peering needs exact namespace names (or -A), not patterns.")
             logger.debug("Peering works with exact namespace names only: running standalone.")
             peering.standalone = True
-        await holders.start(hold_peering, client, peering, None if clusterwide else exact, gate)
+        peered = None if clusterwide else exact
+        await holders.start(functools.partial(hold_peering, client, peering, peered, gate=gate))
         if settings.leadership.enabled:
             from anyop.engine.leadership import hold_leadership  # only for operators that elect
 
             namespace = lease_namespace(settings.leadership.lease_namespace, exact)
-            await holders.start(hold_leadership, client, settings.leadership, namespace, gate)
+            elect = functools.partial(
+                hold_leadership, client, settings.leadership, namespace, gate=gate
+            )
+            await holders.start(elect)
         serve_scopes = functools.partial(_serve_scopes, template, served, scopes)
-        starting.serving()  # from here, the rounds stop gracefully
-        await _serve_rounds(gate, serve_scopes, stop, ready_event)
+        launch.starting.serving()  # from here, the rounds stop gracefully
+        await _serve_rounds(launch, gate, serve_scopes)
         holders.cancel_scope.cancel()
 
 
 async def _serve_rounds(
-    gate: Gate,
-    serve_scopes: Callable[[anyio.Event, anyio.Event | None], Awaitable[None]],
-    stop: anyio.Event,
-    ready_event: anyio.Event | None,
+    launch: Launch, gate: Gate, serve_scopes: Callable[..., Awaitable[None]]
 ) -> None:
     """Serve in rounds: each starts with fresh listings and ends when stopped or paused."""
+    stop, ready_event = launch.stop, launch.ready
     while not stop.is_set():
         if not gate.is_open():
-            if ready_event is not None:
-                ready_event.set()  # paused, or standing by: healthy, and ready as such
+            ready_event.set()  # paused, or standing by: healthy, and ready as such
             logger.debug(f"Paused: {gate.reasons or 'the leadership is not renewed'}.")
             await first_of(stop.wait, gate.wait_open)
             continue
@@ -417,7 +409,7 @@ async def _serve_rounds(
         with gate.round_scope():
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_set_after_first, ending, stop.wait, gate.wait_paused)
-                await serve_scopes(ending, ready_event)
+                await serve_scopes(stop_event=ending, ready_event=ready_event)
                 tg.cancel_scope.cancel()
 
 
@@ -436,6 +428,7 @@ async def _serve_scopes(
     template: ResourceScope,
     served: ServedResources,
     scopes: Scopes,
+    *,
     stop_event: anyio.Event,
     ready_event: anyio.Event | None,
 ) -> None:
@@ -472,7 +465,9 @@ async def _serve_scopes(
             for namespace in exact or ():
                 await tg.start(functools.partial(group, namespace, namespaced=True))
             if exact is None:
-                await tg.start(_discover, template, served, patterns, stopping)
+                await tg.start(
+                    functools.partial(_discover, template, served, patterns, stopping=stopping)
+                )
         if not stopping.is_set():
             if template.indexer is not None:
                 template.indexer.ready.set()  # every resource is listed, and indexed if it is
@@ -486,21 +481,22 @@ async def _discover(
     template: ResourceScope,
     served: ServedResources,
     patterns: NamespacePatterns,
-    stopping: anyio.Event,
     *,
+    stopping: anyio.Event,
     task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve the namespaced resources in every namespace matching the patterns."""
 
     async def serve_one(namespace: str, *, task_status: anyio.abc.TaskStatus[None]) -> None:
-        await serve_group(template, served, namespace, stopping, namespaced=True,
-                          task_status=task_status)  # fmt: skip
+        await serve_group(
+            template, served, namespace, stopping=stopping, namespaced=True, task_status=task_status
+        )
 
     await serve_namespaces(
         template.client,
         patterns,
         serve_one,
-        stopping,
+        stopping=stopping,
         settings=template.settings,
         task_status=task_status,
     )

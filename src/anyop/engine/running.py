@@ -135,7 +135,13 @@ async def operator(
     names = [*namespaces, *([namespace] if namespace else [])]
     clusterwide = clusterwide_unless_namespaced(names, clusterwide)
     settings = settings if settings is not None else settings_from_environ()
-    _override(settings, standalone, priority, peering_name, leader_election)
+    _override(
+        settings,
+        standalone=standalone,
+        priority=priority,
+        peering_name=peering_name,
+        leader_election=leader_election,
+    )
     if identity is not None:
         settings.peering.identity = identity
     settings.peering.clusterwide = clusterwide
@@ -146,12 +152,18 @@ async def operator(
         if ready_flag is not None:
             flags.start_soon(relay, ready_event.wait, functools.partial(_set_flag, ready_flag))
         await serve(
-            registry=registry, settings=settings, namespaces=names, clusterwide=clusterwide,
+            registry=registry,
+            settings=settings,
+            namespaces=names,
+            clusterwide=clusterwide,
             memo=memo,
-            stop_event=stop_event, ready_event=ready_event, vault=vault,
-            liveness_endpoint=liveness_endpoint, metrics_endpoint=metrics_endpoint,
+            stop_event=stop_event,
+            ready_event=ready_event,
+            vault=vault,
+            liveness_endpoint=liveness_endpoint,
+            metrics_endpoint=metrics_endpoint,
             lifecycle=lifecycle,
-        )  # fmt: skip
+        )
         flags.cancel_scope.cancel()
 
 
@@ -172,6 +184,7 @@ def _refuse_internals(**given: Any) -> None:
 
 def _override(
     settings: Any,
+    *,
     standalone: bool | None,
     priority: int | None,
     peering_name: str | None,
@@ -237,8 +250,9 @@ class _Watchdog:
     def _kill(self) -> None:
         logger.error(
             "The operator did not exit within %s seconds (process.ultimate_exiting_timeout). "
-            "Killing the process.", self.timeout,
-        )  # fmt: skip
+            "Killing the process.",
+            self.timeout,
+        )
         os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -257,8 +271,8 @@ async def _watch_signals(
                 scope.cancel()
                 return
             logger.info("Signal %s received. Operator is stopping.", signum.name)
-            # The process ends soon: a full collection of the cyclic garbage collector (over
-            # 0.1 s with thousands of objects) would only delay the exit. run() re-enables it.
+            # The process ends soon: a full collection of the cyclic garbage collector (it scans
+            # every live body and worker) would only delay the exit. run() re-enables it.
             gc.disable()
             watchdog.arm()
             stop.set()
@@ -331,9 +345,9 @@ PYTHON_GC_THRESHOLDS = (700, 10, 10)
 OPERATOR_GC_THRESHOLDS = (10_000, 20, 10)
 """The thresholds :func:`run` uses: a young collection per 10,000 new containers, not 700.
 
-With Python's defaults, an operator handling 10,000 new objects spent 30 % of its CPU in the
-collector (1.97 of 6.6 s: 1,240 young, 112 middle and 10 full collections, each full one
-scanning every live body and worker); with these, about 0.4 s. Handling makes few reference
+With Python's defaults, an operator handling thousands of new objects spends a large share of
+its CPU in the collector (each full collection scans every live body and worker; the figures are
+in docs/benchmarks.md). Handling makes few reference
 cycles (bodies and results are trees, freed by reference counting), so collecting them less
 often holds little more memory.
 """

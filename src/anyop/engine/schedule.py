@@ -1,10 +1,10 @@
 """Due times in a heap, woken by one task: how timers sleep between their runs.
 
 A sleeping timer is an entry here, not a task. AnyIO keeps a task, its handle, a cancel scope and an
-event alive for every ``start_soon``; with the frames of a sleeping timer that is about 6 KiB on
-asyncio, and an operator with a timer on each of 10,000 objects would hold 60 MiB of tasks that
-do nothing. One task per schedule sleeps until the earliest due time instead, moves its own
-deadline when an earlier one arrives, and exits when nothing is scheduled.
+event alive for every ``start_soon``; with the frames of a sleeping timer, an operator with a timer
+on each of thousands of objects would hold that many tasks that do nothing (docs/benchmarks.md).
+One task per schedule sleeps until the earliest due time instead, moves its own deadline when an
+earlier one arrives, and exits when nothing is scheduled.
 """
 
 from __future__ import annotations

@@ -130,8 +130,8 @@ async def serve_group(
     template: ResourceScope,
     served: ServedResources,
     namespace: str | None,
-    stopping: anyio.Event,
     *,
+    stopping: anyio.Event,
     namespaced: bool | None = None,
     task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:

@@ -162,7 +162,7 @@ async def execute(
         )
     chosen = SubRegistry()
     explicit = fns is not None or handlers is not None or registry is not None
-    for handler in _children(execution.parent, fns, handlers, registry):
+    for handler in _children(execution.parent, fns, handlers=handlers, registry=registry):
         chosen.append(handler)
     if not explicit:
         chosen = execution.registry
@@ -172,6 +172,7 @@ async def execute(
 def _children(
     parent: ResourceChangingHandler,
     fns: Mapping[str, Callable[..., Any]] | Iterable[Callable[..., Any]] | None,
+    *,
     handlers: Iterable[ResourceChangingHandler] | None,
     registry: SubRegistry | None,
 ) -> Iterator[ResourceChangingHandler]:

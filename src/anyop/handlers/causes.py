@@ -260,9 +260,14 @@ def detect_changing_cause(
 
     def cause(reason: Reason, changes: Diff = EMPTY, *, initial: bool = False) -> ChangingCause:
         return ChangingCause(
-            resource=resource, body=body, reason=reason, old=old, new=new, diff=changes,
+            resource=resource,
+            body=body,
+            reason=reason,
+            old=old,
+            new=new,
+            diff=changes,
             initial=initial,
-        )  # fmt: skip
+        )
 
     if event_type == "DELETED":
         return cause(Reason.GONE, diff(old, new))

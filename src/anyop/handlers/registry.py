@@ -291,10 +291,16 @@ class OperatorRegistry:
         # cases in which ResourceRegistry._lookup keeps its answer.
         watching, spawning, changing = self.watching, self.spawning, self.changing
         key = (
-            watching, watching.revision, len(watching.handlers),
-            spawning, spawning.revision, len(spawning.handlers),
-            changing, changing.revision, len(changing.handlers),
-        )  # fmt: skip
+            watching,
+            watching.revision,
+            len(watching.handlers),
+            spawning,
+            spawning.revision,
+            len(spawning.handlers),
+            changing,
+            changing.revision,
+            len(changing.handlers),
+        )
         facts = self._facts.get(id(resource))
         if facts is None or facts.resource is not resource or facts.key != key:
             if len(self._facts) >= _MAX_SERVED:
@@ -393,8 +399,13 @@ class _Facts:
     handlers, each with its revision and its number of handlers)."""
 
     __slots__ = (
-        "extra_fields", "keeps_state", "key", "may_require_finalizer", "quiet_echoes", "resource",
-    )  # fmt: skip
+        "extra_fields",
+        "keeps_state",
+        "key",
+        "may_require_finalizer",
+        "quiet_echoes",
+        "resource",
+    )
 
     def __init__(
         self, registry: OperatorRegistry, resource: Resource, key: tuple[Any, ...]

@@ -116,7 +116,7 @@ class DaemonStopper:
 
         On asyncio it is a bare future of the loop: an idle daemon that awaits
         ``stopped.wait()`` holds that and nothing more (an :class:`anyio.Event` there is an
-        asyncio event, its deque and two more coroutine frames: about 1.2 KiB per daemon).
+        asyncio event, its deque and two more coroutine frames per daemon; docs/benchmarks.md).
         Other backends get an :class:`anyio.Event`.
         """
         waiter: asyncio.Future[None] | anyio.Event

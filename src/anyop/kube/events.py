@@ -116,8 +116,11 @@ async def post_event(
         logger.warning(
             "Failed to post an event. Ignoring and continuing. Error: %s. "
             "Event: type=%r, reason=%r, message=%r.",
-            exc, type, reason, body["message"],
-        )  # fmt: skip
+            exc,
+            type,
+            reason,
+            body["message"],
+        )
 
 
 def _is_event(obj: Mapping[str, Any]) -> bool:

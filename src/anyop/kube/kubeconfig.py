@@ -226,7 +226,7 @@ def read_document(path: Path) -> Mapping[str, Any]:
         ConfigError: The file cannot be read, is not YAML, or is not a mapping. Only the position
             of a YAML error is shown, not the offending text.
     """
-    import yaml  # only when a kubeconfig is read (about 2.5 MiB)
+    import yaml  # only when a kubeconfig is read: an in-cluster operator never imports it
 
     try:
         document = yaml.safe_load(path.read_text(encoding="utf-8"))

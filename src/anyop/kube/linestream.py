@@ -112,7 +112,7 @@ class LineStream:
                 except httpx.HTTPError:
                     content = b""  # the status alone is enough
                 status, headers = response.status_code, response.headers
-                raise await self._sessions.reject(session, status, headers, content)
+                raise await self._sessions.reject(session, status, headers=headers, content=content)
             finally:
                 await _close_response(response)
         return response

@@ -109,10 +109,11 @@ def default_transport(
 ) -> httpx.AsyncBaseTransport:
     """anyop's :class:`~anyop.kube.transport.KubeTransport`, or httpx's own behind a proxy.
 
-    KubeTransport costs a fraction of httpx's default transport in CPU per request (see
-    ``bench/http_transport.py``) but speaks no proxy protocol. KubeTransport limits requests
-    to :data:`MAX_CONNECTIONS` connections (watches have their own pool without a limit): a burst
-    of thousands of objects reuses them instead of opening (and TLS-handshaking) thousands. The
+    KubeTransport costs less CPU per request than httpx's default transport (measured by
+    ``bench/http_transport.py``, docs/benchmarks.md) but speaks no proxy protocol. KubeTransport
+    limits requests to :data:`MAX_CONNECTIONS` connections (watches have their own pool without
+    a limit): a burst of thousands of objects reuses them instead of opening (and
+    TLS-handshaking) thousands. The
     proxied pool has no limit, as every watch holds one of its connections for minutes.
     """
     proxy = info.effective_proxy_url()
@@ -232,7 +233,9 @@ class Route:
         prefix = url.raw_path.decode("ascii").rstrip("/")
         return cls(transport, origin, prefix, encode_fields(fields))
 
-    def head(self, method: str, path: str, params: Mapping[str, str] | None, extra: bytes) -> bytes:
+    def head(
+        self, method: str, path: str, *, params: Mapping[str, str] | None, extra: bytes
+    ) -> bytes:
         """The request line and headers of a request to ``path`` with ``params``."""
         target = self.prefix + quote(path, safe=_PATH_SAFE)
         if params:
@@ -311,8 +314,12 @@ class SessionPool:
                     raise
                 logger.warning(
                     "Request attempt #%d/%d failed; will retry: %s %s: %s",
-                    attempt, self.policy.attempts, request.method, request.path, exc,
-                )  # fmt: skip
+                    attempt,
+                    self.policy.attempts,
+                    request.method,
+                    request.path,
+                    exc,
+                )
                 await anyio.sleep(delay)
                 attempt += 1
 
@@ -351,7 +358,7 @@ class SessionPool:
                 content = _decoded(fields, content)
             if status >= 400:
                 headers = response.headers if route is None else httpx.Headers(fields)
-                raise await self.reject(session, status, headers, content)
+                raise await self.reject(session, status, headers=headers, content=content)
             return self._decode(content)
         finally:
             await self.checkin(session)
@@ -375,11 +382,12 @@ class SessionPool:
         if request.body is not None:
             body = compact(request.body).encode()
             extra = b"Content-Type: %s\r\nContent-Length: %d\r\n" % (
-                request.content_type.encode(), len(body),
-            )  # fmt: skip
+                request.content_type.encode(),
+                len(body),
+            )
         method = request.method.encode()
-        head = route.head(request.method, request.path, request.params, extra)
-        return await route.transport.fetch(route.origin, method, head, body)
+        head = route.head(request.method, request.path, params=request.params, extra=extra)
+        return await route.transport.fetch(route.origin, method, head=head, body=body)
 
     def build(self, session: Session, request: Request, timeout: httpx.Timeout) -> httpx.Request:
         """Build the HTTP request for a session's client (JSON body, timeouts, SNI name)."""
@@ -411,7 +419,7 @@ class SessionPool:
         return document if self.keep_managed_fields else strip_managed_fields(document)
 
     async def reject(
-        self, session: Session, status: int, headers: Mapping[str, str], content: bytes
+        self, session: Session, status: int, *, headers: Mapping[str, str], content: bytes
     ) -> ApiError:
         """Build the typed error of an error answer; after a 401, drop the credential."""
         error = error_of_response(status, headers, content)
@@ -462,9 +470,13 @@ class SessionPool:
             context = await run_in_thread(info.as_ssl_context)
             http = self._http_client(info, context)
             session = Session(
-                key, info, http, base=str(http.base_url).rstrip("/"),
-                headers=dict(http.headers), route=Route.of(http, info.tls_server_name),
-            )  # fmt: skip
+                key,
+                info,
+                http,
+                base=str(http.base_url).rstrip("/"),
+                headers=dict(http.headers),
+                route=Route.of(http, info.tls_server_name),
+            )
             self._sessions[info] = session
             while len(self._sessions) > _MAX_SESSIONS:
                 await self._retire(next(iter(self._sessions.values())))

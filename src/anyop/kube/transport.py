@@ -216,7 +216,9 @@ class KubeTransport(httpx.AsyncBaseTransport):
         chunked = "chunked" in request.headers.get("transfer-encoding", "").lower()
         await pool.acquire(timeouts.get("pool"))
         try:
-            conn = await self._exchange(pool, method, head, body, timeouts, chunked=chunked)
+            conn = await self._exchange(
+                pool, method, head, body=body, timeouts=timeouts, chunked=chunked
+            )
         except BaseException:
             pool.release()
             raise
@@ -230,7 +232,7 @@ class KubeTransport(httpx.AsyncBaseTransport):
         return response
 
     async def fetch(
-        self, origin: Origin, method: bytes, head: bytes, body: bytes = b""
+        self, origin: Origin, method: bytes, *, head: bytes, body: bytes = b""
     ) -> RawResponse:
         """Exchange one request and read its whole response, without httpx's objects.
 
@@ -255,7 +257,9 @@ class KubeTransport(httpx.AsyncBaseTransport):
         pool = self._pool(origin)
         await pool.acquire(None)
         try:
-            conn = await self._exchange(pool, method, head, body, _NO_TIMEOUTS, whole=True)
+            conn = await self._exchange(
+                pool, method, head, body=body, timeouts=_NO_TIMEOUTS, whole=True
+            )
         except BaseException:
             pool.release()
             raise
@@ -337,9 +341,9 @@ class KubeTransport(httpx.AsyncBaseTransport):
         pool: OriginPool,
         method: bytes,
         head: bytes,
+        *,
         body: bytes | httpx.AsyncByteStream,
         timeouts: Mapping[str, Any],
-        *,
         chunked: bool = False,
         whole: bool = False,
     ) -> Http11Connection:
@@ -349,7 +353,9 @@ class KubeTransport(httpx.AsyncBaseTransport):
         """
         conn = await self._checkout(pool, timeouts)
         try:
-            await _send_and_receive(conn, head, body, timeouts, chunked=chunked, whole=whole)
+            await _send_and_receive(
+                conn, head, body, timeouts=timeouts, chunked=chunked, whole=whole
+            )
         except DISCONNECTS as exc:
             conn.close()
             replayable = isinstance(body, bytes)
@@ -364,7 +370,9 @@ class KubeTransport(httpx.AsyncBaseTransport):
             return conn
         conn = await self._connect(pool, timeouts)
         try:
-            await _send_and_receive(conn, head, body, timeouts, chunked=chunked, whole=whole)
+            await _send_and_receive(
+                conn, head, body, timeouts=timeouts, chunked=chunked, whole=whole
+            )
         except BaseException:
             conn.close()
             raise
@@ -404,8 +412,8 @@ async def _send_and_receive(
     conn: Http11Connection,
     head: bytes,
     body: bytes | httpx.AsyncByteStream,
-    timeouts: Mapping[str, Any],
     *,
+    timeouts: Mapping[str, Any],
     chunked: bool,
     whole: bool,
 ) -> None:

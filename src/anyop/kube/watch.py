@@ -173,8 +173,10 @@ class Watcher:
             case Failed(status=404) if self.state.failures <= QUIET_404S:
                 logger.info(
                     "Watch-stream for %r: the resource is not found (is its CRD being deleted?); "
-                    "retrying in %.1fs.", self.resource, self.state.delay,
-                )  # fmt: skip
+                    "retrying in %.1fs.",
+                    self.resource,
+                    self.state.delay,
+                )
             case Failed(error):
                 delay = self.state.delay
                 logger.warning(
@@ -342,8 +344,9 @@ class Watcher:
         if kind == "BOOKMARK":
             return None  # only its resourceVersion counts
         if kind not in _EVENT_TYPES:
-            logger.warning("Ignoring an unknown event type in the watch-stream for %r: %r",
-                           self.resource, kind)  # fmt: skip
+            logger.warning(
+                "Ignoring an unknown event type in the watch-stream for %r: %r", self.resource, kind
+            )
             return None
         if kind == "DELETED":
             self._known.pop(str(body.get("metadata", {}).get("uid")), None)

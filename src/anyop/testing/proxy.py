@@ -19,6 +19,7 @@ Works on Trio and asyncio. For tests of anyop itself and of operators built on i
 
 from __future__ import annotations
 
+import functools
 import socket
 import struct
 
@@ -91,8 +92,9 @@ class FaultyProxy:
                 self._scopes.add(scope)
                 server = await anyio.connect_tcp(self.host, self.port)
                 async with server, anyio.create_task_group() as tg:
-                    tg.start_soon(self._pump, client, server, False, tg.cancel_scope)
-                    tg.start_soon(self._pump, server, client, True, tg.cancel_scope)
+                    done = tg.cancel_scope
+                    tg.start_soon(functools.partial(self._pump, client, server, False, done=done))
+                    tg.start_soon(functools.partial(self._pump, server, client, True, done=done))
         except (OSError, anyio.BrokenResourceError):
             pass
         finally:
@@ -106,6 +108,7 @@ class FaultyProxy:
         source: anyio.abc.SocketStream,
         target: anyio.abc.SocketStream,
         from_server: bool,
+        *,
         done: anyio.CancelScope,
     ) -> None:
         sent = 0

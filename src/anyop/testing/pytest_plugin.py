@@ -195,6 +195,8 @@ async def anyop_operator(
 ) -> AsyncIterator[RunningOperator]:
     """The operator serving ``anyop_registry``'s handlers in ``anyop_async_namespace``.
 
+    Its positional parameters are the fixtures it uses (pytest passes them by name).
+
     It runs in the test's own event loop and is ready (its startup handlers done, every resource
     listed) when the test starts; it is stopped gracefully after the test (its cleanup handlers
     run). What the operator raised fails the test: from the handle's waits as soon as it

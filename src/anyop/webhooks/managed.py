@@ -54,14 +54,20 @@ DEFAULT_TIMEOUT = 30
 _GROUP = "admissionregistration.k8s.io"
 CONFIGURATIONS = {
     WebhookType.VALIDATING: Resource(
-        _GROUP, "v1", "validatingwebhookconfigurations",
-        kind="ValidatingWebhookConfiguration", namespaced=False,
+        _GROUP,
+        "v1",
+        "validatingwebhookconfigurations",
+        kind="ValidatingWebhookConfiguration",
+        namespaced=False,
     ),
     WebhookType.MUTATING: Resource(
-        _GROUP, "v1", "mutatingwebhookconfigurations",
-        kind="MutatingWebhookConfiguration", namespaced=False,
+        _GROUP,
+        "v1",
+        "mutatingwebhookconfigurations",
+        kind="MutatingWebhookConfiguration",
+        namespaced=False,
     ),
-}  # fmt: skip
+}
 """The configuration resource for each kind of webhook."""
 
 
@@ -141,10 +147,15 @@ def _rules(handler: ResourceWebhookHandler, resources: Iterable[Resource]) -> li
         else:
             names = [f"{resource.plural}/{handler.subresource}"]
         scope = {True: "Namespaced", False: "Cluster", None: "*"}[resource.namespaced]
-        rules.append({
-            "apiGroups": [resource.group], "apiVersions": [resource.version],
-            "resources": names, "operations": operations, "scope": scope,
-        })  # fmt: skip
+        rules.append(
+            {
+                "apiGroups": [resource.group],
+                "apiVersions": [resource.version],
+                "resources": names,
+                "operations": operations,
+                "scope": scope,
+            }
+        )
     return rules
 
 
@@ -214,7 +225,7 @@ def build_configuration(
 
 
 async def apply_configuration(
-    client: KubeClient, reason: WebhookType, name: str, webhooks: list[dict[str, Any]]
+    client: KubeClient, reason: WebhookType, *, name: str, webhooks: list[dict[str, Any]]
 ) -> None:
     """Create the configuration, or replace its webhooks; delete it if there are none.
 

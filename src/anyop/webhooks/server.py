@@ -111,6 +111,8 @@ class WebhookServer:
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         read_timeout: int = 30,
     ) -> None:
+        """See the class. The parameters before ``*`` are Kopf's, positional in Kopf's order, as
+        code written for Kopf may pass them."""
         if (certfile is None) != (pkeyfile is None):
             raise ValueError("WebhookServer needs both certfile= and pkeyfile=, or neither.")
         self.addr = addr
@@ -169,14 +171,21 @@ class WebhookServer:
         """
         context, ca_pem = self._tls()
         app = AdmissionApp(
-            fn, path=self.path or "", max_body_size=self.max_body_size,
-            body_timeout=self.body_timeout, max_concurrency=self.max_concurrency,
-        )  # fmt: skip
+            fn,
+            path=self.path or "",
+            max_body_size=self.max_body_size,
+            body_timeout=self.body_timeout,
+            max_concurrency=self.max_concurrency,
+        )
         port = self.DEFAULT_PORT if self.port is None else self.port
         serve = functools.partial(
-            serve_asgi, app, host=self.listen_addr, port=port, context=context,
+            serve_asgi,
+            app,
+            host=self.listen_addr,
+            port=port,
+            context=context,
             read_timeout=self.read_timeout,
-        )  # fmt: skip
+        )
         async with anyio.create_task_group() as tg:
             bound: BoundAddress = await tg.start(serve)
             if context is not None and self.certfile and self.pkeyfile and not self.context:
@@ -238,7 +247,7 @@ class WebhookServer:
             await anyio.sleep(self.file_check_interval)
             if files.changed():
                 try:
-                    reload(context, files.certfile, files.keyfile, self.password)
+                    reload(context, files.certfile, keyfile=files.keyfile, password=self.password)
                 except (ssl.SSLError, OSError) as e:
                     logger.error("The changed webhook certificate cannot be loaded: %s", e)
                 else:

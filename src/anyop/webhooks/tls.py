@@ -83,7 +83,7 @@ def server_context(
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.set_alpn_protocols(["h2", "http/1.1"])
     context.sslobject_class = PeerRecordingSSLObject
-    reload(context, certfile, keyfile, password)
+    reload(context, certfile, keyfile=keyfile, password=password)
     if verification.configured:
         cadata = verification.cadata
         context.load_verify_locations(
@@ -97,7 +97,7 @@ def server_context(
     return context
 
 
-def reload(context: ssl.SSLContext, certfile: Path, keyfile: Path, password: str | None) -> None:
+def reload(context: ssl.SSLContext, certfile: Path, *, keyfile: Path, password: str | None) -> None:
     """Load new certificate files into a serving context (used by new handshakes).
 
     Raises:

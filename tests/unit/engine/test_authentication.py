@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import anyio
@@ -39,7 +40,7 @@ async def test_every_handlers_credentials_go_into_the_vault() -> None:
     on.login(registry=registry, id="b")(lambda **_: token("b"))
     on.login(registry=registry, id="none")(lambda **_: None)
     vault = Vault()
-    assert await authenticate(vault, registry, OperatorSettings(), None) == 2
+    assert await authenticate(vault, registry, settings=OperatorSettings(), memo=None) == 2
     _, info = await vault.current()
     assert info.token in {"a", "b"}
 
@@ -49,7 +50,7 @@ async def test_garbage_is_an_error_naming_the_handler_and_is_retried() -> None:
     answers: list[Any] = [42, token("good")]
     on.login(registry=registry, id="flaky", backoff=0.01)(lambda **_: answers.pop(0))
     vault = Vault()
-    assert await authenticate(vault, registry, OperatorSettings(), None) == 1
+    assert await authenticate(vault, registry, settings=OperatorSettings(), memo=None) == 1
     assert answers == []
 
 
@@ -57,14 +58,14 @@ async def test_garbage_until_the_retries_run_out_is_a_login_error_with_the_reaso
     registry = OperatorRegistry()
     on.login(registry=registry, id="broken", retries=2, backoff=0.01)(lambda **_: "token")
     with pytest.raises(LoginError, match="'broken' returned a str; it must return"):
-        await authenticate(Vault(), registry, OperatorSettings(), None)
+        await authenticate(Vault(), registry, settings=OperatorSettings(), memo=None)
 
 
 async def test_nothing_at_all_is_a_login_error() -> None:
     registry = OperatorRegistry()
     on.login(registry=registry, id="none")(lambda **_: None)
     with pytest.raises(LoginError, match="every login handler returned None"):
-        await authenticate(Vault(), registry, OperatorSettings(), None)
+        await authenticate(Vault(), registry, settings=OperatorSettings(), memo=None)
 
 
 async def test_an_emptied_vault_is_filled_again_and_a_useless_relogin_closes_it() -> None:
@@ -72,9 +73,13 @@ async def test_an_emptied_vault_is_filled_again_and_a_useless_relogin_closes_it(
     answers = [token("first"), token("second"), token("second")]
     on.login(registry=registry, id="rotating")(lambda **_: answers.pop(0))
     vault = Vault()
-    await authenticate(vault, registry, OperatorSettings(), None)
+    await authenticate(vault, registry, settings=OperatorSettings(), memo=None)
     async with anyio.create_task_group() as tg:
-        tg.start_soon(keep_logged_in, vault, registry, OperatorSettings(), None)
+        tg.start_soon(
+            functools.partial(
+                keep_logged_in, vault, registry, settings=OperatorSettings(), memo=None
+            )
+        )
         key, info = await vault.current()
         await vault.invalidate(key, info)
         with anyio.fail_after(5):

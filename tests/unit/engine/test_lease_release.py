@@ -44,7 +44,7 @@ class Server:
 
 def keeper(server: Server, seen: dict[str, Any]) -> LeaseKeeper:
     settings = LeadershipSettings(enabled=True, identity="me")
-    result = LeaseKeeper(server, settings, "ns", Gate())  # type: ignore[arg-type]
+    result = LeaseKeeper(server, settings, "ns", gate=Gate())  # type: ignore[arg-type]
     result.last = LeaseRecord.from_body(seen)
     result.leading = True
     return result

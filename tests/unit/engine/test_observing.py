@@ -40,7 +40,7 @@ def test_outcomes_are_labelled_success_retry_or_failure() -> None:
 
 
 async def test_live_values_are_read_from_the_served_resources_at_scrape_time() -> None:
-    health = Health(OperatorRegistry(), OperatorSettings(), None)
+    health = Health(OperatorRegistry(), OperatorSettings(), memo=None)
     metrics = operator_metrics(health)
 
     def run(handler: Any, alive: bool = True) -> Any:
@@ -73,10 +73,10 @@ async def test_live_values_are_read_from_the_served_resources_at_scrape_time() -
 
 
 async def test_counters_of_cycles_handlers_and_requests() -> None:
-    metrics = operator_metrics(Health(OperatorRegistry(), OperatorSettings(), None))
+    metrics = operator_metrics(Health(OperatorRegistry(), OperatorSettings(), memo=None))
     metrics.cycle("r", 0.01, "success")
     metrics.cycle("r", 0.02, "error")
-    metrics.handler("r", "h", "retry", 0.5)
+    metrics.handler("r", "h", "retry", seconds=0.5)
     metrics.request("PATCH", 200, 0.003)
     metrics.request("GET", None, 1.0)
     samples = scrape(metrics.render())
@@ -104,7 +104,7 @@ async def test_a_failing_probe_is_reported_in_the_json_and_the_others_still_run(
     def sees_index(by_name: Any, **_: Any) -> int:
         return len(by_name)
 
-    health = Health(registry, OperatorSettings(), None, operator_indexes(registry))
+    health = Health(registry, OperatorSettings(), memo=None, indexes=operator_indexes(registry))
     code, document = await health.liveness()
     assert code == 500
     assert document["broken"] == {"error": "RuntimeError: disk is full"}

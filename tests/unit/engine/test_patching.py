@@ -45,7 +45,7 @@ async def test_a_json_patch_that_meets_another_write_is_applied_to_the_fresh_obj
     landed: list[Any] = []
     patch = patch_with(block_deletion("x/y"), status={"a": 1})
     with caplog.at_level(logging.DEBUG, logger="anyop"):
-        response = await apply_patch(client, WITH_STATUS, server.body(), patch, landed=landed)
+        response = await apply_patch(client, WITH_STATUS, server.body(), patch=patch, landed=landed)
     assert response is not None
     assert response["metadata"]["finalizers"] == ["x/y"]
     assert server.body()["metadata"]["finalizers"] == ["x/y"]
@@ -59,7 +59,9 @@ async def test_a_json_patch_that_the_fresh_object_no_longer_needs_is_not_sent() 
     client: Any = server
     stale = server.body()
     server.change(lambda body: body["metadata"].update(finalizers=["x/y"]))
-    response = await apply_patch(client, WITH_STATUS, stale, patch_with(block_deletion("x/y")))
+    response = await apply_patch(
+        client, WITH_STATUS, stale, patch=patch_with(block_deletion("x/y"))
+    )
     assert response is None  # nothing of ours was written
     assert server.requests == 1  # the refused one
 
@@ -79,7 +81,7 @@ async def test_a_refused_json_patch_of_an_unchanged_object_is_an_error() -> None
 
     server.patch = refusing  # type: ignore[method-assign]
     with pytest.raises(InvalidError, match=r"spec\.x"):
-        await apply_patch(client, WITHOUT_STATUS, server.body(), patch_with(impossible))
+        await apply_patch(client, WITHOUT_STATUS, server.body(), patch=patch_with(impossible))
     assert len(refused) == 1  # not retried: the object is at the tested version
 
 
@@ -88,7 +90,7 @@ async def test_the_release_is_sent_after_the_merge_patches_and_sees_them() -> No
     server.change(lambda body: body["metadata"].update(finalizers=["x/y"]))
     client: Any = server
     patch = patch_with(allow_deletion("x/y"), status={"a": 1}, metadata={"labels": {"b": "2"}})
-    response = await apply_patch(client, WITH_STATUS, server.body(), patch, first="main")
+    response = await apply_patch(client, WITH_STATUS, server.body(), patch=patch, first="main")
     assert response is not None
     versions = [state["metadata"] for state in server.states[1:]]
     assert [meta.get("labels") for meta in versions] == [{"b": "2"}, {"b": "2"}, {"b": "2"}]
@@ -128,7 +130,7 @@ async def test_after_a_conflict_in_the_status_part_the_main_part_is_made_anew() 
         body.setdefault("status", {})["a"] = 1
         body["metadata"]["finalizers"] = [f for f in body["metadata"]["finalizers"] if f != "x/y"]
 
-    await apply_patch(client, WITH_STATUS, stale, patch_with(status_and_release))
+    await apply_patch(client, WITH_STATUS, stale, patch=patch_with(status_and_release))
     assert server.body()["metadata"]["finalizers"] == []
     assert server.body()["status"] == {"a": 1}
     assert server.requests == 3  # the refused status part, then each part once

@@ -22,23 +22,27 @@ PARENT = ResourceChangingHandler(id="create_fn", fn=parent_fn)
 
 
 def test_children_from_a_dict_are_named_by_their_keys_under_the_parent() -> None:
-    children = list(_children(PARENT, {"item1": child_fn, "item2": child_fn}, None, None))
+    children = list(
+        _children(PARENT, {"item1": child_fn, "item2": child_fn}, handlers=None, registry=None)
+    )
     assert [child.id for child in children] == ["create_fn/item1", "create_fn/item2"]
 
 
 def test_children_from_a_list_are_named_by_their_functions() -> None:
-    children = list(_children(PARENT, [child_fn], None, None))
+    children = list(_children(PARENT, [child_fn], handlers=None, registry=None))
     assert [child.id for child in children] == ["create_fn/child_fn"]
 
 
 def test_a_partial_child_is_accepted() -> None:
-    children = list(_children(PARENT, {"p": functools.partial(child_fn)}, None, None))
+    children = list(
+        _children(PARENT, {"p": functools.partial(child_fn)}, handlers=None, registry=None)
+    )
     assert children[0].id == "create_fn/p"
 
 
 def test_a_child_that_is_not_callable_is_named_in_the_error() -> None:
     with pytest.raises(TypeError, match="'oops' is not callable"):
-        list(_children(PARENT, {"x": "oops"}, None, None))  # type: ignore[dict-item]
+        list(_children(PARENT, {"x": "oops"}, handlers=None, registry=None))  # type: ignore[dict-item]
 
 
 @pytest.mark.anyio
