@@ -125,4 +125,6 @@ def test_durations_that_do_not_fit_are_a_clear_error(
 
 
 def test_default_durations_fit() -> None:
-    LeadershipSettings().check()
+    settings = LeadershipSettings()
+    settings.check()  # raises if they did not
+    assert settings.retry_period < settings.renew_deadline < settings.lease_duration

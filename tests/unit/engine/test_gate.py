@@ -7,7 +7,9 @@ import pytest
 
 from anyop.engine.gate import Gate
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.fake_time]
+
+DEADLINE = 60  # fake seconds; only reached when something is broken
 
 
 async def test_the_gate_is_open_until_a_holder_pauses_it_and_until_all_resume() -> None:
@@ -25,11 +27,22 @@ async def test_the_gate_is_open_until_a_holder_pauses_it_and_until_all_resume() 
 async def test_wait_open_returns_when_the_last_holder_resumes() -> None:
     gate = Gate()
     gate.pause("peering", "why")
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(gate.wait_open)
-        await anyio.sleep(0.01)
-        gate.resume("peering")
-    assert gate.is_open()
+    gate.pause("leadership", "why")
+    returned: list[bool] = []
+
+    async def wait_open() -> None:
+        await gate.wait_open()
+        returned.append(gate.is_open())
+
+    with anyio.fail_after(DEADLINE):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(wait_open)
+            await anyio.wait_all_tasks_blocked()
+            gate.resume("peering")
+            await anyio.wait_all_tasks_blocked()
+            assert returned == []  # still paused by the other holder
+            gate.resume("leadership")
+    assert returned == [True]
 
 
 async def test_the_fence_cancels_fenced_work_at_its_deadline_and_moves_with_renewals() -> None:
@@ -37,7 +50,7 @@ async def test_the_fence_cancels_fenced_work_at_its_deadline_and_moves_with_rene
     gate.fence_until(anyio.current_time() + 0.05)
     with gate.fenced() as scope:
         gate.fence_until(anyio.current_time() + 0.2)  # a renewal moves the running scope too
-        await anyio.sleep(0.1)
+        await anyio.sleep(0.1)  # fake time: past the first deadline, before the renewed one
         assert not scope.cancel_called
         await anyio.sleep(1)
     assert scope.cancelled_caught
@@ -58,7 +71,16 @@ async def test_a_past_fence_waits_for_a_renewal() -> None:
 
 async def test_wait_paused_returns_when_a_holder_pauses() -> None:
     gate = Gate()
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(gate.wait_paused)
-        await anyio.sleep(0.01)
-        gate.pause("peering", "why")
+    returned: list[dict[str, str]] = []
+
+    async def wait_paused() -> None:
+        await gate.wait_paused()
+        returned.append(gate.reasons)
+
+    with anyio.fail_after(DEADLINE):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(wait_paused)
+            await anyio.wait_all_tasks_blocked()
+            assert returned == []  # nobody pauses yet: it waits
+            gate.pause("peering", "why")
+    assert returned == [{"peering": "why"}]

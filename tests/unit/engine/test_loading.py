@@ -6,7 +6,6 @@ import gc
 import operator as stdlib_operator
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -73,10 +72,12 @@ def test_overlapping_runs_restore_the_thresholds_the_first_one_found(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Test runners run operators in threads: a ends while b runs, then b ends.
-    a_may_end, b_runs, b_may_end = threading.Event(), threading.Event(), threading.Event()
+    a_runs, a_may_end = threading.Event(), threading.Event()
+    b_runs, b_may_end = threading.Event(), threading.Event()
 
     def fake_run(fn: object, kwargs: dict[str, str], backend: str) -> None:
         if kwargs["name"] == "a":
+            a_runs.set()
             a_may_end.wait(10)
         else:
             b_runs.set()
@@ -89,8 +90,8 @@ def test_overlapping_runs_restore_the_thresholds_the_first_one_found(
     b = threading.Thread(target=running.run, kwargs={"name": "b"})
     try:
         a.start()
-        while gc.get_threshold() == running.PYTHON_GC_THRESHOLDS:
-            time.sleep(0.001)
+        assert a_runs.wait(10)
+        assert gc.get_threshold() == running.OPERATOR_GC_THRESHOLDS  # a tuned the collector
         b.start()
         assert b_runs.wait(10)
         a_may_end.set()

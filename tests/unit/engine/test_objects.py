@@ -15,9 +15,9 @@ from anyop.engine.memories import Memories
 from anyop.engine.objects import Backpressure, CycleResult, ObjectSlot, ObjectWorkers, SlotState
 from anyop.kube.inflight import InFlight
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.fake_time]
 
-DEADLINE = 5  # seconds; only reached when something is broken
+DEADLINE = 5  # fake seconds; only reached when something is broken
 
 
 def body(uid: str, version: int) -> dict[str, Any]:
@@ -35,6 +35,7 @@ class Recorder:
         self.seen: list[tuple[str, int]] = []
         self.results = list(results)
         self.entered = anyio.Event()
+        self.called = anyio.Event()
         self.release: anyio.Event | None = None
         self.running = 0
         self.most_running = 0
@@ -42,11 +43,18 @@ class Recorder:
     def hold(self) -> None:
         self.release = anyio.Event()
 
+    async def until(self, count: int) -> None:
+        """Wait until it has been called ``count`` times."""
+        while len(self.seen) < count:
+            await self.called.wait()
+
     async def __call__(self, slot: ObjectSlot, seen: Mapping[str, Any]) -> CycleResult:
         self.seen.append((slot.uid, version(seen)))
         self.running += 1
         self.most_running = max(self.most_running, self.running)
         self.entered.set()
+        self.called.set()
+        self.called = anyio.Event()
         try:
             if self.release is not None:
                 await self.release.wait()
@@ -165,7 +173,7 @@ async def test_an_idle_worker_exits_when_its_idle_timeout_is_up() -> None:
         async with anyio.create_task_group() as tg:  # ends once the worker has exited
             workers = ObjectWorkers(cycle, tg, idle_timeout=0.05)
             slot = workers.dispatch(body("a", 1))
-            await anyio.sleep(0.01)
+            await anyio.wait_all_tasks_blocked()  # the worker waits for more, up to its timeout
             workers.dispatch(body("a", 2))  # the waiting worker takes it: its wait starts anew
     assert cycle.seen == [("a", 1), ("a", 2)]
     assert slot.state is SlotState.IDLE
@@ -254,7 +262,7 @@ async def test_queued_objects_start_as_requests_end() -> None:
                 workers.dispatch(body("a", 1))
                 workers.dispatch(body("a", 2))  # coalesces while queued
                 workers.dispatch(body("b", 1))
-                await anyio.sleep(0.05)
+                await anyio.wait_all_tasks_blocked()
                 assert cycle.seen == []
                 assert workers.slots["a"].state is SlotState.QUEUED
     assert cycle.seen == [("a", 2), ("b", 1)]
@@ -267,14 +275,14 @@ async def test_objects_seen_before_go_ahead_of_new_ones() -> None:
         async with anyio.create_task_group() as tg:
             workers = backpressured(cycle, tg, in_flight)
             workers.dispatch(body("old", 1))
-            while workers.slots["old"].state is not SlotState.IDLE:
-                await anyio.sleep(0.01)
+            await anyio.wait_all_tasks_blocked()
+            assert workers.slots["old"].state is SlotState.IDLE
             assert cycle.seen == [("old", 1)]
             with in_flight:
                 for number in range(3):
                     workers.dispatch(body(f"new{number}", 1))
                 workers.dispatch(body("old", 2))  # a fresh change of a known object
-                await anyio.sleep(0.05)
+                await anyio.wait_all_tasks_blocked()
     assert cycle.seen[1:] == [("old", 2), ("new0", 1), ("new1", 1), ("new2", 1)]
 
 
@@ -287,7 +295,7 @@ async def test_queued_objects_wait_until_ready() -> None:
                 cycle, tg, idle_timeout=0, backpressure=Backpressure(InFlight(), 1), ready=ready
             )
             workers.dispatch(body("a", 1))
-            await anyio.sleep(0.05)
+            await anyio.wait_all_tasks_blocked()
             assert cycle.seen == []
             ready.set()
     assert cycle.seen == [("a", 1)]
@@ -301,7 +309,7 @@ async def test_closing_drops_the_queue_at_once() -> None:
             workers = backpressured(cycle, tg, in_flight)
             in_flight.__enter__()  # a request that never ends
             workers.dispatch(body("a", 1))
-            await anyio.sleep(0.01)
+            await anyio.wait_all_tasks_blocked()
             started = anyio.current_time()
             workers.close()
     assert anyio.current_time() - started < 1  # the queue's task did not hold the exit up
@@ -331,14 +339,15 @@ async def test_without_hold_new_a_requeued_object_waits_for_room_and_runs_again(
             )
             with in_flight:  # the API server is behind: a new object starts (its daemons would)
                 workers.dispatch(body("a", 1))
-                await anyio.sleep(0.05)
+                await anyio.wait_all_tasks_blocked()
                 assert cycle.seen == [("a", 1)]
                 assert workers.slots["a"].state is SlotState.QUEUED  # no worker while it waits
                 workers.dispatch(body("b", 1))  # a new object is not held back
-                await anyio.sleep(0.05)
+                await anyio.wait_all_tasks_blocked()
                 assert cycle.seen == [("a", 1), ("b", 1)]
-            while workers.slots["a"].state is not SlotState.IDLE:
-                await anyio.sleep(0.01)
+            await anyio.wait_all_tasks_blocked()
+            # mypy keeps its narrowing to QUEUED (above) across the awaits
+            assert workers.slots["a"].state is SlotState.IDLE  # type: ignore[comparison-overlap]
     assert cycle.seen == [("a", 1), ("b", 1), ("a", 1)]
 
 
@@ -355,10 +364,10 @@ async def test_a_requeued_object_runs_with_a_newer_body_if_one_came() -> None:
                 assert cycle.release is not None
                 cycle.release.set()
                 cycle.release = None
-                while workers.slots["a"].state is not SlotState.QUEUED:
-                    await anyio.sleep(0.01)
+                await anyio.wait_all_tasks_blocked()
+                assert workers.slots["a"].state is SlotState.QUEUED
                 workers.dispatch(body("a", 2))  # a newer event replaces its body
-                await anyio.sleep(0.05)
+                await anyio.wait_all_tasks_blocked()
                 assert cycle.seen == [("a", 1)]
     assert cycle.seen == [("a", 1), ("a", 2)]
 
@@ -381,11 +390,10 @@ async def test_events_during_a_throttling_delay_wait_for_its_end_then_the_latest
             workers = ObjectWorkers(cycle, tg, idle_timeout=0.05)
             started = anyio.current_time()
             workers.dispatch(body("a", 1))
-            await anyio.sleep(0.05)
+            await anyio.wait_all_tasks_blocked()  # handled; the delay runs
             workers.dispatch(body("a", 2))
             workers.dispatch(body("a", 3))
-            while len(cycle.seen) < 2:
-                await anyio.sleep(0.01)
+            await cycle.until(2)
             handled_again = anyio.current_time() - started
             workers.close()
     assert cycle.seen == [("a", 1), ("a", 3)]
@@ -398,10 +406,9 @@ async def test_events_after_an_unthrottled_delay_end_it_early() -> None:
         async with anyio.create_task_group() as tg:
             workers = ObjectWorkers(cycle, tg, idle_timeout=0.05)
             workers.dispatch(body("a", 1))
-            await anyio.sleep(0.05)
+            await anyio.wait_all_tasks_blocked()  # handled; the delay runs
             workers.dispatch(body("a", 2))
-            while len(cycle.seen) < 2:
-                await anyio.sleep(0.01)
+            await cycle.until(2)
             workers.close()
     assert cycle.seen == [("a", 1), ("a", 2)]
 

@@ -11,9 +11,9 @@ import pytest
 
 from anyop.engine.schedule import Schedule
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.fake_time]
 
-DEADLINE = 5  # seconds; only reached when something is broken
+DEADLINE = 5  # fake seconds; only reached when something is broken
 
 
 class Fired:
@@ -67,7 +67,7 @@ async def test_an_earlier_entry_wakes_the_task_sooner() -> None:
     fired = Fired()
     async with opened(fired) as (schedule, _):
         late = schedule.add("late", anyio.current_time() + 3600)
-        await anyio.sleep(0.05)  # the task sleeps until the late one
+        await anyio.wait_all_tasks_blocked()  # the task sleeps until the late one
         schedule.add("soon", anyio.current_time() + 0.05)
         await fired.until(1)
         assert fired.items == ["soon"]
@@ -87,10 +87,10 @@ async def test_discarded_entries_never_fire_and_the_last_one_ends_the_task() -> 
         assert fired.items == ["kept"]
         schedule.discard(kept)  # already fired: nothing happens
         hour = schedule.add("hour", anyio.current_time() + 3600)
-        await anyio.sleep(0.01)
+        await anyio.wait_all_tasks_blocked()
         assert waking_tasks("s") == 1
         schedule.discard(hour)
-        await anyio.sleep(0.01)
+        await anyio.wait_all_tasks_blocked()
         assert waking_tasks("s") == 0
     # the group exits at once: no task waits for the hour
     assert fired.items == ["kept"]
@@ -102,7 +102,7 @@ async def test_nothing_scheduled_costs_no_task() -> None:
         assert waking_tasks("s") == 0
         schedule.add("x", anyio.current_time())
         await fired.until(1)
-        await anyio.sleep(0.01)
+        await anyio.wait_all_tasks_blocked()
         assert waking_tasks("s") == 0
         schedule.add("y", anyio.current_time() + 0.02)  # a new task wakes it
         await fired.until(2)
@@ -116,7 +116,7 @@ async def test_an_entry_added_right_after_the_last_was_discarded_still_fires() -
         schedule.discard(first)  # its task is cancelled before it ever ran
         schedule.add("second", anyio.current_time() + 0.02)
         await fired.until(1)
-        await anyio.sleep(0.01)
+        await anyio.wait_all_tasks_blocked()
         assert waking_tasks("s") == 0
     assert fired.items == ["second"]
 

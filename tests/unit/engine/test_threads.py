@@ -33,7 +33,7 @@ async def test_threads_are_daemon_threads_and_reused_when_idle() -> None:
 
 async def test_the_pool_grows_when_all_threads_are_busy_and_the_limiter_bounds_it() -> None:
     pool = DaemonThreads()
-    release = threading.Event()
+    release, three_run = threading.Event(), threading.Event()
     running: list[int] = []
     peak = 0
     lock = threading.Lock()
@@ -43,6 +43,8 @@ async def test_the_pool_grows_when_all_threads_are_busy_and_the_limiter_bounds_i
         with lock:
             running.append(1)
             peak = max(peak, len(running))
+            if len(running) == 3:
+                three_run.set()
         release.wait(10)
         with lock:
             running.pop()
@@ -51,7 +53,8 @@ async def test_the_pool_grows_when_all_threads_are_busy_and_the_limiter_bounds_i
     async with anyio.create_task_group() as tg:
         for _ in range(6):
             tg.start_soon(lambda: pool.run(busy, limiter=limiter))
-        await anyio.sleep(0.2)
+        assert await anyio.to_thread.run_sync(three_run.wait, 10)
+        await anyio.wait_all_tasks_blocked()  # the other three wait for the limiter
         release.set()
     assert peak == 3
     assert pool.started == 3
@@ -59,15 +62,17 @@ async def test_the_pool_grows_when_all_threads_are_busy_and_the_limiter_bounds_i
 
 async def test_a_cancelled_call_leaves_its_thread_running_on_its_own() -> None:
     pool = DaemonThreads()
-    release = threading.Event()
-    finished = threading.Event()
+    started, release, finished = threading.Event(), threading.Event(), threading.Event()
 
     def stuck() -> None:
+        started.set()
         release.wait(10)
         finished.set()
 
-    with anyio.move_on_after(0.05):
-        await pool.run(stuck)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pool.run, stuck)
+        assert await anyio.to_thread.run_sync(started.wait, 10)
+        tg.cancel_scope.cancel()
     assert not finished.is_set()
     release.set()
     assert await anyio.to_thread.run_sync(finished.wait, 10)

@@ -263,10 +263,12 @@ def test_callbacks_without_kwargs_are_rejected_naming_the_culprit() -> None:
 
 def test_callable_objects_with_kwargs_are_accepted() -> None:
     class Checker:
-        def __call__(self, value: Any = None, **_: Any) -> bool:
-            return True
+        def __call__(self, value: object = None, **_: Any) -> bool:
+            return value == "demo"
 
-    check_callback(Checker(), "fn")
+    check_callback(Checker(), "fn")  # raises if refused
+    handler = watcher(labels={"app": all_([Checker()])}, when=not_(Checker()))
+    assert match(handler, on_body(), kwargs)
 
 
 @pytest.mark.parametrize(

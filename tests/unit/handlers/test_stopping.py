@@ -51,15 +51,17 @@ async def test_the_flavours_match_the_function_kind() -> None:
         DaemonStopped(stopper).wait(0)
 
 
+@pytest.mark.fake_time
 async def test_an_async_wait_times_out_false_and_ends_early_when_set() -> None:
     stopper = DaemonStopper()
     stopped = stopper.checker(sync=False)
     assert isinstance(stopped, AsyncDaemonStopped)
     assert await stopped.wait(0.01) is False
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(stopped.wait, 30)
-        await anyio.sleep(0.01)
-        stopper.set(DaemonStoppingReason.OPERATOR_EXITING)
+    with anyio.fail_after(10):  # fake seconds: the 30 s wait ends early or fails the test
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(stopped.wait, 30)
+            await anyio.wait_all_tasks_blocked()
+            stopper.set(DaemonStoppingReason.OPERATOR_EXITING)
     assert await stopped.wait(30) is True
 
 
@@ -69,14 +71,16 @@ async def test_a_sync_wait_in_a_thread_ends_early_when_set_from_the_loop() -> No
     assert isinstance(stopped, SyncDaemonStopped)
     assert stopped.wait(0.01) is False
     results: list[tuple[bool, float]] = []
+    waiting = threading.Event()
 
     def sleeper() -> None:
         t0 = time.monotonic()
+        waiting.set()
         results.append((stopped.wait(30), time.monotonic() - t0))
 
     thread = threading.Thread(target=sleeper)
     thread.start()
-    await anyio.sleep(0.05)
+    assert await anyio.to_thread.run_sync(waiting.wait, 10)
     stopper.set(DaemonStoppingReason.FILTERS_MISMATCH)
     await anyio.to_thread.run_sync(thread.join)
     assert results[0][0] is True
@@ -100,6 +104,7 @@ async def test_every_async_waiter_wakes_and_none_is_left_behind() -> None:
     assert not stopper._waiters  # each wait took its waiter away
 
 
+@pytest.mark.fake_time
 async def test_a_cancelled_async_wait_leaves_and_the_flag_still_sets() -> None:
     stopper = DaemonStopper()
     stopped = stopper.checker(sync=False)

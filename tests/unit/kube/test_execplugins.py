@@ -153,6 +153,7 @@ async def test_plugin_that_hangs_is_stopped_at_the_time_limit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(execplugins, "EXEC_TIME_LIMIT", 0.2)
+    # A real subprocess sleeps in real time; the 0.2 s limit stops it (the 30 s are never waited).
     spec = ExecSpec(str(plugin(tmp_path, "slow.py", "time.sleep(30)\n")), "kc: exec")
     with pytest.raises(ConfigError, match=r"ran over 0\.2 s"):
         await run_exec_plugin(spec)

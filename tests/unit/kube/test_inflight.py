@@ -34,10 +34,10 @@ async def test_below_waits_until_the_count_falls_under_the_level() -> None:
             tg.start_soon(waiter, 2)
             tg.start_soon(waiter, 3)
             tg.start_soon(waiter, 2)
-            await anyio.sleep(0.01)
+            await anyio.wait_all_tasks_blocked()
             assert woken == []
             in_flight.__exit__(None, None, None)  # 2 in flight: the level-3 waiter goes
-            await anyio.sleep(0.01)
+            await anyio.wait_all_tasks_blocked()
             assert woken == [(3, 2)]
             in_flight.__exit__(None, None, None)  # 1 in flight: both level-2 waiters go
     assert sorted(woken) == [(2, 1), (2, 1), (3, 2)]

@@ -302,8 +302,13 @@ async def test_closing_the_transport_closes_its_idle_connections() -> None:
         transport = KubeTransport()
         async with client_for(server, transport) as client:
             await client.get("/")
+            await anyio.wait_all_tasks_blocked()
+            assert not server.ended[0].is_set()  # kept alive while idle
             await transport.aclose()
-            await server.ended[0].wait()
+            with anyio.move_on_after(DEADLINE / 2):  # within the deadline of serving()
+                await server.ended[0].wait()
+            assert server.ended[0].is_set(), "the idle connection is still open"
+    assert server.connections == 1
 
 
 async def test_a_response_that_ends_after_the_transport_closed_closes_its_connection() -> None:
@@ -387,11 +392,14 @@ async def test_a_streamed_body_arrives_piece_by_piece_while_the_server_still_sen
 
 
 async def test_httpx_reads_lines_of_a_stream_to_its_end() -> None:
+    read = [anyio.Event() for _ in range(3)]
+    lines: list[str] = []
+
     async def watch(server: Server, peer: Peer, request: Received) -> None:
         await peer.start()
-        for n in range(3):
+        for n in range(3):  # a line at a time: each arrives in a read of its own
             await peer.send(h11.Data(data=b'{"n": %d}\n' % n))
-            await anyio.sleep(0.01)
+            await read[n].wait()
         await peer.send(h11.EndOfMessage())
 
     async with (
@@ -399,7 +407,9 @@ async def test_httpx_reads_lines_of_a_stream_to_its_end() -> None:
         client_for(server) as client,
         client.stream("GET", "/watch") as response,
     ):
-        lines = [line async for line in response.aiter_lines()]
+        async for line in response.aiter_lines():
+            lines.append(line)
+            read[len(lines) - 1].set()
     assert lines == ['{"n": 0}', '{"n": 1}', '{"n": 2}']
 
 
@@ -595,12 +605,14 @@ async def closed_port() -> int:
 
 
 @asynccontextmanager
-async def echoing(received: list[bytes]) -> AsyncIterator[int]:
+async def echoing(received: list[bytes], accepted: anyio.Event | None = None) -> AsyncIterator[int]:
     """A TCP server on 127.0.0.1 that echoes each connection's first receive (and notes it);
-    yields its port."""
+    yields its port. It sets ``accepted`` as it takes a connection."""
 
     async def echo(stream: anyio.abc.SocketStream) -> None:
         async with stream:
+            if accepted is not None:
+                accepted.set()
             received.append(await stream.receive())
             await stream.send(received[-1])
 
@@ -616,9 +628,11 @@ async def test_a_new_connection_stays_whole_until_the_client_sends() -> None:
     # AnyIO's asyncio streams before 4.16 half-close the socket as they close: a connection
     # taken over from one reached the server as an end of stream before the first request.
     first: list[bytes] = []
-    async with echoing(first) as port:
+    accepted = anyio.Event()
+    async with echoing(first, accepted) as port:
         conn = await http11._connect("127.0.0.1", port, [])
-        await anyio.sleep(0.05)  # time for a stray FIN to arrive first
+        await accepted.wait()
+        await anyio.wait_all_tasks_blocked()  # the server waits: a stray FIN would end its wait
         await conn.send(b"ping")
         assert await conn.receive(100) == b"ping"
         conn.close()
@@ -661,7 +675,21 @@ async def test_a_refused_address_hands_over_to_the_next_at_once(
 ) -> None:
     monkeypatch.setattr(sockets, "HAPPY_EYEBALLS_DELAY", DEADLINE * 2)  # waiting it out fails
     refused = (socket.AF_INET, ("127.0.0.1", await closed_port()))
+    attempts: list[tuple[str, sockets.Address]] = []
+    attempt = sockets._attempt
+
+    async def noted(address: sockets.Address, options: list[sockets.SocketOption]) -> socket.socket:
+        attempts.append(("tried", address))
+        try:
+            return await attempt(address, options)
+        except ConnectionRefusedError:
+            attempts.append(("refused", address))
+            raise
+
+    monkeypatch.setattr(sockets, "_attempt", noted)
     await connects_to_a_listener_after(refused)
+    assert attempts[:2] == [("tried", refused), ("refused", refused)]
+    assert [what for what, _ in attempts] == ["tried", "refused", "tried"]  # the next, after it
 
 
 async def test_a_silent_address_is_raced_by_the_next_one_and_then_abandoned(

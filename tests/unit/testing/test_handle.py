@@ -20,7 +20,7 @@ from anyop.logs import ObjectLogger
 from anyop.testing import handle
 from anyop.testing.handle import RunningOperator, open_operator
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.fake_time]
 
 FakeServe = Callable[..., Awaitable[None]]
 
@@ -67,7 +67,7 @@ async def test_the_end_raises_what_the_operator_raised_when_no_wait_did(
 
     with pytest.raises(Broken, match="The operator broke"):
         async with running(monkeypatch, fake):
-            await anyio.sleep(0.01)
+            await anyio.wait_all_tasks_blocked()  # it has raised
 
 
 async def test_an_operator_that_fails_before_it_is_ready_fails_at_once(
@@ -97,7 +97,7 @@ async def test_an_operator_that_exits_on_its_own_fails_the_test(
 ) -> None:
     async def fake(*, ready_event: anyio.Event, **_: Any) -> None:
         ready_event.set()
-        await anyio.sleep(0.01)
+        await anyio.sleep(0.01)  # fake time: it exits while the test waits
 
     async with running(monkeypatch, fake) as operator:
         with pytest.raises(RuntimeError, match="The operator exited before the test ended"):

@@ -10,7 +10,7 @@ import contextlib
 import json
 import logging
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -215,19 +215,38 @@ async def test_a_slow_client_gets_408_and_others_are_served_meanwhile(
     )
     async with serving(server, registry) as config, anyio.create_task_group() as tg:
         answers: list[bytes] = []
+        answered = anyio.Event()
 
         async def slow() -> None:
             answers.append(await raw_request(config["url"], cadump, head, b'{"kind":'))
+            answered.set()
 
         tg.start_soon(slow)
         ctx = ssl.create_default_context(cafile=str(cadump))
         async with httpx.AsyncClient(verify=ctx) as client:
             fast = await client.post(config["url"] + "/first", json=review())
         with anyio.fail_after(5):
-            while not answers:
-                await anyio.sleep(0.05)
+            await answered.wait()
     assert fast.json()["response"]["allowed"] is True
     assert answers[0].startswith(b"HTTP/1.1 408")
+
+
+@contextlib.contextmanager
+def logged(message: str, logger: str) -> Iterator[anyio.Event]:
+    """An event that is set once ``logger`` logs ``message`` (from the event loop's thread)."""
+    seen = anyio.Event()
+
+    class Seen(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.getMessage() == message:
+                seen.set()
+
+    handler = Seen()
+    logging.getLogger(logger).addHandler(handler)
+    try:
+        yield seen
+    finally:
+        logging.getLogger(logger).removeHandler(handler)
 
 
 async def refused(url: str, ctx: ssl.SSLContext) -> bool:
@@ -311,16 +330,16 @@ async def test_certificate_files_changed_on_disk_are_served_without_a_restart(
         addr="127.0.0.1", port=0, certfile=cert, pkeyfile=key, cafile=tmp_path / "old.pem",
         file_check_interval=0.05,
     )  # fmt: skip
+    reloaded = logged("The webhook certificate changed on disk and is reloaded.", "anyop.webhooks")
     async with serving(server, registry) as config:
         url = config["url"] + "/first"
         old = ssl.create_default_context(cafile=str(tmp_path / "old.pem"))
         new = ssl.create_default_context(cafile=str(tmp_path / "new.pem"))
         async with httpx.AsyncClient(verify=old) as client:
             before = await client.post(url, json=review())
-        new_ca.issue("op", sans=["127.0.0.1"], server=True).write(cert, key)
-        with anyio.fail_after(5):
-            while "The webhook certificate changed on disk and is reloaded." not in caplog.messages:
-                await anyio.sleep(0.05)
+        with reloaded as reload, anyio.fail_after(5):
+            new_ca.issue("op", sans=["127.0.0.1"], server=True).write(cert, key)
+            await reload.wait()
         async with httpx.AsyncClient(verify=new) as client:
             after = await client.post(url, json=review())
     assert before.json()["response"]["allowed"] is True
