@@ -1,0 +1,216 @@
+"""One API request in, one answer out: the routing and dispatching of the fake API server.
+
+Sync. :func:`handle` answers every request but watches with an :class:`ApiResponse`; for a
+watch it returns a :class:`WatchPlan` (its first events, or its error) that the async shell in
+:mod:`anyop.testing.fake.watches` streams.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from anyop.testing.fake import discovery, writes
+from anyop.testing.fake.kinds import Kind
+from anyop.testing.fake.routes import DiscoveryRoute, Route, parse_path
+from anyop.testing.fake.selectors import parse_field_selector, parse_label_selector
+from anyop.testing.fake.statuses import (
+    StatusError,
+    bad_request,
+    no_such_resource,
+    not_found,
+    status_body,
+)
+from anyop.testing.fake.store import ListQuery, Store, WatchStart
+
+__all__ = ["ApiRequest", "ApiResponse", "WatchPlan", "handle"]
+
+_TEXT_404 = "404 page not found\n"
+_TRUE = ("true", "1")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ApiRequest:
+    """An HTTP request to the API, decoded no further than needed to route it.
+
+    Attributes:
+        method: The HTTP method.
+        path: The URL path.
+        query: Query parameters (the first value of each).
+        content_type: The ``Content-Type`` without parameters.
+        body: The raw body.
+    """
+
+    method: str
+    path: str
+    query: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    content_type: str = "application/json"
+    body: bytes = b""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ApiResponse:
+    """A whole answer: a status code and a JSON document (or text for a bare 404)."""
+
+    status: int
+    document: Any
+
+    def content(self) -> tuple[bytes, str]:
+        """The encoded body and its content type."""
+        if isinstance(self.document, str):
+            return self.document.encode(), "text/plain; charset=utf-8"
+        return json.dumps(self.document, separators=(",", ":")).encode(), "application/json"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class WatchPlan:
+    """How to stream a watch.
+
+    Attributes:
+        kind: What is watched.
+        query: Namespace and selectors.
+        start: The first events and the resourceVersion after them (``None`` on error).
+        error: A ``Status`` to send as one ``ERROR`` event before closing.
+        timeout: ``timeoutSeconds``, or ``None`` for the server's own choice.
+        bookmarks: ``allowWatchBookmarks``.
+        initial_end: Send the ``k8s.io/initial-events-end`` bookmark after the first events.
+    """
+
+    kind: Kind
+    query: ListQuery
+    start: WatchStart | None
+    error: dict[str, Any] | None = None
+    timeout: float | None = None
+    bookmarks: bool = False
+    initial_end: bool = False
+
+
+def handle(
+    store: Store, request: ApiRequest, address: str = "127.0.0.1"
+) -> ApiResponse | WatchPlan:
+    """Answer one request; errors become their ``Status`` answers."""
+    try:
+        return _dispatch(store, request, address)
+    except StatusError as exc:
+        return ApiResponse(exc.code, exc.body)
+
+
+def _dispatch(store: Store, request: ApiRequest, address: str) -> ApiResponse | WatchPlan:
+    route = parse_path(request.path)
+    if isinstance(route, DiscoveryRoute):
+        return _discovery(store, route, address)
+    if route is None or (route.group, route.version) not in store.groups():
+        return ApiResponse(404, _TEXT_404)
+    kind = store.kind(route.group, route.version, route.plural)
+    if kind is None:
+        raise no_such_resource()
+    if route.subresource is not None and not (route.subresource == "status" and kind.status):
+        raise not_found(kind.plural, kind.group, route.name or "")
+    namespace = route.namespace if kind.namespaced else None
+    if route.name is None:
+        return _collection(store, kind, namespace, request)
+    return _member(store, kind, route, request)
+
+
+def _discovery(store: Store, route: DiscoveryRoute, address: str) -> ApiResponse:
+    kinds = list(store.kinds.values())
+    document: dict[str, Any] | None
+    if route.group is None:
+        document = discovery.api_versions(address)
+    elif route.version is None and not route.group:
+        document = discovery.api_group_list(kinds)
+    elif route.version is None:
+        document = discovery.api_group(kinds, route.group)
+    else:
+        document = discovery.api_resource_list(kinds, route.group, route.version)
+    return ApiResponse(404, _TEXT_404) if document is None else ApiResponse(200, document)
+
+
+def _collection(
+    store: Store, kind: Kind, namespace: str | None, request: ApiRequest
+) -> ApiResponse | WatchPlan:
+    match request.method:
+        case "GET" if request.query.get("watch", "").lower() in _TRUE:
+            return _watch(store, kind, _list_query(namespace, request.query), request.query)
+        case "GET":
+            return ApiResponse(200, store.list(kind, _list_query(namespace, request.query)))
+        case "POST":
+            created = writes.create(store, kind, namespace, _json(request))
+            return ApiResponse(201, created)
+    return _not_allowed()
+
+
+def _member(store: Store, kind: Kind, route: Route, request: ApiRequest) -> ApiResponse:
+    namespace = route.namespace if kind.namespaced else None
+    name = route.name or ""
+    match request.method:
+        case "GET":
+            return ApiResponse(200, store.get(kind, namespace, name))
+        case "PUT":
+            body = _json(request)
+            return ApiResponse(
+                200, writes.replace(store, kind, namespace, name, body, route.subresource)
+            )
+        case "PATCH":
+            result = writes.patch(
+                store,
+                kind,
+                namespace,
+                name,
+                request.content_type,
+                request.body,
+                route.subresource,
+            )
+            return ApiResponse(200, result)
+        case "DELETE" if route.subresource is None:
+            options = dict(_json(request) or {}) if request.body.strip() else {}
+            if policy := request.query.get("propagationPolicy"):
+                options["propagationPolicy"] = policy
+            return ApiResponse(200, writes.delete(store, kind, namespace, name, options))
+    return _not_allowed()
+
+
+def _not_allowed() -> ApiResponse:
+    message = "the server does not allow this method on the requested resource"
+    return ApiResponse(405, status_body(405, "MethodNotAllowed", message, {}))
+
+
+def _json(request: ApiRequest) -> Any:
+    try:
+        return json.loads(request.body)
+    except ValueError as exc:
+        raise bad_request(f"the body of the request cannot be decoded: {exc}") from None
+
+
+def _list_query(namespace: str | None, query: Mapping[str, str]) -> ListQuery:
+    selector = parse_label_selector(query.get("labelSelector")) & parse_field_selector(
+        query.get("fieldSelector")
+    )
+    limit = query.get("limit", "")
+    return ListQuery(
+        namespace,
+        selector,
+        limit=int(limit) if limit.isdigit() else 0,
+        token=query.get("continue", ""),
+        rv=query.get("resourceVersion", ""),
+        exact=query.get("resourceVersionMatch") == "Exact",
+    )
+
+
+def _watch(store: Store, kind: Kind, query: ListQuery, params: Mapping[str, str]) -> WatchPlan:
+    timeout = params.get("timeoutSeconds", "")
+    initial = params.get("sendInitialEvents", "").lower() in _TRUE
+    options: dict[str, Any] = {
+        "timeout": float(timeout) if timeout.isdigit() else None,
+        "bookmarks": params.get("allowWatchBookmarks", "").lower() in _TRUE,
+        "initial_end": initial,
+    }
+    try:
+        start = store.watch_start(kind, query, initial=initial)
+    except StatusError as exc:
+        if exc.code != 410:
+            raise
+        return WatchPlan(kind, query, None, error=exc.body, **options)
+    return WatchPlan(kind, query, start, **options)

@@ -1,0 +1,89 @@
+"""Discovery documents (``/api``, ``/api/v1``, ``/apis``, ``/apis/<group>[/<version>]``).
+
+Pure: each function builds one document from the kinds being served.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from anyop.testing.fake.kinds import Kind
+
+__all__ = ["api_group", "api_group_list", "api_resource_list", "api_versions", "version_key"]
+
+_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
+_STABILITY = {"alpha": 0, "beta": 1, None: 2}
+
+
+def version_key(version: str) -> tuple[int, int, int, int, str]:
+    """Sort key of Kubernetes version priority: GA over beta over alpha, higher first.
+
+    Sorting ascending by this key puts the preferred version first.
+    """
+    match = _VERSION.match(version)
+    if match is None:
+        return (1, 0, 0, 0, version)  # non-Kubernetes versions go last, alphabetically
+    major, stability, minor = match.groups()
+    return (0, -_STABILITY[stability], -int(major), -int(minor or 0), version)
+
+
+def api_versions(address: str) -> dict[str, Any]:
+    """``/api``: the core group's versions."""
+    return {
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": address}],
+    }
+
+
+def _group_versions(kinds: Iterable[Kind], group: str) -> list[str]:
+    versions = {kind.version for kind in kinds if kind.group == group}
+    return sorted(versions, key=version_key)
+
+
+def api_group(kinds: Iterable[Kind], group: str) -> dict[str, Any] | None:
+    """``/apis/<group>``, or ``None`` if no kind of that group is served."""
+    versions = _group_versions(list(kinds), group)
+    if not versions:
+        return None
+    entries = [{"groupVersion": f"{group}/{version}", "version": version} for version in versions]
+    return {
+        "kind": "APIGroup",
+        "apiVersion": "v1",
+        "name": group,
+        "versions": entries,
+        "preferredVersion": entries[0],
+    }
+
+
+def api_group_list(kinds: Iterable[Kind]) -> dict[str, Any]:
+    """``/apis``: every named group, in the order its first kind was served."""
+    served = list(kinds)
+    groups: list[dict[str, Any]] = []
+    for name in dict.fromkeys(kind.group for kind in served if kind.group):
+        group = api_group(served, name)
+        if group is not None:
+            groups.append({key: group[key] for key in ("name", "versions", "preferredVersion")})
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+
+
+def api_resource_list(kinds: Iterable[Kind], group: str, version: str) -> dict[str, Any] | None:
+    """``/api/v1`` or ``/apis/<group>/<version>``, or ``None`` if nothing is served there."""
+    chosen = [kind for kind in kinds if kind.group == group and kind.version == version]
+    if not chosen:
+        return None
+    if not any(kind.custom for kind in chosen):  # built-ins by name; CRDs' as they came
+        chosen.sort(key=_by_plural)
+    resources = [entry for kind in chosen for entry in kind.discovery()]
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": f"{group}/{version}" if group else version,
+        "resources": resources,
+    }
+
+
+def _by_plural(kind: Kind) -> str:
+    return kind.plural

@@ -1,0 +1,208 @@
+"""The resources the fake API serves: built-in kinds operators touch, and CRDs' kinds.
+
+Pure. A :class:`Kind` says how the server treats objects of one resource in one version:
+its scope, whether ``/status`` is a subresource, whether ``metadata.generation`` is kept,
+which patch types it takes, and (for custom resources) the structural schema that prunes
+and checks it.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import hashlib
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+__all__ = [
+    "BUILTIN_KINDS",
+    "CRD_KIND",
+    "NAMESPACE_KIND",
+    "Kind",
+    "kinds_of_crd",
+]
+
+_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+_STATUS_VERBS = ("get", "patch", "update")
+_CUSTOM_VERBS = ("delete", "deletecollection", "get", "list", "patch", "create", "update", "watch")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Kind:
+    """One served resource in one group version.
+
+    Attributes:
+        group: The API group; ``""`` for the core group.
+        version: The version, e.g. ``v1``.
+        plural: The resource name in URLs.
+        singular: The singular name.
+        kind: The object kind.
+        namespaced: Objects live in namespaces.
+        status: ``/status`` is a subresource: the main resource ignores ``status`` and the
+            subresource ignores everything else.
+        generation: ``metadata.generation`` is kept and bumped on spec changes.
+        custom: Served for a CRD: no strategic merge, PUT needs a resourceVersion.
+        short_names: Short names, for discovery.
+        categories: Categories, for discovery.
+        schema: The structural schema (``openAPIV3Schema``) of a custom resource.
+        crd: The name of the CRD that defines it.
+        storage_version: The version stored in etcd, if not ``version``.
+    """
+
+    group: str
+    version: str
+    plural: str
+    singular: str
+    kind: str
+    namespaced: bool = True
+    status: bool = False
+    generation: bool = False
+    custom: bool = False
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    schema: Mapping[str, Any] | None = None
+    crd: str = ""
+    storage_version: str = ""
+
+    @property
+    def api_version(self) -> str:
+        """``group/version``, or the version alone for the core group."""
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def qualified(self) -> str:
+        """``plural.group`` as error messages name the resource (the plural alone for core)."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    @property
+    def storage_hash(self) -> str:
+        """The discovery ``storageVersionHash``, computed as the API server computes it."""
+        stored = self.storage_version or self.version
+        digest = hashlib.sha256(f"{self.group}/{stored}/{self.kind}".encode()).digest()
+        return base64.b64encode(digest[:8]).decode()
+
+    def discovery(self) -> Iterator[dict[str, Any]]:
+        """This resource's entries of an ``APIResourceList`` (itself and ``/status``)."""
+        entry: dict[str, Any] = {
+            "name": self.plural,
+            "singularName": self.singular,
+            "namespaced": self.namespaced,
+            "kind": self.kind,
+            "verbs": list(_CUSTOM_VERBS if self.custom else _cluster_verbs(self)),
+        }
+        if self.short_names:
+            entry["shortNames"] = list(self.short_names)
+        if self.categories:
+            entry["categories"] = list(self.categories)
+        entry["storageVersionHash"] = self.storage_hash
+        yield entry
+        if self.status:
+            yield {
+                "name": f"{self.plural}/status",
+                "singularName": "",
+                "namespaced": self.namespaced,
+                "kind": self.kind,
+                "verbs": list(_STATUS_VERBS),
+            }
+
+
+def _cluster_verbs(kind: Kind) -> tuple[str, ...]:
+    # Namespaces cannot be deleted as a collection; other cluster-scoped kinds can.
+    if kind.plural == "namespaces" and not kind.group:
+        return tuple(verb for verb in _VERBS if verb != "deletecollection")
+    return _VERBS
+
+
+NAMESPACE_KIND = Kind(
+    "",
+    "v1",
+    "namespaces",
+    "namespace",
+    "Namespace",
+    namespaced=False,
+    status=True,
+    short_names=("ns",),
+)
+"""Namespaces: cluster-scoped, with a ``/status`` subresource."""
+
+CRD_KIND = Kind(
+    "apiextensions.k8s.io",
+    "v1",
+    "customresourcedefinitions",
+    "customresourcedefinition",
+    "CustomResourceDefinition",
+    namespaced=False,
+    status=True,
+    generation=True,
+    short_names=("crd", "crds"),
+    categories=("api-extensions",),
+    storage_version="v1beta1",
+)
+"""CustomResourceDefinitions: applying one serves its kinds."""
+
+BUILTIN_KINDS: tuple[Kind, ...] = (
+    NAMESPACE_KIND,
+    Kind("", "v1", "configmaps", "configmap", "ConfigMap", short_names=("cm",)),
+    Kind("", "v1", "secrets", "secret", "Secret"),
+    Kind("", "v1", "events", "event", "Event", short_names=("ev",)),
+    Kind(
+        "",
+        "v1",
+        "pods",
+        "pod",
+        "Pod",
+        status=True,
+        generation=True,
+        short_names=("po",),
+        categories=("all",),
+    ),
+    Kind(
+        "",
+        "v1",
+        "services",
+        "service",
+        "Service",
+        status=True,
+        short_names=("svc",),
+        categories=("all",),
+    ),
+    Kind("coordination.k8s.io", "v1", "leases", "lease", "Lease"),
+    CRD_KIND,
+)
+"""The built-in kinds served from the start."""
+
+
+def kinds_of_crd(crd: Mapping[str, Any]) -> list[Kind]:
+    """The kinds a CRD serves: one per served version.
+
+    Args:
+        crd: A CustomResourceDefinition (``apiextensions.k8s.io/v1``) as stored.
+    """
+    spec = crd.get("spec") or {}
+    names = spec.get("names") or {}
+    plural = str(names.get("plural", ""))
+    singular = str(names.get("singular") or str(names.get("kind", "")).lower())
+    kinds = []
+    for version in spec.get("versions") or ():
+        if not version.get("served"):
+            continue
+        subresources = version.get("subresources") or {}
+        schema = (version.get("schema") or {}).get("openAPIV3Schema")
+        kinds.append(
+            Kind(
+                group=str(spec.get("group", "")),
+                version=str(version.get("name", "")),
+                plural=plural,
+                singular=singular,
+                kind=str(names.get("kind", "")),
+                namespaced=spec.get("scope") == "Namespaced",
+                status="status" in subresources,
+                generation=True,
+                custom=True,
+                short_names=tuple(names.get("shortNames") or ()),
+                categories=tuple(names.get("categories") or ()),
+                schema=schema,
+                crd=str((crd.get("metadata") or {}).get("name", "")),
+            )
+        )
+    return kinds

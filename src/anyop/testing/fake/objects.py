@@ -1,0 +1,210 @@
+"""What a write makes of an object: defaults, system metadata, status rules, generation.
+
+Pure. :func:`prepare_create` and :func:`prepare_update` return the object to store (or raise a
+422 :class:`~anyop.testing.fake.statuses.StatusError`); the store only numbers and keeps it.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from anyop.testing.fake.kinds import Kind
+from anyop.testing.fake.schemas import prune, violations
+from anyop.testing.fake.statuses import Cause, invalid
+
+__all__ = [
+    "SYSTEM_FIELDS",
+    "Body",
+    "generated_name",
+    "is_same",
+    "prepare_create",
+    "prepare_update",
+]
+
+Body = dict[str, Any]
+
+SYSTEM_FIELDS = (
+    "uid",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "generation",
+    "selfLink",
+)
+"""Metadata that only the server sets; what clients send there is ignored."""
+
+_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # the API server's generateName alphabet
+_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_SUBDOMAIN_HINT = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
+    "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
+    "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+_LABEL_HINT = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
+    "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex "
+    "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+
+
+def generated_name(prefix: str, rng: random.Random) -> str:
+    """``generateName`` plus five random characters, as the API server makes them."""
+    return prefix + "".join(rng.choice(_NAME_CHARS) for _ in range(5))
+
+
+def _name_causes(kind: Kind, name: str) -> list[tuple[str, Cause]]:
+    if not name:
+        message = "Required value: name or generateName is required"
+        return [("metadata.name", {"reason": "FieldValueRequired", "message": message})]
+    label = kind.plural == "namespaces" and not kind.group
+    pattern, hint, limit = (
+        (_LABEL, _LABEL_HINT, 63) if label else (_SUBDOMAIN, _SUBDOMAIN_HINT, 253)
+    )
+    if len(name) > limit:
+        hint = f"must be no more than {limit} characters"
+    elif pattern.match(name):
+        return []
+    message = f'Invalid value: "{name}": {hint}'
+    return [("metadata.name", {"reason": "FieldValueInvalid", "message": message})]
+
+
+def _custom_checks(kind: Kind, body: Body, name: str) -> Body:
+    """Prune a custom resource by its schema and refuse it on type errors."""
+    pruned = prune(body, kind.schema)
+    if causes := violations(pruned, kind.schema):
+        raise invalid(kind.kind, kind.group, name, causes)
+    return pruned
+
+
+def prepare_create(
+    kind: Kind, body: Mapping[str, Any], *, namespace: str | None, uid: str, now: str
+) -> Body:
+    """The object to store for a create (its name already generated if asked).
+
+    Raises:
+        StatusError: 422, the name is missing or invalid, or the schema refuses the object.
+    """
+    obj = copy.deepcopy(dict(body))
+    obj["apiVersion"], obj["kind"] = kind.api_version, kind.kind
+    metadata = obj["metadata"] = dict(obj.get("metadata") or {})
+    name = str(metadata.get("name") or "")
+    if causes := _name_causes(kind, name):
+        raise invalid(kind.kind, kind.group, name or None, causes)
+    for field in (*SYSTEM_FIELDS, "resourceVersion", "managedFields"):
+        metadata.pop(field, None)
+    if namespace is not None:
+        metadata["namespace"] = namespace
+    metadata["uid"], metadata["creationTimestamp"] = uid, now
+    if kind.generation:
+        metadata["generation"] = 1
+    if kind.status:
+        obj.pop("status", None)
+    if kind.custom:
+        obj = _custom_checks(kind, obj, name)
+    return _builtin_defaults(kind, obj)
+
+
+def _omit_empty(obj: Body) -> Body:
+    """Drop empty top-level and metadata maps and lists, as typed kinds serialise them
+    (``omitempty``); deeper empty values may be meaningful (``subresources: {status: {}}``)."""
+    kept = {key: value for key, value in obj.items() if value != {} and value != []}
+    metadata = kept.get("metadata") or {}
+    kept["metadata"] = {
+        key: value for key, value in metadata.items() if value != {} and value != []
+    }
+    return kept
+
+
+def _builtin_defaults(kind: Kind, obj: Body) -> Body:
+    if kind.custom:
+        return obj
+    obj = _omit_empty(obj)
+    if kind.group or kind.plural != "namespaces":
+        return obj
+    name = obj["metadata"]["name"]
+    labels = obj["metadata"].setdefault("labels", {})
+    labels["kubernetes.io/metadata.name"] = name
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("finalizers", ["kubernetes"])
+    phase = "Terminating" if obj["metadata"].get("deletionTimestamp") else "Active"
+    obj["status"] = {"phase": phase}
+    return obj
+
+
+def _essence(kind: Kind, obj: Mapping[str, Any]) -> Body:
+    """What ``metadata.generation`` counts changes of: all but metadata (and status if a
+    subresource)."""
+    skipped = ("metadata", "status") if kind.status else ("metadata",)
+    return {key: value for key, value in obj.items() if key not in skipped}
+
+
+def _finalizer_causes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[tuple[str, Cause]]:
+    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    if not old_meta.get("deletionTimestamp"):
+        return []
+    before = set(old_meta.get("finalizers") or ())
+    added = [item for item in new_meta.get("finalizers") or () if item not in before]
+    if not added:
+        return []
+    listed = ", ".join(f'"{item}"' for item in added)
+    message = (
+        "Forbidden: no new finalizers can be added if the object is being deleted, "
+        f"found new finalizers []string{{{listed}}}"
+    )
+    cause = {"reason": "FieldValueForbidden", "message": message}
+    return [("metadata.finalizers", cause), ("metadata.finalizers", cause)]
+
+
+def prepare_update(
+    kind: Kind, old: Mapping[str, Any], new: Mapping[str, Any], *, subresource: str | None
+) -> Body:
+    """The object to store for an update of ``old`` to ``new`` (a PUT body or a patch result).
+
+    The main resource keeps the old ``status`` when ``/status`` is a subresource; the
+    ``/status`` subresource keeps everything but ``status``. System metadata stays as it was;
+    ``generation`` counts changes to the rest (see :func:`_essence`).
+
+    Raises:
+        StatusError: 422, a finalizer was added during deletion or the schema refuses it.
+    """
+    if subresource == "status":
+        obj = copy.deepcopy(dict(old))
+        obj.pop("status", None)
+        if "status" in new:
+            obj["status"] = copy.deepcopy(new["status"])
+    else:
+        obj = copy.deepcopy(dict(new))
+        if kind.status:
+            obj.pop("status", None)
+            if "status" in old:
+                obj["status"] = copy.deepcopy(old["status"])
+    obj["apiVersion"], obj["kind"] = kind.api_version, kind.kind
+    metadata = obj["metadata"] = dict(obj.get("metadata") or {})
+    old_meta = old.get("metadata") or {}
+    for field in (*SYSTEM_FIELDS, "name", "namespace", "generateName"):
+        metadata.pop(field, None)
+        if field in old_meta:
+            metadata[field] = old_meta[field]
+    metadata.pop("managedFields", None)
+    name = str(old_meta.get("name", ""))
+    if causes := _finalizer_causes(old, obj):
+        raise invalid(kind.kind, kind.group, name, causes)
+    if kind.custom:
+        obj = _custom_checks(kind, obj, name)
+    if kind.generation and _essence(kind, obj) != _essence(kind, old):
+        metadata["generation"] = int(old_meta.get("generation") or 0) + 1
+    return _builtin_defaults(kind, obj)
+
+
+def is_same(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Whether an update changes nothing (then the API server writes nothing)."""
+    strip = ("resourceVersion", "managedFields")
+    old_meta = {k: v for k, v in (old.get("metadata") or {}).items() if k not in strip}
+    new_meta = {k: v for k, v in (new.get("metadata") or {}).items() if k not in strip}
+    rest = {k: v for k, v in old.items() if k != "metadata"}
+    return old_meta == new_meta and rest == {k: v for k, v in new.items() if k != "metadata"}

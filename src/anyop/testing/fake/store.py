@@ -1,0 +1,292 @@
+"""The object store: one resourceVersion counter, the objects, their history, the served kinds.
+
+Sync and deterministic (uids and generated names come from a seeded generator, times from the
+given clock). Reads live here; writes are in :mod:`anyop.testing.fake.writes`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import collections
+import copy
+import json
+import random
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from anyop.testing.fake.history import (
+    Change,
+    History,
+    ObjectKey,
+    ResourceKey,
+    sorted_objects,
+    storage_key,
+    visible_change,
+)
+from anyop.testing.fake.kinds import BUILTIN_KINDS, NAMESPACE_KIND, Kind
+from anyop.testing.fake.selectors import Selector
+from anyop.testing.fake.statuses import bad_request, not_found, too_large_version
+
+__all__ = ["ListQuery", "Store", "WatchStart"]
+
+Body = dict[str, Any]
+Listener = Callable[[Change], None]
+BOOT_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
+
+
+class ListQuery:
+    """What to list: a namespace (or all), selectors, a page size and where to continue.
+
+    Attributes:
+        namespace: One namespace, or ``None`` for all.
+        selector: Label and field selectors together.
+        limit: The page size; 0 for all.
+        token: The ``continue`` token of the previous page, or ``""``.
+        rv: The ``resourceVersion`` parameter, or ``""``.
+        exact: ``resourceVersionMatch=Exact``.
+    """
+
+    def __init__(
+        self,
+        namespace: str | None = None,
+        selector: Selector | None = None,
+        *,
+        limit: int = 0,
+        token: str = "",
+        rv: str = "",
+        exact: bool = False,
+    ) -> None:
+        self.namespace = namespace
+        self.selector = selector or Selector()
+        self.limit, self.token, self.rv, self.exact = limit, token, rv, exact
+
+    def matches(self, body: Mapping[str, Any]) -> bool:
+        """Whether an object is in this list's namespace and matches its selectors."""
+        metadata = body.get("metadata") or {}
+        if self.namespace is not None and metadata.get("namespace") != self.namespace:
+            return False
+        return self.selector(body)
+
+
+class WatchStart:
+    """Where a watch starts: the events to send first and the resourceVersion after them."""
+
+    def __init__(self, events: list[tuple[str, Body]], rv: int) -> None:
+        self.events = events
+        self.rv = rv
+
+
+class Store:
+    """All objects of the fake cluster and the kinds it serves.
+
+    Args:
+        seed: Seeds uids and generated names.
+        history_limit: How many recent changes stay answerable to watches and lists.
+        clock: The current time as an RFC 3339 string (``2026-01-01T00:00:00Z``).
+    """
+
+    def __init__(self, *, seed: int, history_limit: int, clock: Callable[[], str]) -> None:
+        self.rng = random.Random(seed)
+        self.rv = 0
+        self.now = clock
+        self.history = History(history_limit)
+        self.kinds: dict[tuple[str, str, str], Kind] = {}
+        self.objects: dict[ResourceKey, dict[ObjectKey, Body]] = collections.defaultdict(dict)
+        self.listeners: list[Listener] = []
+        for kind in BUILTIN_KINDS:
+            self.serve(kind)
+        for name in BOOT_NAMESPACES:
+            body = {"metadata": {"name": name}, "spec": {"finalizers": ["kubernetes"]}}
+            self.commit(NAMESPACE_KIND, "ADDED", self._boot(body, name), None)
+        self.history.compact(self.rv)  # as a watch cache, history starts after the boot
+
+    def _boot(self, body: Body, name: str) -> Body:
+        metadata = body["metadata"]
+        metadata |= {"uid": self.uid(), "creationTimestamp": self.now()}
+        metadata["labels"] = {"kubernetes.io/metadata.name": name}
+        return {"apiVersion": "v1", "kind": "Namespace", **body, "status": {"phase": "Active"}}
+
+    # -- kinds ----------------------------------------------------------------------------------
+
+    def serve(self, kind: Kind) -> None:
+        """Serve a kind (replacing one of the same group, version and plural)."""
+        self.kinds[(kind.group, kind.version, kind.plural)] = kind
+
+    def unserve(self, crd: str) -> list[Kind]:
+        """Stop serving the kinds of a CRD; return them."""
+        gone = [kind for kind in self.kinds.values() if kind.crd == crd]
+        for kind in gone:
+            del self.kinds[(kind.group, kind.version, kind.plural)]
+        return gone
+
+    def kind(self, group: str, version: str, plural: str) -> Kind | None:
+        """The kind served at ``group/version/plural``, if any."""
+        return self.kinds.get((group, version, plural))
+
+    def groups(self) -> set[tuple[str, str]]:
+        """The served ``(group, version)`` pairs."""
+        return {(kind.group, kind.version) for kind in self.kinds.values()}
+
+    # -- writes' primitives ---------------------------------------------------------------------
+
+    def uid(self) -> str:
+        """A new uid (a version-4 UUID from the seeded generator)."""
+        return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+
+    def commit(self, kind: Kind, type_: str, obj: Body, old: Body | None) -> Body:
+        """Store a change with the next resourceVersion; tell the listeners; return a copy."""
+        self.rv += 1
+        obj = copy.deepcopy(obj)
+        obj["metadata"]["resourceVersion"] = str(self.rv)
+        objects = self.objects[(kind.group, kind.plural)]
+        change = Change(self.rv, (kind.group, kind.plural), type_, obj, old)
+        if type_ == "DELETED":
+            objects.pop(change.key, None)
+        else:
+            objects[change.key] = obj
+        self.history.append(change)
+        for listener in list(self.listeners):
+            listener(change)
+        return copy.deepcopy(obj)
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def find(self, kind: Kind, namespace: str | None, name: str) -> Body:
+        """The stored object (not a copy).
+
+        Raises:
+            StatusError: 404.
+        """
+        found = self.objects[(kind.group, kind.plural)].get((namespace or "", name))
+        if found is None:
+            raise not_found(kind.plural, kind.group, name)
+        return found
+
+    def get(self, kind: Kind, namespace: str | None, name: str) -> Body:
+        """A copy of an object, as of the kind's version."""
+        return shown(kind, self.find(kind, namespace, name))
+
+    def namespace(self, name: str) -> Body | None:
+        """The namespace of that name, if it exists."""
+        return self.objects[("", "namespaces")].get(("", name))
+
+    def list(self, kind: Kind, query: ListQuery) -> Body:
+        """One page of a list, as the API server answers it.
+
+        Raises:
+            StatusError: 400 for a bad continue token, 410 for a compacted resourceVersion,
+                504 for a resourceVersion from the future.
+        """
+        snapshot, start = self._list_start(query)
+        current = self.objects[(kind.group, kind.plural)]
+        state = (
+            current if snapshot == self.rv else self.history.state_at(snapshot, _rk(kind), current)
+        )
+        matched = [
+            (key, body)
+            for key, body in state.items()
+            if storage_key(key) > start and query.matches(body)
+        ]
+        items = sorted_objects(matched)
+        metadata: Body = {"resourceVersion": str(snapshot)}
+        if kind.custom:
+            metadata["continue"] = ""  # custom resources' lists always carry it
+        if query.limit and len(items) > query.limit:
+            rest = len(items) - query.limit
+            items = items[: query.limit]
+            last = items[-1]["metadata"]
+            key = storage_key((last.get("namespace") or "", last["name"]))
+            metadata["continue"] = _token(snapshot, key)
+            if not query.selector.requirements:
+                metadata["remainingItemCount"] = rest
+        return {
+            "kind": f"{kind.kind}List",
+            "apiVersion": kind.api_version,
+            "metadata": metadata,
+            "items": [_listed(kind, body) for body in items],
+        }
+
+    def _list_start(self, query: ListQuery) -> tuple[int, str]:
+        if query.token:
+            snapshot, start = _parse_token(query.token)
+            self.history.check(snapshot, "continue", self.rv)
+            return snapshot, start
+        snapshot = self.rv
+        if query.rv and query.rv != "0":
+            asked = _version(query.rv)
+            if asked > self.rv:
+                raise too_large_version(asked, self.rv)
+            if query.exact:
+                self.history.check(asked, "list", self.rv)
+                snapshot = asked
+        return snapshot, ""
+
+    def watch_start(self, kind: Kind, query: ListQuery, *, initial: bool) -> WatchStart:
+        """The first events of a watch from ``query.rv`` (or of the current state if unset).
+
+        Raises:
+            StatusError: 410 for a compacted resourceVersion (sent as an ``ERROR`` event).
+        """
+        current = self.objects[(kind.group, kind.plural)]
+        if initial or not query.rv or query.rv == "0":
+            listed = sorted_objects((k, b) for k, b in current.items() if query.matches(b))
+            return WatchStart([("ADDED", shown(kind, body)) for body in listed], self.rv)
+        since = _version(query.rv)
+        self.history.check(since, "watch", self.rv)
+        events = []
+        for change in self.history.since(since, _rk(kind)):
+            if (seen := visible_change(change, query.matches)) is not None:
+                events.append((seen[0], shown(kind, seen[1])))
+        return WatchStart(events, self.rv)
+
+    def all_objects(self) -> Iterator[tuple[ResourceKey, Body]]:
+        """Every stored object, with its resource."""
+        for resource, objects in self.objects.items():
+            for body in objects.values():
+                yield resource, body
+
+
+def _rk(kind: Kind) -> ResourceKey:
+    return (kind.group, kind.plural)
+
+
+def shown(kind: Kind, body: Mapping[str, Any]) -> Body:
+    """A copy of a stored object as served in the kind's version."""
+    result = copy.deepcopy(dict(body))
+    result["apiVersion"] = kind.api_version
+    return result
+
+
+def _listed(kind: Kind, body: Mapping[str, Any]) -> Body:
+    """A list item: built-in kinds leave out ``apiVersion`` and ``kind``; custom ones keep them."""
+    result = shown(kind, body)
+    if not kind.custom:
+        result.pop("apiVersion", None)
+        result.pop("kind", None)
+    return result
+
+
+def _version(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise bad_request(f'invalid resource version "{text}"') from None
+    if value < 0:
+        raise bad_request(f'invalid resource version "{text}"')
+    return value
+
+
+def _token(rv: int, last: str) -> str:
+    document = {"v": "meta.k8s.io/v1", "rv": rv, "start": last + "\x00"}
+    return base64.urlsafe_b64encode(json.dumps(document).encode()).decode()
+
+
+def _parse_token(token: str) -> tuple[int, str]:
+    try:
+        document = json.loads(base64.urlsafe_b64decode(token.encode()))
+        return int(document["rv"]), str(document["start"]).removesuffix("\x00")
+    except (ValueError, KeyError, TypeError, binascii.Error) as exc:
+        message = f"invalid continue token: continue key is not valid: {exc}"
+        raise bad_request(message) from None

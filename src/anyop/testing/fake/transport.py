@@ -1,0 +1,67 @@
+"""An httpx transport that answers from a FakeCluster in-process, without sockets.
+
+Give it to anyop's client (``transport_factory``) or to any ``httpx.AsyncClient``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+
+import anyio
+import anyio.lowlevel
+import httpx
+
+from anyop.testing.fake.api import ApiRequest, ApiResponse
+
+__all__ = ["FakeTransport", "api_request_of"]
+
+Responder = Callable[[ApiRequest], "ApiResponse | AsyncIterator[bytes]"]
+
+
+def api_request_of(method: str, target: httpx.URL, content_type: str, body: bytes) -> ApiRequest:
+    """The API request of an HTTP request (the first value of each query parameter)."""
+    query = {key: target.params[key] for key in target.params}
+    return ApiRequest(method, target.path, query, content_type.split(";")[0].strip(), body)
+
+
+class _Body(httpx.AsyncByteStream):
+    def __init__(self, lines: AsyncIterator[bytes]) -> None:
+        self._lines = lines
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        # The lines' own iterator, not an async generator: one abandoned midway leaves nothing
+        # for Trio to finalize.
+        return self._lines
+
+    async def aclose(self) -> None:
+        close = getattr(self._lines, "aclose", None)
+        if close is not None:
+            await close()
+
+
+class FakeTransport(httpx.AsyncBaseTransport):
+    """Send httpx requests to a fake API in the same process.
+
+    Args:
+        respond: Answers one request: a whole response, or the lines of a watch (see
+            :meth:`FakeCluster.respond <anyop.testing.fake.cluster.FakeCluster.respond>`).
+
+    Guarantees:
+        Every request passes a checkpoint, so other tasks run and cancellation is seen even
+        when all requests are answered at once.
+    """
+
+    def __init__(self, respond: Responder) -> None:
+        self._respond = respond
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        """Answer a request from the fake API."""
+        body = await request.aread()
+        await anyio.lowlevel.checkpoint()
+        content_type = request.headers.get("content-type", "application/json")
+        answer = self._respond(api_request_of(request.method, request.url, content_type, body))
+        if isinstance(answer, ApiResponse):
+            content, kind = answer.content()
+            return httpx.Response(answer.status, headers={"content-type": kind}, content=content)
+        headers = {"content-type": "application/json", "transfer-encoding": "chunked"}
+        return httpx.Response(200, headers=headers, stream=_Body(answer))

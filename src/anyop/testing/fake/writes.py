@@ -1,0 +1,302 @@
+"""Writes: create, replace, patch and delete, with the API server's checks and side effects.
+
+Sync. Each function checks the request against the stored state, prepares the new object with
+:mod:`anyop.testing.fake.objects`, and commits it to the :class:`~anyop.testing.fake.store.Store`
+(finalizers, deletion, namespaces terminating, CRDs serving their kinds).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from anyop.testing.fake.kinds import CRD_KIND, Kind, kinds_of_crd
+from anyop.testing.fake.objects import (
+    generated_name,
+    is_same,
+    prepare_create,
+    prepare_update,
+)
+from anyop.testing.fake.patches import (
+    PatchFailed,
+    apply_json_patch,
+    apply_merge_patch,
+    apply_strategic_patch,
+)
+from anyop.testing.fake.statuses import (
+    StatusError,
+    already_exists,
+    bad_request,
+    conflict,
+    forbidden_terminating,
+    invalid,
+    not_found,
+    precondition_failed,
+    rejected_patch,
+    status_body,
+    success,
+    unsupported_media_type,
+)
+from anyop.testing.fake.store import Store, shown
+
+__all__ = ["MERGE", "JSON_PATCH", "STRATEGIC", "create", "delete", "patch", "replace"]
+
+Body = dict[str, Any]
+MERGE = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+STRATEGIC = "application/strategic-merge-patch+json"
+APPLY = "application/apply-patch+yaml"
+
+
+def _check_namespace(store: Store, kind: Kind, namespace: str | None, name: str) -> None:
+    if not kind.namespaced or namespace is None:
+        return
+    found = store.namespace(namespace)
+    if found is None:
+        raise not_found("namespaces", "", namespace)
+    if found["metadata"].get("deletionTimestamp"):
+        raise forbidden_terminating(kind.plural, kind.group, name, namespace)
+
+
+def create(store: Store, kind: Kind, namespace: str | None, body: Mapping[str, Any]) -> Body:
+    """Create an object; with ``generateName``, under a new name.
+
+    Raises:
+        StatusError: 400 (namespace mismatch), 403 (terminating namespace), 404 (no namespace),
+            409 AlreadyExists, 422 Invalid.
+    """
+    if not isinstance(body, Mapping):
+        raise bad_request("the body of the request is not a JSON object")
+    metadata = dict(body.get("metadata") or {})
+    if metadata.get("resourceVersion"):
+        message = "resourceVersion should not be set on objects to be created"
+        raise StatusError(status_body(500, "", message))
+    given = metadata.get("namespace")
+    if kind.namespaced and given and namespace and given != namespace:
+        raise bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request"
+        )
+    if not metadata.get("name") and metadata.get("generateName"):
+        metadata["name"] = generated_name(str(metadata["generateName"]), store.rng)
+    name = str(metadata.get("name") or "")
+    obj = prepare_create(
+        kind,
+        {**body, "metadata": metadata},
+        namespace=namespace if kind.namespaced else None,
+        uid=store.uid(),
+        now=store.now(),
+    )
+    obj = _crd_defaults(kind, obj)
+    _check_namespace(store, kind, namespace, name)
+    if (namespace or "", name) in store.objects[(kind.group, kind.plural)]:
+        raise already_exists(kind.plural, kind.group, name)
+    created = store.commit(kind, "ADDED", obj, None)
+    if kind == CRD_KIND:
+        _establish(store, created)
+    return shown(kind, created)
+
+
+def _establish(store: Store, crd: Body) -> None:
+    """Accept a CRD's names and serve its kinds, as the API server's CRD controllers do."""
+    spec = crd.get("spec") or {}
+    names = dict(spec.get("names") or {})
+    names.setdefault("singular", str(names.get("kind", "")).lower())
+    names.setdefault("listKind", f"{names.get('kind', '')}List")
+    now = store.now()
+    conditions = [
+        {
+            "type": "NamesAccepted",
+            "status": "True",
+            "lastTransitionTime": now,
+            "reason": "NoConflicts",
+            "message": "no conflicts found",
+        },
+        {
+            "type": "Established",
+            "status": "True",
+            "lastTransitionTime": now,
+            "reason": "InitialNamesAccepted",
+            "message": "the initial names have been accepted",
+        },
+    ]
+    stored = store.find(CRD_KIND, None, crd["metadata"]["name"])
+    established = {**stored, "status": {**stored.get("status", {}), "conditions": conditions}}
+    established["status"]["acceptedNames"] = names
+    store.commit(CRD_KIND, "MODIFIED", established, stored)
+    for kind in kinds_of_crd(established):
+        store.serve(kind)
+
+
+def _crd_defaults(kind: Kind, obj: Body) -> Body:
+    if kind != CRD_KIND:
+        return obj
+    spec = obj.setdefault("spec", {})
+    names = spec.setdefault("names", {})
+    names.setdefault("singular", str(names.get("kind", "")).lower())
+    names.setdefault("listKind", f"{names.get('kind', '')}List")
+    spec.setdefault("conversion", {"strategy": "None"})
+    versions = [v["name"] for v in spec.get("versions") or () if v.get("storage")]
+    obj["status"] = {
+        "conditions": None,
+        "acceptedNames": {"plural": "", "kind": ""},
+        "storedVersions": versions,
+    }
+    return obj
+
+
+def _check_version(kind: Kind, stored: Mapping[str, Any], given: Any) -> None:
+    if given and str(given) != stored["metadata"].get("resourceVersion"):
+        raise conflict(kind.plural, kind.group, stored["metadata"]["name"])
+
+
+def _update(
+    store: Store, kind: Kind, stored: Body, new: Mapping[str, Any], subresource: str | None
+) -> Body:
+    obj = prepare_update(kind, stored, new, subresource=subresource)
+    if is_same(stored, obj):
+        return shown(kind, stored)
+    metadata = obj["metadata"]
+    if metadata.get("deletionTimestamp") and not metadata.get("finalizers"):
+        store.commit(kind, "DELETED", stored, stored)  # watches see the last stored state
+        obj["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"]
+        return shown(kind, obj)  # the final removal answers with the last stored version
+    return shown(kind, store.commit(kind, "MODIFIED", obj, stored))
+
+
+def replace(
+    store: Store,
+    kind: Kind,
+    namespace: str | None,
+    name: str,
+    body: Mapping[str, Any],
+    subresource: str | None = None,
+) -> Body:
+    """Replace an object (PUT), or its status.
+
+    Raises:
+        StatusError: 400 (name mismatch), 404, 409 Conflict (stale resourceVersion), 422.
+    """
+    if not isinstance(body, Mapping):
+        raise bad_request("the body of the request is not a JSON object")
+    metadata = body.get("metadata") or {}
+    if metadata.get("name") != name:
+        given = metadata.get("name") or ""
+        raise bad_request(
+            f"the name of the object ({given}) does not match the name on the URL ({name})"
+        )
+    stored = store.find(kind, namespace, name)
+    version = metadata.get("resourceVersion")
+    if kind.custom and not version:
+        message = "Invalid value: 0: must be specified for an update"
+        cause = {"reason": "FieldValueInvalid", "message": message}
+        raise invalid(kind.plural, kind.group, name, [("metadata.resourceVersion", cause)])
+    _check_version(kind, stored, version)
+    return _update(store, kind, stored, body, subresource)
+
+
+def _patched(kind: Kind, stored: Body, content_type: str, document: bytes) -> Any:
+    accepted = [JSON_PATCH, MERGE, APPLY] if kind.custom else [JSON_PATCH, MERGE, STRATEGIC, APPLY]
+    if content_type not in accepted or content_type == APPLY:
+        raise unsupported_media_type(accepted)
+    try:
+        patch = json.loads(document)
+    except ValueError as exc:
+        raise bad_request(f"error decoding patch: {exc}") from None
+    current = shown(kind, stored)
+    if content_type == JSON_PATCH:
+        try:
+            return apply_json_patch(current, patch)
+        except PatchFailed:
+            raise rejected_patch() from None
+    if not isinstance(patch, Mapping):
+        raise bad_request("error decoding patch: a merge patch is a JSON object")
+    if content_type == STRATEGIC:
+        return apply_strategic_patch(current, patch)
+    return apply_merge_patch(current, patch)
+
+
+def patch(
+    store: Store,
+    kind: Kind,
+    namespace: str | None,
+    name: str,
+    content_type: str,
+    document: bytes,
+    subresource: str | None = None,
+) -> Body:
+    """Patch an object, or its status, with a merge, JSON or strategic merge patch.
+
+    Raises:
+        StatusError: 400 (undecodable), 404, 409 (stale resourceVersion in the patch),
+            415 (strategic merge on a custom resource, or server-side apply), 422.
+    """
+    stored = store.find(kind, namespace, name)
+    result = _patched(kind, stored, content_type, document)
+    if not isinstance(result, Mapping):
+        raise rejected_patch()
+    _check_version(kind, stored, (result.get("metadata") or {}).get("resourceVersion"))
+    return _update(store, kind, stored, result, subresource)
+
+
+def delete(
+    store: Store, kind: Kind, namespace: str | None, name: str, options: Mapping[str, Any]
+) -> Body:
+    """Delete an object: at once, or mark it (``deletionTimestamp``) while finalizers remain.
+
+    Returns:
+        The object while it stays (finalizers, namespaces), else a ``Status`` of success.
+
+    Raises:
+        StatusError: 404, 409 (a precondition failed).
+    """
+    stored = store.find(kind, namespace, name)
+    metadata = stored["metadata"]
+    _check_preconditions(kind, stored, options.get("preconditions") or {})
+    if metadata.get("deletionTimestamp"):
+        return shown(kind, stored)
+    finalizers = list(metadata.get("finalizers") or ())
+    policy = options.get("propagationPolicy")
+    extra = {"Foreground": "foregroundDeletion", "Orphan": "orphan"}.get(str(policy))
+    if extra and extra not in finalizers:
+        finalizers.append(extra)
+    is_namespace = kind.plural == "namespaces" and not kind.group
+    if not finalizers and not is_namespace:
+        _delete_dependents(store, kind, stored)
+        store.commit(kind, "DELETED", stored, stored)
+        return success(name, kind.group, kind.plural, metadata["uid"])
+    marked = {**stored, "metadata": {**metadata, "deletionTimestamp": store.now()}}
+    if not is_namespace:
+        marked["metadata"]["deletionGracePeriodSeconds"] = 0
+        marked["metadata"]["finalizers"] = finalizers
+    else:
+        marked["status"] = {**stored.get("status", {}), "phase": "Terminating"}
+    return shown(kind, store.commit(kind, "MODIFIED", marked, stored))
+
+
+def _check_preconditions(kind: Kind, stored: Body, preconditions: Mapping[str, Any]) -> None:
+    metadata = stored["metadata"]
+    name = metadata["name"]
+    uid, version = preconditions.get("uid"), preconditions.get("resourceVersion")
+    if uid is not None and uid != metadata["uid"]:
+        why = (
+            f"the UID in the precondition ({uid}) does not match the UID in record "
+            f"({metadata['uid']}). The object might have been deleted and then recreated"
+        )
+        raise precondition_failed(kind.kind, kind.group, name, why)
+    if version is not None and version != metadata["resourceVersion"]:
+        why = (
+            f"the ResourceVersion in the precondition ({version}) does not match the "
+            f"ResourceVersion in record ({metadata['resourceVersion']}). The object might have "
+            "been modified"
+        )
+        raise precondition_failed(kind.kind, kind.group, name, why)
+
+
+def _delete_dependents(store: Store, kind: Kind, stored: Body) -> None:
+    """A deleted CRD takes its custom resources with it."""
+    if kind != CRD_KIND:
+        return
+    for gone in store.unserve(stored["metadata"]["name"]):
+        for body in list(store.objects[(gone.group, gone.plural)].values()):
+            store.commit(gone, "DELETED", body, body)

@@ -1,0 +1,166 @@
+"""Fixtures of the conformance suite: each scenario runs on the real control plane and on
+FakeCluster, and what they answered must be the same (after normalisation)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from tests.conformance.harness import GROUP, Scenario, Target, normalise
+
+from anyop.kube.transport import KubeTransport
+from anyop.testing.controlplane import LocalControlPlane
+from anyop.testing.fake import FakeCluster
+
+Conform = Callable[[Scenario], Awaitable[None]]
+WALL_TIMES: dict[str, float] = defaultdict(float)
+
+_STATUS_SCHEMA = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+WIDGET_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": f"widgets.{GROUP}"},
+    "spec": {
+        "group": GROUP,
+        "scope": "Namespaced",
+        "names": {"kind": "Widget", "plural": "widgets", "singular": "widget",
+                  "shortNames": ["wd"]},
+        "versions": [{
+            "name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
+            "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                "spec": {"type": "object", "properties": {
+                    "size": {"type": "integer"},
+                    "color": {"type": "string", "enum": ["red", "blue"]},
+                    "tags": {"type": "array", "items": {"type": "string"}},
+                    "limits": {"type": "object", "additionalProperties": {"type": "integer"}},
+                    "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                    "nested": {"type": "object", "required": ["key"],
+                               "properties": {"key": {"type": "string"}}},
+                }},
+                "status": _STATUS_SCHEMA,
+            }}},
+        }],
+    },
+}  # fmt: skip
+GADGET_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": f"gadgets.{GROUP}"},
+    "spec": {
+        "group": GROUP,
+        "scope": "Cluster",
+        "names": {"kind": "Gadget", "plural": "gadgets"},
+        "versions": [{
+            "name": "v1", "served": True, "storage": True,
+            "schema": {"openAPIV3Schema": {"type": "object",
+                                           "x-kubernetes-preserve-unknown-fields": True}},
+        }],
+    },
+}  # fmt: skip
+CRDS = (WIDGET_CRD, GADGET_CRD)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every conformance test needs the control plane too: mark it ``conformance`` and ``e2e``."""
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.conformance)
+            item.add_marker(pytest.mark.e2e)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Report the wall time spent in each target."""
+    if WALL_TIMES:
+        times = ", ".join(f"{name} {seconds:.2f}s" for name, seconds in sorted(WALL_TIMES.items()))
+        terminalreporter.write_line(f"conformance wall time per target: {times}")
+
+
+@pytest.fixture(scope="session")
+def conformance_crds(anyop_controlplane: LocalControlPlane) -> None:
+    """The scenarios' CRDs, applied once to the real control plane and Established."""
+    import json
+
+    from anyop.testing.pytest_plugin import kubectl, wait_for_crd
+
+    for crd in CRDS:
+        kubectl(anyop_controlplane, "apply", "-f", "-", stdin=json.dumps(crd))
+    for crd in CRDS:
+        wait_for_crd(anyop_controlplane, crd["metadata"]["name"])
+
+
+async def _new_namespace(api: httpx.AsyncClient, name: str) -> None:
+    body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    (await api.post("/api/v1/namespaces", json=body)).raise_for_status()
+
+
+async def _cleanup_gadgets(api: httpx.AsyncClient) -> None:
+    """Gadgets are cluster-scoped: remove those of earlier scenarios (finalizers included)."""
+    listed = (await api.get(f"/apis/{GROUP}/v1/gadgets")).json()
+    for item in listed.get("items", []):
+        path = f"/apis/{GROUP}/v1/gadgets/{item['metadata']['name']}"
+        if item["metadata"].get("finalizers"):
+            patch = {"metadata": {"finalizers": None}}
+            headers = {"Content-Type": "application/merge-patch+json"}
+            await api.patch(path, json=patch, headers=headers)
+        await api.delete(path)
+
+
+@pytest.fixture
+async def real_api(
+    anyop_controlplane: LocalControlPlane, conformance_crds: None
+) -> AsyncIterator[httpx.AsyncClient]:
+    """An admin client of the real control plane."""
+    tls = anyop_controlplane.ssl_context()
+    transport = KubeTransport(tls)  # its bodies are plain iterators (see harness._raw_chunks)
+    async with httpx.AsyncClient(
+        base_url=anyop_controlplane.server, transport=transport, timeout=30
+    ) as api:
+        await _cleanup_gadgets(api)
+        yield api
+
+
+async def run_on(
+    name: str, api: httpx.AsyncClient, namespace: str, scenario: Scenario
+) -> list[Any]:
+    """Run a scenario on one target in a new namespace; return its normalised records."""
+    started = time.monotonic()
+    await _new_namespace(api, namespace)
+    target = Target(name, api, namespace)
+    await scenario(target)
+    WALL_TIMES[name] += time.monotonic() - started
+    return normalise(target.records, namespace)
+
+
+def _diff(real: list[Any], fake: list[Any]) -> str:
+    import difflib
+    import json
+
+    lines = [json.dumps(item, indent=1, sort_keys=True) for item in (real, fake)]
+    diff = difflib.unified_diff(
+        lines[0].splitlines(), lines[1].splitlines(), "real", "fake", lineterm="", n=4
+    )
+    return "\n" + "\n".join(diff)
+
+
+@pytest.fixture
+def conform(real_api: httpx.AsyncClient) -> Conform:
+    """``await conform(scenario)``: run it on both targets and assert the same records."""
+
+    async def run(scenario: Scenario) -> None:
+        namespace = f"conf-{uuid.uuid4().hex[:8]}"
+        real = await run_on("real", real_api, namespace, scenario)
+        fake = FakeCluster()
+        for crd in CRDS:
+            fake.create(crd)
+        async with fake.client(timeout=30) as api:
+            faked = await run_on("fake", api, namespace, scenario)
+        assert faked == real, _diff(real, faked)
+
+    return run

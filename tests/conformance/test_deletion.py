@@ -1,0 +1,154 @@
+"""Conformance: deletion, finalizers, preconditions, propagation policies, namespaces."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from tests.conformance.conftest import Conform
+from tests.conformance.harness import JSON_PATCH, Target
+
+pytestmark = pytest.mark.anyio
+
+
+def _cm(name: str, *finalizers: str) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name}
+    if finalizers:
+        metadata["finalizers"] = list(finalizers)
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": {"x": "1"}}
+
+
+async def test_delete_without_finalizers_answers_a_success_status(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await t.post(t.cm(), _cm("a"))
+        await t.delete(t.cm("a"))
+        await t.get(t.cm("a"))
+        await t.delete(t.cm("a"))
+
+    await conform(scenario)
+
+
+async def test_delete_of_a_custom_resource_answers_a_success_status(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        body = {"apiVersion": "conformance.anyop.dev/v1", "kind": "Widget",
+                "metadata": {"name": "w"}, "spec": {"size": 1}}  # fmt: skip
+        await t.post(t.widgets(), body)
+        await t.delete(t.widgets("w"))
+
+    await conform(scenario)
+
+
+async def test_delete_with_finalizers_marks_the_object_and_keeps_it(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await t.post(t.cm(), _cm("a", "x.dev/f"))
+        await t.delete(t.cm("a"))
+        await t.get(t.cm("a"))
+        await t.delete(t.cm("a"))
+
+    await conform(scenario)
+
+
+async def test_removing_the_last_finalizer_deletes_the_object(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await t.post(t.cm(), _cm("a", "x.dev/f", "y.dev/g"))
+        await t.delete(t.cm("a"))
+        await t.patch(t.cm("a"), {"metadata": {"finalizers": ["y.dev/g"]}})
+        await t.patch(t.cm("a"), {"metadata": {"finalizers": None}})
+        await t.get(t.cm("a"))
+
+    await conform(scenario)
+
+
+async def test_removing_finalizers_with_a_json_patch_test_deletes_the_object(
+    conform: Conform,
+) -> None:
+    async def scenario(t: Target) -> None:
+        await t.post(t.cm(), _cm("a", "x.dev/f"))
+        marked = await t.delete(t.cm("a"))
+        ops = [{"op": "test", "path": "/metadata/resourceVersion",
+                "value": marked["metadata"]["resourceVersion"]},
+               {"op": "remove", "path": "/metadata/finalizers/0"}]  # fmt: skip
+        await t.patch(t.cm("a"), ops, ct=JSON_PATCH)
+        await t.get(t.cm("a"))
+
+    await conform(scenario)
+
+
+async def test_adding_a_finalizer_during_deletion_is_422_forbidden(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await t.post(t.cm(), _cm("a", "x.dev/f"))
+        await t.delete(t.cm("a"))
+        await t.patch(t.cm("a"), {"metadata": {"finalizers": ["x.dev/f", "y.dev/new"]}})
+
+    await conform(scenario)
+
+
+async def test_changes_during_deletion_keep_the_deletion_timestamp(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await t.post(t.cm(), _cm("a", "x.dev/f"))
+        await t.delete(t.cm("a"))
+        await t.patch(t.cm("a"), {"data": {"x": "2"}, "metadata": {"deletionTimestamp": None}})
+
+    await conform(scenario)
+
+
+async def test_delete_preconditions_on_uid_and_resource_version(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        made = await t.post(t.cm(), _cm("a"))
+        await t.delete(
+            t.cm("a"), {"preconditions": {"uid": "00000000-0000-4000-8000-000000000000"}}
+        )
+        await t.delete(t.cm("a"), {"preconditions": {"resourceVersion": "1"}})
+        rv = made["metadata"]["resourceVersion"]
+        await t.delete(t.cm("a"), {"preconditions": {"resourceVersion": rv}})
+
+    await conform(scenario)
+
+
+async def test_foreground_deletion_adds_its_finalizer(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await t.post(t.cm(), _cm("a"))
+        await t.delete(t.cm("a"), {"kind": "DeleteOptions", "apiVersion": "v1",
+                                   "propagationPolicy": "Foreground"})  # fmt: skip
+        await t.patch(t.cm("a"), {"metadata": {"finalizers": None}})
+
+    await conform(scenario)
+
+
+async def test_orphan_deletion_adds_its_finalizer(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await t.post(t.cm(), _cm("a"))
+        await t.delete(t.cm("a"), params={"propagationPolicy": "Orphan"})
+        await t.patch(t.cm("a"), {"metadata": {"finalizers": None}})
+
+    await conform(scenario)
+
+
+async def test_background_deletion_deletes_at_once(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await t.post(t.cm(), _cm("a"))
+        await t.delete(t.cm("a"), {"propagationPolicy": "Background"})
+
+    await conform(scenario)
+
+
+async def test_deleted_namespace_stays_terminating_without_a_controller(conform: Conform) -> None:
+    # The real control plane runs no namespace controller; FakeCluster does the same.
+    async def scenario(t: Target) -> None:
+        name = f"{t.namespace}-gone"
+        await t.post("/api/v1/namespaces", {"metadata": {"name": name}})
+        await t.delete(f"/api/v1/namespaces/{name}")
+        await t.get(f"/api/v1/namespaces/{name}")
+        await t.post(t.core("configmaps", namespace=name), _cm("a"))
+
+    await conform(scenario)
+
+
+async def test_a_recreated_object_gets_a_new_uid(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        first = await t.post(t.cm(), _cm("a"))
+        await t.delete(t.cm("a"))
+        second = await t.post(t.cm(), _cm("a"))
+        t.note("new uid", first["metadata"]["uid"] != second["metadata"]["uid"])
+
+    await conform(scenario)

@@ -1,0 +1,152 @@
+"""Conformance: lists, pagination, label and field selectors, resourceVersion parameters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from tests.conformance.conftest import Conform
+from tests.conformance.harness import Target
+
+pytestmark = pytest.mark.anyio
+
+
+def _cm(name: str, **labels: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "labels": labels}, "data": {"n": name}}  # fmt: skip
+
+
+async def _three(t: Target) -> None:
+    for name, tier in (("c", "web"), ("a", "db"), ("b", "web")):
+        await t.call("POST", t.cm(), _cm(name, tier=tier, app="x"), record=lambda d: None)
+
+
+async def test_list_is_sorted_by_name_without_kind_in_items(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await _three(t)
+        await t.get(t.cm())
+
+    await conform(scenario)
+
+
+async def test_list_of_custom_resources_keeps_kind_in_items(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        body = {"apiVersion": "conformance.anyop.dev/v1", "kind": "Widget",
+                "metadata": {"name": "w"}, "spec": {"size": 1}}  # fmt: skip
+        await t.post(t.widgets(), body)
+        await t.get(t.widgets())
+
+    await conform(scenario)
+
+
+async def test_list_pages_with_limit_and_continue(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await _three(t)
+        first = await t.get(t.cm(), params={"limit": "2"})
+        token = first["metadata"]["continue"]
+        await t.get(t.cm(), params={"limit": "2", "continue": token})
+
+    await conform(scenario)
+
+
+async def test_later_pages_show_the_state_of_the_first_page(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await _three(t)
+        first = await t.get(t.cm(), params={"limit": "1"})
+        await t.call("DELETE", t.cm("c"), record=lambda d: None)
+        await t.call("POST", t.cm(), _cm("d"), record=lambda d: None)
+        await t.get(t.cm(), params={"limit": "5", "continue": first["metadata"]["continue"]})
+
+    await conform(scenario)
+
+
+async def test_a_garbled_continue_token_is_400(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await t.get(t.cm(), params={"limit": "1", "continue": "garbage"},
+                    record=lambda d: (d["code"], d["reason"]))  # fmt: skip
+
+    await conform(scenario)
+
+
+async def test_label_selectors_of_every_form(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await _three(t)
+        selectors = ["tier=web", "tier==db", "tier!=web", "tier in (db,web)", "tier notin (web)"]
+        for selector in [*selectors, "app", "!app", "app=x,tier=db", "missing=1"]:
+            await t.get(t.cm(), params={"labelSelector": selector},
+                        record=lambda d: [i["metadata"]["name"] for i in d["items"]])  # fmt: skip
+
+    await conform(scenario)
+
+
+async def test_a_malformed_label_selector_is_400(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await t.get(t.cm(), params={"labelSelector": "a in (b"})
+
+    await conform(scenario)
+
+
+async def test_field_selectors_on_name_and_namespace(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await _three(t)
+        names = lambda d: [i["metadata"]["name"] for i in d["items"]]  # noqa: E731
+        await t.get(t.cm(), params={"fieldSelector": "metadata.name=b"}, record=names)
+        await t.get(t.cm(), params={"fieldSelector": "metadata.name!=b"}, record=names)
+        await t.get("/api/v1/configmaps", record=names,
+                    params={"fieldSelector": f"metadata.namespace={t.namespace}"})  # fmt: skip
+
+    await conform(scenario)
+
+
+async def test_a_field_selector_on_an_unknown_field_is_400(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await t.get(t.cm(), params={"fieldSelector": "spec.x=1"})
+
+    await conform(scenario)
+
+
+async def test_remaining_item_count_is_absent_with_a_selector(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await _three(t)
+        await t.get(t.cm(), params={"limit": "1", "labelSelector": "app=x"})
+
+    await conform(scenario)
+
+
+async def test_list_at_an_exact_older_resource_version(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        first = await t.post(t.cm(), _cm("a"))
+        await t.call("POST", t.cm(), _cm("b"), record=lambda d: None)
+        rv = first["metadata"]["resourceVersion"]
+        await t.get(t.cm(), params={"resourceVersion": rv, "resourceVersionMatch": "Exact"})
+        await t.get(t.cm(), params={"resourceVersion": "0"},
+                    record=lambda d: [i["metadata"]["name"] for i in d["items"]])  # fmt: skip
+
+    await conform(scenario)
+
+
+async def test_list_at_a_resource_version_from_the_future_is_504(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await t.get(t.cm(), params={"resourceVersion": "999999999"},
+                    record=lambda d: (d["code"], d["reason"], d["details"]))  # fmt: skip
+
+    await conform(scenario)
+
+
+async def test_cluster_wide_list_spans_namespaces_in_order(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        other = f"{t.namespace}-b"
+        await t.call("POST", "/api/v1/namespaces", {"metadata": {"name": other}},
+                     record=lambda d: None)  # fmt: skip
+        await t.call(
+            "POST", t.core("configmaps", namespace=other), _cm("z", mark="m"), record=lambda d: None
+        )
+        await t.call("POST", t.cm(), _cm("y", mark="m"), record=lambda d: None)
+
+        def ours(d: Any) -> list[tuple[str, str]]:
+            pairs = [(i["metadata"]["namespace"], i["metadata"]["name"]) for i in d["items"]]
+            return [pair for pair in pairs if t.namespace in pair[0]]
+
+        await t.get("/api/v1/configmaps", params={"labelSelector": "mark=m"}, record=ours)
+
+    await conform(scenario)

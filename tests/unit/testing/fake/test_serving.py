@@ -1,0 +1,118 @@
+"""FakeCluster served in-process and over loopback, on both backends and on virtual time."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import httpx
+import pytest
+import trio
+import trio.testing
+
+from anyop.kube.auth import Vault
+from anyop.kube.client import open_client
+from anyop.kube.connection import ConnectionInfo
+from anyop.kube.resources import Resource
+from anyop.testing.fake import FakeCluster
+
+pytestmark = pytest.mark.anyio
+
+CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"x": "1"}}
+
+
+async def _namespace(api: httpx.AsyncClient) -> None:
+    (await api.post("/api/v1/namespaces", json={"metadata": {"name": "ns"}})).raise_for_status()
+
+
+async def test_in_process_client_creates_and_reads_objects() -> None:
+    async with FakeCluster().client() as api:
+        await _namespace(api)
+        created = await api.post("/api/v1/namespaces/ns/configmaps", json=CM)
+        fetched = await api.get("/api/v1/namespaces/ns/configmaps/a")
+    assert created.status_code == 201
+    assert fetched.json()["data"] == {"x": "1"}
+
+
+async def test_loopback_server_answers_any_http_client_via_its_kubeconfig(tmp_path: Path) -> None:
+    fake = FakeCluster()
+    async with anyio.create_task_group() as tg:
+        url = await tg.start(fake.serve)
+        config = json.loads(fake.write_kubeconfig(tmp_path / "kubeconfig").read_text())
+        async with httpx.AsyncClient(base_url=config["clusters"][0]["cluster"]["server"]) as api:
+            await _namespace(api)
+            await api.post("/api/v1/namespaces/ns/configmaps", json=CM)
+            params = {"watch": "true", "timeoutSeconds": "1"}
+            path = "/api/v1/namespaces/ns/configmaps"
+            async with api.stream("GET", path, params=params) as stream:
+                body = await stream.aread()
+        tg.cancel_scope.cancel()
+    assert url.startswith("http://127.0.0.1:")
+    assert [json.loads(line)["type"] for line in body.splitlines()] == ["ADDED"]
+
+
+async def test_anyops_own_client_works_through_the_transport_factory() -> None:
+    fake = FakeCluster()
+    vault = Vault()
+    await vault.populate({"fake": ConnectionInfo(server="http://fake-cluster.invalid")})
+    configmaps = Resource("", "v1", "configmaps", kind="ConfigMap", namespaced=True)
+    async with open_client(vault, transport_factory=fake.transport_factory) as client:
+        await client.create(
+            Resource("", "v1", "namespaces", namespaced=False), {"metadata": {"name": "ns"}}
+        )
+        await client.create(configmaps, CM, namespace="ns")
+        listed = await client.list(configmaps, namespace="ns")
+    assert [item["metadata"]["name"] for item in listed.items] == ["a"]
+
+
+async def test_two_clusters_with_one_seed_make_the_same_objects() -> None:
+    bodies = []
+    for _ in range(2):
+        async with FakeCluster(seed=7).client() as api:
+            await _namespace(api)
+            made = await api.post("/api/v1/namespaces/ns/configmaps",
+                                  json={"metadata": {"generateName": "g-"}})  # fmt: skip
+            bodies.append(made.json())
+    assert bodies[0] == bodies[1]
+
+
+def test_watch_timeouts_and_bookmarks_run_on_virtual_time() -> None:
+    async def main() -> list[str]:
+        async with FakeCluster().client() as api:
+            await _namespace(api)
+            params = {"watch": "1", "allowWatchBookmarks": "true", "timeoutSeconds": "600"}
+            async with api.stream("GET", "/api/v1/namespaces/ns/configmaps", params=params) as resp:
+                body = await resp.aread()
+        return [json.loads(line)["type"] for line in body.splitlines()]
+
+    clock = trio.testing.MockClock(autojump_threshold=0)
+    types = trio.run(main, clock=clock)
+    assert types == ["BOOKMARK"] * 10  # one a minute, the last at the end
+    assert clock.current_time() >= 600
+
+
+async def test_a_compacted_resource_version_ends_a_watch_with_a_410_error_event() -> None:
+    fake = FakeCluster()
+    async with fake.client() as api:
+        await _namespace(api)
+        old = (await api.post("/api/v1/namespaces/ns/configmaps", json=CM)).json()
+        fake.compact()
+        rv = old["metadata"]["resourceVersion"]
+        params = {"watch": "1", "resourceVersion": str(int(rv) - 1)}
+        async with api.stream("GET", "/api/v1/namespaces/ns/configmaps", params=params) as resp:
+            events = [json.loads(line) for line in (await resp.aread()).splitlines()]
+        exact = {"resourceVersion": str(int(rv) - 1), "resourceVersionMatch": "Exact"}
+        listed = await api.get("/api/v1/namespaces/ns/configmaps", params=exact)
+    assert [(e["type"], e["object"]["code"], e["object"]["reason"]) for e in events] == [
+        ("ERROR", 410, "Expired")
+    ]
+    assert (listed.status_code, listed.json()["reason"]) == (410, "Expired")
+
+
+async def test_a_bad_request_gets_a_status_and_the_cluster_keeps_serving() -> None:
+    async with FakeCluster().client() as api:
+        bad = await api.post("/api/v1/namespaces", content=b"{garbage")
+        good = await api.get("/api/v1/namespaces/default")
+    assert (bad.status_code, bad.json()["reason"]) == (400, "BadRequest")
+    assert good.status_code == 200
