@@ -1,12 +1,12 @@
 """The engine's own CPU per object, without a server: ``python -m bench.cycle [--objects 5000]``.
 
-N listed KopfExamples go through anyop's real :class:`~anyop.engine.objects.ObjectWorkers` and
-:class:`~anyop.engine.reconcile.Reconciler` with one async create handler returning a dict (the
-``bulk`` scenario's operator). The API client is an in-memory stand-in: a patch is merged into the
-object (with a new ``resourceVersion``), the response comes back as a fresh JSON-decoded body, and
-the same body comes back once more as the watch's ``MODIFIED`` echo, which the engine handles too.
-So each object costs two handling cycles, one patch and no network: the part of ``bulk``'s
-``cpu_s`` that is anyop's engine and not its HTTP client, the server, or the start-up.
+N listed KopfExamples go through anyop's real :class:`~anyop.engine.resource.workers.ObjectWorkers`
+and :class:`~anyop.engine.cycle.reconciler.Reconciler` with one async create handler returning a
+dict (the ``bulk`` scenario's operator). The API client is an in-memory stand-in: a patch is merged
+into the object (with a new ``resourceVersion``), the response comes back as a fresh JSON-decoded
+body, and the same body comes back once more as the watch's ``MODIFIED`` echo, which the engine
+handles too. So each object costs two handling cycles, one patch and no network: the part of
+``bulk``'s ``cpu_s`` that is anyop's engine and not its HTTP client, the server, or the start-up.
 
 The cyclic garbage collector is tuned as ``anyop run`` tunes it. Printed: CPU microseconds per
 object (``time.process_time()``) for each backend, medians of the repetitions, which alternate.
@@ -33,10 +33,11 @@ import anyio
 import anyio.lowlevel
 
 import anyop
-from anyop.engine.objects import ObjectSlot, ObjectWorkers
-from anyop.engine.reconcile import Observed, Reconciler
-from anyop.engine.resources import persistence_for
-from anyop.engine.running import OPERATOR_GC_THRESHOLDS
+from anyop.engine.cycle.object_slots import ObjectSlot
+from anyop.engine.cycle.reconciler import Observed, Reconciler
+from anyop.engine.operator.launch import OPERATOR_GC_THRESHOLDS
+from anyop.engine.resource.serve_resource import persistence_for
+from anyop.engine.resource.workers import ObjectWorkers
 from anyop.handlers.registry import OperatorRegistry
 from anyop.kube.inflight import InFlight
 from anyop.kube.patches import merge

@@ -63,7 +63,8 @@ def attach(pid: int, path: Path, *, rate: int = 1000) -> subprocess.Popen[bytes]
 
 def frame_name(frame: str) -> str:
     """A frame named by its function and file only, whichever of its lines the sample was on:
-    ``Reconciler._cycle (anyop/engine/reconcile.py:202)`` as ``Reconciler._cycle (reconcile.py)``.
+    ``Reconciler._cycle (anyop/engine/cycle/reconciler.py:202)`` as ``Reconciler._cycle
+    (reconciler.py)``.
     """
     return _LOCATION.sub(r" (\1)", frame)
 

@@ -3,9 +3,9 @@ object, with no bodies, handlers or API calls.
 
 ``python -m bench.structure_floor [--objects 1000] [--backend asyncio|trio]``
 
-After ``import anyop``, it builds per object what anyop builds: a host task with its own task
-group, the daemon run in a cancel scope waiting on an event, and the sleeping timer as an entry in
-anyop's own timers' :class:`~anyop.engine.schedule.Schedule` (no task between its runs). It prints
+After ``import anyop``, it builds per object what anyop builds: a host task with its own task group,
+the daemon run in a cancel scope waiting on an event, and the sleeping timer as an entry in anyop's
+own timers' :class:`~anyop.engine.schedule.Schedule` (no task between its runs). It prints
 the RSS above the import, in all and per object. The side-by-side ``background`` scenario cannot
 cost less than this plus the import.
 """

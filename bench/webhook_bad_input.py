@@ -24,7 +24,7 @@ import anyio
 import httpx
 
 import anyop
-from anyop.engine.admission import Reviewer
+from anyop.engine.operator.admission_reviews import Reviewer
 from anyop.kube.resources import Resource
 from anyop.webhooks.managed import WebhookClientConfig
 

@@ -16,11 +16,18 @@ if "httpx" not in sys.modules:
 
 from anyop import on
 from anyop._version import __version__
-from anyop.engine.posting import event, exception, info, warn
-from anyop.engine.root import serve
-from anyop.engine.running import operator, run
-from anyop.engine.subhandlers import execute
-from anyop.engine.tasks import run_tasks, spawn_tasks
+from anyop.engine.cycle.subhandlers import execute
+from anyop.engine.daemons.stop_flags import (
+    AsyncDaemonStopped,
+    AsyncDaemonStopperChecker,
+    DaemonStopped,
+    SyncDaemonStopped,
+    SyncDaemonStopperChecker,
+)
+from anyop.engine.operator.asyncio_tasks import run_tasks, spawn_tasks
+from anyop.engine.operator.event_poster import event, exception, info, warn
+from anyop.engine.operator.launch import operator, run
+from anyop.engine.operator.serve import serve
 from anyop.errors import (
     AdmissionError,
     HandlerRetriesError,
@@ -54,14 +61,7 @@ from anyop.handlers.outcomes import ErrorsMode
 from anyop.handlers.records import HandlerId
 from anyop.handlers.registry import OperatorRegistry, get_default_registry, set_default_registry
 from anyop.handlers.selectors import EVERYTHING
-from anyop.handlers.stopping import (
-    AsyncDaemonStopped,
-    AsyncDaemonStopperChecker,
-    DaemonStopped,
-    DaemonStoppingReason,
-    SyncDaemonStopped,
-    SyncDaemonStopperChecker,
-)
+from anyop.handlers.stop_reasons import DaemonStoppingReason
 from anyop.hierarchies import (
     adjust_namespace,
     adopt,
@@ -99,7 +99,7 @@ from anyop.storage.progress import (
     SmartProgressStorage,
     StatusProgressStorage,
 )
-from anyop.storage.records import ProgressRecord
+from anyop.storage.progress_records import ProgressRecord
 from anyop.webhooks.managed import WebhookClientConfig, WebhookClientConfigService
 from anyop.webhooks.review import (
     Headers,

@@ -193,8 +193,8 @@ def run(
     \f
     Its positional parameters are its options: typer reads them from the signature.
     """
-    from anyop.engine.running import load_sources, thread_flags
-    from anyop.engine.running import run as run_operator
+    from anyop.engine.operator.launch import load_sources, thread_flags
+    from anyop.engine.operator.launch import run as run_operator
     from anyop.settings import settings_from_environ
 
     clusterwide = _scope(namespace or [], all_namespaces, backend)
@@ -258,7 +258,7 @@ def freeze(
     \f
     Its positional parameters are its options: typer reads them from the signature.
     """
-    from anyop.engine.peering import freeze as freeze_one
+    from anyop.engine.coordination.peering_keeper import freeze as freeze_one
 
     _only_one(namespace or [], all_namespaces)
     chosen = _priority(dev, priority, 100) or 0
@@ -298,7 +298,7 @@ def resume(
     \f
     Its positional parameters are its options: typer reads them from the signature.
     """
-    from anyop.engine.peering import thaw
+    from anyop.engine.coordination.peering_keeper import thaw
 
     _only_one(namespace or [], all_namespaces)
     _configure_logs(
@@ -348,8 +348,8 @@ def _peering_calls(act: Any, name: str, *, namespaces: list[str], done: str) -> 
     and echo ``done`` (with ``{where}`` filled in) after each; exit 1 on an anyop error."""
     import anyio
 
-    from anyop.engine.authentication import login
-    from anyop.engine.peering import describe
+    from anyop.engine.coordination.peering_keeper import describe
+    from anyop.engine.operator.login import login
     from anyop.kube.client import open_client
 
     if not name:

@@ -11,7 +11,7 @@ last successful renewal plus ``renew_deadline``. Since ``renew_deadline < lease_
 standby's clock starts when it sees that renewal (which is after the renewal was sent), the
 leader's work is cancelled before any standby may take the Lease.
 
-Nothing here does I/O: ``anyop.engine.leadership`` reads and writes the Lease.
+Nothing here does I/O: ``anyop.engine.coordination.lease_keeper`` reads and writes the Lease.
 """
 
 from __future__ import annotations

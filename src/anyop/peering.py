@@ -8,8 +8,8 @@ ends. An operator pauses while a live peer has a higher priority; peers of the s
 pause each other (and warn). A record whose ``lastseen`` is older than its ``lifetime`` belongs
 to a dead peer; any live peer removes it.
 
-Nothing here does I/O: ``anyop.engine.peering`` reads and writes the objects and acts on the
-:class:`Verdict` of :func:`judge`.
+Nothing here does I/O: ``anyop.engine.coordination.peering_keeper`` reads and writes the objects and
+acts on the :class:`Verdict` of :func:`judge`.
 """
 
 from __future__ import annotations

@@ -17,9 +17,10 @@ from tests.e2e.test_engine_e2e import DEADLINE, create, running, url, wait_for, 
 
 import anyop
 import anyop.on as on
+from anyop.engine.daemons.stop_flags import DaemonStopped
 from anyop.errors import PermanentError, TemporaryError
 from anyop.handlers.registry import OperatorRegistry
-from anyop.handlers.stopping import DaemonStopped, DaemonStoppingReason
+from anyop.handlers.stop_reasons import DaemonStoppingReason
 from anyop.settings import OperatorSettings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("kopfexample_crd", "anyop_kubeconfig")]

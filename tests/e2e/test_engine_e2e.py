@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 import anyop.on as on
-from anyop.engine.root import serve
+from anyop.engine.operator.serve import serve
 from anyop.errors import TemporaryError
 from anyop.handlers.registry import OperatorRegistry
 from anyop.kube.client import KubeClient

@@ -17,7 +17,7 @@ import pytest
 from tests.e2e.test_engine_e2e import DEADLINE, create, running, url, wait_for, wait_for_log
 
 import anyop.on as on
-from anyop.engine.reconcile import DEFERRING_MESSAGE
+from anyop.engine.cycle.reconciler import DEFERRING_MESSAGE
 from anyop.errors import TemporaryError
 from anyop.handlers.registry import OperatorRegistry
 from anyop.settings import OperatorSettings

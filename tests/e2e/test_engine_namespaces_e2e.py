@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 import anyop.on as on
-from anyop.engine.root import serve
+from anyop.engine.operator.serve import serve
 from anyop.handlers.registry import OperatorRegistry
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("kopfexample_crd", "anyop_kubeconfig")]

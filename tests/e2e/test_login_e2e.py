@@ -11,7 +11,7 @@ import pytest
 from tests.e2e.test_engine_e2e import create, running, url, wait_for, wait_for_log
 
 from anyop import ConnectionInfo, LoginError, on
-from anyop.engine.root import serve
+from anyop.engine.operator.serve import serve
 from anyop.handlers.registry import OperatorRegistry
 from anyop.testing.controlplane import LocalControlPlane
 

@@ -14,7 +14,7 @@ from tests.e2e.test_probes_e2e import operating
 
 import anyop.on as on
 from anyop import TemporaryError
-from anyop.engine.running import operator
+from anyop.engine.operator.launch import operator
 from anyop.handlers.registry import OperatorRegistry
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("kopfexample_crd", "anyop_kubeconfig")]

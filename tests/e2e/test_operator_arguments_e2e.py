@@ -17,7 +17,7 @@ from tests.e2e.test_engine_e2e import DEADLINE, create, url, wait_for
 
 import anyop
 import anyop.on as on
-from anyop.engine.running import operator
+from anyop.engine.operator.launch import operator
 from anyop.errors import ConfigError
 from anyop.handlers.registry import OperatorRegistry
 from anyop.testing.controlplane import LocalControlPlane

@@ -11,7 +11,7 @@ from tests.e2e.test_engine_e2e import create
 from tests.e2e.test_probes_e2e import operating, until_status
 
 import anyop
-import anyop.engine.probes as probes_module
+import anyop.engine.operator.health as probes_module
 import anyop.on as on
 from anyop.handlers.registry import OperatorRegistry
 

@@ -13,7 +13,7 @@ import pytest
 from tests.e2e.test_engine_e2e import DEADLINE
 
 import anyop.on as on
-from anyop.engine.running import operator
+from anyop.engine.operator.launch import operator
 from anyop.handlers.registry import OperatorRegistry
 from anyop.settings import OperatorSettings
 from anyop.testing.controlplane import LocalControlPlane

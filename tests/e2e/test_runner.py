@@ -11,7 +11,7 @@ from tests.e2e.test_engine_e2e import create, url, wait_for
 
 import anyop
 import anyop.on as on
-from anyop.engine.activities import ActivityError
+from anyop.engine.operator.activities import ActivityError
 from anyop.errors import AnyopError
 from anyop.handlers.outcomes import ErrorsMode
 from anyop.handlers.registry import OperatorRegistry

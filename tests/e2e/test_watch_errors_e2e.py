@@ -19,7 +19,7 @@ from tests.e2e.test_engine_e2e import DEADLINE, create, url, wait_for
 from tests.e2e.test_namespaces_forbidden_e2e import ROLE
 
 import anyop.on as on
-from anyop.engine.root import serve
+from anyop.engine.operator.serve import serve
 from anyop.handlers.registry import OperatorRegistry
 from anyop.kube.auth import Vault
 from anyop.kube.connection import ConnectionInfo

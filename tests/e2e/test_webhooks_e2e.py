@@ -26,8 +26,8 @@ from tests.e2e.test_cli_run import start_operator
 from tests.e2e.test_engine_e2e import DEADLINE, running, url
 
 import anyop.on as on
-from anyop.engine.root import serve
-from anyop.engine.running import single_error
+from anyop.engine.operator.launch import single_error
+from anyop.engine.operator.serve import serve
 from anyop.errors import AdmissionError, ConfigError
 from anyop.handlers.registry import OperatorRegistry
 from anyop.settings import OperatorSettings

@@ -8,7 +8,7 @@ import anyio
 import pytest
 from bench import cycle
 
-from anyop.engine.running import OPERATOR_GC_THRESHOLDS
+from anyop.engine.operator.launch import OPERATOR_GC_THRESHOLDS
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])

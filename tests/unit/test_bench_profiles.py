@@ -8,9 +8,9 @@ import pytest
 from bench import profiles
 
 FOLDED = """\
-main (run.py:1);cycle (anyop/engine/reconcile.py:10);patch (anyop/engine/patching.py:5) 6
-main (run.py:1);cycle (anyop/engine/reconcile.py:12);detect (anyop/handlers/causes.py:7) 3
-main (run.py:1);cycle (anyop/engine/reconcile.py:12) 1
+main (run.py:1);cycle (anyop/engine/cycle/reconciler.py:10);patch (anyop/engine/cycle/patch_writer.py:5) 6
+main (run.py:1);cycle (anyop/engine/cycle/reconciler.py:12);detect (anyop/handlers/causes.py:7) 3
+main (run.py:1);cycle (anyop/engine/cycle/reconciler.py:12) 1
 main (run.py:1);BaseEventLoop._run_once (base_events.py:9);EpollSelector.select (selectors.py:4) 50
 Thread._bootstrap (threading.py:1);Worker.run (_asyncio.py:3);Condition.wait (threading.py:2) 4
 run (trio/_run.py:1);EpollIOManager.get_events (trio/_core/_io_epoll.py:8) 30
@@ -24,8 +24,8 @@ def stacks() -> list[tuple[list[str], int]]:
 
 
 def test_frames_are_named_by_function_and_file() -> None:
-    name = profiles.frame_name("Reconciler._cycle (/work/src/anyop/engine/reconcile.py:202)")
-    assert name == "Reconciler._cycle (reconcile.py)"
+    name = profiles.frame_name("Reconciler._cycle (/work/src/anyop/engine/cycle/reconciler.py:202)")
+    assert name == "Reconciler._cycle (reconciler.py)"
     assert profiles.frame_name("<module> (<frozen runpy>)") == "<module> (<frozen runpy>)"
 
 
@@ -36,17 +36,17 @@ def test_waits_and_malformed_lines_are_not_busy_samples() -> None:
 def test_inclusive_shares_count_each_function_once_per_sample() -> None:
     total, ranked = profiles.shares(stacks())
     assert total == 20
-    assert ranked[:2] == [(1.0, "main (run.py)"), (0.5, "cycle (reconcile.py)")]
-    assert (0.3, "patch (patching.py)") in ranked
+    assert ranked[:2] == [(1.0, "main (run.py)"), (0.5, "cycle (reconciler.py)")]
+    assert (0.3, "patch (patch_writer.py)") in ranked
 
 
 def test_shares_under_a_function_and_of_innermost_frames() -> None:
     total, ranked = profiles.shares(stacks(), under="cycle", inclusive=False)
     assert total == 10
     assert ranked == [
-        (0.6, "patch (patching.py)"),
+        (0.6, "patch (patch_writer.py)"),
         (0.3, "detect (causes.py)"),
-        (0.1, "cycle (reconcile.py)"),
+        (0.1, "cycle (reconciler.py)"),
     ]
     assert profiles.shares(stacks(), under="nothing such") == (0, [])
 
@@ -57,7 +57,7 @@ def test_the_command_prints_the_shares(tmp_path: Path, capsys: pytest.CaptureFix
     profiles.main([str(path), "--under", "cycle", "--top", "1"])
     assert capsys.readouterr().out.splitlines() == [
         "10 busy samples through cycle",
-        "100.0 %  cycle (reconcile.py)",
+        "100.0 %  cycle (reconciler.py)",
     ]
 
 

@@ -1,9 +1,9 @@
 """Calling user code: async functions in the caller's task, sync ones in worker threads.
 
 Every handler, daemon, timer, filter callback and activity goes through :func:`invoke`. Sync
-functions run in anyop's daemon threads (:mod:`anyop.engine.threads`) under a capacity limiter,
-with the caller's context variables copied, so one blocking handler never blocks the event loop
-or other objects, and never keeps the process alive after the operator has exited.
+functions run in anyop's daemon threads (:mod:`anyop.engine.executor`) under a capacity
+limiter, with the caller's context variables copied, so one blocking handler never blocks the event
+loop or other objects, and never keeps the process alive after the operator has exited.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any, cast
 
 import anyio
 
-from anyop.engine.threads import run_sync
+from anyop.engine.executor import run_sync
 from anyop.handlers.context import current_body
 
 __all__ = [

@@ -49,7 +49,7 @@ _READ_MARGIN = 30.0  # the client's read timeout is timeoutSeconds plus this
 _INITIAL_END = "k8s.io/initial-events-end"
 QUIET_404S = 2
 """Consecutive 404s of a watch logged at INFO, not WARNING: a deleted CRD's watch gets one or two
-before the operator stops it (see :func:`anyop.engine.served.follow_crds`)."""
+before the operator stops it (see :func:`anyop.engine.serving.scope_groups.follow_crds`)."""
 
 _REFUSED = frozenset({400, 403, 422})  # sendInitialEvents is unknown, disabled or forbidden
 

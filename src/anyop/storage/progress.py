@@ -5,8 +5,8 @@ cause (``purpose``), how many times it ran (``retries``), whether it finally suc
 the last error message, and the ids of its sub-handlers (``subrefs``). Timestamps are ISO-8601 in
 UTC without a zone suffix, e.g. ``2020-02-14T16:58:25.396364``.
 
-Storages read and write these records (:mod:`~anyop.storage.records`) on the object itself: in
-annotations (Kopf's default), in the ``status`` stanza, or in several places. They never do I/O:
+Storages read and write these records (:mod:`~anyop.storage.progress_records`) on the object itself:
+in annotations (Kopf's default), in the ``status`` stanza, or in several places. They never do I/O:
 ``store``, ``purge`` and ``touch`` only add to the patch that the engine sends.
 
 Stored state is untrusted input: a record that cannot be read is treated as absent, and a
@@ -24,7 +24,7 @@ from anyop.handlers.diffs import FieldPath, FieldSpec, ensure, parse_field, remo
 from anyop.handlers.diffs import remove_empty_stanzas as _remove_empty_stanzas
 from anyop.kube.patches import Patch
 from anyop.storage.annotations import AnnotationsNaming
-from anyop.storage.records import (
+from anyop.storage.progress_records import (
     CorruptRecordError,
     ProgressRecord,
     StorageWarning,

@@ -19,7 +19,7 @@ from typing import Any
 
 import anyio
 
-from anyop.engine.running import operator, single_error
+from anyop.engine.operator.launch import operator, single_error
 from anyop.handlers.registry import OperatorRegistry
 from anyop.settings import OperatorSettings
 

@@ -26,8 +26,8 @@ from typing import Any, TypeVar
 import anyio
 import httpx
 
-from anyop.engine.root import serve
-from anyop.engine.running import single_error
+from anyop.engine.operator.launch import single_error
+from anyop.engine.operator.serve import serve
 from anyop.handlers.registry import OperatorRegistry
 from anyop.kube.resources import Resource
 from anyop.logs import PLAIN_FORMAT, ObjectPrefixingFormatter

@@ -18,7 +18,7 @@ import threading
 from types import TracebackType
 from typing import Any, Self
 
-from anyop.engine.running import thread_flags
+from anyop.engine.operator.launch import thread_flags
 
 __all__ = ["KopfRunner", "OperatorRunner"]
 

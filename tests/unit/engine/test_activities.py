@@ -9,8 +9,8 @@ import anyio
 import pytest
 
 import anyop.on as on
-from anyop.engine.activities import ActivityError, activity_kwargs, run_activity
-from anyop.engine.indexes import operator_indexes
+from anyop.engine.indexer import operator_indexes
+from anyop.engine.operator.activities import ActivityError, activity_kwargs, run_activity
 from anyop.errors import PermanentError, TemporaryError
 from anyop.handlers.bodies import Memo
 from anyop.handlers.causes import Activity
@@ -84,7 +84,7 @@ async def test_an_activity_without_handlers_does_nothing() -> None:
 
 
 async def test_operator_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    from anyop.engine import running
+    from anyop.engine.operator import launch as running
 
     seen: list[OperatorSettings] = []
 

@@ -10,8 +10,8 @@ import anyio
 import pytest
 
 import anyop.on as on
-from anyop.engine.admission import Reviewer, open_admission
-from anyop.engine.memories import Memories
+from anyop.engine.cycle.object_memories import Memories
+from anyop.engine.operator.admission_reviews import Reviewer, open_admission
 from anyop.errors import AdmissionError, ConfigError, TemporaryError
 from anyop.handlers.causes import WebhookType
 from anyop.handlers.registry import OperatorRegistry

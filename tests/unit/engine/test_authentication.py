@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from anyop import ConnectionInfo, LoginError, on
-from anyop.engine.authentication import (
+from anyop.engine.operator.login import (
     BUILTIN_LOGINS,
     authenticate,
     keep_logged_in,

@@ -10,7 +10,7 @@ import pytest
 from tests.unit.engine.test_once import WITH_STATUS, World
 
 import anyop.on as on
-from anyop.engine.activities import run_activity
+from anyop.engine.operator.activities import run_activity
 from anyop.handlers.bodies import Memo
 from anyop.handlers.causes import Activity
 from anyop.handlers.registry import OperatorRegistry

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 import anyop.on as on
-from anyop.engine.objects import ObjectSlot
-from anyop.engine.reconcile import Observed, Reconciler
-from anyop.engine.resources import persistence_for
+from anyop.engine.cycle.object_slots import ObjectSlot
+from anyop.engine.cycle.reconciler import Observed, Reconciler
+from anyop.engine.resource.serve_resource import persistence_for
 from anyop.handlers.registry import OperatorRegistry
 from anyop.kube.resources import Resource
 from anyop.settings import OperatorSettings

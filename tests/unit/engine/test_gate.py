@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from anyop.engine.gate import Gate
+from anyop.engine.coordination.pause_gate import Gate
 
 pytestmark = [pytest.mark.anyio, pytest.mark.fake_time]
 

@@ -6,7 +6,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from anyop.engine.hosts import ObjectHosts
+from anyop.engine.object_groups import ObjectHosts
 
 pytestmark = pytest.mark.anyio
 

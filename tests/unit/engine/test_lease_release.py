@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from anyop.engine.gate import Gate
-from anyop.engine.leadership import LeaseKeeper
+from anyop.engine.coordination.lease_keeper import LeaseKeeper
+from anyop.engine.coordination.pause_gate import Gate
 from anyop.errors import ConflictError
 from anyop.leadership import LeaseRecord
 from anyop.settings import LeadershipSettings

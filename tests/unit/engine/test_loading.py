@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from anyop.engine import running
-from anyop.engine.running import load_sources
+from anyop.engine.operator import launch as running
+from anyop.engine.operator.launch import load_sources
 from anyop.errors import ConfigError
 from anyop.handlers import registry as registry_module
 from anyop.handlers.registry import OperatorRegistry

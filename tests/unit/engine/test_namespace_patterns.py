@@ -7,7 +7,7 @@ import re
 import anyio
 import pytest
 
-from anyop.engine.namespaces import NamespacePatterns, _handler
+from anyop.engine.serving.namespace_follower import NamespacePatterns, _handler
 from anyop.kube.watch import WatchEvent
 
 KOPF_EXAMPLE = "myapp-*,!*-pr-*,*-pr-123"

@@ -10,9 +10,10 @@ import anyio.abc
 import anyio.lowlevel
 import pytest
 
-from anyop.engine.hosts import ObjectHosts
-from anyop.engine.memories import Memories
-from anyop.engine.objects import Backpressure, CycleResult, ObjectSlot, ObjectWorkers, SlotState
+from anyop.engine.cycle.object_memories import Memories
+from anyop.engine.cycle.object_slots import Backpressure, CycleResult, ObjectSlot, SlotState
+from anyop.engine.object_groups import ObjectHosts
+from anyop.engine.resource.workers import ObjectWorkers
 from anyop.kube.inflight import InFlight
 
 pytestmark = [pytest.mark.anyio, pytest.mark.fake_time]

@@ -9,10 +9,11 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 import anyop.on as on
-from anyop.engine.handling import outcome_label
-from anyop.engine.indexes import operator_indexes
-from anyop.engine.observing import operator_metrics
-from anyop.engine.probes import Health, Watched
+from anyop.engine.cycle.handler_calls import outcome_label
+from anyop.engine.indexer import operator_indexes
+from anyop.engine.operator.health import Health
+from anyop.engine.operator.live_metrics import operator_metrics
+from anyop.engine.resource.serve_resource import Watched
 from anyop.handlers.progression import Outcome
 from anyop.handlers.records import DaemonHandler, TimerHandler
 from anyop.handlers.registry import OperatorRegistry

@@ -24,9 +24,9 @@ import anyio
 import pytest
 
 from anyop import OperatorSettings, TemporaryError, on, subhandler
-from anyop.engine.objects import CycleResult, ObjectSlot
-from anyop.engine.reconcile import Observed, Reconciler
-from anyop.engine.resources import persistence_for
+from anyop.engine.cycle.object_slots import CycleResult, ObjectSlot
+from anyop.engine.cycle.reconciler import Observed, Reconciler
+from anyop.engine.resource.serve_resource import persistence_for
 from anyop.errors import InvalidError, NotFoundError, ServerError
 from anyop.handlers.registry import OperatorRegistry
 from anyop.kube.client import PatchType

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from tests.unit.engine.test_once import WITH_STATUS, WITHOUT_STATUS, Server
 
-from anyop.engine.patching import apply_patch, json_parts, merge_requests
+from anyop.engine.cycle.patch_writer import apply_patch, json_parts, merge_requests
 from anyop.errors import InvalidError
 from anyop.kube.patches import Patch
 from anyop.storage.finalizers import allow_deletion, block_deletion

@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 import anyop
-from anyop.engine.posting import EventPoster
+from anyop.engine.operator.event_poster import EventPoster
 from anyop.kube.client import KubeClient
 from anyop.logs import object_logger
 from anyop.settings import OperatorSettings

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from anyop.engine.probes import watch_problem
+from anyop.engine.operator.health import watch_problem
 from anyop.kube.watchstate import Phase, WatchState
 
 

@@ -11,9 +11,9 @@ import anyio
 import pytest
 
 from anyop import OperatorSettings, daemon, on
-from anyop.engine.objects import CycleResult, ObjectSlot
-from anyop.engine.reconcile import Observed, Reconciler
-from anyop.engine.resources import persistence_for
+from anyop.engine.cycle.object_slots import CycleResult, ObjectSlot
+from anyop.engine.cycle.reconciler import Observed, Reconciler
+from anyop.engine.resource.serve_resource import persistence_for
 from anyop.handlers.causes import settled_by
 from anyop.handlers.registry import OperatorRegistry
 from anyop.kube.jsonpatch import apply_json_patch

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from anyop.engine.runs import TRANSITIONS, Run, RunEvent, RunState, transition
+from anyop.engine.daemons.daemon_runs import TRANSITIONS, Run, RunEvent, RunState, transition
 
 S, E = RunState, RunEvent
 

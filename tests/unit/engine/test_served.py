@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import anyop.on as on
-from anyop.engine import served
+from anyop.engine.serving import scope_groups as served
 from anyop.handlers.registry import OperatorRegistry
 from anyop.kube.resources import Resource
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import anyop
-from anyop.engine.subhandlers import _children
+from anyop.engine.cycle.subhandlers import _children
 from anyop.handlers.records import ResourceChangingHandler
 
 

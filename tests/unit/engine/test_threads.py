@@ -8,7 +8,7 @@ import threading
 import anyio
 import pytest
 
-from anyop.engine.threads import DaemonThreads
+from anyop.engine.executor import DaemonThreads
 
 pytestmark = pytest.mark.anyio
 

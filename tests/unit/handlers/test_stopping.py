@@ -8,13 +8,13 @@ import time
 import anyio
 import pytest
 
-from anyop.handlers.stopping import (
+from anyop.engine.daemons.stop_flags import (
     AsyncDaemonStopped,
     DaemonStopped,
     DaemonStopper,
-    DaemonStoppingReason,
     SyncDaemonStopped,
 )
+from anyop.handlers.stop_reasons import DaemonStoppingReason
 
 pytestmark = pytest.mark.anyio
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from anyop.storage.records import (
+from anyop.storage.progress_records import (
     CorruptRecordError,
     ProgressRecord,
     StorageWarning,

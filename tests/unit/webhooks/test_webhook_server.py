@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 import anyop.on as on
-from anyop.engine.admission import Reviewer
+from anyop.engine.operator.admission_reviews import Reviewer
 from anyop.handlers.registry import OperatorRegistry
 from anyop.kube.resources import Resource
 from anyop.settings import OperatorSettings

@@ -12,10 +12,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from anyop.testing.fake import discovery, writes
+from anyop.testing.fake import served_discovery, writes
 from anyop.testing.fake.kinds import Kind
+from anyop.testing.fake.label_selectors import parse_field_selector, parse_label_selector
 from anyop.testing.fake.routes import DiscoveryRoute, Route, parse_path
-from anyop.testing.fake.selectors import parse_field_selector, parse_label_selector
 from anyop.testing.fake.statuses import (
     StatusError,
     bad_request,
@@ -118,13 +118,13 @@ def _discovery(store: Store, route: DiscoveryRoute, address: str) -> ApiResponse
     kinds = list(store.kinds.values())
     document: dict[str, Any] | None
     if route.group is None:
-        document = discovery.api_versions(address)
+        document = served_discovery.api_versions(address)
     elif route.version is None and not route.group:
-        document = discovery.api_group_list(kinds)
+        document = served_discovery.api_group_list(kinds)
     elif route.version is None:
-        document = discovery.api_group(kinds, route.group)
+        document = served_discovery.api_group(kinds, route.group)
     else:
-        document = discovery.api_resource_list(kinds, route.group, route.version)
+        document = served_discovery.api_resource_list(kinds, route.group, route.version)
     return ApiResponse(404, _TEXT_404) if document is None else ApiResponse(200, document)
 
 

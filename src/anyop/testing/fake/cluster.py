@@ -21,9 +21,9 @@ from anyio.abc import TaskStatus
 
 from anyop.testing.fake import writes
 from anyop.testing.fake.api import ApiRequest, ApiResponse, WatchPlan, handle
-from anyop.testing.fake.server import serve_loopback
+from anyop.testing.fake.inprocess_transport import FakeTransport
+from anyop.testing.fake.loopback_server import serve_loopback
 from anyop.testing.fake.store import Store
-from anyop.testing.fake.transport import FakeTransport
 from anyop.testing.fake.watches import WatchStream
 
 __all__ = ["FakeCluster"]

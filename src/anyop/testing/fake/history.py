@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from anyop.testing.fake.selectors import Selector
+from anyop.testing.fake.label_selectors import Selector
 from anyop.testing.fake.statuses import expired
 
 __all__ = [

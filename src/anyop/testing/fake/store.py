@@ -26,7 +26,7 @@ from anyop.testing.fake.history import (
     visible_change,
 )
 from anyop.testing.fake.kinds import BUILTIN_KINDS, NAMESPACE_KIND, Kind
-from anyop.testing.fake.selectors import Selector
+from anyop.testing.fake.label_selectors import Selector
 from anyop.testing.fake.statuses import bad_request, not_found, too_large_version
 
 __all__ = ["ListQuery", "Store", "WatchStart"]

@@ -18,7 +18,7 @@ from anyop.testing.fake.objects import (
     prepare_create,
     prepare_update,
 )
-from anyop.testing.fake.patches import (
+from anyop.testing.fake.patch_merging import (
     PatchFailed,
     apply_json_patch,
     apply_merge_patch,

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from anyop.testing.fake.discovery import version_key
 from anyop.testing.fake.history import Change, History, visible_change
-from anyop.testing.fake.patches import (
+from anyop.testing.fake.label_selectors import parse_field_selector, parse_label_selector
+from anyop.testing.fake.patch_merging import (
     PatchFailed,
     apply_json_patch,
     apply_merge_patch,
@@ -16,7 +16,7 @@ from anyop.testing.fake.patches import (
 )
 from anyop.testing.fake.routes import DiscoveryRoute, Route, parse_path
 from anyop.testing.fake.schemas import prune, violations
-from anyop.testing.fake.selectors import parse_field_selector, parse_label_selector
+from anyop.testing.fake.served_discovery import version_key
 from anyop.testing.fake.statuses import StatusError
 
 

@@ -24,10 +24,10 @@ import anyio
 import anyio.abc
 from anyio.streams.memory import MemoryObjectSendStream
 
-from anyop.engine.handling import common_kwargs, utcnow
-from anyop.engine.indexes import Indexer
+from anyop.engine.cycle.handler_calls import common_kwargs, utcnow
+from anyop.engine.cycle.object_memories import Memories
+from anyop.engine.indexer import Indexer
 from anyop.engine.invocation import invoke
-from anyop.engine.memories import Memories
 from anyop.errors import ConfigError, PermanentError
 from anyop.handlers.causes import WebhookCause, WebhookType
 from anyop.handlers.diffs import diff

@@ -10,10 +10,10 @@ of its own inside the object's task group, which exists while any of them runs::
     │  └─ run scope: stopped -> cancellation_backoff -> cancel -> cancellation_timeout -> abandon
     └─ the timers' schedule: one task that wakes the sleeping timers when they are due
 
-A daemon's task lives as long as the daemon. A timer has a task only while it runs: between its
-runs it is an entry in the resource's :class:`~anyop.engine.schedule.Schedule` (an idle-only timer
-that waits for a change is not even that), so thousands of sleeping timers cost no tasks. It still
-holds its object (and its finalizer) while it sleeps; stopping it then ends it at once.
+A daemon's task lives as long as the daemon. A timer has a task only while it runs: between its runs
+it is an entry in the resource's :class:`~anyop.engine.schedule.Schedule` (an idle-only
+timer that waits for a change is not even that), so thousands of sleeping timers cost no tasks. It
+still holds its object (and its finalizer) while it sleeps; stopping it then ends it at once.
 
 The body they see is live: one dict per object, replaced in place on every event. What they
 return and put into ``patch`` is applied after each attempt.
@@ -33,12 +33,12 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
-from anyop.engine.handling import Cycle, common_kwargs, observe_handler, utcnow
-from anyop.engine.hosts import ObjectHosts
-from anyop.engine.indexes import Indexer
+from anyop.engine.cycle.handler_calls import Cycle, common_kwargs, observe_handler, utcnow
+from anyop.engine.cycle.patch_writer import apply_patch
+from anyop.engine.daemons.daemon_runs import ObjectDaemons, Run, RunEvent, TimerClock
+from anyop.engine.indexer import Indexer
 from anyop.engine.invocation import calling, invoke, is_async, use_context
-from anyop.engine.patching import apply_patch
-from anyop.engine.runs import ObjectDaemons, Run, RunEvent, TimerClock
+from anyop.engine.object_groups import ObjectHosts
 from anyop.engine.schedule import Schedule
 from anyop.errors import ApiError, InvalidError
 from anyop.handlers.bodies import Body
@@ -57,7 +57,7 @@ from anyop.handlers.progression import HandlerState
 from anyop.handlers.records import DaemonHandler, ResourceSpawningHandler, TimerHandler
 from anyop.handlers.registry import OperatorRegistry
 from anyop.handlers.schedules import REAP_TIMEOUT, Termination, timer_due, timer_pause
-from anyop.handlers.stopping import DaemonStoppingReason
+from anyop.handlers.stop_reasons import DaemonStoppingReason
 from anyop.kube.client import KubeClient
 from anyop.kube.patches import Patch
 from anyop.kube.resources import Resource
@@ -231,7 +231,8 @@ class Spawner:
                 self._plan(obj, run)
 
     def _start(self, obj: ObjectDaemons, run: Run) -> None:
-        """Give the run a task in the object's own group (see :mod:`anyop.engine.hosts`)."""
+        """Give the run a task in the object's own group (see
+        :mod:`anyop.engine.object_groups`)."""
         run.happen(RunEvent.START)
         self.hosts.start(obj.uid, self._run, obj, run, name=f"anyop {run.handler} {obj.uid}")
 

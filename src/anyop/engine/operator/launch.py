@@ -1,4 +1,5 @@
-"""Entry points around :func:`~anyop.engine.root.serve`: Kopf's ``operator()`` and ``run()``.
+"""Entry points around :func:`~anyop.engine.operator.serve.serve`: Kopf's ``operator()`` and
+``run()``.
 
 ``serve()`` is the structured-concurrency core. ``operator()`` accepts Kopf's keyword names and
 flags (threading, asyncio or AnyIO events, or futures). ``run()`` blocks, owns the event loop of
@@ -24,7 +25,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from anyop.engine.root import clusterwide_unless_namespaced, relay, serve, single_error
+from anyop.engine.operator.serve import clusterwide_unless_namespaced, relay, serve, single_error
 from anyop.errors import ConfigError
 from anyop.settings import settings_from_environ
 

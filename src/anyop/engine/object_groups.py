@@ -1,11 +1,11 @@
 """The objects' own task groups: one per object while it has work, inside its resource's group.
 
-An object's work is its handling cycles (one worker at a time), its daemons, its timers' turns,
-and the terminations of its stopped daemons. Its daemons, timers and terminations run in one task
-group of the object's own; its worker runs there too when the group is open as it starts, and
-otherwise beside it in the resource's group; either way in a cancel scope of its own. Cancelling
-an object (:meth:`anyop.engine.objects.ObjectWorkers.cancel`: its group and its worker's scope)
-stops everything of it, and an idle object holds no task: the group closes with its last job.
+An object's work is its handling cycles (one worker at a time), its daemons, its timers' turns, and
+the terminations of its stopped daemons. Its daemons, timers and terminations run in one task group
+of the object's own; its worker runs there too when the group is open as it starts, and otherwise
+beside it in the resource's group; either way in a cancel scope of its own. Cancelling an object
+(:meth:`anyop.engine.resource.workers.ObjectWorkers.cancel`: its group and its worker's scope) stops
+everything of it, and an idle object holds no task: the group closes with its last job.
 
 Costs, chosen by measurement (``bench.ab``, docs/benchmarks.md): the task that opens an object's
 group runs the first job itself, and a worker never opens a group: an object that only has

@@ -14,7 +14,8 @@ from typing import Any
 import anyio
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from anyop.engine.probes import Health, Watched
+from anyop.engine.operator.health import Health
+from anyop.engine.resource.serve_resource import Watched
 from anyop.handlers.records import TimerHandler
 from anyop.metrics import Metrics
 

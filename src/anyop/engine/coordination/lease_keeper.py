@@ -1,10 +1,10 @@
 """Leader election among replicas with a Lease: only the leader serves; the others stand by.
 
-:func:`hold_leadership` runs beside the serving rounds (see :mod:`anyop.engine.gate`): it keeps
-the gate paused while this replica stands by, and while it leads it moves the gate's fence to
-the start of its last successful renewal plus ``renew_deadline`` (the pure rules are in
-:mod:`anyop.leadership`). On a graceful exit it releases the Lease so a standby takes over at
-once.
+:func:`hold_leadership` runs beside the serving rounds (see
+:mod:`anyop.engine.coordination.pause_gate`): it keeps the gate paused while this replica stands by,
+and while it leads it moves the gate's fence to the start of its last successful renewal plus
+``renew_deadline`` (the pure rules are in :mod:`anyop.leadership`). On a graceful exit it releases
+the Lease so a standby takes over at once.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import math
 import anyio
 import anyio.abc
 
-from anyop.engine.gate import Gate
+from anyop.engine.coordination.pause_gate import Gate
 from anyop.errors import AnyopError, ConflictError, NotFoundError
 from anyop.kube.client import KubeClient
 from anyop.leadership import (

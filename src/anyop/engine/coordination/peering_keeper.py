@@ -1,9 +1,10 @@
 """Peering with other operators: keep-alives, pausing for higher priorities, freeze and resume.
 
-:func:`hold_peering` runs beside the serving rounds (see :mod:`anyop.engine.gate`): for every
-peering object the operator uses, a :class:`PeeringKeeper` writes our record, watches the
-object, removes dead peers, and pauses the gate while a live peer has a higher (or the same)
-priority. The pure rules are in :mod:`anyop.peering`.
+:func:`hold_peering` runs beside the serving rounds (see
+:mod:`anyop.engine.coordination.pause_gate`): for every peering object the operator uses, a
+:class:`PeeringKeeper` writes our record, watches the object, removes dead peers, and pauses the
+gate while a live peer has a higher (or the same) priority. The pure rules are in
+:mod:`anyop.peering`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from anyop.engine.gate import Gate
+from anyop.engine.coordination.pause_gate import Gate
 from anyop.errors import AnyopError, ConfigError, ForbiddenError, NotFoundError
 from anyop.kube.client import KubeClient
 from anyop.kube.resources import Resource

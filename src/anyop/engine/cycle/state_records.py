@@ -2,7 +2,7 @@
 the finalizer's release, and in which order (docs/architecture.md, "Once per cause"); and where,
 when the server drops the state from the status.
 
-A base of the :class:`~anyop.engine.reconcile.Reconciler`, which has the attributes. Pure: it
+A base of the :class:`~anyop.engine.cycle.reconciler.Reconciler`, which has the attributes. Pure: it
 only puts things into patches; the reconciler sends them.
 """
 
@@ -12,8 +12,8 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from anyop.engine.handling import Cycle, Logger
-from anyop.engine.patching import Endpoint
+from anyop.engine.cycle.handler_calls import Cycle, Logger
+from anyop.engine.cycle.patch_writer import Endpoint
 from anyop.handlers.causes import ChangingCause
 from anyop.handlers.progression import Progress, superseded_message
 from anyop.handlers.records import ResourceChangingHandler

@@ -19,32 +19,32 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from anyop.engine.activities import run_activity
-from anyop.engine.authentication import authenticate, keep_logged_in
-from anyop.engine.gate import Gate, first_of
-from anyop.engine.handling import current_lifecycle
-from anyop.engine.indexes import Indexer, operator_indexes
+from anyop.engine.coordination.pause_gate import Gate, first_of
+from anyop.engine.coordination.peering_keeper import hold_peering
+from anyop.engine.cycle.handler_calls import current_lifecycle
+from anyop.engine.cycle.object_memories import Memories
+from anyop.engine.executor import current_execution
+from anyop.engine.indexer import Indexer, operator_indexes
 from anyop.engine.invocation import DEFAULT_MAX_WORKERS
-from anyop.engine.memories import Memories
-from anyop.engine.namespaces import NamespacePatterns, serve_namespaces
-from anyop.engine.peering import hold_peering
-from anyop.engine.posting import EventPoster
-from anyop.engine.probes import Health, current_health, serve_metrics, serve_probes
-from anyop.engine.resources import ResourceScope
-from anyop.engine.served import (
+from anyop.engine.operator.activities import run_activity
+from anyop.engine.operator.event_poster import EventPoster
+from anyop.engine.operator.health import Health, current_health, serve_metrics, serve_probes
+from anyop.engine.operator.login import authenticate, keep_logged_in
+from anyop.engine.resource.serve_resource import ResourceScope, current_reports
+from anyop.engine.serving.namespace_follower import NamespacePatterns, serve_namespaces
+from anyop.engine.serving.scope_groups import (
     ServedResources,
     follow_crds,
     serve_group,
     served_resources,
 )
-from anyop.engine.threads import current_execution
 from anyop.errors import ConfigError
 from anyop.handlers.bodies import Memo
 from anyop.handlers.causes import Activity
 from anyop.handlers.indexes import OperatorIndexes
 from anyop.handlers.lifecycles import LifeCycleFn
 from anyop.handlers.registry import OperatorRegistry, get_default_registry
-from anyop.handlers.stopping import DaemonStoppingReason
+from anyop.handlers.stop_reasons import DaemonStoppingReason
 from anyop.kube.auth import Vault
 from anyop.kube.client import open_client
 from anyop.kube.config import pod_namespace
@@ -95,7 +95,8 @@ async def serve(
     Args:
         registry: The handlers; the default registry if ``None``.
         settings: The operator's settings; the defaults if ``None``.
-        namespaces: The namespaces to serve: exact names, globs (see :mod:`.namespaces`), regexps.
+        namespaces: The namespaces to serve: exact names, globs (see
+            :mod:`anyop.engine.serving.namespace_follower`), regexps.
         clusterwide: Serve the whole cluster instead. With neither, the whole cluster is served
             after a ``FutureWarning``, as Kopf does.
         memo: The operator's memo; every object gets a shallow copy of it.
@@ -104,7 +105,7 @@ async def serve(
         ready_event: Set once every resource's initial listing has been dispatched.
         vault: Credentials kept by the caller; by default, the login handlers (or the built-in
             logins from the kubeconfig and the service account) fill a new vault, and run again
-            whenever the API server rejects all of its credentials (see :mod:`.authentication`).
+            whenever the API server rejects all of its credentials (see :mod:`.login`).
         indexes: The indexes to fill, when the caller shares them with its own activities.
         liveness_endpoint: Serve ``/healthz``, ``/readyz`` and ``/metrics`` there (a URL such as
             ``http://0.0.0.0:8080/healthz``); ``settings.server.liveness_endpoint`` if ``None``.
@@ -144,6 +145,7 @@ async def serve(
     scopes = _scopes(settings, namespaces, clusterwide)
     launch = Launch(registry, settings, memo, indexes, scopes, stop, ready, starting)
     health_token, metrics_token = current_health.set(health), current_metrics.set(metrics)
+    reports_token = current_reports.set(health.watching)
     execution_token = current_execution.set(settings.execution)  # sync code runs in its executor
     lifecycle_token = current_lifecycle.set(lifecycle)
     threads = DaemonThreads()  # its own threads: none of them outlives it (see anyop.threads)
@@ -168,6 +170,7 @@ async def serve(
             root.cancel_scope.cancel()
     finally:
         current_health.reset(health_token)
+        current_reports.reset(reports_token)
         current_metrics.reset(metrics_token)
         current_execution.reset(execution_token)
         current_lifecycle.reset(lifecycle_token)
@@ -228,7 +231,7 @@ class Starting:
 
 def _served_metrics(health: Health) -> Metrics:
     """Metrics for an operator that serves them (imports prometheus-client only then)."""
-    from anyop.engine.observing import operator_metrics
+    from anyop.engine.operator.live_metrics import operator_metrics
 
     return operator_metrics(health)
 
@@ -311,7 +314,7 @@ def _admission(
     """
     if not registry.webhooks.handlers:
         return contextlib.nullcontext()
-    from anyop.engine.admission import open_admission
+    from anyop.engine.operator.admission_reviews import open_admission
 
     return open_admission(
         template.client,
@@ -381,7 +384,8 @@ async def _serve_gated(launch: Launch, template: ResourceScope, served: ServedRe
         peered = None if clusterwide else exact
         await holders.start(functools.partial(hold_peering, client, peering, peered, gate=gate))
         if settings.leadership.enabled:
-            from anyop.engine.leadership import hold_leadership  # only for operators that elect
+            # Imported only by operators that elect a leader.
+            from anyop.engine.coordination.lease_keeper import hold_leadership
 
             namespace = lease_namespace(settings.leadership.lease_namespace, exact)
             elect = functools.partial(

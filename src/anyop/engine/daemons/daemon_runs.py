@@ -1,7 +1,7 @@
 """The records of daemons and timers: one run, a timer's place in its schedule, one object's runs.
 
-They hold state and answer questions about it; :class:`~anyop.engine.daemons.Spawner` decides
-and starts the tasks. A run's ``nap``/``sleep``/``exits_within`` are the only waits here.
+They hold state and answer questions about it; :class:`~anyop.engine.daemons.spawner.Spawner`
+decides and starts the tasks. A run's ``nap``/``sleep``/``exits_within`` are the only waits here.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from anyop.engine.handling import Logger
+from anyop.engine.cycle.handler_calls import Logger
+from anyop.engine.daemons.stop_flags import DaemonStopper
 from anyop.engine.schedule import Entry
 from anyop.handlers.bodies import Body
 from anyop.handlers.progression import HandlerState
 from anyop.handlers.records import ResourceSpawningHandler
-from anyop.handlers.stopping import DaemonStopper
 from anyop.kube.patches import Patch
 
 __all__ = ["ObjectDaemons", "Run", "RunEvent", "RunState", "TimerClock", "transition"]
@@ -230,7 +230,7 @@ class ObjectDaemons:
         wake: Wakes the object's worker (when a run exits, deletion may proceed).
         runs: The runs by handler id, until they exit.
         finished: Handlers that exited for good: never spawned again for this object (the set
-            of its memory, which outlives this: see :mod:`anyop.engine.memories`).
+            of its memory, which outlives this: see :mod:`anyop.engine.cycle.object_memories`).
         essence: The last essence seen; a different one resets the timers' idle clocks.
         reset: When the essence last changed (monotonic).
         gone: The object is deleted; forget it when its last run exits.

@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from anyop.engine.resources import ResourceScope, serve_resource
+from anyop.engine.resource.serve_resource import ResourceScope, serve_resource
 from anyop.handlers.registry import OperatorRegistry
 from anyop.handlers.selectors import (
     ambiguous_message,

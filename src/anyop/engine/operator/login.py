@@ -15,7 +15,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from anyop.engine.activities import ActivityError, run_activity
+from anyop.engine.operator.activities import ActivityError, run_activity
 from anyop.errors import LoginError
 from anyop.handlers.causes import Activity
 from anyop.handlers.indexes import OperatorIndexes

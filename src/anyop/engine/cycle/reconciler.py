@@ -14,13 +14,13 @@ from typing import Any
 
 import anyio
 
-from anyop.engine.daemons import Spawner
-from anyop.engine.handling import Cycle, HandlerCalls, utcnow
-from anyop.engine.indexes import Indexer
+from anyop.engine.cycle.handler_calls import Cycle, HandlerCalls, utcnow
+from anyop.engine.cycle.object_slots import Backpressure, CycleResult, Echo, ObjectSlot, Settled
+from anyop.engine.cycle.patch_writer import Endpoint, apply_patch
+from anyop.engine.cycle.state_records import StateRecords
+from anyop.engine.daemons.spawner import Spawner
+from anyop.engine.indexer import Indexer
 from anyop.engine.invocation import invoke
-from anyop.engine.objects import Backpressure, CycleResult, Echo, ObjectSlot, Settled
-from anyop.engine.patching import Endpoint, apply_patch
-from anyop.engine.recording import StateRecords
 from anyop.errors import AnyopError
 from anyop.handlers.causes import (
     ChangingCause,
@@ -41,7 +41,7 @@ from anyop.handlers.progression import (
 )
 from anyop.handlers.records import ResourceChangingHandler
 from anyop.handlers.registry import OperatorRegistry
-from anyop.handlers.stopping import DaemonStoppingReason as Stopping
+from anyop.handlers.stop_reasons import DaemonStoppingReason as Stopping
 from anyop.kube.client import KubeClient
 from anyop.kube.patches import Patch, merge_patches
 from anyop.kube.resources import Resource

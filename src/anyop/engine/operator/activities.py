@@ -1,4 +1,4 @@
-"""Operator-level activities: startup, cleanup and login handlers (probes: :mod:`.probes`).
+"""Operator-level activities: startup, cleanup and login handlers (probes: :mod:`.health`).
 
 All handlers of an activity run at once; each is retried per its ``errors``, ``retries``,
 ``backoff`` and ``timeout`` until it succeeds or fails for good. Their state lives in memory only.

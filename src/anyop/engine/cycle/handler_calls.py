@@ -1,8 +1,8 @@
 """Calling resource-changing handlers and their sub-handlers within one handling cycle.
 
-:class:`HandlerCalls` is the part of the :class:`~anyop.engine.reconcile.Reconciler` that builds
-the kwargs, runs the due handlers in the lifecycle's order, opens the sub-handler
-:class:`~anyop.engine.subhandlers.Execution` around each call, and turns what happened into
+:class:`HandlerCalls` is the part of the :class:`~anyop.engine.cycle.reconciler.Reconciler` that
+builds the kwargs, runs the due handlers in the lifecycle's order, opens the sub-handler
+:class:`~anyop.engine.cycle.subhandlers.Execution` around each call, and turns what happened into
 outcomes. It never writes to the API: the cycle's one patch collects everything.
 """
 
@@ -19,10 +19,10 @@ from typing import Any
 
 import anyio
 
-from anyop.engine.indexes import Indexer
+from anyop.engine.cycle.object_slots import ObjectSlot
+from anyop.engine.cycle.subhandlers import ChildrenRetry, Execution
+from anyop.engine.indexer import Indexer
 from anyop.engine.invocation import invoke
-from anyop.engine.objects import ObjectSlot
-from anyop.engine.subhandlers import ChildrenRetry, Execution
 from anyop.handlers.causes import ChangingCause, ResourceCause
 from anyop.handlers.filters import KwargsFactory
 from anyop.handlers.lifecycles import LifeCycleFn, get_default_lifecycle

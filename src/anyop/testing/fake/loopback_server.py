@@ -15,7 +15,7 @@ import httpx
 from anyio.abc import ByteStream, SocketAttribute, TaskStatus
 
 from anyop.testing.fake.api import ApiResponse
-from anyop.testing.fake.transport import Responder, api_request_of
+from anyop.testing.fake.inprocess_transport import Responder, api_request_of
 
 __all__ = ["serve_loopback"]
 

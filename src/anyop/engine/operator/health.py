@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import dataclasses
 import json
 import logging
 import urllib.parse
@@ -26,12 +25,12 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from anyop.engine.activities import activity_kwargs
 from anyop.engine.invocation import invoke
+from anyop.engine.operator.activities import activity_kwargs
+from anyop.engine.resource.serve_resource import Watched
 from anyop.handlers.causes import Activity
 from anyop.handlers.indexes import OperatorIndexes
 from anyop.handlers.registry import OperatorRegistry
-from anyop.kube.resources import Resource
 from anyop.kube.watchstate import WatchState
 from anyop.metrics import Metrics, content_type
 from anyop.servers import BoundAddress, Receive, Scope, Send, lifespan_ready, serve_asgi
@@ -40,7 +39,6 @@ from anyop.settings import OperatorSettings
 __all__ = [
     "PROBE_CACHE",
     "Health",
-    "Watched",
     "current_health",
     "metrics_app",
     "probes_app",
@@ -76,38 +74,13 @@ def watch_problem(state: WatchState, *, now: float, stall_after: float | None) -
     return f"failing {state.failures} times, {since}: {state.last_error}"
 
 
-@dataclasses.dataclass
-class Watched:
-    """One served resource in one scope, as the probes and the metrics see it.
-
-    Attributes:
-        resource: The resource.
-        namespace: The namespace, or ``None`` for the whole cluster.
-        watcher: Its watch-stream (``watcher.state`` is a :class:`WatchState`).
-        workers: Its objects' workers (an :class:`~anyop.engine.objects.ObjectWorkers`), while
-            it handles them (a standby that keeps watching does not).
-        spawner: Its daemons and timers (a :class:`~anyop.engine.daemons.Spawner`), if any.
-    """
-
-    resource: Resource
-    namespace: str | None
-    watcher: Any = None
-    workers: Any = None
-    spawner: Any = None
-
-    @property
-    def state(self) -> WatchState:
-        """The watch-stream's state."""
-        state: WatchState = self.watcher.state
-        return state
-
-
 class Health:
     """What the probes report about one running operator.
 
     Attributes:
         ready: The startup handlers have succeeded and every resource has been listed.
-        watchers: The served resources (:class:`Watched`), by a readable key.
+        watchers: The served resources, by a readable key (each a
+            :class:`~anyop.engine.resource.serve_resource.Watched`).
         indexes: The operator's indexes, shared with :func:`serve` (probe kwargs by name; empty
             while the startup handlers run, as in Kopf).
     """

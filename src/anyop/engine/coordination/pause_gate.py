@@ -101,7 +101,7 @@ class Gate:
 
     def round_scope(self) -> contextlib.AbstractContextManager[object]:
         """Where a serving round runs: fenced, unless standbys keep watching (then only the
-        handling is fenced, see the warm path of :mod:`.resources`)."""
+        handling is fenced, see the warm path of :mod:`anyop.engine.resource.serve_resource`)."""
         return contextlib.nullcontext() if self.warm else self.fenced()
 
     def _wake(self) -> None:

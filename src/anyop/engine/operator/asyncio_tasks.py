@@ -15,7 +15,7 @@ from typing import Any
 
 import sniffio
 
-from anyop.engine.running import operator
+from anyop.engine.operator.launch import operator
 from anyop.errors import ConfigError
 
 __all__ = ["run_tasks", "spawn_tasks"]

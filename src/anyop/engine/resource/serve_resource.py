@@ -7,6 +7,7 @@ stops the stream (nothing new is dispatched) and then gives the running cycles a
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import dataclasses
 import functools
 import logging
@@ -16,27 +17,70 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from anyop.engine.daemons import Spawner, reaping_deadline
-from anyop.engine.gate import Gate, first_of
-from anyop.engine.hosts import ObjectHosts
-from anyop.engine.indexes import Indexer, object_key
-from anyop.engine.memories import Memories
-from anyop.engine.objects import Backpressure, ObjectWorkers
-from anyop.engine.probes import Watched, current_health
-from anyop.engine.reconcile import Observed, Reconciler
+from anyop.engine.coordination.pause_gate import Gate, first_of
+from anyop.engine.cycle.object_memories import Memories
+from anyop.engine.cycle.object_slots import Backpressure
+from anyop.engine.cycle.reconciler import Observed, Reconciler
+from anyop.engine.daemons.spawner import Spawner, reaping_deadline
+from anyop.engine.indexer import Indexer, object_key
+from anyop.engine.object_groups import ObjectHosts
+from anyop.engine.resource.workers import ObjectWorkers
 from anyop.handlers.indexes import ObjectKey
 from anyop.handlers.registry import OperatorRegistry
-from anyop.handlers.stopping import DaemonStoppingReason
+from anyop.handlers.stop_reasons import DaemonStoppingReason
 from anyop.kube.client import KubeClient
 from anyop.kube.resources import Resource
 from anyop.kube.watch import Watcher, WatchEvent
+from anyop.kube.watchstate import WatchState
 from anyop.metrics import Metrics
 from anyop.settings import OperatorSettings, QueueingSettings
 from anyop.storage.defaults import Persistence, anyop_storages, status_storages
 
-__all__ = ["ResourceScope", "persistence_for", "serve_resource"]
+__all__ = [
+    "ResourceScope",
+    "WatchReports",
+    "Watched",
+    "current_reports",
+    "persistence_for",
+    "serve_resource",
+]
 
 logger = logging.getLogger("anyop.engine")
+
+
+@dataclasses.dataclass
+class Watched:
+    """One served resource in one scope, as the probes and the metrics see it.
+
+    Attributes:
+        resource: The resource.
+        namespace: The namespace, or ``None`` for the whole cluster.
+        watcher: Its watch-stream (``watcher.state`` is a :class:`WatchState`).
+        workers: Its objects' workers (an :class:`~anyop.engine.resource.workers.ObjectWorkers`),
+            while it handles them (a standby that keeps watching does not).
+        spawner: Its daemons and timers (a :class:`~anyop.engine.daemons.spawner.Spawner`), if any.
+    """
+
+    resource: Resource
+    namespace: str | None
+    watcher: Any = None
+    workers: Any = None
+    spawner: Any = None
+
+    @property
+    def state(self) -> WatchState:
+        """The watch-stream's state."""
+        state: WatchState = self.watcher.state
+        return state
+
+
+WatchReports = Callable[[str, Watched], contextlib.AbstractContextManager[object]]
+"""Reports a served resource while a block runs (the operator's probes: ``Health.watching``)."""
+
+current_reports: contextvars.ContextVar[WatchReports | None] = contextvars.ContextVar(
+    "anyop.current_reports", default=None
+)
+"""Where the running operator's watches report themselves (set by ``serve()``)."""
 
 
 def persistence_for(resource: Resource, settings: OperatorSettings) -> Persistence:
@@ -167,8 +211,8 @@ async def _handling(scope: ResourceScope, watched: Watched) -> AsyncIterator[Obj
     """Per-object workers with their daemons and timers; stopped gracefully on the way out.
 
     An object's daemons, timers' turns and terminations run in the object's own task group
-    (:mod:`anyop.engine.hosts`) inside this resource's group; its worker in that group if it is
-    open, else beside it.
+    (:mod:`anyop.engine.object_groups`) inside this resource's group; its worker in that
+    group if it is open, else beside it.
     """
     queueing = scope.settings.queueing
     async with anyio.create_task_group() as group:
@@ -266,10 +310,10 @@ async def _watch_until(
         dispatch(Observed(event.object, type=event.type, listed=event.listed))
 
     watcher = scope.watcher()
-    health = current_health.get()
+    report = current_reports.get()
     where = f"{scope.resource} in {scope.namespace or 'the cluster'}"
     watched.watcher = watcher
-    reporting = health.watching(where, watched) if health else contextlib.nullcontext()
+    reporting = report(where, watched) if report else contextlib.nullcontext()
     listed = False
     with reporting:
         try:

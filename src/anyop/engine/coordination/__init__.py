@@ -1,0 +1,1 @@
+"""Beside the serving rounds: the pause gate, peering, and the leadership Lease."""

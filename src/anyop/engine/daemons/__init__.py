@@ -1,0 +1,1 @@
+"""An object's daemons and timers: spawning, stopping, their runs' states."""

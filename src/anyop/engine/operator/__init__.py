@@ -1,0 +1,1 @@
+"""The root of the task-group tree: serve(), operator(), run() and what runs beside them."""

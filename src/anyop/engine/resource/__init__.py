@@ -1,0 +1,1 @@
+"""One resource in one scope: its watch, its objects' workers and groups, indexes, memories."""
