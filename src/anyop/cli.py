@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -203,14 +204,7 @@ def run(
     if warm_standby and not leader_election:
         raise typer.BadParameter("--warm-standby needs --leader-election.")
     chosen = _priority(dev, priority, None)
-    _configure_logs(
-        debug=debug,
-        verbose=verbose,
-        quiet=quiet,
-        log_format=log_format,
-        log_refkey=log_refkey,
-        log_prefix=log_prefix,
-    )
+    _configure_logs(locals())
     try:
         settings = getattr(thread_flags, "settings", None) or settings_from_environ()
         settings.leadership.lease_name = lease_name or settings.leadership.lease_name
@@ -262,14 +256,7 @@ def freeze(
 
     _only_one(namespace or [], all_namespaces)
     chosen = _priority(dev, priority, 100) or 0
-    _configure_logs(
-        debug=debug,
-        verbose=verbose,
-        quiet=quiet,
-        log_format=log_format,
-        log_refkey=log_refkey,
-        log_prefix=log_prefix,
-    )
+    _configure_logs(locals())
     who = identity or _user_at_host()
     reason = f": {message}" if message else "."
     act = functools.partial(freeze_one, identity=who, priority=chosen, lifetime=lifetime)
@@ -301,14 +288,7 @@ def resume(
     from anyop.engine.coordination.peering_keeper import thaw
 
     _only_one(namespace or [], all_namespaces)
-    _configure_logs(
-        debug=debug,
-        verbose=verbose,
-        quiet=quiet,
-        log_format=log_format,
-        log_refkey=log_refkey,
-        log_prefix=log_prefix,
-    )
+    _configure_logs(locals())
     who = identity or _user_at_host()
     act = functools.partial(thaw, identity=who)
     _peering_calls(
@@ -322,25 +302,15 @@ def _user_at_host() -> str:
     return user_at_host()
 
 
-def _configure_logs(
-    *,
-    debug: bool,
-    verbose: bool,
-    quiet: bool,
-    log_format: str,
-    log_refkey: str,
-    log_prefix: bool | None,
-) -> None:
+LOG_OPTIONS = ("debug", "verbose", "quiet", "log_format", "log_refkey", "log_prefix")
+"""The logging options every command takes, by their parameter names."""
+
+
+def _configure_logs(options: Mapping[str, Any]) -> None:
+    """Configure logging from a command's options (its ``locals()``): see :data:`LOG_OPTIONS`."""
     from anyop.logs import configure
 
-    configure(
-        debug=debug,
-        verbose=verbose,
-        quiet=quiet,
-        log_format=log_format,
-        log_refkey=log_refkey,
-        log_prefix=log_prefix,
-    )
+    configure(**{name: options[name] for name in LOG_OPTIONS})
 
 
 def _peering_calls(act: Any, name: str, *, namespaces: list[str], done: str) -> None:
