@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import socket
 import ssl
 from functools import partial
@@ -10,8 +12,18 @@ from pathlib import Path
 import anyio
 import httpx
 import pytest
+import sniffio
 
-from anyop.servers import BoundAddress, Receive, Scope, Send, TLSFiles, lifespan_ready, serve_asgi
+from anyop.servers import (
+    BoundAddress,
+    Receive,
+    Scope,
+    Send,
+    TLSFiles,
+    is_cancelled_connection,
+    lifespan_ready,
+    serve_asgi,
+)
 from anyop.webhooks.certs import CertificateAuthority
 
 pytestmark = pytest.mark.anyio
@@ -76,3 +88,67 @@ async def test_https_with_a_self_made_ca(tmp_path: Path) -> None:
         assert bound.url().startswith("https://")
         assert response.text == "hello /tls"
         tg.cancel_scope.cancel()
+
+
+async def echo_body(scope: Scope, receive: Receive, send: Send) -> None:
+    """Answers once it has read the whole body, as the webhook server does."""
+    if scope["type"] == "lifespan":
+        await lifespan_ready(receive, send)
+        return
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            break
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def test_half_sent_requests_left_open_do_not_spoil_the_stop(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Connections still open at the graceful timeout are cut without error reports (on asyncio,
+    Python 3.11 reports each cancelled connection task as an error) and the stop is clean."""
+    caplog.set_level(logging.DEBUG)
+    streams = []
+    async with anyio.create_task_group() as tg:
+        bound: BoundAddress = await tg.start(partial(serve_asgi, echo_body, graceful_timeout=0.2))
+        for _ in range(5):
+            stream = await anyio.connect_tcp("127.0.0.1", bound.port)
+            await stream.send(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc")
+            streams.append(stream)
+        async with httpx.AsyncClient() as client:  # served after the others were accepted
+            assert (await client.post(bound.url("/x"), content=b"ok")).content == b"ok"
+        tg.cancel_scope.cancel()
+    for stream in streams:
+        await stream.aclose()
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors == []
+
+
+def test_only_cancelled_connection_tasks_are_taken_for_routine() -> None:
+    message = "Exception in callback StreamReaderProtocol.connection_made.<locals>.callback()"
+    assert is_cancelled_connection({"message": message, "exception": asyncio.CancelledError()})
+    assert not is_cancelled_connection({"message": message, "exception": ValueError("x")})
+    other = {"message": "Task exception was never retrieved", "exception": asyncio.CancelledError()}
+    assert not is_cancelled_connection(other)
+
+
+async def test_other_loop_errors_still_reach_the_previous_handler() -> None:
+    if sniffio.current_async_library() != "asyncio":
+        pytest.skip("asyncio's loop exception handler")
+    loop = asyncio.get_running_loop()
+    seen: list[str] = []
+    loop.set_exception_handler(lambda _, context: seen.append(context["message"]))
+    try:
+        async with anyio.create_task_group() as tg:
+            await tg.start(partial(serve_asgi, hello, graceful_timeout=0.2))
+            cancelled = {"message": "StreamReaderProtocol", "exception": asyncio.CancelledError()}
+            loop.call_exception_handler(cancelled)
+            loop.call_exception_handler({"message": "something else"})
+            tg.cancel_scope.cancel()
+        loop.call_exception_handler({"message": "after the server"})
+    finally:
+        loop.set_exception_handler(None)
+    assert seen == ["something else", "after the server"]
