@@ -183,6 +183,41 @@ def _quiet_cancelled_connections() -> Iterator[None]:
                 loop.set_exception_handler(state[1])
 
 
+def _disconnecting_at(shutdown: anyio.Event, app: ASGIApp) -> ASGIApp:
+    """``app``, whose requests see the client disconnect once the server stops.
+
+    A request whose client sent half of its body would otherwise keep its connection busy until
+    Hypercorn's graceful timeout ends and its task is cancelled (on asyncio, with an error
+    report per connection). Seeing ``http.disconnect``, the app ends the request at once.
+    """
+
+    async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+
+        async def receive_until_shutdown() -> MutableMapping[str, Any]:
+            received: list[MutableMapping[str, Any]] = []
+            if not shutdown.is_set():
+                async with anyio.create_task_group() as tg:
+
+                    async def get() -> None:
+                        received.append(await receive())
+                        tg.cancel_scope.cancel()
+
+                    async def stop() -> None:
+                        await shutdown.wait()
+                        tg.cancel_scope.cancel()
+
+                    tg.start_soon(get)
+                    tg.start_soon(stop)
+            return received[0] if received else {"type": "http.disconnect"}
+
+        await app(scope, receive_until_shutdown, send)
+
+    return wrapped
+
+
 async def serve_asgi(
     app: ASGIApp,
     *,
@@ -223,7 +258,7 @@ async def serve_asgi(
     async def run() -> None:
         try:
             with hard_stop:
-                await _hypercorn(app, config, shutdown)
+                await _hypercorn(_disconnecting_at(shutdown, app), config, shutdown)
         except Exception as error:
             if not hard_stop.cancel_called:
                 raise
