@@ -57,7 +57,7 @@ from anyop.handlers.diffs import Diff, DiffItem, DiffOperation, FieldPath, Field
 from anyop.handlers.filters import ABSENT, PRESENT, all_, any_, none_, not_
 from anyop.handlers.indexes import Index, Store
 from anyop.handlers.lifecycles import get_default_lifecycle, set_default_lifecycle
-from anyop.handlers.outcomes import ErrorsMode
+from anyop.handlers.outcomes import ErrorsMode, Requeue
 from anyop.handlers.records import HandlerId
 from anyop.handlers.registry import OperatorRegistry, get_default_registry, set_default_registry
 from anyop.handlers.selectors import EVERYTHING
@@ -83,7 +83,7 @@ from anyop.kube.piggybacking import (
 )
 from anyop.kube.resources import Resource
 from anyop.logs import LocalObjectLogger, LogFormat, Logger, ObjectLogger, configure
-from anyop.on import daemon, index, register, subhandler, timer
+from anyop.on import daemon, index, reconcile, register, subhandler, timer
 from anyop.settings import OperatorSettings
 from anyop.storage.defaults import anyop_storages, kopf_compatible_storages, status_storages
 from anyop.storage.diffbase import (
@@ -201,6 +201,7 @@ __all__ = [
     "RawEvent",
     "RawEventType",
     "Reason",
+    "Requeue",
     "Resource",
     "SSLPeer",
     "SmartProgressStorage",
@@ -255,6 +256,7 @@ __all__ = [
     "not_",
     "on",
     "operator",
+    "reconcile",
     "register",
     "remove_owner_reference",
     "run",

@@ -8,7 +8,10 @@ are ``rest_client_requests_total{code,method}`` and ``rest_client_request_durati
 What controller-runtime has no name for is ``anyop_...``: handler runs by handler and outcome,
 live objects, daemons and timers, and the watch-streams' restarts and the age of their last event.
 
-The ``controller`` label is the resource (``kopfexamples.v1.kopf.dev``). Every operator has a
+The ``controller`` label is the resource (``kopfexamples.v1.kopf.dev``); for the calls of an
+``@anyop.reconcile``, the resource and the reconciler's id (``kopfexamples.v1.kopf.dev/keep``),
+whose results are ``success``, ``requeue_after`` or ``error``, and whose queue is
+``workqueue_depth{name="kopfexamples.v1.kopf.dev/keep"}``. Every operator has a
 registry of its own, so several operators in one process (or in one test run) never mix.
 The engine reaches the running operator's :class:`Metrics` through :data:`current_metrics`;
 an operator that serves no metrics endpoint has none, counts nothing, and never imports

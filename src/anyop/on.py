@@ -17,8 +17,8 @@ Everything is checked when the function is decorated; mistakes raise a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, TypeVar, Unpack
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypedDict, TypeVar, Unpack
 
 from anyop.handlers.causes import Activity, Reason, WebhookType
 from anyop.handlers.declarations import (
@@ -40,18 +40,22 @@ from anyop.handlers.declarations import (
 )
 from anyop.handlers.records import (
     ActivityHandler,
+    ConversionHandler,
     DaemonHandler,
+    ReconcilingHandler,
     ResourceChangingHandler,
     ResourceIndexingHandler,
     ResourceWatchingHandler,
     ResourceWebhookHandler,
     TimerHandler,
 )
-from anyop.handlers.registry import current_handler, current_subregistry
-from anyop.handlers.selectors import DeclarationTypeError, DeclarationValueError
+from anyop.handlers.registry import OperatorRegistry, current_handler, current_subregistry
+from anyop.handlers.selectors import DeclarationTypeError, DeclarationValueError, Selector
 
 __all__ = [
+    "ConvertOptions",
     "cleanup",
+    "convert",
     "create",
     "daemon",
     "delete",
@@ -61,6 +65,7 @@ __all__ = [
     "login",
     "mutate",
     "probe",
+    "reconcile",
     "register",
     "resume",
     "startup",
@@ -340,6 +345,158 @@ def mutate(
     Mutations come before validations: validators see their result.
     """
     return _webhook("mutate", (arg1, arg2, arg3), options=options, reason=WebhookType.MUTATING)
+
+
+class ConvertOptions(TypedDict, total=False):
+    """Options of ``convert``: the resource's names (no ``version``: a conversion spans them),
+    ``id`` and ``param``, and ``registry``."""
+
+    group: str | None
+    kind: str | None
+    plural: str | None
+    singular: str | None
+    shortcut: str | None
+    registry: OperatorRegistry | None
+    id: str | None
+    param: Any
+
+
+def convert(
+    arg1: SelectorArg = None,
+    arg2: SelectorArg = None,
+    arg3: SelectorArg = None,
+    /,
+    *,
+    from_: str,
+    to: str,
+    **options: Unpack[ConvertOptions],
+) -> Callable[[F], F]:
+    """Convert objects of one custom resource from the version ``from_`` to the version ``to``,
+    e.g. ``@anyop.on.convert("kopf.dev", "kopfexamples", from_="v1alpha1", to="v1")``.
+
+    The webhook server (``settings.admission.server``) answers ConversionReviews by chaining
+    such steps (the shortest path, e.g. through a hub version); the operator refuses to start
+    if a pair of the resource's versions is not connected, naming the missing step.
+
+    The function gets ``body`` (a mutable copy of the object in ``from_``), ``spec``, ``status``,
+    ``meta``/``metadata``, ``labels``, ``annotations`` (parts of that copy), ``name``,
+    ``namespace``, ``uid``, ``from_version``, ``to_version``, ``logger``, ``param`` and
+    ``settings``. It changes ``body`` in place and returns ``None``, or returns the converted
+    top-level fields (e.g. ``{"spec": ...}``), which replace the object's. anyop sets
+    ``apiVersion`` and ``kind`` and keeps the metadata but for the labels and annotations
+    (Kubernetes allows no other change: another one fails the review). An exception fails the
+    whole review with its message, which the API client sees. Sync functions run in threads.
+    """
+
+    def decorator(fn: F) -> F:
+        spec = Declaration("on.convert", fn, options=options, schema=ConvertOptions)
+        selector = spec.selector((arg1, arg2, arg3))
+        if selector.version is not None or not selector.is_specific:
+            raise DeclarationValueError(
+                f"{spec.culprit}: name one resource without a version (the versions are "
+                f"from_= and to=): {selector!r}."
+            )
+        if options.get("id") == "":
+            raise DeclarationValueError(f"{spec.culprit}: id= must not be empty.")
+        try:
+            handler = ConversionHandler(
+                id=spec.handler_id(None),
+                fn=fn,
+                param=options.get("param"),
+                selector=selector,
+                from_version=from_,
+                to_version=to,
+            )
+        except (DeclarationTypeError, DeclarationValueError) as e:
+            raise type(e)(f"{spec.culprit}: {e}") from None
+        spec.registry().webhooks.append(handler)
+        return fn
+
+    return decorator
+
+
+class ReconcileOptions(TypedDict, total=False):
+    """Options of ``reconcile``: the selector's names, ``registry``, ``id``, ``param``, and
+    ``owns``, ``labels`` (of the children), ``resync`` (seconds), ``finalizer``."""
+
+    group: str | None
+    version: str | None
+    kind: str | None
+    plural: str | None
+    singular: str | None
+    shortcut: str | None
+    category: str | None
+    registry: OperatorRegistry | None
+    id: str | None
+    param: Any
+    owns: Sequence[str] | None
+    labels: Mapping[str, str] | None
+    resync: float | None
+    finalizer: bool | None
+
+
+def reconcile(
+    arg1: SelectorArg = None,
+    arg2: SelectorArg = None,
+    arg3: SelectorArg = None,
+    /,
+    **options: Unpack[ReconcileOptions],
+) -> Callable[[F], F]:
+    """Keep each object's children as its latest state asks: a level-triggered reconciler.
+
+    The function is called with the object's latest state when it changes, when one of its
+    children (objects of the ``owns`` resources whose controller ownerReference is the object)
+    changes or disappears, when a returned :class:`~anyop.Requeue` is due, every ``resync``
+    seconds, and once per object at start; never twice at once for one object. It gets Kopf's
+    kwargs (``body``, ``spec``, ``meta``, ``status``, ``name``, ``namespace``, ``logger``,
+    ``memo``, ``patch``...) plus ``children`` (owned resource name -> list of children) and
+    ``api`` (creates, patches and deletes children; see the README). ``labels=`` narrows the
+    children's watches server-side (and is put on the children that ``api`` creates).
+    """
+
+    def decorator(fn: F) -> F:
+        spec = Declaration("reconcile", fn, options=options, schema=ReconcileOptions)
+        if options.get("id") == "":
+            raise DeclarationValueError(f"{spec.culprit}: id= must not be empty.")
+        owns = _owned(spec, options.get("owns"))
+        labels = options.get("labels")
+        if labels is not None and not (
+            isinstance(labels, Mapping)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items())
+        ):
+            raise DeclarationTypeError(f"{spec.culprit}: labels= must map names to strings.")
+        resync = spec.get("resync", float, minimum=0)
+        if resync is not None and resync <= 0:
+            raise DeclarationValueError(f"{spec.culprit}: resync= must be positive: {resync!r}.")
+        handler = ReconcilingHandler(
+            id=spec.handler_id(None),
+            fn=fn,
+            param=options.get("param"),
+            selector=spec.selector((arg1, arg2, arg3)),
+            owns=tuple(Selector(name) for name in owns),
+            owned_names=owns,
+            child_labels=dict(labels) if labels else None,
+            resync=resync,
+            finalizer=bool(spec.get("finalizer", bool)),
+        )
+        spec.registry().reconciling.append(handler)
+        return fn
+
+    return decorator
+
+
+def _owned(spec: Declaration, owns: object) -> tuple[str, ...]:
+    """The ``owns=`` names, checked: resource names (``configmaps``, ``deployments.apps``)."""
+    if owns is None:
+        return ()
+    if isinstance(owns, str) or not isinstance(owns, Sequence):
+        raise DeclarationTypeError(f"{spec.culprit}: owns= must be a list of names: {owns!r}.")
+    for name in owns:
+        if not isinstance(name, str) or not name:
+            raise DeclarationTypeError(f"{spec.culprit}: owns= has a bad name: {name!r}.")
+    if len(set(owns)) != len(owns):
+        raise DeclarationValueError(f"{spec.culprit}: owns= names a resource twice: {owns!r}.")
+    return tuple(owns)
 
 
 def subhandler(**options: Unpack[SubhandlerOptions]) -> Callable[[F], F]:

@@ -29,6 +29,7 @@ __all__ = [
     "PostingSettings",
     "ProcessSettings",
     "QueueingSettings",
+    "ReconcilingSettings",
     "ScanningSettings",
     "ServerSettings",
     "WatchingSettings",
@@ -177,13 +178,16 @@ class ScanningSettings(BaseModel):
 
 
 class AdmissionSettings(BaseModel):
-    """Admission webhooks."""
+    """Admission and conversion webhooks."""
 
     model_config = _MODEL
     server: Any = None
     """A webhook server or tunnel (e.g. ``anyop.WebhookServer()``)."""
     managed: str | None = None
     """The name of the Validating/MutatingWebhookConfiguration to keep up to date."""
+    managed_conversion: bool = False
+    """anyop: point the ``spec.conversion`` of the CRDs with ``@on.convert`` functions to the
+    webhook server at startup (and check their versions against the CRDs themselves)."""
 
 
 class ExecutionSettings(BaseModel):
@@ -246,6 +250,21 @@ class BackgroundSettings(BaseModel):
     """Without ``instant_exit_timeout``: how many turns of the event loop it waits instead."""
 
 
+class ReconcilingSettings(BaseModel):
+    """anyop: the reconcilers (``@anyop.reconcile``)."""
+
+    model_config = _MODEL
+    backoff_base: Seconds = Field(default=0.5, gt=0)
+    """The delay after an object's first failed call; it doubles with every failure in a row,
+    up to ``backoff_cap``, with up to half of it taken off at random (jitter)."""
+    backoff_cap: Seconds = Field(default=300.0, gt=0)
+    writes_timeout: Seconds = Field(default=10.0, ge=0)
+    """How long a call waits for the watch to show the children that the previous call created,
+    patched or deleted through ``api``; after that, the children are read from the API."""
+    finalizer: str = "reconcile.anyop.dev/finalizer"
+    """What ``finalizer=True`` reconcilers put on their objects."""
+
+
 class ServerSettings(BaseModel):
     """anyop: the HTTP endpoints of the operator itself."""
 
@@ -274,6 +293,7 @@ class OperatorSettings(BaseModel):
     networking: NetworkingSettings = Field(default_factory=NetworkingSettings)
     persistence: PersistenceSettings = Field(default_factory=PersistenceSettings)
     background: BackgroundSettings = Field(default_factory=BackgroundSettings)
+    reconciling: ReconcilingSettings = Field(default_factory=ReconcilingSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
 
     @property

@@ -35,6 +35,7 @@ __all__ = [
     "ErrorsMode",
     "Failed",
     "Happening",
+    "Requeue",
     "RetryPolicy",
     "Succeeded",
     "cancelled_message",
@@ -55,6 +56,26 @@ class ErrorsMode(enum.Enum):
     IGNORED = enum.auto()
     TEMPORARY = enum.auto()
     PERMANENT = enum.auto()
+
+
+@dataclasses.dataclass(frozen=True)
+class Requeue:
+    """What a reconciler returns to be called again after ``after`` seconds, changes or not.
+
+    Args:
+        after: Seconds until the next call (a change of the object or of its children calls it
+            sooner). Zero or more.
+
+    Raises:
+        ValueError: ``after`` is negative or not a number.
+    """
+
+    after: float = 0.0
+
+    def __post_init__(self) -> None:
+        after = self.after
+        if isinstance(after, bool) or not isinstance(after, int | float) or not after >= 0:
+            raise ValueError(f"Requeue(after=...) must be zero or more seconds: {after!r}.")
 
 
 class RetryPolicy(Protocol):

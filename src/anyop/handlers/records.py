@@ -2,28 +2,31 @@
 
 Records are frozen and compared by identity. Their ``str()`` is how the logs name them:
 ``Handler 'create_fn'``, ``Daemon 'monitor'``, ``Timer 'ping'``, ``Indexer 'by_owner'``,
-``Webhook 'check'``, ``Activity 'login'``.
+``Webhook 'check'``, ``Activity 'login'``, ``Conversion 'split' (v1alpha1 -> v1)``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 import types
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, ClassVar, NewType
 
 from anyop.handlers.causes import Activity, Reason, WebhookType
 from anyop.handlers.diffs import FieldPath
 from anyop.handlers.filters import MetaFilter, WhenFilterFn
 from anyop.handlers.outcomes import ErrorsMode
-from anyop.handlers.selectors import DeclarationValueError, Selector
+from anyop.handlers.selectors import DeclarationTypeError, DeclarationValueError, Selector
 
 __all__ = [
     "ActivityHandler",
+    "ConversionHandler",
     "DaemonHandler",
     "Handler",
     "HandlerId",
+    "ReconcilingHandler",
     "ResourceChangingHandler",
     "ResourceHandler",
     "ResourceIndexingHandler",
@@ -34,6 +37,9 @@ __all__ = [
     "callable_id",
     "generate_id",
 ]
+
+_VERSION = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+"""A version name of a custom resource: a DNS label."""
 
 HandlerId = NewType("HandlerId", str)
 """A handler's id (Kopf's name): the function's name unless ``id=`` says otherwise, with its
@@ -188,6 +194,28 @@ class ResourceIndexingHandler(ResourceHandler):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
+class ReconcilingHandler(ResourceHandler):
+    """An ``@anyop.reconcile``: called with an object's latest state and its owned children.
+
+    Attributes:
+        owns: The selectors of the owned resources (children by controller ownerReference).
+        owned_names: How the ``children`` kwarg names each of ``owns`` (as declared).
+        child_labels: The labels that narrow the children's watches server-side (and that the
+            ``api`` kwarg puts on the children it creates).
+        resync: Seconds after which an object is reconciled again without any change.
+        finalizer: Keep the object until a call made while it is being deleted succeeds.
+    """
+
+    kind: ClassVar[str] = "Reconciler"
+
+    owns: tuple[Selector, ...] = ()
+    owned_names: tuple[str, ...] = ()
+    child_labels: Mapping[str, str] | None = None
+    resync: float | None = None
+    finalizer: bool = False
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
 class ResourceWebhookHandler(ResourceHandler):
     """A validating or mutating admission handler.
 
@@ -208,6 +236,40 @@ class ResourceWebhookHandler(ResourceHandler):
     persistent: bool | None = None
     side_effects: bool | None = None
     ignore_failures: bool | None = None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
+class ConversionHandler(ResourceHandler):
+    """A conversion function: one step between two versions of one custom resource.
+
+    The webhook server chains such steps to convert an object between any two versions of its
+    resource (``@on.convert``).
+
+    Attributes:
+        from_version: The version of the objects it takes, e.g. ``"v1alpha1"``.
+        to_version: The version of the objects it makes, e.g. ``"v1"``.
+    """
+
+    kind: ClassVar[str] = "Conversion"
+
+    from_version: str
+    to_version: str
+
+    def __post_init__(self) -> None:
+        for key, value in (("from_", self.from_version), ("to", self.to_version)):
+            if not isinstance(value, str):
+                raise DeclarationTypeError(f"{key}= must be a version name: {value!r}.")
+            if not _VERSION.fullmatch(value):
+                raise DeclarationValueError(
+                    f"{key}= is not a Kubernetes version name (e.g. 'v1beta1'): {value!r}."
+                )
+        if self.from_version == self.to_version:
+            raise DeclarationValueError(
+                f"from_= and to= are the same version: {self.to_version!r}."
+            )
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.id!r} ({self.from_version} -> {self.to_version})"
 
 
 def callable_id(fn: Callable[..., Any]) -> str:

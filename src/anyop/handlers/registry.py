@@ -29,7 +29,9 @@ from anyop.handlers.filters import KwargsFactory, LabelSelector, match, prematch
 from anyop.handlers.filters import server_side_selector as _server_side_selector
 from anyop.handlers.records import (
     ActivityHandler,
+    ConversionHandler,
     Handler,
+    ReconcilingHandler,
     ResourceChangingHandler,
     ResourceHandler,
     ResourceIndexingHandler,
@@ -45,11 +47,13 @@ __all__ = [
     "ChangingRegistry",
     "IndexingRegistry",
     "OperatorRegistry",
+    "ReconcilingRegistry",
     "Registry",
     "ResourceRegistry",
     "SpawningRegistry",
     "SubRegistry",
     "WatchingRegistry",
+    "WebhookHandler",
     "WebhooksRegistry",
     "current_handler",
     "current_subregistry",
@@ -233,10 +237,34 @@ class ChangingRegistry(ResourceRegistry[ResourceChangingHandler]):
         )
 
 
-class WebhooksRegistry(ResourceRegistry[ResourceWebhookHandler]):
-    """Validating and mutating admission handlers."""
+WebhookHandler = ResourceWebhookHandler | ConversionHandler
+"""What the webhook server serves: an admission handler or a conversion function."""
 
-    def _eligible(self, handler: ResourceWebhookHandler, cause: ResourceCause) -> bool:
+
+class WebhooksRegistry(ResourceRegistry[WebhookHandler]):
+    """What the webhook server serves: validating and mutating admission handlers, and the
+    conversion functions between versions of custom resources (``@on.convert``)."""
+
+    @property
+    def admission(self) -> list[ResourceWebhookHandler]:
+        """The admission handlers, in order of registration."""
+        return [h for h in self.handlers if isinstance(h, ResourceWebhookHandler)]
+
+    @property
+    def conversions(self) -> list[ConversionHandler]:
+        """The conversion functions, in order of registration."""
+        return [h for h in self.handlers if isinstance(h, ConversionHandler)]
+
+    def select_admission(
+        self, cause: WebhookCause, kwargs_factory: KwargsFactory
+    ) -> list[ResourceWebhookHandler]:
+        """The admission handlers that want this review: by resource, then by all filters."""
+        selected = self.select(cause, kwargs_factory)
+        return [h for h in selected if isinstance(h, ResourceWebhookHandler)]
+
+    def _eligible(self, handler: WebhookHandler, cause: ResourceCause) -> bool:
+        if not isinstance(handler, ResourceWebhookHandler):
+            return False  # conversions are asked for by ConversionReviews, never selected
         return isinstance(cause, WebhookCause) and _admits(handler, cause)
 
 
@@ -253,6 +281,10 @@ def _admits(handler: ResourceWebhookHandler, cause: WebhookCause) -> bool:
     # Mutating a deleted object makes no sense, unless the handler asks for deletions explicitly.
     mutating_deletion = handler.reason == WebhookType.MUTATING and cause.operation == "DELETE"
     return not mutating_deletion or operations == {"DELETE"}
+
+
+class ReconcilingRegistry(ResourceRegistry[ReconcilingHandler]):
+    """``@anyop.reconcile`` handlers (they watch their objects and their owned children)."""
 
 
 class SubRegistry(ResourceRegistry[ResourceChangingHandler]):
@@ -272,7 +304,8 @@ class OperatorRegistry:
         watching: Event handlers.
         spawning: Daemons and timers.
         changing: Resource-changing handlers.
-        webhooks: Admission handlers.
+        webhooks: Admission handlers and conversion functions.
+        reconciling: Reconcilers (``@anyop.reconcile``).
     """
 
     def __init__(self) -> None:
@@ -282,6 +315,7 @@ class OperatorRegistry:
         self.spawning = SpawningRegistry()
         self.changing = ChangingRegistry()
         self.webhooks = WebhooksRegistry()
+        self.reconciling = ReconcilingRegistry()
         self._facts: dict[int, _Facts] = {}
 
     def _facts_of(self, resource: Resource) -> _Facts:
@@ -319,8 +353,10 @@ class OperatorRegistry:
         return frozenset().union(*(registry.selectors() for registry in registries))
 
     def watched_selectors(self) -> frozenset[Selector]:
-        """The selectors of the handlers that need the watch-stream (all but webhooks)."""
-        return frozenset().union(*(r.selectors() for r in self._resource_registries))
+        """The selectors of the handlers that need the watch-stream (all but webhooks; the
+        reconcilers' own resources, not their children's, which their reconcilers watch)."""
+        registries = (*self._resource_registries, self.reconciling)
+        return frozenset().union(*(r.selectors() for r in registries))
 
     def has_handlers(self, resource: Resource) -> bool:
         """Whether any handler (other than webhooks) needs the resource's watch-stream."""
@@ -388,7 +424,7 @@ class OperatorRegistry:
     def label_selector(self, resource: Resource) -> LabelSelector | None:
         """The ``labelSelector`` that all of the resource's watching handlers share, if any."""
         handlers: list[ResourceHandler] = []
-        for registry in self._resource_registries:
+        for registry in (*self._resource_registries, self.reconciling):
             handlers.extend(registry.for_resource(resource))
         return _server_side_selector(handlers)
 

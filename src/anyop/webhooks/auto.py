@@ -15,7 +15,7 @@ import contextvars
 import logging
 import ssl
 import urllib.parse
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, Iterable
 from typing import Any, NoReturn
 
 from cryptography import x509
@@ -120,7 +120,7 @@ class WebhookAutoServer(WebhookServer):
         """The given host, else the guessed cluster's name for its host, else the address."""
         return self.host or self.guessed or self.listen_addr
 
-    async def __call__(self, fn: WebhookFn) -> AsyncIterator[WebhookClientConfig]:
+    async def __call__(self, fn: WebhookFn) -> AsyncGenerator[WebhookClientConfig, None]:
         server = current_api_server.get()
         if self.host is None and server is not None:
             self.guessed = await guess_cluster_host(server)
@@ -159,7 +159,7 @@ class WebhookAutoTunnel(WebhookAutoServer):
     ) -> None:
         super().__init__(addr=addr, port=port, path=path)
 
-    async def __call__(self, fn: WebhookFn) -> AsyncIterator[WebhookClientConfig]:
+    async def __call__(self, fn: WebhookFn) -> AsyncGenerator[WebhookClientConfig, None]:
         server = current_api_server.get()
         self.guessed = await guess_cluster_host(server) if server is not None else None
         if self.guessed is None:

@@ -36,6 +36,7 @@ __all__ = [
     "decode_review",
     "error_status",
     "parse_review",
+    "too_deep",
 ]
 
 REVIEW_VERSIONS = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
@@ -224,12 +225,12 @@ def _resource(value: Any) -> _GroupVersionResource:
 def _mapping(value: Any, name: str) -> Mapping[str, Any] | None:
     if value is not None and not isinstance(value, Mapping):
         raise ReviewError(f"The AdmissionReview's {name} is not an object.")
-    if value is not None and _too_deep(value, MAX_DEPTH):
+    if value is not None and too_deep(value, MAX_DEPTH):
         raise ReviewError(f"The AdmissionReview's {name} is nested deeper than {MAX_DEPTH}.")
     return value
 
 
-def _too_deep(value: Any, limit: int) -> bool:
+def too_deep(value: Any, limit: int) -> bool:
     """Whether JSON nests deeper than ``limit`` (iteratively: deep input cannot overflow it)."""
     pending: list[tuple[Any, int]] = [(value, 1)]
     while pending:

@@ -15,7 +15,7 @@ import functools
 import logging
 import ssl
 import tempfile
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncGenerator, Collection
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -161,7 +161,7 @@ class WebhookServer:
         """The host name that API servers are given."""
         return self.host or self.DEFAULT_HOST or self.listen_addr
 
-    async def __call__(self, fn: WebhookFn) -> AsyncIterator[WebhookClientConfig]:
+    async def __call__(self, fn: WebhookFn) -> AsyncGenerator[WebhookClientConfig, None]:
         """Serve until cancelled; yield how to reach this server once it listens.
 
         Raises:

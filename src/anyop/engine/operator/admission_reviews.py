@@ -1,4 +1,5 @@
-"""Admission: running validating and mutating handlers for reviews, and the webhook server.
+"""Admission: running validating and mutating handlers for reviews, and the webhook server
+(which also serves the conversions of ``engine/operator/conversion_reviews.py``).
 
 :class:`Reviewer` is the framework's :class:`~anyop.webhooks.review.WebhookFn`: it parses a
 review, selects the handlers (by resource, kind, operation, subresource, filters, and the handler
@@ -8,7 +9,8 @@ from the ``patch`` kwarg (its merge part and its fns).
 
 :func:`open_admission` runs the configured server (``settings.admission.server``) in the
 operator's task group before any watch starts, keeps the managed webhook configurations up to
-date with what the server advertises, and removes the non-persistent webhooks at exit.
+date with what the server advertises (and the CRDs' conversions, if asked), and removes the
+non-persistent webhooks at exit.
 """
 
 from __future__ import annotations
@@ -28,6 +30,12 @@ from anyop.engine.cycle.handler_calls import common_kwargs, utcnow
 from anyop.engine.cycle.object_memories import Memories
 from anyop.engine.indexer import Indexer
 from anyop.engine.invocation import invoke
+from anyop.engine.operator.conversion_reviews import (
+    Converter,
+    WebhookRouter,
+    configure_conversions,
+    plan_conversions,
+)
 from anyop.errors import ConfigError, PermanentError
 from anyop.handlers.causes import WebhookCause, WebhookType
 from anyop.handlers.diffs import diff
@@ -46,6 +54,7 @@ from anyop.webhooks.review import (
     Headers,
     ReviewError,
     SSLPeer,
+    WebhookFn,
     build_response,
     error_status,
     parse_review,
@@ -114,7 +123,7 @@ class Reviewer:
         parsed = parse_review(request)
         cause = self._cause(parsed, webhook, reason)
         base = self._kwargs(cause, parsed, headers=headers, sslpeer=sslpeer)
-        handlers = self.registry.webhooks.select(cause, lambda: base)
+        handlers = self.registry.webhooks.select_admission(cause, lambda: base)
         errors: list[BaseException] = []
         for handler in handlers:
             error = await self._run(handler, base, parsed)
@@ -134,7 +143,7 @@ class Reviewer:
         resource = self.resources.get(key)
         if resource is None:
             raise ReviewError(f"The resource {key} is not served by this operator.", 404)
-        if webhook is not None and all(h.id != webhook for h in self.registry.webhooks.handlers):
+        if webhook is not None and all(h.id != webhook for h in self.registry.webhooks.admission):
             raise ReviewError(f"No admission handler has the id {webhook!r}.", 404)
         return WebhookCause(
             resource=resource,
@@ -232,20 +241,24 @@ async def open_admission(
     indexer: Indexer | None = None,
     limiter: anyio.CapacityLimiter | None = None,
 ) -> AsyncIterator[None]:
-    """Serve the admission webhooks (if there are handlers) while the block runs.
+    """Serve the admission and conversion webhooks (if there are any) while the block runs.
 
     Raises:
-        ConfigError: Admission handlers exist, but ``settings.admission.server`` is not set.
+        ConfigError: Admission handlers or conversion functions exist, but
+            ``settings.admission.server`` is not set; or the conversions cannot serve their
+            resources (see :func:`~anyop.engine.operator.conversion_reviews.plan_conversions`).
     """
     if not registry.webhooks.handlers:
         yield
         return
     if settings.admission.server is None:
         raise ConfigError(
-            "There are admission handlers (@on.validate/@on.mutate), but no webhook server: "
-            "set settings.admission.server (e.g. to anyop.WebhookServer()) in a startup handler."
+            "There are admission handlers (@on.validate/@on.mutate) or conversions "
+            "(@on.convert), but no webhook server: set settings.admission.server (e.g. to "
+            "anyop.WebhookServer()) in a startup handler."
         )
     resources = await discover(client)
+    plans = await plan_conversions(client, registry, settings, resources=resources)
     reviewer = Reviewer(
         registry,
         settings,
@@ -255,8 +268,11 @@ async def open_admission(
         indexer=indexer,
         limiter=limiter,
     )
+    converter = Converter(plans, settings, limiter=limiter) if plans else None
     async with anyio.create_task_group() as tg:
-        await tg.start(_serve_webhooks, client, reviewer, resources)
+        await tg.start(
+            functools.partial(_serve_webhooks, client, reviewer, resources, converter=converter)
+        )
         try:
             yield
         finally:
@@ -268,11 +284,15 @@ async def _serve_webhooks(
     reviewer: Reviewer,
     resources: Sequence[Resource],
     *,
+    converter: Converter | None = None,
     task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Run the server; apply every client config it yields to the managed configurations."""
+    """Run the server; apply every client config it yields to the managed configurations
+    (and to the CRDs' conversions, if asked)."""
     settings, registry = reviewer.settings, reviewer.registry
     managed = settings.admission.managed
+    fn: WebhookFn = reviewer if converter is None else WebhookRouter(reviewer, converter)
+    conversions = converter.routes if converter and settings.admission.managed_conversion else {}
     send, receive = anyio.create_memory_object_stream[WebhookClientConfig](math.inf)
     latest: WebhookClientConfig | None = None
     _, info = await client.sessions.vault.current()
@@ -284,12 +304,13 @@ async def _serve_webhooks(
         # The server outlives the operator's cancellation until its webhooks are deregistered:
         # requests arriving meanwhile are still answered.
         serving = anyio.CancelScope(shield=True)
-        tg.start_soon(functools.partial(_pump, server, reviewer, send, scope=serving))
+        tg.start_soon(functools.partial(_pump, server, fn, send, scope=serving))
         try:
             async for config in receive:
                 latest = config
                 if managed:
                     await _configure(client, registry, resources, config=config, managed=managed)
+                await configure_conversions(client, conversions, config)
                 task_status.started()  # ready once the first config is applied
                 task_status = anyio.TASK_STATUS_IGNORED
         finally:
@@ -310,7 +331,7 @@ async def _serve_webhooks(
 
 async def _pump(
     server: Any,
-    fn: Reviewer,
+    fn: WebhookFn,
     send: MemoryObjectSendStream[WebhookClientConfig],
     *,
     scope: anyio.CancelScope,
@@ -340,7 +361,7 @@ async def _configure(
     """Write both managed configurations (at exit: only the persistent webhooks stay)."""
     for reason in (WebhookType.VALIDATING, WebhookType.MUTATING):
         webhooks = build_webhooks(
-            registry.webhooks.handlers,
+            registry.webhooks.admission,
             resources,
             config,
             managed=managed,

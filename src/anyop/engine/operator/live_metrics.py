@@ -2,8 +2,8 @@
 
 The counters (cycles, handler runs, API requests) are incremented where things happen (see
 :mod:`anyop.metrics`); the gauges here cost nothing between scrapes: objects and busy workers per
-resource, running daemons and timers, and each watch-stream's restarts, relists, whether it is
-streaming, and the age of the last thing it received.
+resource (and per reconciler), running daemons and timers, and each watch-stream's restarts,
+relists, whether it is streaming, and the age of the last thing it received.
 """
 
 from __future__ import annotations
@@ -73,6 +73,9 @@ class LiveCollector:
                 depth.add_metric(labels, watched.workers.busy)
             for kind, count in _runs(watched).items():
                 daemons.add_metric([*labels, kind], count)
+            for reconciler in list(watched.reconcilers or ()):  # each has a queue of its own
+                if reconciler.workers is not None:
+                    depth.add_metric([reconciler.name, labels[1]], reconciler.workers.busy)
         yield from (objects, depth, daemons, restarts, relists, streaming, age)
 
 

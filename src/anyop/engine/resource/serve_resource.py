@@ -19,11 +19,13 @@ import anyio.abc
 
 from anyop.engine.coordination.pause_gate import Gate, first_of
 from anyop.engine.cycle.object_memories import Memories
-from anyop.engine.cycle.object_slots import Backpressure
+from anyop.engine.cycle.object_slots import Backpressure, CycleFn
 from anyop.engine.cycle.reconciler import Observed, Reconciler
 from anyop.engine.daemons.spawner import Spawner, reaping_deadline
 from anyop.engine.indexer import Indexer, object_key
 from anyop.engine.object_groups import ObjectHosts
+from anyop.engine.reconciling.controller import ControllerScope
+from anyop.engine.reconciling.controllers import Controllers, open_controllers
 from anyop.engine.resource.workers import ObjectWorkers
 from anyop.handlers.indexes import ObjectKey
 from anyop.handlers.registry import OperatorRegistry
@@ -59,6 +61,8 @@ class Watched:
         workers: Its objects' workers (an :class:`~anyop.engine.resource.workers.ObjectWorkers`),
             while it handles them (a standby that keeps watching does not).
         spawner: Its daemons and timers (a :class:`~anyop.engine.daemons.spawner.Spawner`), if any.
+        reconcilers: Its reconcilers' controllers
+            (:class:`~anyop.engine.reconciling.controller.Controller`), while they run.
     """
 
     resource: Resource
@@ -66,6 +70,7 @@ class Watched:
     watcher: Any = None
     workers: Any = None
     spawner: Any = None
+    reconcilers: Any = None
 
     @property
     def state(self) -> WatchState:
@@ -200,10 +205,49 @@ async def serve_resource(
     if scope.gate is not None and scope.gate.warm:
         await _serve_warm(scope, scope.gate, stopping, watched=watched, task_status=task_status)
         return
-    async with _handling(scope, watched) as workers:
-        await _watch_until(
-            scope, workers.dispatch, stopping, watched=watched, task_status=task_status
-        )
+    async with _handling(scope, watched) as workers, _reconciling(scope) as controllers:
+        watched.reconcilers = controllers.running
+        dispatch = _dispatcher(scope, workers, controllers)
+        await _watch_until(scope, dispatch, stopping, watched=watched, task_status=task_status)
+
+
+def _reconciling(scope: ResourceScope) -> contextlib.AbstractAsyncContextManager[Controllers]:
+    """The resource's reconcilers (``@anyop.reconcile``), with workers of their own."""
+    handlers = scope.registry.reconciling.for_resource(scope.resource)
+    queueing = scope.settings.queueing
+    where = ControllerScope(
+        scope.client,
+        scope.resource,
+        scope.namespace,
+        {},
+        scope.settings,
+        limiter=scope.limiter,
+        indexer=scope.indexer,
+        metrics=scope.metrics,
+    )
+
+    def workers(cycle: CycleFn, group: anyio.abc.TaskGroup) -> ObjectWorkers:
+        memo, memories, idle = scope.new_memo, scope.memories, queueing.idle_timeout
+        return ObjectWorkers(cycle, group, new_memo=memo, memories=memories, idle_timeout=idle)
+
+    return open_controllers(where, handlers, workers=workers, exit_timeout=queueing.exit_timeout)
+
+
+def _dispatcher(
+    scope: ResourceScope, workers: ObjectWorkers, controllers: Controllers
+) -> Callable[[Observed], object]:
+    """Where the resource's events go: its Kopf-style handling (if it has handlers of that
+    kind) and its reconcilers."""
+    if not controllers.running:
+        return workers.dispatch
+    handled = scope.registry.has_handlers(scope.resource)
+
+    def dispatch(observed: Observed) -> None:
+        controllers.observe(observed, deleted=observed.type == "DELETED")
+        if handled:
+            workers.dispatch(observed)
+
+    return dispatch
 
 
 @contextlib.asynccontextmanager
@@ -256,7 +300,7 @@ async def _serve_warm(
     handled as if just listed, with no new listing. Handling is fenced by the leadership.
     """
     latest: dict[str, Observed] = {}
-    leading: list[ObjectWorkers] = []
+    leading: list[Callable[[Observed], object]] = []
 
     def dispatch(observed: Observed) -> None:
         uid = str((observed.get("metadata") or {}).get("uid", ""))
@@ -265,7 +309,7 @@ async def _serve_warm(
         else:
             latest[uid] = observed
         if leading:
-            leading[0].dispatch(observed)
+            leading[0](observed)
 
     async with anyio.create_task_group() as tg:
         await tg.start(functools.partial(_watch_until, scope, dispatch, stopping, watched=watched))
@@ -275,10 +319,12 @@ async def _serve_warm(
             if stopping.is_set():
                 break
             with gate.fenced():
-                async with _handling(scope, watched) as workers:
+                async with _handling(scope, watched) as workers, _reconciling(scope) as rc:
+                    watched.reconcilers = rc.running
+                    handle = _dispatcher(scope, workers, rc)
                     for body in list(latest.values()):
-                        workers.dispatch(Observed(body, type="ADDED", listed=True))
-                    leading.append(workers)
+                        handle(Observed(body, type="ADDED", listed=True))
+                    leading.append(handle)
                     try:
                         await stopping.wait()
                     finally:

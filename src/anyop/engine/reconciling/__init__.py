@@ -1,0 +1,1 @@
+"""Level-triggered reconcilers (``@anyop.reconcile``): an object, its owned children, its calls."""
