@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import anyop
+from anyop.engine.reconciling.child_writes import Written, echoes, seen, written
 from anyop.engine.reconciling.children import ChildrenIndex, controller_uid, not_older
 from anyop.engine.reconciling.decisions import (
     backoff_delay,
@@ -17,7 +18,6 @@ from anyop.engine.reconciling.decisions import (
     label_selector,
     owned_body,
 )
-from anyop.engine.reconciling.writes import Written, echoes, seen, written
 from anyop.errors import ConfigError
 from anyop.handlers.records import ReconcilingHandler
 from anyop.handlers.registry import OperatorRegistry

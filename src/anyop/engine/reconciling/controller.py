@@ -26,7 +26,8 @@ from anyop.engine.cycle.handler_calls import common_kwargs
 from anyop.engine.cycle.object_slots import CycleFn, CycleResult, ObjectSlot
 from anyop.engine.indexer import Indexer
 from anyop.engine.invocation import invoke
-from anyop.engine.reconciling.api import ChildrenApi
+from anyop.engine.reconciling.child_api import ChildrenApi
+from anyop.engine.reconciling.child_writes import Written, echoes, seen
 from anyop.engine.reconciling.children import (
     ChildrenIndex,
     controller_uid,
@@ -34,7 +35,6 @@ from anyop.engine.reconciling.children import (
     version_of,
 )
 from anyop.engine.reconciling.decisions import Verdict, finalizer_patch, judge, label_selector
-from anyop.engine.reconciling.writes import Written, echoes, seen
 from anyop.errors import AnyopError, ConflictError
 from anyop.handlers.causes import ResourceCause
 from anyop.handlers.outcomes import Requeue

@@ -25,7 +25,7 @@ from anyop.engine.daemons.spawner import Spawner, reaping_deadline
 from anyop.engine.indexer import Indexer, object_key
 from anyop.engine.object_groups import ObjectHosts
 from anyop.engine.reconciling.controller import ControllerScope
-from anyop.engine.reconciling.controllers import Controllers, open_controllers
+from anyop.engine.reconciling.reconcilers import Controllers, open_controllers
 from anyop.engine.resource.workers import ObjectWorkers
 from anyop.handlers.indexes import ObjectKey
 from anyop.handlers.registry import OperatorRegistry

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from anyop.engine.reconciling.child_writes import Written, written
 from anyop.engine.reconciling.decisions import owned_body
-from anyop.engine.reconciling.writes import Written, written
 from anyop.errors import NotFoundError
 from anyop.kube.client import Body, KubeClient
 from anyop.kube.resources import Resource
