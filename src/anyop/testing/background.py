@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from anyop.testing.assets import cache_dir
-from anyop.testing.controlplane import LocalControlPlane
+from anyop.testing.controlplane import PID_VARIABLES, LocalControlPlane
 from anyop.testing.processes import process_is_running, terminate_pid
 
 __all__ = ["default_workdir", "read_env", "shell_exports", "start_background", "stop_background"]
@@ -49,14 +49,27 @@ def read_env(workdir: Path) -> dict[str, str] | None:
 
 
 def start_background(
-    workdir: Path, *, apiserver_flags: Sequence[str] = (), etcd_flags: Sequence[str] = ()
+    workdir: Path,
+    *,
+    apiserver_flags: Sequence[str] = (),
+    etcd_flags: Sequence[str] = (),
+    controllers: bool = True,
+    nodes: bool = True,
 ) -> dict[str, str]:
-    """Start a detached control plane (or reuse the running one) and return its environment."""
+    """Start a detached control plane (or reuse the running one) and return its environment.
+
+    ``controllers`` and ``nodes`` are :class:`LocalControlPlane`'s options of the same names.
+    """
     if (env := read_env(workdir)) is not None:
         return env
     stop_background(workdir)  # leftovers of a crashed one
     plane = LocalControlPlane(
-        workdir=workdir, apiserver_flags=apiserver_flags, etcd_flags=etcd_flags, detached=True
+        workdir=workdir,
+        apiserver_flags=apiserver_flags,
+        etcd_flags=etcd_flags,
+        detached=True,
+        controllers=controllers,
+        nodes=nodes,
     )
     plane.start()
     env = plane.env()
@@ -73,7 +86,7 @@ def stop_background(workdir: Path) -> bool:
     except (OSError, ValueError):
         env = {}
     stopped = False
-    for key, binary in (("ANYOP_APISERVER_PID", "kube-apiserver"), ("ANYOP_ETCD_PID", "etcd")):
+    for key, binary in reversed(PID_VARIABLES.items()):  # the API server before etcd
         pid = int(env.get(key, 0) or 0)
         if pid and _pid_runs(pid, binary):
             terminate_pid(pid)

@@ -1,11 +1,15 @@
-"""A real Kubernetes control plane on loopback: etcd and kube-apiserver as local processes.
+"""A real Kubernetes control plane on loopback: etcd, kube-apiserver and, by default, the rest.
 
-Like controller-runtime's envtest: no Docker, no kubelet, no controllers -- just the API server with
-its storage, RBAC authorization, and an admin client certificate. Usable from sync code (``with``),
-from async code on Trio or asyncio (``async with``), and from the CLI (``anyop controlplane up``).
+No Docker and no kubelet: the API server with its storage, RBAC authorization and an admin client
+certificate; by default also kube-controller-manager (garbage collection, namespace lifecycle,
+service accounts and their tokens, Deployments, Jobs ...), kube-scheduler, and KWOK with one fake
+node, so that Pods are scheduled and become Running (or Succeeded, for Jobs) without containers.
+Usable from sync code (``with``), from async code on Trio or asyncio (``async with``), and from the
+CLI (``anyop controlplane up``).
 
-WARNING: a bare kube-apiserver runs no namespace controller and no garbage collector: deleted
-namespaces stay Terminating and owner references are not acted upon.
+WARNING: with ``controllers=False`` (the bare API server, as controller-runtime's envtest), deleted
+namespaces stay Terminating and owner references are not acted upon; with ``nodes=False``, Pods stay
+Pending.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import anyio
 import httpx
 
 from anyop.errors import ControlPlaneError
-from anyop.testing.assets import Assets, ensure_assets
+from anyop.testing.assets import Assets, ensure_assets, kwok_stages
 from anyop.testing.processes import ChildProcess
 from anyop.webhooks.certs import (
     CertificateAuthority,
@@ -35,11 +39,47 @@ from anyop.webhooks.certs import (
     public_key_pem,
 )
 
-__all__ = ["LocalControlPlane", "free_port"]
+__all__ = ["NODE_NAME", "PID_VARIABLES", "LocalControlPlane", "free_port"]
 
+PID_VARIABLES = {
+    "ANYOP_ETCD_PID": "etcd",
+    "ANYOP_APISERVER_PID": "kube-apiserver",
+    "ANYOP_CONTROLLER_MANAGER_PID": "kube-controller-manager",
+    "ANYOP_SCHEDULER_PID": "kube-scheduler",
+    "ANYOP_KWOK_PID": "kwok",
+}
+"""The variables of :meth:`LocalControlPlane.env` that hold process ids, and their binaries."""
+_PID_NAMES = {
+    binary: key.removeprefix("ANYOP_").removesuffix("_PID") for key, binary in PID_VARIABLES.items()
+}
 _SERVICE_RANGE = "10.0.0.0/24"
 _ADVERTISE = "10.0.0.1"  # the API server refuses a loopback advertise address
 _READY_PATHS = ("/readyz", "/api/v1/namespaces/default")
+_POD_CIDR = "10.0.1.0/24"  # KWOK's fake Pod IPs: addresses nothing listens on
+NODE_NAME = "anyop-node"
+"""The fake node that KWOK keeps Ready (with ``nodes=True``)."""
+_NODE: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "Node",
+    "metadata": {
+        "name": NODE_NAME,
+        "annotations": {"kwok.x-k8s.io/node": "fake"},
+        "labels": {
+            "kubernetes.io/hostname": NODE_NAME,
+            "kubernetes.io/os": "linux",
+            "type": "kwok",
+        },
+    },
+    "status": {
+        "allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"},
+        "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110"},
+    },
+}
+
+
+def _node_is_ready(node: Any) -> bool:
+    conditions = (node.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
 def free_port() -> int:
@@ -62,6 +102,10 @@ class LocalControlPlane:
         detached: Let the processes outlive this Python process (``anyop controlplane up``).
         port: The API server's port on 127.0.0.1; ``0`` picks a free one.
         etcd_port: etcd's client port on 127.0.0.1; ``0`` picks a free one.
+        controllers: Also run kube-controller-manager (garbage collection, namespaces, service
+            accounts and their tokens, the workload controllers); ``False`` for the fastest start.
+        nodes: Also run kube-scheduler and KWOK with one fake node (:data:`NODE_NAME`), so that
+            Pods are scheduled and become Running without containers.
 
     Guarantees:
         Processes that are not detached die with the Python process that started them, even if
@@ -79,6 +123,8 @@ class LocalControlPlane:
         detached: bool = False,
         port: int = 0,
         etcd_port: int = 0,
+        controllers: bool = True,
+        nodes: bool = True,
     ) -> None:
         self._owns_workdir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="anyop-controlplane-"))
@@ -91,6 +137,11 @@ class LocalControlPlane:
         self.apiserver: ChildProcess | None = None
         self.port = port
         self.etcd_port = etcd_port
+        self.controllers = controllers
+        self.nodes = nodes
+        self.controller_manager: ChildProcess | None = None
+        self.scheduler: ChildProcess | None = None
+        self.kwok: ChildProcess | None = None
 
     # -- public facts -------------------------------------------------------------------------
 
@@ -123,7 +174,7 @@ class LocalControlPlane:
     def assets(self) -> Assets:
         """The binaries in use (found or built on first access)."""
         if self._assets is None:
-            self._assets = ensure_assets()
+            self._assets = ensure_assets(cluster=self.controllers or self.nodes)
         return self._assets
 
     def ssl_context(self) -> ssl.SSLContext:
@@ -133,13 +184,19 @@ class LocalControlPlane:
         return ctx
 
     def env(self) -> dict[str, str]:
-        """Environment variables for tools and tests: KUBECONFIG and the two process ids."""
+        """Environment variables for tools and tests: KUBECONFIG and the processes' ids
+        (``ANYOP_APISERVER_PID``, ``ANYOP_ETCD_PID``, ``ANYOP_CONTROLLER_MANAGER_PID``,
+        ``ANYOP_SCHEDULER_PID``, ``ANYOP_KWOK_PID``, for those that run)."""
         env = {"KUBECONFIG": str(self.kubeconfig)}
-        if self.apiserver is not None and self.apiserver.pid is not None:
-            env["ANYOP_APISERVER_PID"] = str(self.apiserver.pid)
-        if self.etcd is not None and self.etcd.pid is not None:
-            env["ANYOP_ETCD_PID"] = str(self.etcd.pid)
+        for proc in self._processes():
+            if proc.pid is not None:
+                env[f"ANYOP_{_PID_NAMES[proc.name]}_PID"] = str(proc.pid)
         return env
+
+    def _processes(self) -> list[ChildProcess]:
+        """The processes in the order of starting (stop them in reverse)."""
+        procs = (self.etcd, self.apiserver, self.controller_manager, self.scheduler, self.kwok)
+        return [proc for proc in procs if proc is not None]
 
     # -- the PKI and the command lines --------------------------------------------------------
 
@@ -213,6 +270,70 @@ class LocalControlPlane:
             *self._apiserver_flags,
         ]
 
+    def _component_args(self, binary: Path) -> list[str]:
+        """What kube-controller-manager and kube-scheduler share: the admin's kubeconfig, a free
+        port on loopback for their own HTTPS, no leader election."""
+        kubeconfig = str(self.kubeconfig)
+        return [
+            str(binary),
+            f"--kubeconfig={kubeconfig}",
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={free_port()}",
+            f"--cert-dir={self.workdir / 'pki' / binary.name}",
+            "--leader-elect=false",
+            "--v=1",
+        ]
+
+    def _controller_manager_args(self, binary: Path) -> list[str]:
+        pki = self.workdir / "pki"
+        return [
+            *self._component_args(binary),
+            f"--service-account-private-key-file={pki / 'sa.key'}",
+            f"--root-ca-file={self.ca_path}",
+            f"--cluster-signing-cert-file={self.ca_path}",
+            f"--cluster-signing-key-file={pki / 'ca.key'}",
+            f"--service-cluster-ip-range={_SERVICE_RANGE}",
+            "--cluster-name=anyop",
+        ]
+
+    def _kwok_args(self, binary: Path) -> list[str]:
+        return [
+            str(binary),
+            f"--kubeconfig={self.kubeconfig}",
+            f"--config={kwok_stages(binary)}",
+            "--manage-all-nodes=false",
+            "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+            f"--cidr={_POD_CIDR}",
+            "--node-ip=10.0.1.1",
+            "--v=INFO",
+        ]
+
+    def _cluster_processes(self) -> list[ChildProcess]:
+        """kube-controller-manager, kube-scheduler and KWOK, as far as they are asked for."""
+        assets, wanted = self.assets, []
+        if self.controllers:
+            wanted.append(("kube-controller-manager", assets.kube_controller_manager))
+        if self.nodes:
+            wanted += [("kube-scheduler", assets.kube_scheduler), ("kwok", assets.kwok)]
+        makers = {
+            "kube-controller-manager": self._controller_manager_args,
+            "kube-scheduler": self._component_args,
+            "kwok": self._kwok_args,
+        }
+        procs = []
+        for name, binary in wanted:
+            if binary is None or name in assets.missing_cluster():
+                raise ControlPlaneError(
+                    f"{name} is asked for but not among the binaries ({binary or 'unset'}); "
+                    "build it (`anyop controlplane build`) or start with "
+                    f"{'controllers' if name.endswith('manager') else 'nodes'}=False."
+                )
+            log = self.workdir / f"{name}.log"
+            procs.append(ChildProcess(name, makers[name](binary), log, detached=self.detached))
+        return procs
+
     def _write_kubeconfig(self) -> None:
         config: dict[str, Any] = {
             "apiVersion": "v1",
@@ -262,27 +383,52 @@ class LocalControlPlane:
         )
         self.etcd.start()
         self.apiserver.start()
+        cluster = {proc.name: proc for proc in self._cluster_processes()}
+        self.controller_manager = cluster.get("kube-controller-manager")
+        self.scheduler = cluster.get("kube-scheduler")
+        self.kwok = cluster.get("kwok")
+        for proc in cluster.values():  # they wait for the API server by themselves
+            proc.start()
 
     def _check_alive(self) -> None:
-        for proc in (self.etcd, self.apiserver):
-            if proc is not None and proc.exited() is not None:
+        for proc in self._processes():
+            if proc.exited() is not None:
                 raise ControlPlaneError(proc.failure("stopped during start-up"))
 
     def _not_ready(self, waited: float, last: str) -> ControlPlaneError:
-        assert self.etcd is not None
-        assert self.apiserver is not None
+        logs = "\n".join(proc.failure("log") for proc in self._processes())
         return ControlPlaneError(
-            f"The control plane did not become ready within {waited:.0f}s (last: {last}).\n"
-            f"{self.etcd.failure('log')}\n{self.apiserver.failure('log')}"
+            f"The control plane did not become ready within {waited:.0f}s (last: {last}).\n{logs}"
         )
+
+    def _ready_paths(self) -> list[str]:
+        """What must answer well: the API server; the service-account controller's work (the
+        namespace's ``default`` account); KWOK's fake node."""
+        paths = list(_READY_PATHS)
+        if self.controllers and self.controller_manager is not None:
+            paths.append("/api/v1/namespaces/default/serviceaccounts/default")
+        if self.nodes and self.kwok is not None:
+            paths.append(f"/api/v1/nodes/{NODE_NAME}")
+        return paths
 
     @staticmethod
     def _verdict(responses: Sequence[httpx.Response]) -> str | None:
         """``None`` if all readiness answers are good, else what is not ready yet."""
         for response in responses:
+            path = response.request.url.path
+            if response.status_code == 404 and path == f"/api/v1/nodes/{NODE_NAME}":
+                return "the fake node is being registered"
             if response.status_code != 200:
-                return f"{response.request.url.path}: {response.status_code} {response.text[:200]}"
+                return f"{path}: {response.status_code} {response.text[:200]}"
+            if path.startswith("/api/v1/nodes/") and not _node_is_ready(response.json()):
+                return f"the node {NODE_NAME} is not Ready yet"
         return None
+
+    def _register_node(self, client: httpx.Client) -> None:
+        """Create the fake node for KWOK (once the API server answers); an existing one stays."""
+        response = client.post("/api/v1/nodes", json=_NODE)
+        if response.status_code not in (201, 409):
+            raise ControlPlaneError(f"Cannot create the fake node: {response.text[:300]}")
 
     def _wait_ready(self) -> None:
         started = time.monotonic()
@@ -291,7 +437,9 @@ class LocalControlPlane:
             while time.monotonic() - started < self.startup_timeout:
                 self._check_alive()
                 try:
-                    verdict = self._verdict([client.get(path) for path in _READY_PATHS])
+                    verdict = self._verdict([client.get(path) for path in self._ready_paths()])
+                    if verdict == "the fake node is being registered":
+                        self._register_node(client)
                 except httpx.HTTPError as e:
                     verdict = f"{type(e).__name__}: {e}"
                 if verdict is None:
@@ -301,21 +449,8 @@ class LocalControlPlane:
         raise self._not_ready(time.monotonic() - started, last)
 
     async def _await_ready(self) -> None:
-        started = anyio.current_time()
-        last = "no answer yet"
-        ctx = self.ssl_context()
-        async with httpx.AsyncClient(base_url=self.server, verify=ctx, timeout=5) as client:
-            while anyio.current_time() - started < self.startup_timeout:
-                self._check_alive()
-                try:
-                    verdict = self._verdict([await client.get(path) for path in _READY_PATHS])
-                except httpx.HTTPError as e:
-                    verdict = f"{type(e).__name__}: {e}"
-                if verdict is None:
-                    return
-                last = verdict
-                await anyio.sleep(0.2)
-        raise self._not_ready(anyio.current_time() - started, last)
+        # The waits are short requests on loopback: a thread keeps one readiness loop for both.
+        await anyio.to_thread.run_sync(self._wait_ready, abandon_on_cancel=True)
 
     def start(self) -> None:
         """Start etcd and kube-apiserver and wait until the API server is ready.
@@ -345,10 +480,9 @@ class LocalControlPlane:
             raise
 
     def stop(self) -> None:
-        """Stop both processes (the API server first) and remove a temporary workdir."""
-        for proc in (self.apiserver, self.etcd):
-            if proc is not None:
-                proc.stop()
+        """Stop the processes (the last started first) and remove a temporary workdir."""
+        for proc in reversed(self._processes()):
+            proc.stop()
         if self._owns_workdir and not self.detached:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
