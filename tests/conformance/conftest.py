@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +63,33 @@ GADGET_CRD: dict[str, Any] = {
         }],
     },
 }  # fmt: skip
-CRDS = (WIDGET_CRD, GADGET_CRD)
+SPROCKET_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": f"sprockets.{GROUP}"},
+    "spec": {
+        "group": GROUP,
+        "scope": "Namespaced",
+        "names": {"kind": "Sprocket", "plural": "sprockets"},
+        "versions": [{
+            "name": "v1", "served": True, "storage": True,
+            "subresources": {"status": {}, "scale": {
+                "specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas",
+                "labelSelectorPath": ".status.selector"}},
+            "schema": {"openAPIV3Schema": {"type": "object",
+                                           "x-kubernetes-preserve-unknown-fields": True}},
+        }],
+    },
+}  # fmt: skip
+CRDS = (WIDGET_CRD, GADGET_CRD, SPROCKET_CRD)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "controllers: compared with Kubernetes' documented behaviour until the local control "
+        "plane runs the controllers (ANYOP_CONFORMANCE_CONTROLLERS=1 compares with it)",
+    )
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -83,16 +109,28 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 
 
 @pytest.fixture(scope="session")
-def conformance_crds(anyop_controlplane: LocalControlPlane) -> None:
+def bare_controlplane(request: pytest.FixtureRequest) -> Iterator[LocalControlPlane]:
+    """The API server without controllers, as ``FakeCluster(controllers=False)``: the plugin's
+    plane with ``--anyop-bare``, else one of our own (the plugin's runs the controllers)."""
+    if request.config.getoption("--anyop-bare"):
+        plane: LocalControlPlane = request.getfixturevalue("anyop_controlplane")
+        yield plane
+        return
+    with LocalControlPlane(controllers=False, nodes=False) as bare:
+        yield bare
+
+
+@pytest.fixture(scope="session")
+def conformance_crds(bare_controlplane: LocalControlPlane) -> None:
     """The scenarios' CRDs, applied once to the real control plane and Established."""
     import json
 
     from anyop.testing.pytest_plugin import kubectl, wait_for_crd
 
     for crd in CRDS:
-        kubectl(anyop_controlplane, "apply", "-f", "-", stdin=json.dumps(crd))
+        kubectl(bare_controlplane, "apply", "-f", "-", stdin=json.dumps(crd))
     for crd in CRDS:
-        wait_for_crd(anyop_controlplane, crd["metadata"]["name"])
+        wait_for_crd(bare_controlplane, crd["metadata"]["name"])
 
 
 async def _new_namespace(api: httpx.AsyncClient, name: str) -> None:
@@ -114,20 +152,20 @@ async def _cleanup_gadgets(api: httpx.AsyncClient) -> None:
 
 @pytest.fixture
 async def real_api(
-    anyop_controlplane: LocalControlPlane, conformance_crds: None
+    bare_controlplane: LocalControlPlane, conformance_crds: None
 ) -> AsyncIterator[httpx.AsyncClient]:
-    """An admin client of the real control plane."""
-    tls = anyop_controlplane.ssl_context()
+    """An admin client of the real control plane (without controllers)."""
+    tls = bare_controlplane.ssl_context()
     transport = KubeTransport(tls)  # its bodies are plain iterators (see harness._raw_chunks)
     async with httpx.AsyncClient(
-        base_url=anyop_controlplane.server, transport=transport, timeout=30
+        base_url=bare_controlplane.server, transport=transport, timeout=30
     ) as api:
         await _cleanup_gadgets(api)
         yield api
 
 
 async def run_on(
-    name: str, api: httpx.AsyncClient, namespace: str, scenario: Scenario
+    name: str, api: httpx.AsyncClient, scenario: Scenario, *, namespace: str
 ) -> list[Any]:
     """Run a scenario on one target in a new namespace; return its normalised records."""
     started = time.monotonic()
@@ -155,12 +193,12 @@ def conform(real_api: httpx.AsyncClient) -> Conform:
 
     async def run(scenario: Scenario) -> None:
         namespace = f"conf-{uuid.uuid4().hex[:8]}"
-        real = await run_on("real", real_api, namespace, scenario)
-        fake = FakeCluster()
+        real = await run_on("real", real_api, scenario, namespace=namespace)
+        fake = FakeCluster(controllers=False)  # as the real plane: no controller-manager yet
         for crd in CRDS:
             fake.create(crd)
         async with fake.client(timeout=30) as api:
-            faked = await run_on("fake", api, namespace, scenario)
+            faked = await run_on("fake", api, scenario, namespace=namespace)
         assert faked == real, _diff(real, faked)
 
     return run

@@ -23,7 +23,10 @@ from anyop.handlers.registry import OperatorRegistry
 from anyop.handlers.stop_reasons import DaemonStoppingReason
 from anyop.settings import OperatorSettings
 
-pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("kopfexample_crd", "anyop_kubeconfig")]
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.usefixtures("on_cluster", "kopfexample_crd", "anyop_kubeconfig"),
+]
 
 MERGE = {"Content-Type": "application/merge-patch+json"}
 FINALIZER = "anyop.dev/finalizer"

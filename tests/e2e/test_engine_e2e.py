@@ -20,7 +20,10 @@ from anyop.handlers.registry import OperatorRegistry
 from anyop.kube.client import KubeClient
 from anyop.settings import OperatorSettings
 
-pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("kopfexample_crd", "anyop_kubeconfig")]
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.usefixtures("on_cluster", "kopfexample_crd", "anyop_kubeconfig"),
+]
 
 DEADLINE = 30  # seconds; only reached when something is broken
 NOOP = "Something has changed, but we are not interested (the essence is the same)."

@@ -16,7 +16,10 @@ import anyop.on as on
 from anyop.errors import PermanentError
 from anyop.handlers.registry import OperatorRegistry
 
-pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("kopfexample_crd", "anyop_kubeconfig")]
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.usefixtures("on_cluster", "kopfexample_crd", "anyop_kubeconfig"),
+]
 
 MERGE = {"Content-Type": "application/merge-patch+json"}
 

@@ -17,7 +17,7 @@ from anyop.handlers.registry import OperatorRegistry
 
 pytestmark = [
     pytest.mark.anyio,
-    pytest.mark.usefixtures("kopfexample_crd", "anyop_kubeconfig", "peering_crds"),
+    pytest.mark.usefixtures("on_cluster", "kopfexample_crd", "anyop_kubeconfig", "peering_crds"),
 ]
 
 PEERINGS = "/apis/anyop.dev/v1/namespaces/{}/anyoppeerings"

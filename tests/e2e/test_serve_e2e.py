@@ -21,7 +21,10 @@ import anyop.on as on
 from anyop.handlers.registry import OperatorRegistry
 from anyop.testing.controlplane import free_port
 
-pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("kopfexample_crd", "anyop_kubeconfig")]
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.usefixtures("on_cluster", "kopfexample_crd", "anyop_kubeconfig"),
+]
 
 
 async def test_serve_runs_the_activities_probes_and_handlers_and_leaves_nothing_behind(

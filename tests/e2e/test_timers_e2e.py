@@ -21,7 +21,10 @@ import anyop
 from anyop.errors import TemporaryError
 from anyop.handlers.registry import OperatorRegistry
 
-pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("kopfexample_crd", "anyop_kubeconfig")]
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.usefixtures("on_cluster", "kopfexample_crd", "anyop_kubeconfig"),
+]
 
 
 @pytest.fixture(autouse=True)

@@ -36,7 +36,10 @@ from anyop.testing.pytest_plugin import kubectl
 from anyop.webhooks.certs import CertificateAuthority
 from anyop.webhooks.server import WebhookServer
 
-pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("kopfexample_crd", "anyop_kubeconfig")]
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.usefixtures("on_cluster", "kopfexample_crd", "anyop_kubeconfig"),
+]
 
 ADMISSION = "/apis/admissionregistration.k8s.io/v1"
 PROBE_WARNING = "anyop's webhook is active"

@@ -1,4 +1,4 @@
-"""anyop's test kit: a real local control plane, and operators run for tests.
+"""anyop's test kit: a real local control plane, a fake one, and operators run for tests.
 
 Importing this package is cheap; the control plane's dependencies load on first use.
 """
@@ -10,13 +10,31 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from anyop.testing.controlplane import LocalControlPlane
     from anyop.testing.embedded import run_operator
+    from anyop.testing.fake.cluster import FakeCluster
+    from anyop.testing.fake.faults import Fault
     from anyop.testing.handle import RunningOperator
     from anyop.testing.runner import KopfRunner, OperatorRunner
 
-__all__ = ["KopfRunner", "LocalControlPlane", "OperatorRunner", "RunningOperator", "run_operator"]
+__all__ = [
+    "FakeCluster",
+    "Fault",
+    "KopfRunner",
+    "LocalControlPlane",
+    "OperatorRunner",
+    "RunningOperator",
+    "run_operator",
+]
 
 
 def __getattr__(name: str) -> Any:
+    if name == "FakeCluster":
+        from anyop.testing.fake.cluster import FakeCluster
+
+        return FakeCluster
+    if name == "Fault":
+        from anyop.testing.fake.faults import Fault
+
+        return Fault
     if name == "LocalControlPlane":
         from anyop.testing.controlplane import LocalControlPlane
 

@@ -29,6 +29,7 @@ import httpx
 from anyop.engine.operator.launch import single_error
 from anyop.engine.operator.serve import serve
 from anyop.handlers.registry import OperatorRegistry
+from anyop.kube.auth import Vault
 from anyop.kube.resources import Resource
 from anyop.logs import PLAIN_FORMAT, ObjectPrefixingFormatter
 from anyop.settings import OperatorSettings
@@ -217,11 +218,14 @@ class RunningOperator:
 
     # -- the operator's life --------------------------------------------------------------------
 
-    async def _serve(self, registry: OperatorRegistry, settings: OperatorSettings | None) -> None:
+    async def _serve(
+        self, registry: OperatorRegistry, settings: OperatorSettings | None, vault: Vault | None
+    ) -> None:
         try:
             await serve(
                 registry=registry,
                 settings=settings,
+                vault=vault,
                 namespaces=[self.namespace],
                 stop_event=self._stop,
                 ready_event=self._ready,
@@ -268,10 +272,15 @@ async def open_operator(
     namespace: str,
     api: httpx.AsyncClient,
     settings: OperatorSettings | None = None,
+    vault: Vault | None = None,
     ready_timeout: float = 60.0,
     stop_timeout: float = 30.0,
 ) -> AsyncIterator[RunningOperator]:
     """Run an operator serving ``namespace`` for the duration of the block.
+
+    ``vault`` holds the credentials (by default, those of the kubeconfig, as ``anyop run``
+    logs in); a :class:`~anyop.testing.FakeCluster`'s :meth:`vault
+    <anyop.testing.FakeCluster.vault>` serves the operator from it.
 
     The block starts once every resource is listed (the startup handlers have run); it ends by
     stopping the operator gracefully (the cleanup handlers run). The ``anyop`` loggers' records
@@ -289,7 +298,7 @@ async def open_operator(
     handle = RunningOperator(namespace, api)
     with handle._logs.attached():
         async with anyio.create_task_group() as tg:
-            tg.start_soon(handle._serve, registry, settings)
+            tg.start_soon(handle._serve, registry, settings, vault)
             if await handle._became_ready(ready_timeout):
                 try:
                     yield handle

@@ -3,8 +3,10 @@
 Installed with anyop (a ``pytest11`` entry point), so these fixtures are available in any project
 that has anyop installed. Sync, for any test (pytest-trio, AnyIO's plugin, plain tests):
 
-- ``anyop_controlplane``: a session-wide :class:`~anyop.testing.LocalControlPlane` (etcd +
-  kube-apiserver on loopback), started on first use and stopped at the end of the session.
+- ``anyop_controlplane``: a session-wide :class:`~anyop.testing.LocalControlPlane` (etcd,
+  kube-apiserver, kube-controller-manager, kube-scheduler and KWOK with a fake node, on loopback),
+  started on first use and stopped at the end of the session; ``pytest --anyop-bare`` starts only
+  etcd and kube-apiserver.
 - ``anyop_kubeconfig``: the path of its admin kubeconfig; ``KUBECONFIG`` points to it during a test.
 - ``anyop_namespace``: a fresh namespace for one test, deleted after it.
 - ``anyop_apply``: apply YAML manifests (a path or a string) with the built ``kubectl``.
@@ -18,10 +20,20 @@ AnyIO's plugin (``@pytest.mark.anyio``, on asyncio or Trio):
 - ``anyop_async_namespace``: a fresh namespace for one test, created and deleted via the API.
 - ``anyop_operator``: a :class:`~anyop.testing.RunningOperator`: the operator serving
   ``anyop_registry``'s handlers in that namespace, in the test's own event loop, ready.
+
+With ``pytest --anyop-fake`` (or ``anyop_cluster`` overridden to ``"fake"``), the fixtures above
+but ``anyop_controlplane`` give a :class:`~anyop.testing.FakeCluster` instead: the same tests run
+without a control plane. And directly (in-process, on the test's clock):
+
+- ``fake_cluster``: a fresh FakeCluster for one test (sync), seeded by ``fake_cluster_seed`` (0;
+  override or parametrize it); apply CRDs with ``fake_cluster.apply(path_or_yaml)``.
+- ``fake_operator``: the same :class:`~anyop.testing.RunningOperator` as ``anyop_operator``, but
+  serving a fresh namespace of ``fake_cluster``; its ``api`` is an in-process client.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import time
@@ -38,6 +50,7 @@ if TYPE_CHECKING:
     import httpx
 
     from anyop.handlers.registry import OperatorRegistry
+    from anyop.testing.fake.cluster import FakeCluster
     from anyop.testing.handle import RunningOperator
 
 __all__ = [
@@ -45,11 +58,15 @@ __all__ = [
     "anyop_api",
     "anyop_apply",
     "anyop_async_namespace",
+    "anyop_cluster",
     "anyop_controlplane",
     "anyop_kubeconfig",
     "anyop_namespace",
     "anyop_operator",
     "anyop_registry",
+    "fake_cluster",
+    "fake_cluster_seed",
+    "fake_operator",
     "kubectl",
     "wait_for_crd",
 ]
@@ -92,38 +109,98 @@ def wait_for_crd(plane: LocalControlPlane, name: str, timeout: float = 60) -> No
             time.sleep(0.2)
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--anyop-bare``: the control plane without controllers, scheduler and fake nodes.
+    ``--anyop-fake``: the fixtures give a FakeCluster instead (see ``anyop_cluster``)."""
+    parser.addoption(
+        "--anyop-bare",
+        action="store_true",
+        help="anyop_controlplane: only etcd and kube-apiserver (no controllers, no Pods run).",
+    )
+    parser.addoption(
+        "--anyop-fake",
+        action="store_true",
+        help="anyop_api, anyop_namespace, anyop_apply, anyop_kubeconfig and anyop_operator: "
+        "a FakeCluster in the test's process instead of the local control plane.",
+    )
+
+
+@pytest.fixture
+def anyop_cluster(request: pytest.FixtureRequest) -> str:
+    """Where the fixtures below point: ``"real"`` (the local control plane), or ``"fake"``
+    (the test's ``fake_cluster``) with ``pytest --anyop-fake``.
+
+    Override it to choose per test, or parametrize it to run tests on both
+    (``@pytest.mark.parametrize("anyop_cluster", ["real", "fake"])``).
+    """
+    return "fake" if request.config.getoption("--anyop-fake") else "real"
+
+
+def _fake_of(request: pytest.FixtureRequest) -> FakeCluster | None:
+    """The test's ``fake_cluster`` if ``anyop_cluster`` says so, else ``None``."""
+    if request.getfixturevalue("anyop_cluster") != "fake":
+        return None
+    fake: FakeCluster = request.getfixturevalue("fake_cluster")
+    return fake
+
+
+def _plane_of(request: pytest.FixtureRequest) -> LocalControlPlane:
+    plane: LocalControlPlane = request.getfixturevalue("anyop_controlplane")
+    return plane
+
+
 @pytest.fixture(scope="session")
-def anyop_controlplane() -> Iterator[LocalControlPlane]:
-    """A real etcd + kube-apiserver for the whole test session."""
-    with LocalControlPlane() as plane:
+def anyop_controlplane(request: pytest.FixtureRequest) -> Iterator[LocalControlPlane]:
+    """A real control plane for the whole test session (a cluster unless ``--anyop-bare``)."""
+    cluster = not request.config.getoption("--anyop-bare")
+    with LocalControlPlane(controllers=cluster, nodes=cluster) as plane:
         yield plane
 
 
 @pytest.fixture
 def anyop_kubeconfig(
-    anyop_controlplane: LocalControlPlane, monkeypatch: pytest.MonkeyPatch
-) -> Path:
-    """The admin kubeconfig; ``KUBECONFIG`` points to it for the duration of the test."""
-    monkeypatch.setenv("KUBECONFIG", str(anyop_controlplane.kubeconfig))
-    return anyop_controlplane.kubeconfig
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Iterator[Path]:
+    """The admin kubeconfig; ``KUBECONFIG`` points to it for the duration of the test.
+
+    On a FakeCluster, it names the cluster's in-process URL, to which anyop's clients are routed
+    meanwhile (see :meth:`FakeCluster.routed <anyop.testing.FakeCluster.routed>`).
+    """
+    if (fake := _fake_of(request)) is not None:
+        path = fake.write_kubeconfig(tmp_path / "kubeconfig", in_process=True)
+        monkeypatch.setenv("KUBECONFIG", str(path))
+        with fake.routed():
+            yield path
+        return
+    plane = _plane_of(request)
+    monkeypatch.setenv("KUBECONFIG", str(plane.kubeconfig))
+    yield plane.kubeconfig
 
 
 @pytest.fixture
-def anyop_namespace(anyop_controlplane: LocalControlPlane) -> Iterator[str]:
-    """A new namespace for one test; deleted after it (it may stay Terminating: no controllers)."""
+def anyop_namespace(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A new namespace for one test; deleted after it (it stays Terminating with --anyop-bare)."""
     name = _new_namespace_name()
-    kubectl(anyop_controlplane, "create", "namespace", name)
+    if (fake := _fake_of(request)) is not None:
+        fake.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        yield name
+        return
+    plane = _plane_of(request)
+    kubectl(plane, "create", "namespace", name)
     yield name
-    kubectl(anyop_controlplane, "delete", "namespace", name, "--wait=false")
+    kubectl(plane, "delete", "namespace", name, "--wait=false")
 
 
 @pytest.fixture
-def anyop_apply(anyop_controlplane: LocalControlPlane) -> Apply:
+def anyop_apply(request: pytest.FixtureRequest) -> Apply:
     """Apply manifests: ``anyop_apply(path_or_yaml, namespace=None)``; CRDs are awaited.
 
     A custom resource definition is waited for until it is Established, so objects of it can be
-    created right after.
+    created right after. It answers as ``kubectl apply -o name`` does.
     """
+    if (fake := _fake_of(request)) is not None:
+        return functools.partial(_apply_to_fake, fake)
+    anyop_controlplane = _plane_of(request)
 
     def apply(manifest: str | os.PathLike[str], namespace: str | None = None) -> str:
         text = Path(manifest).read_text() if _is_path(manifest) else str(manifest)
@@ -135,6 +212,25 @@ def anyop_apply(anyop_controlplane: LocalControlPlane) -> Apply:
         return out
 
     return apply
+
+
+def _apply_to_fake(
+    fake: FakeCluster, manifest: str | os.PathLike[str], namespace: str | None = None
+) -> str:
+    import yaml
+
+    text = Path(manifest).read_text() if _is_path(manifest) else str(manifest)
+    documents = [dict(document) for document in yaml.safe_load_all(text) if document]
+    names = []
+    for document in documents:
+        if namespace is not None:  # as ``kubectl -n``: cluster-scoped kinds ignore it
+            document["metadata"] = {"namespace": namespace, **(document.get("metadata") or {})}
+        made = fake.create(document)
+        group = made["apiVersion"].rpartition("/")[0]
+        names.append(
+            f"{made['kind'].lower()}{'.' + group if group else ''}/{made['metadata']['name']}"
+        )
+    return "".join(f"{name}\n" for name in names)
 
 
 def _is_path(manifest: str | os.PathLike[str]) -> bool:
@@ -164,19 +260,25 @@ def anyop_registry() -> OperatorRegistry:
 
 
 @pytest.fixture
-async def anyop_api(anyop_controlplane: LocalControlPlane) -> AsyncIterator[httpx.AsyncClient]:
-    """An ``httpx.AsyncClient`` of the API server with admin credentials; ``base_url`` is set."""
+async def anyop_api(request: pytest.FixtureRequest) -> AsyncIterator[httpx.AsyncClient]:
+    """An ``httpx.AsyncClient`` of the API server with admin credentials; ``base_url`` is set
+    (on a FakeCluster, an in-process client)."""
     import httpx
 
-    tls = anyop_controlplane.ssl_context()
-    async with httpx.AsyncClient(base_url=anyop_controlplane.server, verify=tls, timeout=30) as api:
+    if (fake := _fake_of(request)) is not None:
+        async with fake.client(timeout=30) as client:
+            yield client
+        return
+    plane = _plane_of(request)
+    tls = plane.ssl_context()
+    async with httpx.AsyncClient(base_url=plane.server, verify=tls, timeout=30) as api:
         yield api
 
 
 @pytest.fixture
 async def anyop_async_namespace(anyop_api: httpx.AsyncClient) -> AsyncIterator[str]:
-    """A new namespace for one test, created via the API; deleted after it (it may stay
-    Terminating: no controllers)."""
+    """A new namespace for one test, created via the API; deleted after it (it stays
+    Terminating with --anyop-bare: no namespace controller)."""
     name = _new_namespace_name()
     body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
     (await anyop_api.post("/api/v1/namespaces", json=body)).raise_for_status()
@@ -208,3 +310,47 @@ async def anyop_operator(
         anyop_registry, namespace=anyop_async_namespace, api=anyop_api
     ) as operator:
         yield operator
+
+
+# -- FakeCluster: no control plane, the test's own event loop and clock -------------------------
+
+
+@pytest.fixture
+def fake_cluster_seed() -> int:
+    """The seed of ``fake_cluster`` (uids, generated names, seeded faults): 0 unless overridden
+    or parametrized (``@pytest.mark.parametrize("fake_cluster_seed", [1, 2])``)."""
+    return 0
+
+
+@pytest.fixture
+def fake_cluster(fake_cluster_seed: int) -> FakeCluster:
+    """A fresh :class:`~anyop.testing.FakeCluster` for one test: namespaces ``default`` and the
+    ``kube-*`` ones, the built-in kinds; add CRDs with ``fake_cluster.apply(...)``."""
+    from anyop.testing.fake.cluster import FakeCluster
+
+    return FakeCluster(seed=fake_cluster_seed)
+
+
+@pytest.fixture
+async def fake_operator(
+    anyop_registry: OperatorRegistry, fake_cluster: FakeCluster
+) -> AsyncIterator[RunningOperator]:
+    """The operator serving ``anyop_registry``'s handlers in a new namespace of ``fake_cluster``.
+
+    As ``anyop_operator`` (ready when the test starts, stopped gracefully after it), but without
+    a socket: the operator and the handle's ``api`` reach the cluster in-process, so they run on
+    the test's clock (virtual under Trio's ``MockClock``). Apply the CRDs the handlers need in
+    ``fake_cluster`` before this fixture starts (in a fixture that ``fake_operator``'s test
+    requests first, or in an override of ``fake_cluster``).
+    """
+    from anyop.testing.handle import open_operator
+
+    namespace = _new_namespace_name()
+    fake_cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    vault = await fake_cluster.vault()
+    with fake_cluster.routed():
+        async with (
+            fake_cluster.client(timeout=30) as api,
+            open_operator(anyop_registry, namespace=namespace, api=api, vault=vault) as operator,
+        ):
+            yield operator

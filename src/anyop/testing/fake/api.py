@@ -13,9 +13,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from anyop.testing.fake import served_discovery, writes
-from anyop.testing.fake.kinds import Kind
+from anyop.testing.fake.kinds import NAMESPACE_KIND, Kind
 from anyop.testing.fake.label_selectors import parse_field_selector, parse_label_selector
 from anyop.testing.fake.routes import DiscoveryRoute, Route, parse_path
+from anyop.testing.fake.scales import rescale, scale_of
+from anyop.testing.fake.server_side_apply import apply
 from anyop.testing.fake.statuses import (
     StatusError,
     bad_request,
@@ -23,9 +25,9 @@ from anyop.testing.fake.statuses import (
     not_found,
     status_body,
 )
-from anyop.testing.fake.store import ListQuery, Store, WatchStart
+from anyop.testing.fake.store import ListQuery, Ref, Store, WatchStart
 
-__all__ = ["ApiRequest", "ApiResponse", "WatchPlan", "handle"]
+__all__ = ["ApiRequest", "ApiResponse", "WatchPlan", "handle", "is_watch"]
 
 _TEXT_404 = "404 page not found\n"
 _TRUE = ("true", "1")
@@ -52,10 +54,11 @@ class ApiRequest:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ApiResponse:
-    """A whole answer: a status code and a JSON document (or text for a bare 404)."""
+    """A whole answer: a status code, a JSON document (or text for a bare 404), extra headers."""
 
     status: int
     document: Any
+    headers: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def content(self) -> tuple[bytes, str]:
         """The encoded body and its content type."""
@@ -87,6 +90,11 @@ class WatchPlan:
     initial_end: bool = False
 
 
+def is_watch(request: ApiRequest) -> bool:
+    """Whether the request asks for a watch."""
+    return request.method == "GET" and request.query.get("watch", "").lower() in _TRUE
+
+
 def handle(
     store: Store, request: ApiRequest, address: str = "127.0.0.1"
 ) -> ApiResponse | WatchPlan:
@@ -106,12 +114,20 @@ def _dispatch(store: Store, request: ApiRequest, address: str) -> ApiResponse | 
     kind = store.kind(route.group, route.version, route.plural)
     if kind is None:
         raise no_such_resource()
-    if route.subresource is not None and not (route.subresource == "status" and kind.status):
+    if route.subresource is not None and not _has_subresource(kind, route.subresource):
         raise not_found(kind.plural, kind.group, route.name or "")
     namespace = route.namespace if kind.namespaced else None
     if route.name is None:
-        return _collection(store, kind, namespace, request)
-    return _member(store, kind, route, request)
+        return _collection(store, kind, request, namespace=namespace)
+    return _member(store, Ref(kind, namespace, route.name), request, route=route)
+
+
+def _has_subresource(kind: Kind, subresource: str) -> bool:
+    if subresource == "finalize":
+        return kind == NAMESPACE_KIND
+    if subresource == "scale":
+        return kind.scale is not None
+    return subresource == "status" and kind.status
 
 
 def _discovery(store: Store, route: DiscoveryRoute, address: str) -> ApiResponse:
@@ -129,52 +145,71 @@ def _discovery(store: Store, route: DiscoveryRoute, address: str) -> ApiResponse
 
 
 def _collection(
-    store: Store, kind: Kind, namespace: str | None, request: ApiRequest
+    store: Store, kind: Kind, request: ApiRequest, *, namespace: str | None
 ) -> ApiResponse | WatchPlan:
     match request.method:
-        case "GET" if request.query.get("watch", "").lower() in _TRUE:
-            return _watch(store, kind, _list_query(namespace, request.query), request.query)
+        case "GET" if is_watch(request):
+            query = _list_query(kind, namespace, request.query)
+            return _watch(store, kind, query, params=request.query)
         case "GET":
-            return ApiResponse(200, store.list(kind, _list_query(namespace, request.query)))
+            return ApiResponse(200, store.list(kind, _list_query(kind, namespace, request.query)))
         case "POST":
-            created = writes.create(store, kind, namespace, _json(request))
+            created = writes.create(store, kind, _json(request), namespace=namespace)
             return ApiResponse(201, created)
+        case "DELETE" if kind != NAMESPACE_KIND:
+            query = _list_query(kind, namespace, request.query)
+            options = dict(_json(request) or {}) if request.body.strip() else {}
+            return ApiResponse(200, writes.delete_collection(store, kind, query, options=options))
     return _not_allowed()
 
 
-def _member(store: Store, kind: Kind, route: Route, request: ApiRequest) -> ApiResponse:
-    namespace = route.namespace if kind.namespaced else None
-    name = route.name or ""
+def _member(store: Store, ref: Ref, request: ApiRequest, *, route: Route) -> ApiResponse:
+    if route.subresource == "scale":
+        return _scale(store, ref, request)
+    if route.subresource == "finalize" and request.method != "PUT":
+        return _not_allowed()
     match request.method:
         case "GET":
-            return ApiResponse(200, store.get(kind, namespace, name))
+            return ApiResponse(200, store.get(ref.kind, ref.namespace, ref.name))
         case "PUT":
-            body = _json(request)
-            return ApiResponse(
-                200, writes.replace(store, kind, namespace, name, body, route.subresource)
-            )
+            replaced = writes.replace(store, ref, _json(request), subresource=route.subresource)
+            return ApiResponse(200, replaced)
+        case "PATCH" if request.content_type == writes.APPLY and route.subresource is None:
+            manager = request.query.get("fieldManager", "")
+            code, applied = apply(store, ref, document=request.body, manager=manager)
+            return ApiResponse(code, applied)
         case "PATCH":
-            result = writes.patch(
+            patched = writes.patch(
                 store,
-                kind,
-                namespace,
-                name,
-                request.content_type,
-                request.body,
-                route.subresource,
+                ref,
+                content_type=request.content_type,
+                document=request.body,
+                subresource=route.subresource,
             )
-            return ApiResponse(200, result)
+            return ApiResponse(200, patched)
         case "DELETE" if route.subresource is None:
             options = dict(_json(request) or {}) if request.body.strip() else {}
             if policy := request.query.get("propagationPolicy"):
                 options["propagationPolicy"] = policy
-            return ApiResponse(200, writes.delete(store, kind, namespace, name, options))
+            return ApiResponse(200, writes.delete(store, ref, options))
+    return _not_allowed()
+
+
+def _scale(store: Store, ref: Ref, request: ApiRequest) -> ApiResponse:
+    match request.method:
+        case "GET":
+            stored = store.get(ref.kind, ref.namespace, ref.name)
+            return ApiResponse(200, scale_of(ref.kind, stored))
+        case "PUT" | "PATCH":
+            content_type, document = request.content_type, request.body
+            scaled = rescale(store, ref, content_type=content_type, document=document)
+            return ApiResponse(200, scaled)
     return _not_allowed()
 
 
 def _not_allowed() -> ApiResponse:
     message = "the server does not allow this method on the requested resource"
-    return ApiResponse(405, status_body(405, "MethodNotAllowed", message, {}))
+    return ApiResponse(405, status_body(405, "MethodNotAllowed", message, details={}))
 
 
 def _json(request: ApiRequest) -> Any:
@@ -184,9 +219,9 @@ def _json(request: ApiRequest) -> Any:
         raise bad_request(f"the body of the request cannot be decoded: {exc}") from None
 
 
-def _list_query(namespace: str | None, query: Mapping[str, str]) -> ListQuery:
+def _list_query(kind: Kind, namespace: str | None, query: Mapping[str, str]) -> ListQuery:
     selector = parse_label_selector(query.get("labelSelector")) & parse_field_selector(
-        query.get("fieldSelector")
+        query.get("fieldSelector"), fields=kind.fields
     )
     limit = query.get("limit", "")
     return ListQuery(
@@ -199,7 +234,7 @@ def _list_query(namespace: str | None, query: Mapping[str, str]) -> ListQuery:
     )
 
 
-def _watch(store: Store, kind: Kind, query: ListQuery, params: Mapping[str, str]) -> WatchPlan:
+def _watch(store: Store, kind: Kind, query: ListQuery, *, params: Mapping[str, str]) -> WatchPlan:
     timeout = params.get("timeoutSeconds", "")
     initial = params.get("sendInitialEvents", "").lower() in _TRUE
     options: dict[str, Any] = {

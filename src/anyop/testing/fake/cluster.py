@@ -7,24 +7,38 @@ through an httpx transport, or over a loopback socket for subprocesses and other
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
+import os
 import random
 from collections.abc import AsyncIterator, Mapping
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx
 import sniffio
+import yaml
 from anyio.abc import TaskStatus
 
+from anyop.kube.auth import Vault
+from anyop.kube.connection import ConnectionInfo
 from anyop.testing.fake import writes
-from anyop.testing.fake.api import ApiRequest, ApiResponse, WatchPlan, handle
+from anyop.testing.fake.admission_rules import OPERATIONS
+from anyop.testing.fake.api import ApiRequest, ApiResponse, WatchPlan, handle, is_watch
+from anyop.testing.fake.controllers import run_controllers
+from anyop.testing.fake.fault_answers import answer_of_fault
+from anyop.testing.fake.faults import FaultPlan
+from anyop.testing.fake.history import Change
 from anyop.testing.fake.inprocess_transport import FakeTransport
 from anyop.testing.fake.loopback_server import serve_loopback
+from anyop.testing.fake.routing import routed
 from anyop.testing.fake.store import Store
+from anyop.testing.fake.trace import Trace
 from anyop.testing.fake.watches import WatchStream
+from anyop.testing.fake.webhook_calls import Outcome, admit, has_webhooks
 
 __all__ = ["FakeCluster"]
 
@@ -44,46 +58,98 @@ class FakeCluster:
             older resourceVersions get 410 Expired (see also :meth:`compact`).
         epoch: The time of the first timestamps; later ones add AnyIO's clock (virtual under
             Trio's ``MockClock``).
+        controllers: Run the garbage collector and the namespace controller (see
+            :mod:`anyop.testing.fake.controllers`); without them, as a bare kube-apiserver,
+            namespaces stay Terminating and owner references are not acted upon.
 
     Guarantees:
         Usable on Trio and asyncio from any task; every request is answered in the caller's own
         task (in-process) or in the task group that runs :meth:`serve`. Timestamps and uids
-        depend only on the seed and the (virtual) clock.
+        depend only on the seed and the (virtual) clock; with the same seed, the same requests
+        in the same order give the same :attr:`trace` (and faults drawn from a seed strike the
+        same requests).
 
     Caveats:
-        No controllers run unless stated: namespaces stay Terminating after deletion, owner
-        references are not acted upon, pods get no defaults and stay Pending (as a bare
-        kube-apiserver). No admission webhooks, no server-side apply (415), no authorization.
+        No other controllers: pods get no defaults and stay Pending, Deployments make no
+        ReplicaSets. No authorization: every request is an admin's. ``docs/testing.md`` lists
+        where it differs from a real cluster on purpose.
     """
 
     def __init__(
-        self, *, seed: int = 0, history_limit: int = 10_000, epoch: datetime.datetime = EPOCH
+        self,
+        *,
+        seed: int = 0,
+        history_limit: int = 10_000,
+        epoch: datetime.datetime = EPOCH,
+        controllers: bool = True,
     ) -> None:
+        self.seed = seed
+        """The seed it was made with."""
         self._epoch = epoch
-        self._started: float | None = None
+        self._started: float | None = None  # the event loop's time at the epoch
+        self._elapsed = 0.0  # seconds since the epoch, as of the last timestamp
         self._rng = random.Random(seed + 1)
         self.store = Store(seed=seed, history_limit=history_limit, clock=self._now)
         self.server_url: str | None = None
         """The loopback URL while :meth:`serve` runs."""
+        self.url = BASE_URL
+        """The URL of in-process clients (see :meth:`client` and :meth:`routed`)."""
+        self.faults = FaultPlan()
+        """The faults in force: ``fake.faults.script(Fault.throttle(), path="/configmaps")``
+        or ``fake.faults.inject(seed=1, rate=0.05)`` (see :mod:`anyop.testing.fake.faults`)."""
+        self.trace = Trace()
+        """Every request, fault and change, in order; ``fake.trace.digest()`` hashes it."""
+        self.store.listeners.append(self._traced)
+        if controllers:
+            self.store.controllers.append(run_controllers)
 
     def _now(self) -> str:
         try:
             now = anyio.current_time()
-        except sniffio.AsyncLibraryNotFoundError:
-            now = self._started or 0.0
-        if self._started is None:
-            self._started = now
-        moment = self._epoch + datetime.timedelta(seconds=int(now - self._started))
+        except (sniffio.AsyncLibraryNotFoundError, RuntimeError):  # no event loop runs here
+            now = None
+        if now is not None and self._started is None:
+            self._started = now - self._elapsed
+        if now is not None and self._started is not None:
+            self._elapsed = now - self._started
+        moment = self._epoch + datetime.timedelta(seconds=int(self._elapsed))
         return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
     # -- requests -------------------------------------------------------------------------------
 
-    def respond(self, request: ApiRequest) -> ApiResponse | AsyncIterator[bytes]:
-        """Answer one request: a whole response, or a watch's lines (close them when done)."""
-        address = (self.server_url or BASE_URL).split("://", 1)[1]
-        answer = handle(self.store, request, address)
+    def _traced(self, change: Change) -> None:
+        self.trace.change(change.rv, change.type, obj=change.obj)
+
+    async def respond(self, request: ApiRequest) -> ApiResponse | AsyncIterator[bytes]:
+        """Answer one request: a whole response, or a watch's lines (close them when done).
+
+        Raises:
+            ConnectionDropped: A fault cuts the connection.
+        """
+        self.trace.request(request.method, request.path, query=request.query)
+        fault = self.faults.decide(request.method, request.path, watch=is_watch(request))
+        if fault is not None:
+            self.trace.fault(fault.kind.value)
+            replaced = await answer_of_fault(fault, request)
+            if replaced is not None:
+                self.trace.answer(replaced.status if isinstance(replaced, ApiResponse) else 200)
+                return replaced
+        address = (self.server_url or self.url).split("://", 1)[1]
+        outcome = Outcome()
+        dry_run = request.query.get("dryRun") == "All"
+        if request.method in OPERATIONS and (dry_run or has_webhooks(self.store)):
+            outcome = await admit(self.store, request, address, dry_run=dry_run)
+        try:
+            answer = outcome.answer or handle(self.store, request, address)
+        finally:
+            self.store.substitute = None
         if isinstance(answer, WatchPlan):
+            self.trace.answer(200)
             return WatchStream(self.store, answer, self._rng)
+        self.trace.answer(answer.status)
+        if outcome.warnings:
+            warnings = ", ".join(f'299 - "{text}"' for text in outcome.warnings)
+            answer = dataclasses.replace(answer, headers={**answer.headers, "Warning": warnings})
         return answer
 
     def transport(self) -> httpx.AsyncBaseTransport:
@@ -96,7 +162,23 @@ class FakeCluster:
 
     def client(self, **kwargs: Any) -> httpx.AsyncClient:
         """An ``httpx.AsyncClient`` of this cluster (in-process); keyword args go to httpx."""
-        return httpx.AsyncClient(base_url=BASE_URL, transport=self.transport(), **kwargs)
+        return httpx.AsyncClient(base_url=self.url, transport=self.transport(), **kwargs)
+
+    def routed(self) -> AbstractContextManager[None]:
+        """Within the block, anyop's own clients whose server is :attr:`url` reach this cluster
+        in-process: ``serve()`` with a vault or kubeconfig naming it (see
+        :meth:`write_kubeconfig` and :meth:`vault`).
+
+        Raises:
+            ValueError: Another cluster is routed at the same :attr:`url`.
+        """
+        return routed(self.url, self.transport)
+
+    async def vault(self) -> Vault:
+        """A vault with one credential for :attr:`url` (give it to ``serve(vault=...)``)."""
+        vault = Vault()
+        await vault.populate({"fake": ConnectionInfo(server=self.url, token="fake")})
+        return vault
 
     # -- serving over a socket ------------------------------------------------------------------
 
@@ -113,18 +195,23 @@ class FakeCluster:
             self.server_url = f"http://127.0.0.1:{bound}"
             task_status.started(self.server_url)
 
-    def write_kubeconfig(self, path: str | Path) -> Path:
+    def write_kubeconfig(self, path: str | os.PathLike[str], *, in_process: bool = False) -> Path:
         """Write a kubeconfig for the loopback server (while :meth:`serve` runs); return it.
 
+        With ``in_process=True``, it points to :attr:`url` instead: anyop's own client reaches
+        the cluster through it without a socket while :meth:`routed` is in force (as
+        ``tests/e2e/conftest.py`` does).
+
         Raises:
-            RuntimeError: The cluster is not served on a socket.
+            RuntimeError: The cluster is not served on a socket (and ``in_process`` is false).
         """
-        if self.server_url is None:
+        server = self.url if in_process else self.server_url
+        if server is None:
             raise RuntimeError("FakeCluster.serve() is not running: there is nothing to point to.")
         config = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "fake", "cluster": {"server": self.server_url}}],
+            "clusters": [{"name": "fake", "cluster": {"server": server}}],
             "users": [{"name": "fake", "user": {"token": "fake"}}],
             "contexts": [
                 {"name": "fake", "context": {"cluster": "fake", "user": "fake"}},
@@ -147,6 +234,16 @@ class FakeCluster:
         """The latest resourceVersion."""
         return str(self.store.rv)
 
+    def apply(self, manifests: str | os.PathLike[str]) -> list[dict[str, Any]]:
+        """Create the objects of a YAML (or JSON) file or text, one document after another.
+
+        Raises:
+            StatusError: One of them is refused (those before it stay created).
+            LookupError: A kind is not served.
+        """
+        text = _manifest_text(manifests)
+        return [self.create(document) for document in yaml.safe_load_all(text) if document]
+
     def create(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """Create an object from a manifest (its apiVersion, kind and metadata say where).
 
@@ -167,4 +264,12 @@ class FakeCluster:
         if kind is None:
             raise LookupError(f"No kind {body.get('kind')!r} is served in {api_version!r}.")
         namespace = (body.get("metadata") or {}).get("namespace") if kind.namespaced else None
-        return writes.create(self.store, kind, namespace, body)
+        return writes.create(self.store, kind, body, namespace=namespace)
+
+
+def _manifest_text(manifests: str | os.PathLike[str]) -> str:
+    if isinstance(manifests, os.PathLike):
+        return Path(manifests).read_text()
+    if "\n" not in manifests and manifests.endswith((".yaml", ".yml", ".json")):
+        return Path(manifests).read_text()
+    return manifests

@@ -5,20 +5,23 @@ Give it to anyop's client (``transport_factory``) or to any ``httpx.AsyncClient`
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import anyio
 import anyio.lowlevel
 import httpx
 
 from anyop.testing.fake.api import ApiRequest, ApiResponse
+from anyop.testing.fake.faults import ConnectionDropped
 
 __all__ = ["FakeTransport", "api_request_of"]
 
-Responder = Callable[[ApiRequest], "ApiResponse | AsyncIterator[bytes]"]
+Responder = Callable[[ApiRequest], Awaitable["ApiResponse | AsyncIterator[bytes]"]]
+"""Answers one request: a whole response, or a watch's lines; raises
+:class:`~anyop.testing.fake.faults.ConnectionDropped` to cut the connection."""
 
 
-def api_request_of(method: str, target: httpx.URL, content_type: str, body: bytes) -> ApiRequest:
+def api_request_of(method: str, target: httpx.URL, *, content_type: str, body: bytes) -> ApiRequest:
     """The API request of an HTTP request (the first value of each query parameter)."""
     query = {key: target.params[key] for key in target.params}
     return ApiRequest(method, target.path, query, content_type.split(";")[0].strip(), body)
@@ -59,9 +62,18 @@ class FakeTransport(httpx.AsyncBaseTransport):
         body = await request.aread()
         await anyio.lowlevel.checkpoint()
         content_type = request.headers.get("content-type", "application/json")
-        answer = self._respond(api_request_of(request.method, request.url, content_type, body))
+        api_request = api_request_of(
+            request.method, request.url, content_type=content_type, body=body
+        )
+        try:
+            answer = await self._respond(api_request)
+        except ConnectionDropped:
+            raise httpx.RemoteProtocolError(
+                "Server disconnected without sending a response.", request=request
+            ) from None
         if isinstance(answer, ApiResponse):
             content, kind = answer.content()
-            return httpx.Response(answer.status, headers={"content-type": kind}, content=content)
+            headers = {"content-type": kind, **answer.headers}
+            return httpx.Response(answer.status, headers=headers, content=content)
         headers = {"content-type": "application/json", "transfer-encoding": "chunked"}
         return httpx.Response(200, headers=headers, stream=_Body(answer))

@@ -17,7 +17,9 @@ from typing import Any
 __all__ = [
     "BUILTIN_KINDS",
     "CRD_KIND",
+    "MUTATING_KIND",
     "NAMESPACE_KIND",
+    "VALIDATING_KIND",
     "Kind",
     "kinds_of_crd",
 ]
@@ -47,6 +49,8 @@ class Kind:
         schema: The structural schema (``openAPIV3Schema``) of a custom resource.
         crd: The name of the CRD that defines it.
         storage_version: The version stored in etcd, if not ``version``.
+        fields: Selectable fields besides ``metadata.name`` and ``metadata.namespace``.
+        scale: A custom resource's ``scale`` subresource (its replicas' and selector's paths).
     """
 
     group: str
@@ -63,6 +67,8 @@ class Kind:
     schema: Mapping[str, Any] | None = None
     crd: str = ""
     storage_version: str = ""
+    fields: tuple[str, ...] = ()
+    scale: Mapping[str, str] | None = None
 
     @property
     def api_version(self) -> str:
@@ -104,6 +110,16 @@ class Kind:
                 "kind": self.kind,
                 "verbs": list(_STATUS_VERBS),
             }
+        if self.scale is not None:
+            yield {
+                "name": f"{self.plural}/scale",
+                "singularName": "",
+                "namespaced": self.namespaced,
+                "group": "autoscaling",
+                "version": "v1",
+                "kind": "Scale",
+                "verbs": list(_STATUS_VERBS),
+            }
 
 
 def _cluster_verbs(kind: Kind) -> tuple[str, ...]:
@@ -140,17 +156,65 @@ CRD_KIND = Kind(
 )
 """CustomResourceDefinitions: applying one serves its kinds."""
 
+MUTATING_KIND = Kind(
+    "admissionregistration.k8s.io",
+    "v1",
+    "mutatingwebhookconfigurations",
+    "mutatingwebhookconfiguration",
+    "MutatingWebhookConfiguration",
+    namespaced=False,
+    generation=True,
+)
+VALIDATING_KIND = Kind(
+    "admissionregistration.k8s.io",
+    "v1",
+    "validatingwebhookconfigurations",
+    "validatingwebhookconfiguration",
+    "ValidatingWebhookConfiguration",
+    namespaced=False,
+    generation=True,
+)
+"""Admission webhook configurations: the fake calls their webhooks."""
+
 BUILTIN_KINDS: tuple[Kind, ...] = (
     NAMESPACE_KIND,
     Kind("", "v1", "configmaps", "configmap", "ConfigMap", short_names=("cm",)),
     Kind("", "v1", "secrets", "secret", "Secret"),
-    Kind("", "v1", "events", "event", "Event", short_names=("ev",)),
+    Kind(
+        "",
+        "v1",
+        "events",
+        "event",
+        "Event",
+        short_names=("ev",),
+        fields=(
+            "involvedObject.apiVersion",
+            "involvedObject.fieldPath",
+            "involvedObject.kind",
+            "involvedObject.name",
+            "involvedObject.namespace",
+            "involvedObject.resourceVersion",
+            "involvedObject.uid",
+            "reason",
+            "reportingComponent",
+            "source",
+            "type",
+        ),
+    ),
     Kind(
         "",
         "v1",
         "pods",
         "pod",
         "Pod",
+        fields=(
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "status.phase",
+            "status.podIP",
+        ),
         status=True,
         generation=True,
         short_names=("po",),
@@ -168,6 +232,8 @@ BUILTIN_KINDS: tuple[Kind, ...] = (
     ),
     Kind("coordination.k8s.io", "v1", "leases", "lease", "Lease"),
     CRD_KIND,
+    MUTATING_KIND,
+    VALIDATING_KIND,
 )
 """The built-in kinds served from the start."""
 
@@ -197,6 +263,7 @@ def kinds_of_crd(crd: Mapping[str, Any]) -> list[Kind]:
                 kind=str(names.get("kind", "")),
                 namespaced=spec.get("scope") == "Namespaced",
                 status="status" in subresources,
+                scale=subresources.get("scale"),
                 generation=True,
                 custom=True,
                 short_names=tuple(names.get("shortNames") or ()),

@@ -85,29 +85,33 @@ def parse_label_selector(text: str | None) -> Selector:
 
 
 def _field(body: Mapping[str, Any], path: str) -> str:
-    value = (body.get("metadata") or {}).get(path.removeprefix("metadata."))
+    value: Any = body
+    for part in path.split("."):
+        value = value.get(part) if isinstance(value, Mapping) else None
     return "" if value is None else str(value)
 
 
-def _field_requirement(term: str) -> Predicate:
+def _field_requirement(term: str, fields: tuple[str, ...]) -> Predicate:
     match = _EQUALITY.match(term)
     if match is None:
         raise bad_request(f"invalid selector: '{term}'; can't understand '{term}'")
     path, operator, value = match.groups()
-    if path not in _FIELDS:
-        known = ", ".join(f'"{field}"' for field in _FIELDS)
+    if path not in fields:
+        known = ", ".join(f'"{field}"' for field in fields)
         raise bad_request(f'"{path}" is not a known field selector: only {known}')
     if operator == "!=":
         return lambda body: _field(body, path) != value
     return lambda body: _field(body, path) == value
 
 
-def parse_field_selector(text: str | None) -> Selector:
-    """Parse a ``fieldSelector`` on ``metadata.name`` and ``metadata.namespace``.
+def parse_field_selector(text: str | None, *, fields: tuple[str, ...] = ()) -> Selector:
+    """Parse a ``fieldSelector`` on ``metadata.name``, ``metadata.namespace`` and the kind's own
+    selectable ``fields`` (e.g. an Event's ``involvedObject.name``).
 
     Raises:
         StatusError: 400, the selector cannot be parsed or names another field.
     """
     if not text:
         return Selector()
-    return Selector(tuple(_field_requirement(term) for term in text.split(",") if term))
+    known = (*_FIELDS, *fields)
+    return Selector(tuple(_field_requirement(term, known) for term in text.split(",") if term))

@@ -15,6 +15,7 @@ import httpx
 from anyio.abc import ByteStream, SocketAttribute, TaskStatus
 
 from anyop.testing.fake.api import ApiResponse
+from anyop.testing.fake.faults import ConnectionDropped
 from anyop.testing.fake.inprocess_transport import Responder, api_request_of
 
 __all__ = ["serve_loopback"]
@@ -58,7 +59,12 @@ async def _serve_connection(stream: ByteStream, respond: Responder) -> None:
             headers = dict(request.headers)
             content_type = headers.get(b"content-type", b"application/json").decode()
             target = httpx.URL(request.target.decode())
-            answer = respond(api_request_of(request.method.decode(), target, content_type, body))
+            method = request.method.decode()
+            api_request = api_request_of(method, target, content_type=content_type, body=body)
+            try:
+                answer = await respond(api_request)
+            except ConnectionDropped:
+                return
             try:
                 await _send_answer(stream, conn, answer)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, h11.LocalProtocolError):
@@ -97,6 +103,7 @@ async def _send_answer(
     if isinstance(answer, ApiResponse):
         content, kind = answer.content()
         head = [(b"content-type", kind.encode()), (b"content-length", str(len(content)).encode())]
+        head += [(key.encode(), value.encode()) for key, value in answer.headers.items()]
         await stream.send(conn.send(h11.Response(status_code=answer.status, headers=head)))
         await stream.send(conn.send(h11.Data(data=content)))
         await stream.send(conn.send(h11.EndOfMessage()))

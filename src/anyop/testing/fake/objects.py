@@ -77,7 +77,7 @@ def _custom_checks(kind: Kind, body: Body, name: str) -> Body:
     """Prune a custom resource by its schema and refuse it on type errors."""
     pruned = prune(body, kind.schema)
     if causes := violations(pruned, kind.schema):
-        raise invalid(kind.kind, kind.group, name, causes)
+        raise invalid(kind.kind, kind.group, name, causes=causes)
     return pruned
 
 
@@ -94,7 +94,7 @@ def prepare_create(
     metadata = obj["metadata"] = dict(obj.get("metadata") or {})
     name = str(metadata.get("name") or "")
     if causes := _name_causes(kind, name):
-        raise invalid(kind.kind, kind.group, name or None, causes)
+        raise invalid(kind.kind, kind.group, name or None, causes=causes)
     for field in (*SYSTEM_FIELDS, "resourceVersion", "managedFields"):
         metadata.pop(field, None)
     if namespace is not None:
@@ -106,7 +106,7 @@ def prepare_create(
         obj.pop("status", None)
     if kind.custom:
         obj = _custom_checks(kind, obj, name)
-    return _builtin_defaults(kind, obj)
+    return _builtin_defaults(kind, obj, creating=True)
 
 
 def _omit_empty(obj: Body) -> Body:
@@ -120,7 +120,7 @@ def _omit_empty(obj: Body) -> Body:
     return kept
 
 
-def _builtin_defaults(kind: Kind, obj: Body) -> Body:
+def _builtin_defaults(kind: Kind, obj: Body, *, creating: bool) -> Body:
     if kind.custom:
         return obj
     obj = _omit_empty(obj)
@@ -130,7 +130,8 @@ def _builtin_defaults(kind: Kind, obj: Body) -> Body:
     labels = obj["metadata"].setdefault("labels", {})
     labels["kubernetes.io/metadata.name"] = name
     spec = obj.setdefault("spec", {})
-    spec.setdefault("finalizers", ["kubernetes"])
+    if creating:
+        spec.setdefault("finalizers", ["kubernetes"])
     phase = "Terminating" if obj["metadata"].get("deletionTimestamp") else "Active"
     obj["status"] = {"phase": phase}
     return obj
@@ -193,12 +194,18 @@ def prepare_update(
     metadata.pop("managedFields", None)
     name = str(old_meta.get("name", ""))
     if causes := _finalizer_causes(old, obj):
-        raise invalid(kind.kind, kind.group, name, causes)
+        raise invalid(kind.kind, kind.group, name, causes=causes)
     if kind.custom:
         obj = _custom_checks(kind, obj, name)
     if kind.generation and _essence(kind, obj) != _essence(kind, old):
         metadata["generation"] = int(old_meta.get("generation") or 0) + 1
-    return _builtin_defaults(kind, obj)
+    if kind.plural == "namespaces" and not kind.group:
+        # Only /finalize changes a namespace's spec.finalizers (and all else but its status).
+        source = new if subresource == "finalize" else old
+        finalizers = list((source.get("spec") or {}).get("finalizers") or [])
+        spec = {k: v for k, v in (obj.get("spec") or {}).items() if k != "finalizers"}
+        obj["spec"] = {**spec, "finalizers": finalizers} if finalizers else spec
+    return _builtin_defaults(kind, obj, creating=False)
 
 
 def is_same(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:

@@ -52,7 +52,7 @@ class StatusError(Exception):
 
 
 def status_body(
-    code: int, reason: str, message: str, details: Mapping[str, Any] | None = None
+    code: int, reason: str, message: str, *, details: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
     """A failure ``Status``; ``details=None`` leaves the key out (as some answers do)."""
     body: dict[str, Any] = {
@@ -87,22 +87,24 @@ def _qualified(plural: str, group: str) -> str:
 def not_found(plural: str, group: str, name: str) -> StatusError:
     """404 for a missing object (or namespace: ``plural="namespaces"``)."""
     message = f'{_qualified(plural, group)} "{name}" not found'
-    return StatusError(status_body(404, "NotFound", message, _details(name, group, plural)))
+    return StatusError(status_body(404, "NotFound", message, details=_details(name, group, plural)))
 
 
 def no_such_resource() -> StatusError:
     """404 for an unknown resource in a known group version."""
     message = "the server could not find the requested resource"
-    return StatusError(status_body(404, "NotFound", message, {}))
+    return StatusError(status_body(404, "NotFound", message, details={}))
 
 
 def already_exists(plural: str, group: str, name: str) -> StatusError:
     """409 for a create whose name is taken."""
     message = f'{_qualified(plural, group)} "{name}" already exists'
-    return StatusError(status_body(409, "AlreadyExists", message, _details(name, group, plural)))
+    return StatusError(
+        status_body(409, "AlreadyExists", message, details=_details(name, group, plural))
+    )
 
 
-def conflict(plural: str, group: str, name: str, why: str | None = None) -> StatusError:
+def conflict(plural: str, group: str, name: str, *, why: str | None = None) -> StatusError:
     """409 for a write based on a stale resourceVersion (or a failed precondition: ``why``)."""
     what = f'{_qualified(plural, group)} "{name}"'
     why = why or (
@@ -110,18 +112,18 @@ def conflict(plural: str, group: str, name: str, why: str | None = None) -> Stat
         "and try again"
     )
     message = f"Operation cannot be fulfilled on {what}: {why}"
-    return StatusError(status_body(409, "Conflict", message, _details(name, group, plural)))
+    return StatusError(status_body(409, "Conflict", message, details=_details(name, group, plural)))
 
 
-def precondition_failed(kind: str, group: str, name: str, why: str) -> StatusError:
+def precondition_failed(kind: str, group: str, name: str, *, why: str) -> StatusError:
     """409 for a DELETE whose uid or resourceVersion precondition does not hold."""
     what = f'{kind}.{group} "{name}"' if group else f'{kind} "{name}"'
     message = f"Operation cannot be fulfilled on {what}: {why}"
-    return StatusError(status_body(409, "Conflict", message, _details(name, group, kind)))
+    return StatusError(status_body(409, "Conflict", message, details=_details(name, group, kind)))
 
 
 def invalid(
-    kind: str, group: str, name: str | None, causes: Sequence[tuple[str, Cause]]
+    kind: str, group: str, name: str | None, *, causes: Sequence[tuple[str, Cause]]
 ) -> StatusError:
     """422 with field causes; each cause is ``(field, {"reason", "message"})``.
 
@@ -133,13 +135,13 @@ def invalid(
     message = f'{qualified} "{name or ""}" is invalid: {joined}'
     listed = [{**cause, "field": field} for field, cause in causes]
     details = _details(name or None, group, kind) | {"causes": listed}
-    return StatusError(status_body(422, "Invalid", message, details))
+    return StatusError(status_body(422, "Invalid", message, details=details))
 
 
 def rejected_patch() -> StatusError:
     """422 for a JSON patch that cannot be applied (a failed ``test``, a missing path)."""
     message = "the server rejected our request due to an error in our request"
-    return StatusError(status_body(422, "Invalid", message, {}))
+    return StatusError(status_body(422, "Invalid", message, details={}))
 
 
 def bad_request(message: str) -> StatusError:
@@ -156,7 +158,7 @@ def unsupported_media_type(accepted: Sequence[str]) -> StatusError:
     return StatusError(status_body(415, "UnsupportedMediaType", message))
 
 
-def forbidden_terminating(plural: str, group: str, name: str, namespace: str) -> StatusError:
+def forbidden_terminating(plural: str, group: str, name: str, *, namespace: str) -> StatusError:
     """403 for a create in a namespace that is being deleted."""
     message = (
         f'{_qualified(plural, group)} "{name}" is forbidden: unable to create new content in '
@@ -168,7 +170,7 @@ def forbidden_terminating(plural: str, group: str, name: str, namespace: str) ->
         "field": "metadata.namespace",
     }
     details = _details(name, group, plural) | {"causes": [cause]}
-    return StatusError(status_body(403, "Forbidden", message, details))
+    return StatusError(status_body(403, "Forbidden", message, details=details))
 
 
 def expired(message: str) -> StatusError:
@@ -181,10 +183,10 @@ def too_large_version(requested: int, current: int) -> StatusError:
     message = f"Timeout: Too large resource version: {requested}, current: {current}"
     cause = {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
     details = {"causes": [cause], "retryAfterSeconds": 1}
-    return StatusError(status_body(504, "Timeout", message, details))
+    return StatusError(status_body(504, "Timeout", message, details=details))
 
 
-def success(name: str, group: str, plural: str, uid: str) -> dict[str, Any]:
+def success(name: str, group: str, plural: str, *, uid: str) -> dict[str, Any]:
     """The ``Status`` of a DELETE that removed the object at once."""
     return {
         "kind": "Status",

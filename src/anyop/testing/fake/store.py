@@ -10,6 +10,7 @@ import base64
 import binascii
 import collections
 import copy
+import dataclasses
 import json
 import random
 import uuid
@@ -27,13 +28,38 @@ from anyop.testing.fake.history import (
 )
 from anyop.testing.fake.kinds import BUILTIN_KINDS, NAMESPACE_KIND, Kind
 from anyop.testing.fake.label_selectors import Selector
-from anyop.testing.fake.statuses import bad_request, not_found, too_large_version
+from anyop.testing.fake.statuses import (
+    StatusError,
+    bad_request,
+    conflict,
+    not_found,
+    too_large_version,
+)
 
-__all__ = ["ListQuery", "Store", "WatchStart"]
+__all__ = ["ListQuery", "Ref", "Store", "WatchStart", "WouldCommit"]
 
 Body = dict[str, Any]
 Listener = Callable[[Change], None]
+Controller = Callable[["Store", Change], None]
+_SERVER_SET = (
+    "name",
+    "namespace",
+    "uid",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "generation",
+)  # what a mutating webhook's patch cannot change
 BOOT_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Ref:
+    """Which object a request addresses: its kind, namespace (``None`` if cluster-scoped), name."""
+
+    kind: Kind
+    namespace: str | None
+    name: str
 
 
 class ListQuery:
@@ -70,6 +96,14 @@ class ListQuery:
         return self.selector(body)
 
 
+class WouldCommit(Exception):
+    """Raised by :meth:`Store.commit` in a dry run: the change the request would make."""
+
+    def __init__(self, kind: Kind, type_: str, obj: Body, *, old: Body | None) -> None:
+        super().__init__(type_)
+        self.kind, self.type, self.obj, self.old = kind, type_, obj, old
+
+
 class WatchStart:
     """Where a watch starts: the events to send first and the resourceVersion after them."""
 
@@ -95,11 +129,23 @@ class Store:
         self.kinds: dict[tuple[str, str, str], Kind] = {}
         self.objects: dict[ResourceKey, dict[ObjectKey, Body]] = collections.defaultdict(dict)
         self.listeners: list[Listener] = []
+        self.controllers: list[Controller] = []
+        """Called with each change after the listeners; their own writes are queued, so that
+        every listener sees the changes in order."""
+        self._queued: collections.deque[Change] = collections.deque()
+        self.controller_errors: list[StatusError] = []
+        """What the API refused to the controllers, oldest first (a real controller logs it
+        and tries again later; these do not)."""
+        self.dry_run = False
+        """Make :meth:`commit` raise :class:`WouldCommit` instead of storing (admission)."""
+        self.substitute: tuple[str | None, Body] | None = None
+        """For the next commit: the resourceVersion the old object must still have, and the
+        object to store instead (the mutating webhooks' result)."""
         for kind in BUILTIN_KINDS:
             self.serve(kind)
         for name in BOOT_NAMESPACES:
             body = {"metadata": {"name": name}, "spec": {"finalizers": ["kubernetes"]}}
-            self.commit(NAMESPACE_KIND, "ADDED", self._boot(body, name), None)
+            self.commit(NAMESPACE_KIND, "ADDED", self._boot(body, name), old=None)
         self.history.compact(self.rv)  # as a watch cache, history starts after the boot
 
     def _boot(self, body: Body, name: str) -> Body:
@@ -125,6 +171,13 @@ class Store:
         """The kind served at ``group/version/plural``, if any."""
         return self.kinds.get((group, version, plural))
 
+    def kind_of(self, resource: ResourceKey) -> Kind | None:
+        """A kind that serves the objects of ``(group, plural)`` (its storage version's if
+        several), or ``None`` if none serves them any more."""
+        found = [kind for kind in self.kinds.values() if (kind.group, kind.plural) == resource]
+        stored = [kind for kind in found if not kind.storage_version]
+        return (stored or found)[0] if found else None
+
     def groups(self) -> set[tuple[str, str]]:
         """The served ``(group, version)`` pairs."""
         return {(kind.group, kind.version) for kind in self.kinds.values()}
@@ -135,8 +188,17 @@ class Store:
         """A new uid (a version-4 UUID from the seeded generator)."""
         return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
 
-    def commit(self, kind: Kind, type_: str, obj: Body, old: Body | None) -> Body:
-        """Store a change with the next resourceVersion; tell the listeners; return a copy."""
+    def commit(self, kind: Kind, type_: str, obj: Body, *, old: Body | None) -> Body:
+        """Store a change with the next resourceVersion; tell the listeners; return a copy.
+
+        Raises:
+            WouldCommit: In a dry run.
+            StatusError: 409, a substitute's old object changed meanwhile.
+        """
+        if self.dry_run:
+            raise WouldCommit(kind, type_, copy.deepcopy(obj), old=copy.deepcopy(old))
+        if self.substitute is not None:
+            obj = self._substituted(kind, obj, old)
         self.rv += 1
         obj = copy.deepcopy(obj)
         obj["metadata"]["resourceVersion"] = str(self.rv)
@@ -149,7 +211,37 @@ class Store:
         self.history.append(change)
         for listener in list(self.listeners):
             listener(change)
+        self._queued.append(change)
+        if len(self._queued) == 1:  # else a controller's write: the outer loop takes it
+            try:
+                while self._queued:
+                    self._control(self._queued[0])
+                    self._queued.popleft()
+            finally:
+                self._queued.clear()
         return copy.deepcopy(obj)
+
+    def _control(self, change: Change) -> None:
+        """Let the controllers act on a change; a write they are refused is kept in
+        :attr:`controller_errors` (the request that caused it succeeded all the same)."""
+        for controller in list(self.controllers):
+            try:
+                controller(self, change)
+            except StatusError as exc:
+                self.controller_errors.append(exc)
+
+    def _substituted(self, kind: Kind, obj: Body, old: Body | None) -> Body:
+        assert self.substitute is not None
+        expected, replacement = self.substitute
+        self.substitute = None
+        metadata = obj["metadata"]
+        if (old or {}).get("metadata", {}).get("resourceVersion") != expected:
+            raise conflict(kind.plural, kind.group, str(metadata.get("name")))
+        result = copy.deepcopy(replacement)
+        kept = {key: metadata[key] for key in _SERVER_SET if key in metadata}
+        result["metadata"] = {**(result.get("metadata") or {}), **kept}
+        result["apiVersion"], result["kind"] = obj["apiVersion"], obj["kind"]
+        return result
 
     # -- reads ----------------------------------------------------------------------------------
 

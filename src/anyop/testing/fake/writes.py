@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from anyop.testing.fake.kinds import CRD_KIND, Kind, kinds_of_crd
+from anyop.testing.fake.kinds import CRD_KIND, NAMESPACE_KIND, Kind, kinds_of_crd
 from anyop.testing.fake.objects import (
     generated_name,
     is_same,
@@ -38,9 +38,22 @@ from anyop.testing.fake.statuses import (
     success,
     unsupported_media_type,
 )
-from anyop.testing.fake.store import Store, shown
+from anyop.testing.fake.store import ListQuery, Ref, Store, shown
 
-__all__ = ["MERGE", "JSON_PATCH", "STRATEGIC", "create", "delete", "patch", "replace"]
+__all__ = [
+    "APPLY",
+    "JSON_PATCH",
+    "MERGE",
+    "STRATEGIC",
+    "create",
+    "delete",
+    "delete_collection",
+    "patch",
+    "check_version",
+    "patched",
+    "replace",
+    "update",
+]
 
 Body = dict[str, Any]
 MERGE = "application/merge-patch+json"
@@ -49,17 +62,18 @@ STRATEGIC = "application/strategic-merge-patch+json"
 APPLY = "application/apply-patch+yaml"
 
 
-def _check_namespace(store: Store, kind: Kind, namespace: str | None, name: str) -> None:
+def _check_namespace(store: Store, ref: Ref) -> None:
+    kind, namespace = ref.kind, ref.namespace
     if not kind.namespaced or namespace is None:
         return
     found = store.namespace(namespace)
     if found is None:
         raise not_found("namespaces", "", namespace)
     if found["metadata"].get("deletionTimestamp"):
-        raise forbidden_terminating(kind.plural, kind.group, name, namespace)
+        raise forbidden_terminating(kind.plural, kind.group, ref.name, namespace=namespace)
 
 
-def create(store: Store, kind: Kind, namespace: str | None, body: Mapping[str, Any]) -> Body:
+def create(store: Store, kind: Kind, body: Mapping[str, Any], *, namespace: str | None) -> Body:
     """Create an object; with ``generateName``, under a new name.
 
     Raises:
@@ -88,10 +102,10 @@ def create(store: Store, kind: Kind, namespace: str | None, body: Mapping[str, A
         now=store.now(),
     )
     obj = _crd_defaults(kind, obj)
-    _check_namespace(store, kind, namespace, name)
+    _check_namespace(store, Ref(kind, namespace, name))
     if (namespace or "", name) in store.objects[(kind.group, kind.plural)]:
         raise already_exists(kind.plural, kind.group, name)
-    created = store.commit(kind, "ADDED", obj, None)
+    created = store.commit(kind, "ADDED", obj, old=None)
     if kind == CRD_KIND:
         _establish(store, created)
     return shown(kind, created)
@@ -123,7 +137,7 @@ def _establish(store: Store, crd: Body) -> None:
     stored = store.find(CRD_KIND, None, crd["metadata"]["name"])
     established = {**stored, "status": {**stored.get("status", {}), "conditions": conditions}}
     established["status"]["acceptedNames"] = names
-    store.commit(CRD_KIND, "MODIFIED", established, stored)
+    store.commit(CRD_KIND, "MODIFIED", established, old=stored)
     for kind in kinds_of_crd(established):
         store.serve(kind)
 
@@ -145,32 +159,41 @@ def _crd_defaults(kind: Kind, obj: Body) -> Body:
     return obj
 
 
-def _check_version(kind: Kind, stored: Mapping[str, Any], given: Any) -> None:
+def check_version(kind: Kind, stored: Mapping[str, Any], given: Any) -> None:
     if given and str(given) != stored["metadata"].get("resourceVersion"):
         raise conflict(kind.plural, kind.group, stored["metadata"]["name"])
 
 
-def _update(
-    store: Store, kind: Kind, stored: Body, new: Mapping[str, Any], subresource: str | None
+def update(
+    store: Store, kind: Kind, stored: Body, *, new: Mapping[str, Any], subresource: str | None
 ) -> Body:
+    """Store ``new`` in place of ``stored`` (a replace or patch already checked); an object being
+    deleted whose last finalizer goes is deleted.
+
+    Raises:
+        StatusError: 422, as :func:`~anyop.testing.fake.objects.prepare_update` refuses it.
+    """
     obj = prepare_update(kind, stored, new, subresource=subresource)
     if is_same(stored, obj):
         return shown(kind, stored)
     metadata = obj["metadata"]
-    if metadata.get("deletionTimestamp") and not metadata.get("finalizers"):
-        store.commit(kind, "DELETED", stored, stored)  # watches see the last stored state
+    if metadata.get("deletionTimestamp") and not _finalizers(kind, obj):
+        store.commit(kind, "DELETED", stored, old=stored)  # watches see the last stored state
         obj["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"]
         return shown(kind, obj)  # the final removal answers with the last stored version
-    return shown(kind, store.commit(kind, "MODIFIED", obj, stored))
+    return shown(kind, store.commit(kind, "MODIFIED", obj, old=stored))
+
+
+def _finalizers(kind: Kind, obj: Body) -> list[str]:
+    """What keeps an object being deleted: its finalizers (a namespace's spec ones too)."""
+    found = list(obj["metadata"].get("finalizers") or ())
+    if kind == NAMESPACE_KIND:
+        found += (obj.get("spec") or {}).get("finalizers") or ()
+    return found
 
 
 def replace(
-    store: Store,
-    kind: Kind,
-    namespace: str | None,
-    name: str,
-    body: Mapping[str, Any],
-    subresource: str | None = None,
+    store: Store, ref: Ref, body: Mapping[str, Any], *, subresource: str | None = None
 ) -> Body:
     """Replace an object (PUT), or its status.
 
@@ -179,23 +202,25 @@ def replace(
     """
     if not isinstance(body, Mapping):
         raise bad_request("the body of the request is not a JSON object")
+    kind, name = ref.kind, ref.name
     metadata = body.get("metadata") or {}
     if metadata.get("name") != name:
         given = metadata.get("name") or ""
         raise bad_request(
             f"the name of the object ({given}) does not match the name on the URL ({name})"
         )
-    stored = store.find(kind, namespace, name)
+    stored = store.find(kind, ref.namespace, name)
     version = metadata.get("resourceVersion")
     if kind.custom and not version:
         message = "Invalid value: 0: must be specified for an update"
         cause = {"reason": "FieldValueInvalid", "message": message}
-        raise invalid(kind.plural, kind.group, name, [("metadata.resourceVersion", cause)])
-    _check_version(kind, stored, version)
-    return _update(store, kind, stored, body, subresource)
+        causes = [("metadata.resourceVersion", cause)]
+        raise invalid(kind.plural, kind.group, name, causes=causes)
+    check_version(kind, stored, version)
+    return update(store, kind, stored, new=body, subresource=subresource)
 
 
-def _patched(kind: Kind, stored: Body, content_type: str, document: bytes) -> Any:
+def patched(kind: Kind, stored: Body, *, content_type: str, document: bytes) -> Any:
     accepted = [JSON_PATCH, MERGE, APPLY] if kind.custom else [JSON_PATCH, MERGE, STRATEGIC, APPLY]
     if content_type not in accepted or content_type == APPLY:
         raise unsupported_media_type(accepted)
@@ -217,13 +242,7 @@ def _patched(kind: Kind, stored: Body, content_type: str, document: bytes) -> An
 
 
 def patch(
-    store: Store,
-    kind: Kind,
-    namespace: str | None,
-    name: str,
-    content_type: str,
-    document: bytes,
-    subresource: str | None = None,
+    store: Store, ref: Ref, *, content_type: str, document: bytes, subresource: str | None = None
 ) -> Body:
     """Patch an object, or its status, with a merge, JSON or strategic merge patch.
 
@@ -231,17 +250,16 @@ def patch(
         StatusError: 400 (undecodable), 404, 409 (stale resourceVersion in the patch),
             415 (strategic merge on a custom resource, or server-side apply), 422.
     """
-    stored = store.find(kind, namespace, name)
-    result = _patched(kind, stored, content_type, document)
+    kind = ref.kind
+    stored = store.find(kind, ref.namespace, ref.name)
+    result = patched(kind, stored, content_type=content_type, document=document)
     if not isinstance(result, Mapping):
         raise rejected_patch()
-    _check_version(kind, stored, (result.get("metadata") or {}).get("resourceVersion"))
-    return _update(store, kind, stored, result, subresource)
+    check_version(kind, stored, (result.get("metadata") or {}).get("resourceVersion"))
+    return update(store, kind, stored, new=result, subresource=subresource)
 
 
-def delete(
-    store: Store, kind: Kind, namespace: str | None, name: str, options: Mapping[str, Any]
-) -> Body:
+def delete(store: Store, ref: Ref, options: Mapping[str, Any]) -> Body:
     """Delete an object: at once, or mark it (``deletionTimestamp``) while finalizers remain.
 
     Returns:
@@ -250,7 +268,8 @@ def delete(
     Raises:
         StatusError: 404, 409 (a precondition failed).
     """
-    stored = store.find(kind, namespace, name)
+    kind, name = ref.kind, ref.name
+    stored = store.find(kind, ref.namespace, name)
     metadata = stored["metadata"]
     _check_preconditions(kind, stored, options.get("preconditions") or {})
     if metadata.get("deletionTimestamp"):
@@ -262,16 +281,16 @@ def delete(
         finalizers.append(extra)
     is_namespace = kind.plural == "namespaces" and not kind.group
     if not finalizers and not is_namespace:
+        store.commit(kind, "DELETED", stored, old=stored)  # first: a dry run ends here
         _delete_dependents(store, kind, stored)
-        store.commit(kind, "DELETED", stored, stored)
-        return success(name, kind.group, kind.plural, metadata["uid"])
+        return success(name, kind.group, kind.plural, uid=metadata["uid"])
     marked = {**stored, "metadata": {**metadata, "deletionTimestamp": store.now()}}
     if not is_namespace:
         marked["metadata"]["deletionGracePeriodSeconds"] = 0
         marked["metadata"]["finalizers"] = finalizers
     else:
         marked["status"] = {**stored.get("status", {}), "phase": "Terminating"}
-    return shown(kind, store.commit(kind, "MODIFIED", marked, stored))
+    return shown(kind, store.commit(kind, "MODIFIED", marked, old=stored))
 
 
 def _check_preconditions(kind: Kind, stored: Body, preconditions: Mapping[str, Any]) -> None:
@@ -283,14 +302,14 @@ def _check_preconditions(kind: Kind, stored: Body, preconditions: Mapping[str, A
             f"the UID in the precondition ({uid}) does not match the UID in record "
             f"({metadata['uid']}). The object might have been deleted and then recreated"
         )
-        raise precondition_failed(kind.kind, kind.group, name, why)
+        raise precondition_failed(kind.kind, kind.group, name, why=why)
     if version is not None and version != metadata["resourceVersion"]:
         why = (
             f"the ResourceVersion in the precondition ({version}) does not match the "
             f"ResourceVersion in record ({metadata['resourceVersion']}). The object might have "
             "been modified"
         )
-        raise precondition_failed(kind.kind, kind.group, name, why)
+        raise precondition_failed(kind.kind, kind.group, name, why=why)
 
 
 def _delete_dependents(store: Store, kind: Kind, stored: Body) -> None:
@@ -299,4 +318,23 @@ def _delete_dependents(store: Store, kind: Kind, stored: Body) -> None:
         return
     for gone in store.unserve(stored["metadata"]["name"]):
         for body in list(store.objects[(gone.group, gone.plural)].values()):
-            store.commit(gone, "DELETED", body, body)
+            store.commit(gone, "DELETED", body, old=body)
+
+
+def delete_collection(
+    store: Store, kind: Kind, query: ListQuery, *, options: Mapping[str, Any]
+) -> Body:
+    """Delete every object a list would show (``deletecollection``); answer their list, as
+    they were before (those that finalizers keep are marked meanwhile).
+
+    Raises:
+        StatusError: 400 (a bad selector), 410, as a list would.
+    """
+    listed = store.list(kind, ListQuery(query.namespace, query.selector))
+    items = []
+    for item in listed["items"]:
+        metadata = item["metadata"]
+        ref = Ref(kind, metadata.get("namespace") if kind.namespaced else None, metadata["name"])
+        delete(store, ref, options)
+        items.append(item)  # as listed, before its deletion (as the API server answers)
+    return {**listed, "metadata": {"resourceVersion": str(store.rv)}, "items": items}

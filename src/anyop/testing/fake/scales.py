@@ -1,0 +1,113 @@
+"""The ``scale`` subresource of custom resources: an ``autoscaling/v1`` Scale read from and
+written to the paths the CRD names (``specReplicasPath``, ``statusReplicasPath``,
+``labelSelectorPath``).
+
+Pure but for :func:`rescale`, which writes to the store.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from anyop.testing.fake import writes
+from anyop.testing.fake.kinds import Kind
+from anyop.testing.fake.patch_merging import PatchFailed, apply_json_patch, apply_merge_patch
+from anyop.testing.fake.statuses import (
+    bad_request,
+    invalid,
+    rejected_patch,
+    unsupported_media_type,
+)
+from anyop.testing.fake.store import Ref, Store
+
+__all__ = ["rescale", "scale_of", "with_replicas"]
+
+Body = dict[str, Any]
+
+
+def _path(text: str) -> list[str]:
+    return [part for part in text.removeprefix(".").split(".") if part]
+
+
+def _read(body: Mapping[str, Any], path: str) -> Any:
+    value: Any = body
+    for part in _path(path):
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return value
+
+
+def scale_of(kind: Kind, body: Mapping[str, Any]) -> Body:
+    """The object's Scale."""
+    paths = kind.scale or {}
+    metadata = body["metadata"]
+    kept = ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+    status: Body = {"replicas": int(_read(body, paths.get("statusReplicasPath", "")) or 0)}
+    if selector := paths.get("labelSelectorPath"):
+        found = _read(body, selector)
+        if found is not None:
+            status["selector"] = found
+    return {
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {key: metadata[key] for key in kept if key in metadata},
+        "spec": {"replicas": int(_read(body, paths.get("specReplicasPath", "")) or 0)},
+        "status": status,
+    }
+
+
+def with_replicas(kind: Kind, body: Mapping[str, Any], scale: Mapping[str, Any]) -> Body:
+    """The object with the Scale's ``spec.replicas`` written to its ``specReplicasPath``.
+
+    Raises:
+        StatusError: 422, the replicas are not a non-negative integer.
+    """
+    replicas = (scale.get("spec") or {}).get("replicas")
+    if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+        message = f"Invalid value: {replicas!r}: must be greater than or equal to 0"
+        cause = {"reason": "FieldValueInvalid", "message": message}
+        name = str(body["metadata"].get("name", ""))
+        raise invalid("Scale", "autoscaling", name, causes=[("spec.replicas", cause)])
+    result = copy.deepcopy(dict(body))
+    *parents, last = _path((kind.scale or {}).get("specReplicasPath", ".spec.replicas"))
+    target = result
+    for part in parents:
+        target = target.setdefault(part, {})
+    target[last] = replicas
+    return result
+
+
+def rescale(store: Store, ref: Ref, *, content_type: str, document: bytes) -> Body:
+    """Write a Scale (PUT, or a merge or JSON patch of it) to the object's replicas; answer the
+    new Scale.
+
+    Raises:
+        StatusError: 400, 404, 409 (stale resourceVersion), 415, 422 (bad replicas).
+    """
+    kind = ref.kind
+    stored = store.find(kind, ref.namespace, ref.name)
+    current = scale_of(kind, stored)
+    try:
+        given = json.loads(document)
+    except ValueError as exc:
+        raise bad_request(f"error decoding the request: {exc}") from None
+    try:
+        if content_type == writes.JSON_PATCH:
+            wanted = apply_json_patch(current, given)
+        elif content_type in (writes.MERGE, writes.STRATEGIC) and isinstance(given, Mapping):
+            wanted = apply_merge_patch(current, given)
+        elif content_type == "application/json":
+            wanted = given
+        else:
+            raise unsupported_media_type([writes.JSON_PATCH, writes.MERGE, writes.STRATEGIC])
+    except PatchFailed:
+        raise rejected_patch() from None
+    if not isinstance(wanted, Mapping):
+        raise bad_request("the body of the request is not a JSON object")
+    writes.check_version(kind, stored, (wanted.get("metadata") or {}).get("resourceVersion"))
+    updated = writes.update(
+        store, kind, stored, new=with_replicas(kind, stored, wanted), subresource=None
+    )
+    return scale_of(kind, updated)

@@ -1,0 +1,121 @@
+"""FakeCluster's server-side apply, scale subresource, deletecollection, finalize, dry runs and
+field selectors, without a real API server (tests/conformance compares them with one)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from anyop.testing.fake import FakeCluster
+
+pytestmark = pytest.mark.anyio
+
+CMS = "/api/v1/namespaces/ns/configmaps"
+SPROCKETS = "/apis/x.dev/v1/namespaces/ns/sprockets"
+APPLY = {"Content-Type": "application/apply-patch+yaml"}
+MERGE = {"Content-Type": "application/merge-patch+json"}
+CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "sprockets.x.dev"},
+    "spec": {"group": "x.dev", "scope": "Namespaced",
+             "names": {"kind": "Sprocket", "plural": "sprockets"},
+             "versions": [{"name": "v1", "served": True, "storage": True,
+                           "subresources": {"scale": {"specReplicasPath": ".spec.replicas",
+                                                      "statusReplicasPath": ".status.replicas"}},
+                           "schema": {"openAPIV3Schema": {
+                               "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]},
+}  # fmt: skip
+
+
+def _fake() -> tuple[FakeCluster, httpx.AsyncClient]:
+    fake = FakeCluster()
+    fake.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}})
+    fake.create(CRD)
+    return fake, fake.client()
+
+
+def _cm(name: str, **metadata: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, **metadata}}
+
+
+async def test_apply_creates_then_merges_and_needs_a_field_manager() -> None:
+    _, api = _fake()
+    async with api:
+        params = {"fieldManager": "me"}
+        made = await api.patch(f"{CMS}/a", json={**_cm("a"), "data": {"x": "1"}},
+                               params=params, headers=APPLY)  # fmt: skip
+        merged = await api.patch(f"{CMS}/a", json={**_cm("a"), "data": {"y": "2"}},
+                                 params=params, headers=APPLY)  # fmt: skip
+        unmanaged = await api.patch(f"{CMS}/a", json=_cm("a"), headers=APPLY)
+        wrong = await api.patch(f"{CMS}/a", json={**_cm("a"), "kind": "Secret"},
+                                params=params, headers=APPLY)  # fmt: skip
+    assert made.status_code == 201
+    assert (merged.status_code, merged.json()["data"]) == (200, {"x": "1", "y": "2"})
+    assert unmanaged.status_code == 422
+    assert wrong.status_code == 400
+
+
+async def test_the_scale_subresource_reads_and_writes_the_replicas_path() -> None:
+    _, api = _fake()
+    body = {"apiVersion": "x.dev/v1", "kind": "Sprocket", "metadata": {"name": "s"},
+            "spec": {"replicas": 1}}  # fmt: skip
+    async with api:
+        (await api.post(SPROCKETS, json=body)).raise_for_status()
+        scale = (await api.get(f"{SPROCKETS}/s/scale")).json()
+        patched = await api.patch(f"{SPROCKETS}/s/scale", json={"spec": {"replicas": 4}},
+                                  headers=MERGE)  # fmt: skip
+        latest = patched.json()
+        negative = await api.put(f"{SPROCKETS}/s/scale", json={**latest, "spec": {"replicas": -1}})
+        stored = (await api.get(f"{SPROCKETS}/s")).json()
+    assert (scale["kind"], scale["spec"], scale["status"]) == ("Scale", {"replicas": 1},
+                                                               {"replicas": 0})  # fmt: skip
+    assert patched.json()["spec"] == {"replicas": 4}
+    assert negative.status_code == 422
+    assert stored["spec"] == {"replicas": 4}
+
+
+async def test_deletecollection_deletes_the_selected_objects_and_finalizers_keep_theirs() -> None:
+    _, api = _fake()
+    async with api:
+        await api.post(CMS, json=_cm("a", labels={"x": "1"}))
+        await api.post(CMS, json=_cm("b", labels={"x": "1"}, finalizers=["x.dev/f"]))
+        await api.post(CMS, json=_cm("c"))
+        answer = await api.request("DELETE", CMS, params={"labelSelector": "x=1"})
+        left = (await api.get(CMS)).json()["items"]
+    assert [item["metadata"]["name"] for item in answer.json()["items"]] == ["a", "b"]
+    assert [(i["metadata"]["name"], "deletionTimestamp" in i["metadata"]) for i in left] == [
+        ("b", True),
+        ("c", False),
+    ]
+
+
+async def test_finalize_changes_a_namespaces_spec_finalizers_and_get_is_not_allowed() -> None:
+    _, api = _fake()
+    async with api:
+        namespace = (await api.get("/api/v1/namespaces/ns")).json()
+        finalized = await api.put("/api/v1/namespaces/ns/finalize",
+                                  json={**namespace, "spec": {"finalizers": []}})  # fmt: skip
+        read = await api.get("/api/v1/namespaces/ns/finalize")
+    assert finalized.json()["spec"] == {}
+    assert read.status_code == 405
+
+
+async def test_a_dry_run_answers_without_storing_and_events_select_by_their_object() -> None:
+    _, api = _fake()
+    about = {"name": "kex", "kind": "KopfExample"}
+    event = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e"},
+             "involvedObject": about, "reason": "Done"}  # fmt: skip
+    async with api:
+        dry = await api.post(CMS, json=_cm("d"), params={"dryRun": "All"})
+        missing = await api.get(f"{CMS}/d")
+        await api.post("/api/v1/namespaces/ns/events", json=event)
+        selected = await api.get("/api/v1/namespaces/ns/events",
+                                 params={"fieldSelector": "involvedObject.name=kex"})  # fmt: skip
+        other = await api.get("/api/v1/namespaces/ns/events",
+                              params={"fieldSelector": "involvedObject.name=nope"})  # fmt: skip
+    assert (dry.status_code, missing.status_code) == (201, 404)
+    assert [item["reason"] for item in selected.json()["items"]] == ["Done"]
+    assert other.json()["items"] == []
