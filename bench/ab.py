@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> None:
             parser.error(f"{tree}: not a checkout of anyop (no src/anyop)")
         compileall.compile_dir(str(tree / "src"), quiet=1)
     framework = f"anyop-{args.backend}"
-    with LocalControlPlane() as plane:
+    with LocalControlPlane(controllers=False, nodes=False) as plane:
         kubectl(plane, "apply", "-f", str(compare.ROOT / "examples" / "crd.yaml"))
         wait_for_crd(plane, "kopfexamples.kopf.dev")
         results = run(plane, args.scenario, trees, args.objects, args.repeats, framework)

@@ -107,7 +107,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--objects", type=int, default=1000)
     args = parser.parse_args()
-    with LocalControlPlane() as plane:
+    with LocalControlPlane(controllers=False, nodes=False) as plane:
         kubectl(plane, "apply", "-f", str(ROOT / "examples" / "crd.yaml"))
         wait_for_crd(plane, "kopfexamples.kopf.dev")
         print(f"bulk create, {args.objects} objects existing before the operator starts")

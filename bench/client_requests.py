@@ -74,7 +74,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     results: dict[str, list[float]] = {}
-    with LocalControlPlane() as plane:
+    with LocalControlPlane(controllers=False, nodes=False) as plane:
         os.environ["KUBECONFIG"] = str(plane.kubeconfig)
         for _ in range(args.repeats):
             for backend in ("asyncio", "trio"):

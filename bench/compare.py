@@ -514,7 +514,7 @@ def main(argv: list[str] | None = None) -> None:
     # Bytecode for anyop's sources, as an installed package has (Kopf's venv has it): with
     # PYTHONDONTWRITEBYTECODE set, an editable checkout would be compiled at every start.
     compileall.compile_dir(str(ROOT / "src"), quiet=1)
-    with LocalControlPlane() as plane:
+    with LocalControlPlane(controllers=False, nodes=False) as plane:
         kubectl(plane, "apply", "-f", str(ROOT / "examples" / "crd.yaml"))
         wait_for_crd(plane, "kopfexamples.kopf.dev")
         run_all(plane, args.scenarios, args.frameworks, count, repeats)

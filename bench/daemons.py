@@ -162,7 +162,7 @@ def main() -> None:
     parser.add_argument("--objects", type=int, default=10_000)
     parser.add_argument("--frameworks", nargs="+", default=list(FRAMEWORKS), choices=FRAMEWORKS)
     args = parser.parse_args()
-    with LocalControlPlane() as plane:
+    with LocalControlPlane(controllers=False, nodes=False) as plane:
         kubectl(plane, "apply", "-f", str(ROOT / "examples" / "crd.yaml"))
         wait_for_crd(plane, "kopfexamples.kopf.dev")
         print(f"{args.objects} objects, one idle async daemon each", flush=True)

@@ -411,7 +411,7 @@ def main() -> None:
     else:
         from anyop.testing.controlplane import LocalControlPlane
 
-        with LocalControlPlane() as plane:
+        with LocalControlPlane(controllers=False, nodes=False) as plane:
             results = run(args, Target(plane.server, plane.ca_path.parent))
     print()
     print(tables(results))

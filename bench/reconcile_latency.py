@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     results: dict[str, dict[str, float]] = {}
-    with LocalControlPlane() as plane:
+    with LocalControlPlane(controllers=False, nodes=False) as plane:
         kubectl(plane, "apply", "-f", str(ROOT / "examples" / "crd.yaml"))
         wait_for_crd(plane, "kopfexamples.kopf.dev")
         for framework in args.frameworks:

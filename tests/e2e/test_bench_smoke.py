@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from bench import ab
@@ -59,3 +63,32 @@ def test_the_before_after_harness_alternates_two_trees(
 def test_the_before_after_harness_refuses_a_folder_that_is_no_checkout(tmp_path: Path) -> None:
     with pytest.raises(SystemExit):
         ab.main(["bulk", "--before", str(tmp_path)])
+
+
+def webhook_bench(backend: str) -> dict[str, Any]:
+    """Run bench/webhook_bad_input.py for two rounds in a process of its own; its figures."""
+    command = [sys.executable, "-m", "bench.webhook_bad_input", "--rounds", "2", "--json"]
+    done = subprocess.run(
+        [*command, "--backend", backend], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    figures: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    figures["exit_code"] = done.returncode
+    return figures
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_the_webhook_bench_answers_garbage_without_tracebacks_or_5xx(backend: str) -> None:
+    figures = webhook_bench(backend)
+    assert figures["garbage_requests"] > 20
+    assert figures["server_errors_5xx"] == 0
+    assert figures["wrong_answers"] == 0
+    assert figures["tracebacks"] - figures["tracebacks_at_stop"] == 0
+    assert figures["denials_logged"] > 0  # denials are logged, in one line each
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_the_webhook_bench_stops_its_server_cleanly(backend: str) -> None:
+    figures = webhook_bench(backend)
+    assert figures["tracebacks_at_stop"] == 0
+    assert figures["clean_stop"]
+    assert figures["exit_code"] == 0

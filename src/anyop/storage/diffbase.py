@@ -92,11 +92,11 @@ class DiffBaseStorage(WarningsKeeper, abc.ABC):
         try:
             # Not a string (written by hand?): a copy, not a part of the body, is the essence.
             decoded = json.loads(text) if isinstance(text, str) else copy.deepcopy(text)
-        except ValueError as e:
+        except (ValueError, RecursionError) as e:  # anyone may write it: 5 000-deep JSON too
             self.warn(where, f"not valid JSON: {e}")
             return None
         if decoded is not None and not isinstance(decoded, dict):
-            self.warn(where, f"not a JSON object: {text!r}")
+            self.warn(where, f"not a JSON object: {text!r:.200}")
             return None
         return decoded
 

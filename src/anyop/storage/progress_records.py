@@ -106,7 +106,7 @@ class ProgressRecord:
             CorruptRecordError: If it is not a mapping or a known field has a wrong type.
         """
         if not isinstance(data, Mapping):
-            raise CorruptRecordError(f"A progress record must be a mapping, not {data!r}.")
+            raise CorruptRecordError(f"A progress record must be a mapping, not {data!r:.200}.")
         fields: dict[str, Any] = {}
         for name in _TIMESTAMPS:
             fields[name] = _read_timestamp(data, name)
@@ -114,7 +114,9 @@ class ProgressRecord:
             value = data.get(name)
             is_int_bool = kind is int and isinstance(value, bool)
             if value is not None and (not isinstance(value, kind) or is_int_bool):
-                raise CorruptRecordError(f"The progress field {name!r} is malformed: {value!r}.")
+                raise CorruptRecordError(
+                    f"The progress field {name!r} is malformed: {value!r:.200}."
+                )
             fields[name] = value
         fields["subrefs"] = _read_subrefs(data.get("subrefs"))
         return cls(**fields)
@@ -127,10 +129,10 @@ class ProgressRecord:
             CorruptRecordError: If it is not JSON, or not a valid record.
         """
         if not isinstance(text, str):
-            raise CorruptRecordError(f"A progress record must be a JSON string, not {text!r}.")
+            raise CorruptRecordError(f"A progress record must be a JSON string, not {text!r:.200}.")
         try:
             data = json.loads(text)
-        except ValueError as e:
+        except (ValueError, RecursionError) as e:  # anyone may write it: 5 000-deep JSON too
             raise CorruptRecordError(f"A progress record is not valid JSON: {e}") from None
         return cls.from_dict(data)
 
@@ -142,14 +144,16 @@ def _read_timestamp(data: Mapping[str, Any], name: str) -> datetime.datetime | N
     try:
         return parse_timestamp(value)
     except (TypeError, ValueError):
-        raise CorruptRecordError(f"The progress field {name!r} is malformed: {value!r}.") from None
+        raise CorruptRecordError(
+            f"The progress field {name!r} is malformed: {value!r:.200}."
+        ) from None
 
 
 def _read_subrefs(value: object) -> tuple[str, ...] | None:
     if value is None:
         return None
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise CorruptRecordError(f"The progress field 'subrefs' is malformed: {value!r}.")
+        raise CorruptRecordError(f"The progress field 'subrefs' is malformed: {value!r:.200}.")
     return tuple(value)
 
 
