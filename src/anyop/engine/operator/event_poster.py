@@ -147,6 +147,15 @@ class _LoggingHandler(logging.Handler):
         super().__init__()
         self.poster = poster
 
+    def handle(self, record: logging.LogRecord) -> bool:
+        """Emit without the handler's lock: from a thread, :meth:`EventPoster.submit` waits
+        for the event loop, and the loop itself may be logging an object's record meanwhile
+        (it would wait for the lock that the thread holds: a deadlock that no signal ends)."""
+        passed = self.filter(record)
+        if passed:
+            self.emit(record)
+        return bool(passed)
+
     def emit(self, record: logging.LogRecord) -> None:
         ref = getattr(record, "k8s_ref", None)
         if not ref or getattr(record, "anyop_no_event", False):
