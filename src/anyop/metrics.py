@@ -6,7 +6,8 @@ Existing dashboards for Go operators keep working: handling cycles are
 the work queue is ``workqueue_depth{name}`` and ``workqueue_retries_total{name}``; API requests
 are ``rest_client_requests_total{code,method}`` and ``rest_client_request_duration_seconds{verb}``.
 What controller-runtime has no name for is ``anyop_...``: handler runs by handler and outcome,
-live objects, daemons and timers, and the watch-streams' restarts and the age of their last event.
+live objects, daemons and timers, the watch-streams' restarts and the age of their last event,
+and the blocks of the event loop (see :mod:`anyop.engine.operator.loop_watchdog`).
 
 The ``controller`` label is the resource (``kopfexamples.v1.kopf.dev``); for the calls of an
 ``@anyop.reconcile``, the resource and the reconciler's id (``kopfexamples.v1.kopf.dev/keep``),
@@ -99,6 +100,16 @@ class Metrics:
             buckets=_SECONDS,
             registry=r,
         )
+        self._loop_blocks = Counter(
+            "anyop_event_loop_blocks_total",
+            "Times the event loop was blocked longer than execution.loop_lag_threshold.",
+            registry=r,
+        )
+        self._loop_blocked = Counter(
+            "anyop_event_loop_blocked_seconds_total",
+            "Seconds the event loop was blocked in those times, in all.",
+            registry=r,
+        )
 
     def register(self, collector: Collector) -> None:
         """Add a collector of live values (read at every scrape)."""
@@ -122,6 +133,12 @@ class Metrics:
         """Count an API request and its latency (``code=None``: no answer came)."""
         self._requests.labels("error" if code is None else str(code), method).inc()
         self._request_time.labels(method).observe(seconds)
+
+    def loop_blocked(self, seconds: float) -> None:
+        """Count a block of the event loop, once it is over, and how long it took (from any
+        thread)."""
+        self._loop_blocks.inc()
+        self._loop_blocked.inc(seconds)
 
     def render(self) -> bytes:
         """The Prometheus text exposition of every metric."""

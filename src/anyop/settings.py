@@ -191,7 +191,7 @@ class AdmissionSettings(BaseModel):
 
 
 class ExecutionSettings(BaseModel):
-    """Running sync handlers in threads."""
+    """Running sync handlers in threads, and noticing async code that blocks the event loop."""
 
     model_config = _MODEL
     executor: Executor | None = None
@@ -204,6 +204,10 @@ class ExecutionSettings(BaseModel):
     default_backoff: Seconds = Field(default=60, ge=0)
     """Seconds before a handler is retried after an arbitrary error, when it has no
     ``backoff=`` of its own."""
+    loop_lag_threshold: PositiveFloat | None = 5.0
+    """anyop: seconds the event loop may stand still (a sync call in an async handler) before a
+    watchdog thread warns, naming the code that blocks it, and says when it runs again;
+    ``None``: no watchdog. Read once the startup handlers are done."""
 
 
 class NetworkingSettings(BaseModel):

@@ -1,5 +1,5 @@
 """Faults around a whole operator on the real control plane: RELIABILITY.md §5 rows 4, 19, 21,
-29 and 37.
+29 and 37 (no event lost, and the loop-lag watchdog's warning).
 
 The operator runs in the test's event loop (both backends) and serves one namespace. Each test
 injects one fault (the API server unreachable at the start, RBAC revoked mid-run, a stop while a
@@ -222,6 +222,59 @@ async def test_row37_a_handler_that_blocks_the_event_loop_loses_no_event(
             await wait_for(api, url(ns, f"meanwhile-{index}"), handled_by("create_fn"))
     thread.join(DEADLINE)
     assert sorted(calls) == ["blocker"] + [f"meanwhile-{i}" for i in range(5)]  # each once
+
+
+async def test_row37_the_watchdog_warns_while_the_loop_is_blocked_naming_the_handler(
+    api: httpx.AsyncClient, anyop_namespace: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An async handler sleeps 1.5 s in ``time.sleep()``, the threshold is 0.3 s: one warning
+    names the handler while it blocks, one message says when the loop runs again."""
+    caplog.set_level(logging.INFO, logger="anyop")
+    ns = anyop_namespace
+    registry = OperatorRegistry()
+    warned_meanwhile: list[bool] = []
+
+    @on.create("kopfexamples", registry=registry, id="create_fn")
+    async def block_the_loop(**_: Any) -> str:
+        started = time.monotonic()
+        while time.monotonic() - started < 1.5:
+            time.sleep(0.05)  # noqa: ASYNC251  # the fault: a sync call in an async handler
+            if any("blocked for" in m for m in caplog.messages):
+                warned_meanwhile.append(True)
+        return "handled"
+
+    settings = OperatorSettings.model_validate({"execution": {"loop_lag_threshold": 0.3}})
+    metrics_at = f"http://127.0.0.1:{free_port()}/metrics"
+    async with running(registry, ns, settings, metrics_endpoint=metrics_at):
+        await create(api, ns, "blocker")
+        await wait_for(api, url(ns, "blocker"), handled_by("create_fn"))
+        with anyio.fail_after(DEADLINE):
+            while len(said := watchdog_records(caplog, after="block_the_loop")) < 2:
+                await anyio.sleep(0.05)
+        async with httpx.AsyncClient() as scraper:
+            scraped = (await scraper.get(metrics_at)).text
+    warning, recovery = said[0], said[1]
+    assert len(said) == 2  # one warning per block, never one per tick
+    assert warning.levelno == logging.WARNING
+    assert f"{__file__}:" in warning.getMessage()
+    assert ".block_the_loop (a sync call in an async handler?" in warning.getMessage()
+    assert warned_meanwhile  # said while the handler still blocked, not after it
+    assert 0.3 <= seconds_in(warning.getMessage()) < 1.5
+    assert recovery.getMessage().startswith("The event loop runs again")
+    assert 1.4 <= seconds_in(recovery.getMessage()) < DEADLINE
+    assert "anyop_event_loop_blocks_total 1.0" in scraped
+
+
+def watchdog_records(caplog: pytest.LogCaptureFixture, *, after: str) -> list[logging.LogRecord]:
+    """The watchdog's records from its first warning that names ``after``."""
+    said = [r for r in caplog.records if r.getMessage().startswith("The event loop")]
+    named = [i for i, r in enumerate(said) if after in r.getMessage()]
+    return said[named[0] :] if named else []
+
+
+def seconds_in(message: str) -> float:
+    """The seconds of "...blocked for 1.5 s..." in a message."""
+    return float(message.split("blocked for ", 1)[1].split()[0])
 
 
 async def test_row4_etcd_gone_for_a_while_delays_writes_and_the_operator_goes_on(

@@ -5,6 +5,10 @@ It is stored on the object itself, as compact JSON: in an annotation (Kopf's
 status field. It is written only when all handlers of a cause are done. A diff-base that cannot
 be read is treated as absent with a :class:`~anyop.storage.progress.StorageWarning`; the engine
 then treats the object as resumed (never as created, which would duplicate its children).
+
+Where the essence does not fit into the annotations (others' annotations fill the 256 KiB),
+only a digest of it is kept (:meth:`DiffBaseStorage.store_digest`, :mod:`anyop.storage.digests`):
+changes are still detected, but ``old`` lacks the old values of what changed.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from anyop.handlers.diffs import (
 )
 from anyop.kube.patches import Patch
 from anyop.storage.annotations import AnnotationsNaming
+from anyop.storage.digests import CorruptDigestError, make_record, restore
 from anyop.storage.progress import ANYOP_PREFIX, StorageWarning, WarningsKeeper
 
 __all__ = [
@@ -86,7 +91,28 @@ class DiffBaseStorage(WarningsKeeper, abc.ABC):
 
     @abc.abstractmethod
     def store(self, *, body: Mapping[str, Any], patch: Patch, essence: Mapping[str, Any]) -> None:
-        """Put the essence into the patch."""
+        """Put the essence into the patch.
+
+        Raises:
+            EssenceTooLargeError: It does not fit; the engine then tries :meth:`store_digest`.
+        """
+
+    def store_digest(
+        self, *, body: Mapping[str, Any], patch: Patch, essence: Mapping[str, Any]
+    ) -> bool:
+        """Put a digest of the essence into the patch, where the essence does not fit.
+
+        A later :meth:`fetch` rebuilds from it what it can of the old essence (see
+        :mod:`anyop.storage.digests`), so that no change is lost. Storages with no digest form
+        (the default) keep refusing.
+
+        Returns:
+            Whether the object held no digest yet (the engine warns then, once per object).
+
+        Raises:
+            EssenceTooLargeError: Even the digest does not fit, or there is no digest form.
+        """
+        raise EssenceTooLargeError(f"{type(self).__name__} keeps no digest of an essence.")
 
     def _decode(self, where: str, text: object) -> dict[str, Any] | None:
         try:
@@ -109,6 +135,8 @@ class AnnotationsDiffBaseStorage(DiffBaseStorage):
         key: The annotation name.
         ignored_fields: Fields never to track.
         v1: Also write Kopf's "v1" key where it differs.
+        digest_key: The annotation name of the digest record, kept instead of the essence when
+            the essence does not fit (:meth:`store_digest`).
     """
 
     def __init__(
@@ -118,11 +146,13 @@ class AnnotationsDiffBaseStorage(DiffBaseStorage):
         key: str = "last-handled-configuration",
         ignored_fields: Iterable[FieldSpec] | None = None,
         v1: bool = True,
+        digest_key: str = "last-handled-digest",
     ) -> None:
         super().__init__(ignored_fields)
         self.naming = AnnotationsNaming(prefix, v1=v1)
         self.prefix = prefix
         self.key = key
+        self.digest_key = digest_key
 
     def build(
         self, *, body: Mapping[str, Any], extra_fields: Iterable[FieldPath] | None = None
@@ -131,19 +161,38 @@ class AnnotationsDiffBaseStorage(DiffBaseStorage):
         result = super().build(body=body, extra_fields=extra_fields)
         annotations = resolve(result, ("metadata", "annotations"), None)
         if isinstance(annotations, dict):
-            for full_key in self.naming.make_keys(self.key, body):
+            for full_key in [*self._keys(body), *self._digest_keys(body)]:
                 annotations.pop(full_key, None)
         remove_empty_stanzas(result)
         return result
 
+    def _keys(self, body: Mapping[str, Any]) -> list[str]:
+        return self.naming.make_keys(self.key, body)
+
+    def _digest_keys(self, body: Mapping[str, Any]) -> list[str]:
+        return self.naming.make_keys(self.digest_key, body)
+
     def fetch(self, *, body: Mapping[str, Any]) -> dict[str, Any] | None:
-        """The first readable essence among the key's annotations, or ``None``."""
+        """The first readable essence among the key's annotations, or ``None``.
+
+        Without one, the old essence as far as a digest record tells it (see
+        :mod:`anyop.storage.digests`): the unchanged parts as they are, the changed ones absent.
+        """
         annotations = resolve(body, ("metadata", "annotations"), None) or {}
-        for full_key in self.naming.make_keys(self.key, body):
+        for full_key in self._keys(body):
             text = annotations.get(full_key)
             decoded = self._decode(f"annotation {full_key!r}", text) if text is not None else None
             if decoded is not None:
                 return decoded
+        for full_key in self._digest_keys(body):
+            text = annotations.get(full_key)
+            decoded = self._decode(f"annotation {full_key!r}", text) if text is not None else None
+            if decoded is None:
+                continue
+            try:
+                return restore(decoded, self.build(body=body))
+            except CorruptDigestError as e:
+                self.warn(f"annotation {full_key!r}", e)
         return None
 
     def store(self, *, body: Mapping[str, Any], patch: Patch, essence: Mapping[str, Any]) -> None:
@@ -154,8 +203,9 @@ class AnnotationsDiffBaseStorage(DiffBaseStorage):
                 server would refuse the write); nothing is put into the patch.
         """
         encoded = compact(essence) + "\n"
-        keys = self.naming.make_keys(self.key, body)
-        size = _annotations_size(body, patch, dict.fromkeys(keys, encoded))
+        keys = self._keys(body)
+        more = dict.fromkeys(keys, encoded) | _removals(body, self._digest_keys(body))
+        size = _annotations_size(body, patch, more)
         if size > ANNOTATIONS_LIMIT:
             raise EssenceTooLargeError(
                 f"The essence of the object ({len(encoded.encode())} bytes) does not fit into "
@@ -164,13 +214,47 @@ class AnnotationsDiffBaseStorage(DiffBaseStorage):
                 f"(anyop.status_storages(), for resources with the status subresource), or "
                 f"leave the big fields out of the essence (ignored_fields=)."
             )
-        for full_key in keys:
-            patch.meta.annotations[full_key] = encoded
+        patch.meta.annotations.update(more)  # a digest kept before goes
         self.naming.store_marker(patch, body)
+
+    def store_digest(
+        self, *, body: Mapping[str, Any], patch: Patch, essence: Mapping[str, Any]
+    ) -> bool:
+        """Write the essence's digest record to the digest key's annotations, and remove the
+        essence's annotations (an older essence would be read first).
+
+        Returns:
+            Whether the object held no digest record yet.
+
+        Raises:
+            EssenceTooLargeError: Not even the digest record fits (its extras are big).
+        """
+        encoded = compact(make_record(essence)) + "\n"
+        keys = self._digest_keys(body)
+        more = dict.fromkeys(keys, encoded) | _removals(body, self._keys(body))
+        size = _annotations_size(body, patch, more)
+        if size > ANNOTATIONS_LIMIT:
+            raise EssenceTooLargeError(
+                f"Not even a digest of the essence ({len(encoded.encode())} bytes) fits into "
+                f"the annotation {keys[0]!r}: all annotations together would be {size} bytes, "
+                f"above Kubernetes' {ANNOTATIONS_LIMIT}. Keep the state in the status "
+                f"(anyop.status_storages(), for resources with the status subresource), or "
+                f"leave the big fields out of the essence (ignored_fields=)."
+            )
+        patch.meta.annotations.update(more)
+        self.naming.store_marker(patch, body)
+        existing = resolve(body, ("metadata", "annotations"), None) or {}
+        return not any(key in existing for key in keys)
+
+
+def _removals(body: Mapping[str, Any], keys: Iterable[str]) -> dict[str, None]:
+    """``None`` (a merge-patch's removal) for those of the keys that the body's annotations have."""
+    existing = resolve(body, ("metadata", "annotations"), None) or {}
+    return {key: None for key in keys if key in existing}
 
 
 def _annotations_size(
-    body: Mapping[str, Any], patch: Mapping[str, Any], more: Mapping[str, str]
+    body: Mapping[str, Any], patch: Mapping[str, Any], more: Mapping[str, str | None]
 ) -> int:
     """The bytes of an object's annotations, keys and values, after the patch and ``more``."""
     merged = dict(resolve(body, ("metadata", "annotations"), None) or {})
@@ -257,6 +341,18 @@ class MultiDiffBaseStorage(DiffBaseStorage):
         """Store in all storages."""
         for storage in self.storages:
             storage.store(body=body, patch=patch, essence=essence)
+
+    def store_digest(
+        self, *, body: Mapping[str, Any], patch: Patch, essence: Mapping[str, Any]
+    ) -> bool:
+        """Store the essence where it fits, its digest where it does not (see the base's)."""
+        newly = False
+        for storage in self.storages:
+            try:
+                storage.store(body=body, patch=patch, essence=essence)
+            except EssenceTooLargeError:
+                newly = storage.store_digest(body=body, patch=patch, essence=essence) or newly
+        return newly
 
     def drain_warnings(self) -> list[StorageWarning]:
         """The warnings of all storages."""

@@ -17,18 +17,21 @@ from __future__ import annotations
 
 import abc
 import copy
+import datetime
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from anyop.handlers.diffs import FieldPath, FieldSpec, ensure, parse_field, remove, resolve
 from anyop.handlers.diffs import remove_empty_stanzas as _remove_empty_stanzas
 from anyop.kube.patches import Patch
+from anyop.logs import object_logger
 from anyop.storage.annotations import AnnotationsNaming
 from anyop.storage.progress_records import (
     CorruptRecordError,
     ProgressRecord,
     StorageWarning,
     WarningsKeeper,
+    clamp_to_clock,
     format_timestamp,
     parse_timestamp,
 )
@@ -62,8 +65,30 @@ class ProgressStorage(WarningsKeeper, abc.ABC):
     """Where per-handler progress records are kept. Subclass it for custom locations.
 
     Guarantees: ``fetch`` never raises on corrupt state (it warns and returns ``None``); the
-    other methods only change the given patch.
+    other methods only change the given patch. anyop's storages clamp the records they read to
+    the wall clock (:func:`~anyop.storage.progress_records.clamp_to_clock`, with a warning).
+
+    Attributes:
+        max_delay: Seconds: if set, no stored retry time is later than this from now (e.g. the
+            longest ``backoff=``/``TemporaryError(delay=)`` of the handlers). ``None``: only
+            the skew that the record itself shows is taken back.
     """
+
+    max_delay: float | None = None
+
+    def _clamped(self, record: ProgressRecord, body: Mapping[str, Any], key: str) -> ProgressRecord:
+        """The record clamped to the wall clock now, with a warning if it was."""
+        now = datetime.datetime.now(datetime.UTC)
+        clamped = clamp_to_clock(record, now=now, horizon=self.max_delay)
+        if clamped is not record:
+            object_logger(body).warning(
+                f"The progress of {key!r} is ahead of this clock (written by a replica whose "
+                f"clock is ahead, or before this clock was set back): its retry is due at "
+                f"{clamped.delayed or now:%Y-%m-%d %H:%M:%S} UTC, not at "
+                f"{record.delayed or record.started or now:%Y-%m-%d %H:%M:%S} UTC. Keep the "
+                f"clocks of the operator's hosts in sync (NTP)."
+            )
+        return clamped
 
     @abc.abstractmethod
     def fetch(self, *, key: str, body: Mapping[str, Any]) -> ProgressRecord | None:
@@ -127,9 +152,11 @@ class AnnotationsProgressStorage(ProgressStorage):
             if annotations.get(full_key) is None:
                 continue
             try:
-                return ProgressRecord.from_json(annotations[full_key])
+                record = ProgressRecord.from_json(annotations[full_key])
             except CorruptRecordError as e:
                 self.warn(f"annotation {full_key!r}", e)
+            else:
+                return self._clamped(record, body, key)
         return None
 
     def store(
@@ -209,10 +236,11 @@ class StatusProgressStorage(ProgressStorage):
         if value is None:
             return None
         try:
-            return ProgressRecord.from_dict(value)
+            record = ProgressRecord.from_dict(value)
         except CorruptRecordError as e:
             self.warn(f"field {'.'.join(self.field)}[{key!r}]", e)
             return None
+        return self._clamped(record, body, key)
 
     def store(
         self, *, key: str, record: ProgressRecord, body: Mapping[str, Any], patch: Patch

@@ -21,6 +21,7 @@ __all__ = [
     "ProgressRecord",
     "StorageWarning",
     "WarningsKeeper",
+    "clamp_to_clock",
     "format_timestamp",
     "parse_timestamp",
 ]
@@ -135,6 +136,38 @@ class ProgressRecord:
         except (ValueError, RecursionError) as e:  # anyone may write it: 5 000-deep JSON too
             raise CorruptRecordError(f"A progress record is not valid JSON: {e}") from None
         return cls.from_dict(data)
+
+
+def clamp_to_clock(
+    record: ProgressRecord, *, now: datetime.datetime, horizon: float | None = None
+) -> ProgressRecord:
+    """The record with no timestamp beyond what the clock ``now`` allows (RELIABILITY.md row 41).
+
+    The timestamps are wall-clock times of the writer: of another replica whose clock was ahead,
+    or of this process before its clock was set back. ``started`` and ``stopped`` were "now"
+    when written, so any lead they have over ``now`` is such a skew: they are set to ``now``, and
+    ``delayed`` (the retry time) is moved back by the same lead -- a retry written an hour ahead
+    is not postponed by an hour. With a ``horizon`` (seconds: the longest delay that handlers
+    ask for), ``delayed`` is also at most ``now + horizon``. Pure.
+
+    Returns:
+        The record itself if nothing is clamped, else a clamped copy.
+    """
+    lead = max(
+        (stamp - now for stamp in (record.started, record.stopped) if stamp and stamp > now),
+        default=datetime.timedelta(0),
+    )
+    delayed = record.delayed - lead if record.delayed is not None else None
+    if delayed is not None and horizon is not None:
+        delayed = min(delayed, now + datetime.timedelta(seconds=horizon))
+    if not lead and delayed == record.delayed:
+        return record
+    return dataclasses.replace(
+        record,
+        started=min(record.started, now) if record.started else None,
+        stopped=min(record.stopped, now) if record.stopped else None,
+        delayed=delayed,
+    )
 
 
 def _read_timestamp(data: Mapping[str, Any], name: str) -> datetime.datetime | None:

@@ -5,6 +5,10 @@ body must be JSON (``Content-Type: application/json``), at most ``max_body_size`
 ``Content-Length`` is refused with 413 before anything is read; a chunked body is cut off at the
 limit), and it must arrive within ``body_timeout`` seconds (else 408). Bad reviews get the status
 of their :class:`~anyop.webhooks.review.ReviewError`. None of this is logged as a traceback.
+
+Memory: a body is held once, as the chunks that arrive and then as one bytes object (the chunks
+go as soon as it is made; a refused body's at once); after a request with a large body, the
+freed memory is given back to the system (:mod:`anyop.webhooks.memory`).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any
 import anyio
 
 from anyop.servers import Receive, Scope, Send, lifespan_ready
+from anyop.webhooks.memory import release_freed_memory, trims_after
 from anyop.webhooks.review import ReviewError, WebhookFn, decode_review
 from anyop.webhooks.tls import current_sslpeer
 
@@ -79,6 +84,7 @@ class AdmissionApp:
         self.max_body_size = max_body_size
         self.body_timeout = body_timeout
         self.limiter = anyio.CapacityLimiter(max_concurrency)
+        self._trim_next = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -105,6 +111,9 @@ class AdmissionApp:
             with anyio.move_on_after(self.body_timeout):
                 await body.drain(limit=DRAIN_FACTOR * self.max_body_size)
             await send({"type": "http.response.body", "body": b""})
+        trim, self._trim_next = trims_after(body.received, armed=self._trim_next)
+        if trim:
+            release_freed_memory()  # the body, its JSON and its chunks are all freed by now
 
     async def _limited(self, scope: Scope, body: _Body) -> dict[str, Any]:
         # Asked first, not caught: AnyIO before 4.14 lets Trio's own WouldBlock through here.
@@ -124,8 +133,8 @@ class AdmissionApp:
         content_type = headers.get("content-type", "").split(";")[0].strip().lower()
         if content_type != "application/json":
             raise HTTPError(415, f"Content-Type must be application/json, not {content_type!r}.")
-        raw = await self._read_body(headers, body)
-        payload = decode_review(raw)
+        # No name holds the raw bytes: they go once decoded, before the handlers run.
+        payload = decode_review(await self._read_body(headers, body))
         return await self.fn(
             payload, webhook=webhook, headers=headers, sslpeer=current_sslpeer.get()
         )
@@ -147,10 +156,19 @@ class AdmissionApp:
                 chunk = await body.receive()
                 size += len(chunk)
                 if size > self.max_body_size:
+                    chunks.clear()  # not kept while the refusal is answered and the rest drained
                     raise HTTPError(413, f"The body is larger than {self.max_body_size} bytes.")
                 chunks.append(chunk)
-            return b"".join(chunks)
+            return _joined(chunks)
+        chunks.clear()
         raise HTTPError(408, f"The body did not arrive within {self.body_timeout} seconds.")
+
+
+def _joined(chunks: list[bytes]) -> bytes:
+    """The chunks as one bytes object, emptying the list (a lone chunk is not copied)."""
+    joined = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    chunks.clear()
+    return joined
 
 
 class _Body:
@@ -159,6 +177,7 @@ class _Body:
     def __init__(self, receive: Receive) -> None:
         self._receive = receive
         self.finished = False
+        self.received = 0
 
     async def receive(self) -> bytes:
         """The next chunk (the last one sets :attr:`finished`).
@@ -171,7 +190,10 @@ class _Body:
             self.finished = True
             raise HTTPError(400, "The client disconnected before sending the whole body.")
         self.finished = not message.get("more_body", False)
-        return bytes(message.get("body", b""))
+        chunk = message.get("body", b"")
+        chunk = chunk if type(chunk) is bytes else bytes(chunk)
+        self.received += len(chunk)
+        return chunk
 
     async def drain(self, *, limit: int) -> None:
         """Receive and drop the rest, up to ``limit`` bytes."""

@@ -92,18 +92,38 @@ class StateRecords:
             patch.fns.append(allow_deletion(self.persistence.finalizer))
             return False
         stored = store_essence or cause.old != cause.new
-        if stored:
-            try:
-                self.persistence.diffbase.store(body=cause.body, patch=patch, essence=cause.new)
-            except EssenceTooLargeError as error:
-                # The finished records stay instead: no handler runs again for this cause.
-                object_logger(cause.body).error(f"The state cannot be stored: {error}")
-                progress.store(body=cause.body, patch=patch, storage=storage)
-                return False
+        if stored and not self._store_diffbase(cause, patch):
+            # The finished records stay instead: no handler runs again for this cause.
+            progress.store(body=cause.body, patch=patch, storage=storage)
+            return False
         # Done: the purge would take back every record that storing them put into the patch.
         owned = self.registry.changing.for_resource(self.resource)
         progress.purge(body=cause.body, patch=patch, storage=storage, handlers=owned)
         return stored
+
+    def _store_diffbase(self, cause: ChangingCause, patch: Patch) -> bool:
+        """Put the diff-base into the patch: the essence, or its digest where it does not fit.
+
+        Returns whether either was put in. The digest (RELIABILITY.md §5 row 34) is said once
+        per object, with a warning; where not even the digest fits, an error says so.
+        """
+        storage, logger = self.persistence.diffbase, object_logger(cause.body)
+        try:
+            storage.store(body=cause.body, patch=patch, essence=cause.new)
+            return True
+        except EssenceTooLargeError as error:
+            refusal = error
+        try:
+            newly = storage.store_digest(body=cause.body, patch=patch, essence=cause.new)
+        except EssenceTooLargeError as error:
+            logger.error(f"The state cannot be stored: {refusal} {error}")
+            return False
+        (logger.warning if newly else logger.debug)(
+            f"Only a digest of the handled state is kept: {refusal} Changes are still "
+            f"detected and handled, but the handlers' old and diff lack the old values of "
+            f"what changed."
+        )
+        return True
 
     def _first(self, state: Patch, *, diffbase: bool) -> Endpoint:
         """Which merge-patch of the cycle goes first: the one with the state that is read first.

@@ -30,6 +30,7 @@ from anyop.engine.operator.activities import run_activity
 from anyop.engine.operator.event_poster import EventPoster
 from anyop.engine.operator.health import Health, current_health, serve_metrics, serve_probes
 from anyop.engine.operator.login import authenticate, keep_logged_in
+from anyop.engine.operator.loop_watchdog import watch_loop_lag
 from anyop.engine.resource.serve_resource import ResourceScope, current_reports
 from anyop.engine.serving.namespace_follower import NamespacePatterns, serve_namespaces
 from anyop.engine.serving.scope_groups import (
@@ -159,6 +160,8 @@ async def serve(
                 await root.start(serve_metrics, metrics, metrics_at)
             with starting.scope:
                 await activity(Activity.STARTUP)
+                lag = settings.execution.loop_lag_threshold  # as the startup handlers left it
+                await root.start(watch_loop_lag, lag, metrics)
                 now_ready = functools.partial(setattr, health, "ready", True)
                 root.start_soon(relay, ready.wait, now_ready)
                 try:

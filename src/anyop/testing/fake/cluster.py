@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import json
 import os
 import random
@@ -120,14 +121,18 @@ class FakeCluster:
     def _traced(self, change: Change) -> None:
         self.trace.change(change.rv, change.type, obj=change.obj)
 
-    async def respond(self, request: ApiRequest) -> ApiResponse | AsyncIterator[bytes]:
-        """Answer one request: a whole response, or a watch's lines (close them when done).
+    async def respond(
+        self, request: ApiRequest, *, faults: bool = True
+    ) -> ApiResponse | AsyncIterator[bytes]:
+        """Answer one request: a whole response, or a watch's lines (close them when done);
+        ``faults=False``: no fault strikes it, and it counts for none.
 
         Raises:
             ConnectionDropped: A fault cuts the connection.
         """
         self.trace.request(request.method, request.path, query=request.query)
-        fault = self.faults.decide(request.method, request.path, watch=is_watch(request))
+        watch = is_watch(request)
+        fault = self.faults.decide(request.method, request.path, watch=watch) if faults else None
         if fault is not None:
             self.trace.fault(fault.kind.value)
             replaced = await answer_of_fault(fault, request)
@@ -152,17 +157,23 @@ class FakeCluster:
             answer = dataclasses.replace(answer, headers={**answer.headers, "Warning": warnings})
         return answer
 
-    def transport(self) -> httpx.AsyncBaseTransport:
-        """An httpx transport to this cluster, without sockets."""
-        return FakeTransport(self.respond)
+    def transport(self, *, faults: bool = True) -> httpx.AsyncBaseTransport:
+        """An httpx transport to this cluster, without sockets; with ``faults=False``, no fault
+        of :attr:`faults` strikes its requests."""
+        return FakeTransport(functools.partial(self.respond, faults=faults))
 
     def transport_factory(self, info: Any, ssl_context: Any) -> httpx.AsyncBaseTransport:
         """For ``anyop.kube.open_client(..., transport_factory=fake.transport_factory)``."""
         return self.transport()
 
-    def client(self, **kwargs: Any) -> httpx.AsyncClient:
-        """An ``httpx.AsyncClient`` of this cluster (in-process); keyword args go to httpx."""
-        return httpx.AsyncClient(base_url=self.url, transport=self.transport(), **kwargs)
+    def client(self, *, faults: bool = True, **kwargs: Any) -> httpx.AsyncClient:
+        """An ``httpx.AsyncClient`` of this cluster (in-process); keyword args go to httpx.
+
+        With ``faults=False``, no fault strikes its requests: a test's own view of the cluster
+        while the operator meets the faults.
+        """
+        transport = self.transport(faults=faults)
+        return httpx.AsyncClient(base_url=self.url, transport=transport, **kwargs)
 
     def routed(self) -> AbstractContextManager[None]:
         """Within the block, anyop's own clients whose server is :attr:`url` reach this cluster

@@ -84,10 +84,7 @@ async def answer_of_fault(
         case FaultKind.STALL:
             await anyio.sleep_forever()
         case FaultKind.THROTTLE:
-            message = "Too many requests, please try again later."
-            details = {"retryAfterSeconds": fault.retry_after}
-            body = status_body(429, "TooManyRequests", message, details=details)
-            return ApiResponse(429, body, headers={"Retry-After": str(fault.retry_after)})
+            return _throttled(fault)
         case FaultKind.SERVER_ERROR:
             reason = _REASONS.get(fault.code, "InternalError")
             message = (
@@ -104,3 +101,13 @@ async def answer_of_fault(
                 route = Route("", "", "")
             return ApiResponse(409, conflict(route.plural, route.group, route.name or "").body)
     return None
+
+
+def _throttled(fault: Fault) -> ApiResponse:
+    """429 TooManyRequests, with ``Retry-After`` where the fault puts it."""
+    message = "Too many requests, please try again later."
+    seconds = fault.retry_after
+    details = {"retryAfterSeconds": seconds} if fault.retry_after_details else {}
+    headers = {"Retry-After": str(seconds)} if fault.retry_after_header else {}
+    body = status_body(429, "TooManyRequests", message, details=details)
+    return ApiResponse(429, body, headers=headers)

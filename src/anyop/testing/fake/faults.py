@@ -32,7 +32,7 @@ class FaultKind(enum.Enum):
     STALL = "stall"
     """A watch is opened but sends nothing until it times out; other requests hang."""
     THROTTLE = "throttle"
-    """429 TooManyRequests with ``Retry-After``."""
+    """429 TooManyRequests with ``Retry-After`` (in the header, the ``Status`` details, or both)."""
     SERVER_ERROR = "server-error"
     """A 5xx answer (500 InternalError by default)."""
     EXPIRE = "expire"
@@ -49,6 +49,8 @@ class Fault:
     delay: float = 0.0
     code: int = 0
     retry_after: int = 0
+    retry_after_header: bool = True
+    retry_after_details: bool = True
 
     @classmethod
     def latency(cls, seconds: float) -> Fault:
@@ -68,11 +70,20 @@ class Fault:
         return cls(FaultKind.STALL)
 
     @classmethod
-    def throttle(cls, *, retry_after: int = 1) -> Fault:
-        """Answer 429 with ``Retry-After: retry_after``."""
+    def throttle(cls, *, retry_after: int = 1, header: bool = True, details: bool = True) -> Fault:
+        """Answer 429 asking to retry after ``retry_after`` seconds: in the ``Retry-After``
+        header (as API Priority and Fairness does) and in the ``Status``'s
+        ``details.retryAfterSeconds`` (as older API servers' max-in-flight limit did), or only
+        in one of them (``header=False`` or ``details=False``)."""
         if retry_after < 0:
             raise ValueError(f"Retry-After cannot be negative: {retry_after!r}.")
-        return cls(FaultKind.THROTTLE, code=429, retry_after=retry_after)
+        return cls(
+            FaultKind.THROTTLE,
+            code=429,
+            retry_after=retry_after,
+            retry_after_header=header,
+            retry_after_details=details,
+        )
 
     @classmethod
     def server_error(cls, code: int = 500) -> Fault:
@@ -150,11 +161,13 @@ class Rule:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Struck:
-    """A fault that hit a request: which, and the request's method and path (for the trace)."""
+    """A fault that hit a request: which, and the request's method and path (for the trace),
+    and whether it was a watch."""
 
     fault: Fault
     method: str
     path: str
+    watch: bool = False
 
 
 def _draw(rule_seed: int, *parts: object) -> float:
@@ -235,6 +248,6 @@ class FaultPlan:
             if rule.rate < 1.0 and _draw(rule.seed, method, path, seen) >= rule.rate:
                 continue
             self._hits[index] += 1
-            self.struck.append(Struck(rule.fault, method, path))
+            self.struck.append(Struck(rule.fault, method, path, watch))
             return rule.fault
         return None
