@@ -1,4 +1,4 @@
-"""Developer sessions: `nox -s lint typecheck tests e2e bench`.
+"""Developer sessions: `nox -s lint typecheck tests e2e bench docs`.
 
 The README's two commands (scripts/demo, scripts/test) need no nox; these sessions are for
 working on anyop itself, each in a virtualenv of its own.
@@ -41,6 +41,19 @@ def e2e(session: nox.Session) -> None:
     session.install("-e", ".[dev]")
     session.run("anyop", "controlplane", "build", silent=True)
     session.run("pytest", "-m", "e2e", *session.posargs)
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The documentation site, served with live reload: `nox -s docs` (http://127.0.0.1:8000).
+
+    `nox -s docs -- build` builds it into site/ instead (scripts/test builds it with --strict).
+    """
+    session.install("-e", ".[docs]")
+    if session.posargs[:1] == ["build"]:
+        session.run("mkdocs", "build", "--strict", *session.posargs[1:])
+    else:
+        session.run("mkdocs", "serve", *session.posargs)
 
 
 @nox.session
