@@ -167,7 +167,16 @@ def run(
             help="With --leader-election: standbys keep their watches synced for a fast takeover.",
         ),
     ] = False,
-    lease_name: Annotated[str | None, typer.Option(help="The Lease's name.")] = None,
+    shards: Annotated[
+        str | None,
+        typer.Option(
+            "--shards",
+            help="'auto': replicas share the objects, joining and leaving by Leases of their own.",
+        ),
+    ] = None,
+    lease_name: Annotated[
+        str | None, typer.Option(help="The Lease's name (with --shards: the shard group's).")
+    ] = None,
     lease_namespace: Annotated[str | None, typer.Option(help="The Lease's namespace.")] = None,
     liveness: Annotated[
         str | None,
@@ -203,6 +212,12 @@ def run(
         raise typer.BadParameter("Either --standalone or --peering, not both.")
     if warm_standby and not leader_election:
         raise typer.BadParameter("--warm-standby needs --leader-election.")
+    if shards is not None and shards != "auto":
+        raise typer.BadParameter(
+            f"--shards {shards!r}: only 'auto' is supported (the live replicas share the objects)."
+        )
+    if shards and leader_election:
+        raise typer.BadParameter("Either --shards or --leader-election, not both.")
     chosen = _priority(dev, priority, None)
     _configure_logs(locals())
     try:
@@ -210,6 +225,10 @@ def run(
         settings.leadership.lease_name = lease_name or settings.leadership.lease_name
         settings.leadership.lease_namespace = lease_namespace or settings.leadership.lease_namespace
         settings.leadership.keep_watching = warm_standby or settings.leadership.keep_watching
+        settings.sharding.enabled = bool(shards) or settings.sharding.enabled
+        if shards:
+            settings.sharding.lease_namespace = lease_namespace or settings.sharding.lease_namespace
+            settings.sharding.group = lease_name or settings.sharding.group
         load_sources(paths or [], module or [])
         run_operator(
             backend=backend,

@@ -181,9 +181,18 @@ class Verdict:
 
 
 def judge(
-    peers: Iterable[Peer], *, identity: str, priority: int, now: datetime.datetime
+    peers: Iterable[Peer],
+    *,
+    identity: str,
+    priority: int,
+    now: datetime.datetime,
+    shared: bool = False,
 ) -> Verdict:
-    """Decide whether the operator ``identity`` with ``priority`` must pause now."""
+    """Decide whether the operator ``identity`` with ``priority`` must pause now.
+
+    ``shared``: peers of the same priority are replicas that share the work (anyop's sharding):
+    they neither pause this one nor are they a conflict.
+    """
     higher: list[str] = []
     same: list[str] = []
     dead: list[str] = []
@@ -197,7 +206,7 @@ def judge(
         expiries.append(peer.deadline)
         if peer.priority > priority:
             higher.append(peer.identity)
-        elif peer.priority == priority:
+        elif peer.priority == priority and not shared:
             same.append(peer.identity)
     return Verdict(
         tuple(sorted(higher)), tuple(sorted(same)), tuple(sorted(dead)), min(expiries, default=None)

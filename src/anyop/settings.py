@@ -32,6 +32,7 @@ __all__ = [
     "ReconcilingSettings",
     "ScanningSettings",
     "ServerSettings",
+    "ShardingSettings",
     "WatchingSettings",
     "settings_from_environ",
 ]
@@ -75,6 +76,9 @@ class PeeringSettings(BaseModel):
     identity: str | None = None
     """This operator's name among its peers; ``None``: ``$POD_ID``, else the user, the host, the
     start time and a random suffix (Kopf's ``identity=`` of ``operator()``)."""
+    shared: bool = False
+    """anyop: peers of the same priority are replicas that share the work: they neither pause
+    each other nor are they reported as conflicting. Set by ``sharding.enabled``."""
 
     @property
     def namespaced(self) -> bool:
@@ -125,6 +129,55 @@ class LeadershipSettings(BaseModel):
         if not self.retry_period < self.renew_deadline:
             raise ConfigError(
                 f"settings.leadership.retry_period ({self.retry_period}) must be below "
+                f"renew_deadline ({self.renew_deadline})."
+            )
+
+
+class ShardingSettings(BaseModel):
+    """anyop: active-active sharding, so that several replicas share the objects.
+
+    Every replica keeps a Lease of its own in ``lease_namespace``, labelled with ``group``, and
+    renews it every ``retry_period`` seconds; the live members split the objects of every served
+    resource by a hash of their uids (see :mod:`anyop.sharding`). A replica that has not renewed
+    its Lease for ``renew_deadline`` seconds stops all its work at once; the others take its
+    objects over once they have seen its Lease unchanged for ``lease_duration`` seconds.
+    """
+
+    model_config = _MODEL
+    enabled: bool = False
+    """Share the objects with the other replicas of the same ``group`` (``anyop run --shards
+    auto``). Not together with ``leadership.enabled``."""
+    group: str = Field(default="anyop-shards", min_length=1, max_length=63)
+    """The shard group's name: the replicas of one operator share it; its members' Leases are
+    named after it."""
+    lease_namespace: str | None = None
+    """``None``: the pod's namespace (in a cluster), else the first served namespace, else
+    ``default``."""
+    lease_duration: int = Field(default=15, ge=1)
+    """Seconds after a member's Lease last changed before the others count it out."""
+    renew_deadline: PositiveFloat = 10.0
+    """Seconds a member keeps working without a successful renewal; below ``lease_duration``."""
+    retry_period: PositiveFloat = 2.0
+    """Seconds between renewals (and listings of the members); below ``renew_deadline``."""
+    identity: str | None = None
+    """This replica's name in its Lease; ``None``: the host name and the process id."""
+
+    def check(self) -> None:
+        """Check that the three durations fit together (checked when the operator starts).
+
+        Raises:
+            ConfigError: ``renew_deadline`` is not below ``lease_duration``, or ``retry_period``
+                is not below ``renew_deadline``.
+        """
+        if not self.renew_deadline < self.lease_duration:
+            raise ConfigError(
+                f"settings.sharding.renew_deadline ({self.renew_deadline}) must be below "
+                f"lease_duration ({self.lease_duration}): a member must stop before "
+                "the others take its objects."
+            )
+        if not self.retry_period < self.renew_deadline:
+            raise ConfigError(
+                f"settings.sharding.retry_period ({self.retry_period}) must be below "
                 f"renew_deadline ({self.renew_deadline})."
             )
 
@@ -289,6 +342,7 @@ class OperatorSettings(BaseModel):
     posting: PostingSettings = Field(default_factory=PostingSettings)
     peering: PeeringSettings = Field(default_factory=PeeringSettings)
     leadership: LeadershipSettings = Field(default_factory=LeadershipSettings)
+    sharding: ShardingSettings = Field(default_factory=ShardingSettings)
     watching: WatchingSettings = Field(default_factory=WatchingSettings)
     queueing: QueueingSettings = Field(default_factory=QueueingSettings)
     scanning: ScanningSettings = Field(default_factory=ScanningSettings)

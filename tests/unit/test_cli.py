@@ -41,3 +41,44 @@ def test_run_names_a_module_that_cannot_be_imported() -> None:
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 1
     assert "Cannot import the operator module 'anyop_no_such_module'" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--shards", "3"], "only 'auto' is supported"),
+        (["--shards", "auto", "--leader-election"], "Either --shards or --leader-election"),
+    ],
+)
+def test_run_refuses_shards_it_cannot_honour(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(app, ["run", "nowhere.py", *args, "-A"])
+    assert result.exit_code == 2
+    assert message in result.output
+
+
+def test_serve_refuses_sharding_with_reconcilers_or_with_leader_election() -> None:
+    """Refused before any Lease is taken (and before any request: there is no cluster)."""
+    import anyop
+    from anyop.engine.operator.serve import _check_sharding
+    from anyop.engine.resource.serve_resource import ResourceScope
+    from anyop.errors import ConfigError
+    from anyop.kube.resources import Resource
+
+    registry = anyop.OperatorRegistry()
+    settings = anyop.OperatorSettings()
+    settings.sharding.enabled = True
+    settings.leadership.enabled = True
+    scope = ResourceScope(None, Resource("", "v1", "-"), None, registry, settings)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="exclude each other"):
+        _check_sharding(scope)
+    settings.leadership.enabled = False
+
+    @anyop.reconcile("kopfexamples", registry=registry)
+    def fn(**_: object) -> None:
+        pass
+
+    with pytest.raises(ConfigError, match=r"does not support @anyop\.reconcile"):
+        _check_sharding(scope)
+    settings.sharding.renew_deadline = 20
+    with pytest.raises(ConfigError, match="renew_deadline"):
+        _check_sharding(scope)

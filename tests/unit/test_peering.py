@@ -84,6 +84,20 @@ def test_the_same_priority_pauses_everyone_with_warnings() -> None:
     ]
 
 
+def test_shared_work_makes_peers_of_the_same_priority_no_conflict_but_a_higher_one_pauses() -> None:
+    status = {
+        "replica": {"priority": 0, "lifetime": 60, "lastseen": ago(1)},
+        "frozen": {"priority": 100, "lifetime": 60, "lastseen": ago(1)},
+    }
+    verdict = judge(parse_peers(status), identity="me", priority=0, now=NOW, shared=True)
+    assert verdict.same == ()
+    assert verdict.higher == ("frozen",)  # `anyop freeze` still pauses every replica
+    del status["frozen"]
+    verdict = judge(parse_peers(status), identity="me", priority=0, now=NOW, shared=True)
+    assert not verdict.paused
+    assert transition_messages(False, verdict) == []
+
+
 def test_pausing_and_resuming_are_logged_once_each() -> None:
     higher = Verdict(higher=("boss",))
     assert transition_messages(False, higher) == [

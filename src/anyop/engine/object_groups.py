@@ -65,6 +65,10 @@ class ObjectHosts:
     def __contains__(self, uid: object) -> bool:
         return uid in self._hosts
 
+    def uids(self) -> list[str]:
+        """The objects that have work now."""
+        return list(self._hosts)
+
     def start(self, uid: str, fn: JobFn, *args: Any, name: str) -> None:
         """Run ``fn(*args)`` as a task in the object's group, opening one if it has none."""
         host = self._host_of(uid)

@@ -116,6 +116,8 @@ class Watcher:
         self._policy = policy or WatchPolicy(reconnect_pause=reconnect)
         self._known: dict[str, tuple[str | None, str, str]] = {}  # uid -> (namespace, name, rv)
         self._streaming = self.settings.watching.streaming_lists
+        self._relist_wanted = False
+        self._interruptible: anyio.CancelScope | None = None
 
     def __repr__(self) -> str:
         where = f" in {self.namespace!r}" if self.namespace else ""
@@ -135,14 +137,33 @@ class Watcher:
         """
         ready = False
         while True:
-            if self.state.delay > 0:
-                await anyio.sleep(self.state.delay)
-            outcome = await self._step(self.state.phase, handle)
-            self.state = advance(self.state, outcome, policy=self._policy, rand=random.random())
-            self._report(outcome)
+            if self.state.delay > 0 and not self._relist_wanted:
+                with anyio.move_on_after(self.state.delay) as self._interruptible:
+                    await anyio.sleep_forever()
+            outcome: Outcome | None = None
+            if not self._relist_wanted:
+                interruptible = self.state.phase in (Phase.WATCHING, Phase.BACKING_OFF)
+                with anyio.CancelScope() as scope:
+                    self._interruptible = scope if interruptible else None
+                    outcome = await self._step(self.state.phase, handle)
+                self._interruptible = None
+            if outcome is not None:
+                self.state = advance(self.state, outcome, policy=self._policy, rand=random.random())
+                self._report(outcome)
+            if self._relist_wanted:
+                self._relist_wanted = False
+                self.state = self.state.relisting()
             if self.state.synced and not ready:
                 ready = True
                 task_status.started()
+
+    def relist(self) -> None:
+        """List anew, now: every object comes again as a listed ``ADDED`` (and what vanished as
+        a synthetic ``DELETED``). A watch-stream or a backoff in progress is cut short; a
+        listing in progress is finished first."""
+        self._relist_wanted = True
+        if self._interruptible is not None:
+            self._interruptible.cancel()
 
     async def _step(self, phase: Phase, handle: Handler) -> Outcome:
         try:

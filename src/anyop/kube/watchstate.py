@@ -102,6 +102,14 @@ class WatchState:
             streaming=self.streaming,
         )
 
+    def relisting(self) -> WatchState:
+        """The state when the engine asks for a new listing (not a failure: nothing waits)."""
+        phase = Phase.RELISTING if self.synced else Phase.LISTING
+        relists = self.relists + 1 if self.synced else self.relists
+        return dataclasses.replace(
+            self, phase=phase, delay=0.0, restarts=self.restarts + 1, relists=relists
+        )
+
     def with_stream(self, *, open: bool) -> WatchState:
         """The state as a watch response opens or ends."""
         return dataclasses.replace(self, streaming=open)

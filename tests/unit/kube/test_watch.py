@@ -718,3 +718,42 @@ async def test_a_server_that_ignores_streaming_lists_is_listed_in_pages_once_its
         tg.cancel_scope.cancel()
     assert [name for _, name, _, _ in recorder.summary()] == ["a", "a"]
     assert len(cluster.lists) == 1
+
+
+@pytest.mark.anyio
+async def test_a_relist_asked_while_watching_cuts_the_stream_and_lists_anew() -> None:
+    cluster = Cluster(kex("a", 5), kex("b", 6))
+    recorder = Recorder(cluster)
+    async with await client_for(cluster) as client, anyio.create_task_group() as tg:
+        watcher = Watcher(client, KEX, policy=FAST)
+        with anyio.fail_after(DEADLINE):
+            await tg.start(watcher.run, recorder)
+            await cluster.wait_for(lambda: len(cluster.watch_requests) == 1)  # it hangs there
+            del cluster.objects["uid-b"]
+            cluster.objects["uid-c"] = kex("c", 14)
+            watcher.relist()
+            await cluster.wait_for(lambda: len(cluster.watch_requests) == 2)
+        tg.cancel_scope.cancel()
+    assert recorder.summary(2) == [
+        ("ADDED", "a", True, False),
+        ("ADDED", "c", True, False),
+        ("DELETED", "b", False, True),
+    ]
+    assert len(cluster.lists) == 2
+    assert (watcher.state.relists, watcher.state.failures, watcher.state.last_error) == (1, 0, None)
+
+
+@pytest.mark.anyio
+async def test_a_relist_asked_before_the_first_listing_costs_no_second_one() -> None:
+    cluster = Cluster(kex("a", 5))
+    recorder = Recorder(cluster)
+    async with await client_for(cluster) as client, anyio.create_task_group() as tg:
+        watcher = Watcher(client, KEX, policy=FAST)
+        watcher.relist()  # before it runs: its first listing is that new listing
+        with anyio.fail_after(DEADLINE):
+            await tg.start(watcher.run, recorder)
+            await cluster.wait_for(lambda: len(cluster.watch_requests) == 1)
+        tg.cancel_scope.cancel()
+    assert recorder.summary() == [("ADDED", "a", True, False)]
+    assert len(cluster.lists) == 1
+    assert watcher.state.relists == 0

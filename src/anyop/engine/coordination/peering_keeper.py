@@ -176,6 +176,7 @@ class PeeringKeeper:
             identity=self.identity,
             priority=self.settings.priority,
             now=_now(),
+            shared=self.settings.shared,
         )
         for warning, message in transition_messages(self.paused, verdict):
             logger.log(logging.WARNING if warning else logging.INFO, message)

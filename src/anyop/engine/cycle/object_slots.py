@@ -125,6 +125,8 @@ class ObjectSlot:
     """A cycle that would only write the finalizer left it for later, once."""
     released: bool = False
     """Our finalizer's release has landed: states from before it are not handled."""
+    leaving: bool = False
+    """It is handed over to another replica (sharding): its worker exits after this cycle."""
 
     @property
     def memo(self) -> Any:

@@ -99,6 +99,9 @@ class Health:
         self.indexes = indexes
         self.ready = False
         self.watchers: dict[str, Watched] = {}
+        self.shard: Any = None
+        """This replica's shard (an :class:`~anyop.engine.coordination.shards.Shard`), when the
+        operator is sharded."""
         self._cache: tuple[float, int, dict[str, Any]] | None = None
         self._lock = anyio.Lock()
 

@@ -77,6 +77,22 @@ class LiveCollector:
                 if reconciler.workers is not None:
                     depth.add_metric([reconciler.name, labels[1]], reconciler.workers.busy)
         yield from (objects, depth, daemons, restarts, relists, streaming, age)
+        yield from _shard_metrics(self.health.shard)
+
+
+def _shard_metrics(shard: Any) -> Iterator[Metric]:
+    """The shard's size and members, when the operator is sharded."""
+    if shard is None:
+        return
+    size = GaugeMetricFamily("anyop_shard_objects", "Objects this replica handles (its share).")
+    size.add_metric([], shard.size)
+    members = GaugeMetricFamily("anyop_shard_members", "Live members of the shard group.")
+    members.add_metric([], len(shard.state.target.members))
+    settled = GaugeMetricFamily(
+        "anyop_shard_settled", "1 unless a hand-over is waiting for acknowledgements."
+    )
+    settled.add_metric([], 1 if shard.state.settled else 0)
+    yield from (size, members, settled)
 
 
 def _runs(watched: Watched) -> dict[str, int]:

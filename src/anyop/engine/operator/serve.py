@@ -375,10 +375,12 @@ async def _serve_gated(launch: Launch, template: ResourceScope, served: ServedRe
     client, settings = template.client, template.settings
     exact = scopes.patterns.exact_names
     leadership = settings.leadership
+    _check_sharding(template)
     gate = Gate(warm=leadership.enabled and leadership.keep_watching)
     template = dataclasses.replace(template, gate=gate)
     async with anyio.create_task_group() as holders:
-        peering = settings.peering.model_copy(update={"clusterwide": clusterwide})
+        shared = settings.peering.shared or settings.sharding.enabled
+        peering = settings.peering.model_copy(update={"clusterwide": clusterwide, "shared": shared})
         if exact is None and not clusterwide and not peering.standalone:
             if peering.mandatory:
                 raise ConfigError("Peering needs exact namespace names (or -A), not patterns.")
@@ -395,10 +397,47 @@ async def _serve_gated(launch: Launch, template: ResourceScope, served: ServedRe
                 hold_leadership, client, settings.leadership, namespace, gate=gate
             )
             await holders.start(elect)
+        if settings.sharding.enabled:
+            template = await _join_shards(template, holders, exact)
         serve_scopes = functools.partial(_serve_scopes, template, served, scopes)
         launch.starting.serving()  # from here, the rounds stop gracefully
         await _serve_rounds(launch, gate, serve_scopes)
         holders.cancel_scope.cancel()
+
+
+async def _join_shards(
+    template: ResourceScope, holders: anyio.abc.TaskGroup, exact: list[str] | None
+) -> ResourceScope:
+    """Be a member of the shard group beside the serving rounds; serve only our share."""
+    from anyop.engine.coordination.shard_keeper import hold_shard  # only sharded operators
+
+    settings = template.settings
+    namespace = lease_namespace(settings.sharding.lease_namespace, exact)
+    gate = template.gate
+    assert gate is not None
+    hold = functools.partial(hold_shard, template.client, settings.sharding, namespace, gate=gate)
+    shard = await holders.start(hold)
+    if (health := current_health.get()) is not None:
+        health.shard = shard  # its size and members go to /metrics
+    return dataclasses.replace(template, shard=shard)
+
+
+def _check_sharding(template: ResourceScope) -> None:
+    """Refuse what sharding cannot do, before any Lease is taken."""
+    settings = template.settings
+    if not settings.sharding.enabled:
+        return
+    settings.sharding.check()
+    if settings.leadership.enabled:
+        raise ConfigError(
+            "settings.sharding.enabled and settings.leadership.enabled exclude each other: "
+            "sharded replicas all serve (each its share), elected ones one at a time."
+        )
+    if template.registry.reconciling.handlers:
+        raise ConfigError(
+            "Sharding does not support @anyop.reconcile yet: run one replica, or use leader "
+            "election, for an operator with reconcilers."
+        )
 
 
 async def _serve_rounds(

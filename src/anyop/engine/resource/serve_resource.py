@@ -18,6 +18,7 @@ import anyio
 import anyio.abc
 
 from anyop.engine.coordination.pause_gate import Gate, first_of
+from anyop.engine.coordination.shards import Shard
 from anyop.engine.cycle.object_memories import Memories
 from anyop.engine.cycle.object_slots import Backpressure, CycleFn
 from anyop.engine.cycle.reconciler import Observed, Reconciler
@@ -26,6 +27,7 @@ from anyop.engine.indexer import Indexer, object_key
 from anyop.engine.object_groups import ObjectHosts
 from anyop.engine.reconciling.controller import ControllerScope
 from anyop.engine.reconciling.reconcilers import Controllers, open_controllers
+from anyop.engine.resource.shard_parts import ResourceShard
 from anyop.engine.resource.workers import ObjectWorkers
 from anyop.handlers.indexes import ObjectKey
 from anyop.handlers.registry import OperatorRegistry
@@ -124,6 +126,8 @@ class ResourceScope:
         gate: The pause gate, when standbys keep watching (``settings.leadership.keep_watching``):
             then the watch runs on a standby too, and handling only while it leads.
         metrics: The operator's metrics, if it has any.
+        shard: This replica's share of the objects, when the operator is sharded
+            (``settings.sharding.enabled``): only those are handled.
     """
 
     client: KubeClient
@@ -138,6 +142,7 @@ class ResourceScope:
     stop_reason: Callable[[], DaemonStoppingReason] = lambda: DaemonStoppingReason.OPERATOR_EXITING
     gate: Gate | None = None
     metrics: Metrics | None = None
+    shard: Shard | None = None
 
     def reconciler(
         self, spawner: Spawner | None = None, backpressure: Backpressure | None = None
@@ -208,7 +213,34 @@ async def serve_resource(
     async with _handling(scope, watched) as workers, _reconciling(scope) as controllers:
         watched.reconcilers = controllers.running
         dispatch = _dispatcher(scope, workers, controllers)
-        await _watch_until(scope, dispatch, stopping, watched=watched, task_status=task_status)
+        if scope.shard is None:
+            await _watch_until(scope, dispatch, stopping, watched=watched, task_status=task_status)
+            return
+        part = _shard_part(scope, scope.shard, watched, dispatch)
+        with scope.shard.joined(part):
+            await _watch_until(
+                scope, part.dispatch, stopping, watched=watched, task_status=task_status
+            )
+
+
+def _shard_part(
+    scope: ResourceScope, shard: Shard, watched: Watched, dispatch: Callable[[Observed], object]
+) -> ResourceShard:
+    """The resource's filter when the operator is sharded (see :mod:`anyop.sharding`)."""
+
+    def relist() -> None:
+        if watched.watcher is not None:
+            watched.watcher.relist()
+
+    return ResourceShard(
+        shard,
+        watched.workers,
+        dispatch,
+        spawner=watched.spawner,
+        hosts=watched.workers.hosts,
+        relist=relist,
+        exit_timeout=scope.settings.queueing.exit_timeout,
+    )
 
 
 def _reconciling(scope: ResourceScope) -> contextlib.AbstractAsyncContextManager[Controllers]:

@@ -108,6 +108,11 @@ class ObjectWorkers:
         return len(self.slots)
 
     @property
+    def hosts(self) -> ObjectHosts:
+        """The objects' own task groups (shared with their daemons)."""
+        return self._hosts
+
+    @property
     def busy(self) -> int:
         """How many objects have a worker or wait for one (the work-queue depth)."""
         return sum(1 for slot in self.slots.values() if slot.state is not SlotState.IDLE)
@@ -205,6 +210,32 @@ class ObjectWorkers:
         """Drop an object's slot (it stopped matching or its scope closes)."""
         self.slots.pop(uid, None)
 
+    def release(self, uid: str, deadline: float = math.inf) -> None:
+        """Hand the object over: no new cycle; a running one finishes (or is cancelled at
+        ``deadline``); then its slot and memory are dropped. Its daemons are the caller's.
+
+        Its state stays on the object (progress, diff-base), so whoever handles it next goes
+        on from there.
+        """
+        slot = self.slots.get(uid)
+        if slot is None:
+            return
+        slot.pending = None
+        if self._memories is not None:
+            self._memories.forget(uid)
+        if slot.state is SlotState.BUSY and slot.scope is not None:
+            if not slot.leaving:
+                slot.leaving = True
+                slot.scope.deadline = min(slot.scope.deadline, deadline)
+            slot.wake()
+        else:  # idle or queued: nothing runs (a queued slot is skipped once it is not here)
+            slot.state = SlotState.GONE
+            del self.slots[uid]
+
+    def _leaving(self, slot: ObjectSlot) -> bool:
+        """Whether the slot's worker is to exit: all of them close, or this one is handed over."""
+        return self._closing or slot.leaving
+
     async def _work(self, slot: ObjectSlot) -> None:
         """The worker of a busy object, in its ``slot.scope`` (cancelled by :meth:`cancel`, and
         at the deadline of :meth:`close`)."""
@@ -215,6 +246,11 @@ class ObjectWorkers:
                 held = False
                 while True:
                     body = await self._next_body(slot, delay, held=held)
+                    if body is None and slot.leaving:
+                        slot.state = SlotState.GONE
+                        if self.slots.get(slot.uid) is slot:
+                            del self.slots[slot.uid]
+                        return
                     if body is None:
                         slot.state = SlotState.IDLE
                         slot.last = None
@@ -235,7 +271,11 @@ class ObjectWorkers:
                         if result.deleted and self._memories is not None:
                             self._memories.forget(slot.uid)
                         return
-                    if result.requeue and self._backpressure is not None and not self._closing:
+                    if (
+                        result.requeue
+                        and self._backpressure is not None
+                        and not self._leaving(slot)
+                    ):
                         if slot.pending is None:
                             slot.pending = body
                         slot.last = None
@@ -257,9 +297,11 @@ class ObjectWorkers:
 
         ``held``: new bodies do not end the delay early (the object is throttled).
         """
+        if slot.leaving:
+            return None
         if held and delay is not None and not self._closing:
             until = anyio.current_time() + delay
-            while not self._closing and (left := until - anyio.current_time()) > 0:
+            while not self._leaving(slot) and (left := until - anyio.current_time()) > 0:
                 await self._wait(slot, left)
         elif slot.pending is None and not self._closing:
             wait = self._idle_timeout if delay is None else delay
@@ -267,7 +309,7 @@ class ObjectWorkers:
                 await self._wait(slot, wait)
             else:
                 await anyio.lowlevel.checkpoint()
-        if self._closing:
+        if self._leaving(slot):
             return None
         if slot.pending is not None:
             body, slot.pending = slot.pending, None

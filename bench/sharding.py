@@ -1,0 +1,149 @@
+"""Sharding: N replicas (`anyop run --shards auto`) share the objects; throughput and RSS.
+
+``python -m bench.sharding [--objects 10000] [--replicas 1 2 3] [--backends asyncio trio]``
+
+For each number of replicas: the replicas start in an empty namespace (peering in its
+AnyopPeering) and settle (every member's Lease acknowledges the same view); ``anyop freeze``
+pauses them; the objects are created (4 threads); ``anyop resume`` lets the replicas go, and the
+bench waits until every object has ``status.create_fn``. So the replicas start on the whole
+backlog at once, each from a listing, as after a rollout. It reports the seconds from the resume
+to the last object handled, objects handled per second, and per replica its CPU seconds and RSS
+(VmRSS now, VmHWM peak, from ``/proc``). The operator is
+``bench/operators/create_returns_status.py``. The replicas and the API server share this
+machine's CPUs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from anyop.sharding import ACK_ANNOTATION, GROUP_LABEL
+from anyop.testing.controlplane import LocalControlPlane
+from anyop.testing.pytest_plugin import kubectl, wait_for_crd
+
+ROOT = Path(__file__).resolve().parents[1]
+OPERATOR = ROOT / "bench" / "operators" / "create_returns_status.py"
+GROUP = "bench-shards"
+
+
+def proc(pid: int) -> dict[str, float]:
+    """CPU seconds, current and peak RSS (MiB) of a process."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    status = dict(
+        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+    )
+    mib = {key: int(status[key].split()[0]) / 1024 for key in ("VmRSS", "VmHWM")}
+    return {"cpu_s": cpu, "rss_mib": mib["VmRSS"], "peak_mib": mib["VmHWM"]}
+
+
+def settled(client: httpx.Client, namespace: str, members: int) -> bool:
+    url = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
+    items = client.get(url, params={"labelSelector": f"{GROUP_LABEL}={GROUP}"}).json()["items"]
+    acks = {(i["metadata"].get("annotations") or {}).get(ACK_ANNOTATION) for i in items}
+    return len(items) == members and len(acks) == 1 and None not in acks
+
+
+def create(client: httpx.Client, namespace: str, names: list[str]) -> None:
+    url = f"/apis/kopf.dev/v1/namespaces/{namespace}/kopfexamples"
+    for name in names:
+        body = {"apiVersion": "kopf.dev/v1", "kind": "KopfExample",
+                "metadata": {"name": name}, "spec": {"field": name}}  # fmt: skip
+        client.post(url, json=body).raise_for_status()
+
+
+def handled_by(client: httpx.Client, namespace: str) -> int:
+    url = f"/apis/kopf.dev/v1/namespaces/{namespace}/kopfexamples"
+    items = client.get(url).json()["items"]
+    return sum(1 for item in items if "create_fn" in (item.get("status") or {}))
+
+
+def anyop(plane: LocalControlPlane, *args: str) -> None:
+    env = {**os.environ, "KUBECONFIG": str(plane.kubeconfig)}
+    subprocess.run([sys.executable, "-m", "anyop", *args], env=env, check=True, timeout=60)
+
+
+def run(plane: LocalControlPlane, count: int, replicas: int, backend: str) -> dict[str, Any]:
+    namespace = f"shards-{replicas}-{backend}-{int(time.time())}"
+    kubectl(plane, "create", "namespace", namespace)
+    peering = '{"apiVersion": "anyop.dev/v1", "kind": "AnyopPeering", "metadata": {"name": "x"}}'
+    kubectl(plane, "apply", "-n", namespace, "-f", "-", stdin=peering)
+    env = {**os.environ, "KUBECONFIG": str(plane.kubeconfig), "ANYOP_SHARDING__RETRY_PERIOD": "1"}
+    cmd = [sys.executable, "-m", "anyop", "run", str(OPERATOR), "-n", namespace, "--backend",
+           backend, "--shards", "auto", "--lease-name", GROUP, "-P", "x", "-q"]  # fmt: skip
+    processes = [subprocess.Popen(cmd, env=env) for _ in range(replicas)]
+    ctx = plane.ssl_context()
+    try:
+        with httpx.Client(base_url=plane.server, verify=ctx, timeout=60) as client:
+            deadline = time.monotonic() + 120
+            while not settled(client, namespace, replicas):
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the replicas did not settle within 120 s")
+                time.sleep(0.2)
+            anyop(plane, "freeze", "-P", "x", "-n", namespace, "-t", "3600", "-q")
+            names = [f"kex-{i:05d}" for i in range(count)]
+            with concurrent.futures.ThreadPoolExecutor(4) as pool:
+                chunks = [names[i::4] for i in range(4)]
+                clients = [httpx.Client(base_url=plane.server, verify=ctx) for _ in range(4)]
+                list(pool.map(create, clients, [namespace] * 4, chunks))
+                for one in clients:
+                    one.close()
+            before = [proc(process.pid)["cpu_s"] for process in processes]
+            started = time.monotonic()
+            anyop(plane, "resume", "-P", "x", "-n", namespace, "-q")
+            while handled_by(client, namespace) < count:
+                for process in processes:
+                    if process.poll() is not None:
+                        raise RuntimeError(f"a replica exited with {process.returncode}")
+                time.sleep(0.5)
+            seconds = time.monotonic() - started
+            time.sleep(2)
+            stats = [proc(process.pid) for process in processes]
+            for stat, cpu in zip(stats, before, strict=True):
+                stat["cpu_s"] -= cpu  # the backlog's, not the start's or the settling's
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            process.wait(timeout=60)
+    return {"replicas": replicas, "seconds": seconds, "per_s": count / seconds, "stats": stats}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--objects", type=int, default=10_000)
+    parser.add_argument("--replicas", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--backends", nargs="+", default=["asyncio", "trio"])
+    args = parser.parse_args()
+    with LocalControlPlane(controllers=False, nodes=False) as plane:
+        kubectl(plane, "apply", "-f", str(ROOT / "examples" / "crd.yaml"))
+        kubectl(plane, "apply", "-f", str(ROOT / "manifests" / "peering.yaml"))
+        for crd in ("kopfexamples.kopf.dev", "anyoppeerings.anyop.dev"):
+            wait_for_crd(plane, crd)
+        print(f"sharding, a backlog of {args.objects} objects, created while the replicas froze")
+        for backend in args.backends:
+            for replicas in args.replicas:
+                r = run(plane, args.objects, replicas, backend)
+                per = ", ".join(
+                    f"{s['cpu_s']:.1f} s CPU / {s['rss_mib']:.0f} MiB (peak {s['peak_mib']:.0f})"
+                    for s in r["stats"]
+                )
+                print(
+                    f"{backend}, {replicas} replica(s): all handled in {r['seconds']:.1f} s "
+                    f"({r['per_s']:.0f}/s); "
+                    f"per replica: {per}",
+                    flush=True,
+                )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+"""A served resource's share of a sharded operator: the filter between its watch and its workers.
+
+Every event passes through :meth:`ResourceShard.dispatch`. An object this replica handles goes to
+its worker; an object it gains once the target view is active is kept as its latest body; any
+other object is dropped (and handed over if it was handled here). See :mod:`anyop.sharding` for
+the rules and :mod:`anyop.engine.coordination.shard_keeper` for who calls the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import anyio
+
+from anyop.engine.coordination.shards import Shard
+from anyop.engine.cycle.reconciler import Observed
+from anyop.engine.daemons.spawner import Spawner
+from anyop.engine.object_groups import ObjectHosts
+from anyop.engine.resource.workers import ObjectWorkers
+from anyop.handlers.stop_reasons import DaemonStoppingReason
+
+__all__ = ["ResourceShard"]
+
+
+def _uid(observed: Observed) -> str:
+    return str((observed.get("metadata") or {}).get("uid", ""))
+
+
+class ResourceShard:
+    """One served resource's part of the shard (a :class:`~anyop.engine.coordination.shards.
+    ShardPart`), for one serving round.
+
+    Args:
+        shard: This replica's shard.
+        workers: The resource's object workers.
+        dispatch: Where handled objects' events go (the workers, and the reconcilers).
+        spawner: Its daemons and timers, if any.
+        hosts: The objects' task groups (a handed-over object is clean once it has none).
+        relist: Asks the resource's watch for a new listing.
+        exit_timeout: Seconds a handed-over object's running cycle may take before it is
+            cancelled (``queueing.exit_timeout``).
+
+    Guarantees:
+        An object is dispatched only while :meth:`Shard.handles` says so. A handed-over object's
+        daemons and timers stop with ``OPERATOR_PAUSING`` and their normal termination.
+    """
+
+    def __init__(
+        self,
+        shard: Shard,
+        workers: ObjectWorkers,
+        dispatch: Callable[[Observed], object],
+        *,
+        spawner: Spawner | None,
+        hosts: ObjectHosts,
+        relist: Callable[[], None],
+        exit_timeout: float,
+    ) -> None:
+        self.shard = shard
+        self.workers = workers
+        self._dispatch = dispatch
+        self.spawner = spawner
+        self.hosts = hosts
+        self.relist = relist
+        self.exit_timeout = exit_timeout
+        self.pending: dict[str, Observed] = {}
+        """The latest bodies of the objects gained once the target view is active."""
+
+    @property
+    def size(self) -> int:
+        """How many objects it handles now."""
+        return sum(1 for uid in list(self.workers.slots) if self.shard.handles(uid))
+
+    def dispatch(self, observed: Observed) -> None:
+        """Pass the event on, keep it for later, or drop it (handing the object over)."""
+        uid = _uid(observed)
+        if self.shard.handles(uid):
+            self._dispatch(observed)
+        elif self.shard.gains(uid):
+            if observed.type == "DELETED":
+                self.pending.pop(uid, None)
+            else:
+                self.pending[uid] = observed
+        elif uid in self.workers.slots:
+            self._release(uid)
+
+    def retarget(self, *, gaining: bool) -> None:
+        """Drop what is not gained any more, hand over what is not ours; list anew to learn
+        the bodies of the objects we may gain."""
+        for uid in [uid for uid in self.pending if not self.shard.gains(uid)]:
+            del self.pending[uid]
+        self.sweep()
+        if gaining:
+            self.relist()
+
+    def sweep(self) -> bool:
+        """Hand over what is not ours; say if nothing of it is left."""
+        clean = True
+        for uid in list(self.workers.slots):
+            if not self.shard.handles(uid):
+                self._release(uid)
+                clean = False
+        if self.spawner is not None:
+            for uid in list(self.spawner.objects):
+                if not self.shard.handles(uid):
+                    # Again and again: a cycle that ran on may have spawned a daemon meanwhile.
+                    self.spawner.forget(uid, DaemonStoppingReason.OPERATOR_PAUSING)
+                    clean = False
+        return clean and not any(not self.shard.handles(uid) for uid in self.hosts.uids())
+
+    def activate(self) -> None:
+        """Handle the gained objects, as if just listed."""
+        for uid, observed in list(self.pending.items()):
+            if self.shard.handles(uid):
+                del self.pending[uid]
+                self._dispatch(Observed(observed, type="ADDED", listed=True))
+
+    def _release(self, uid: str) -> None:
+        self.workers.release(uid, anyio.current_time() + self.exit_timeout)
+        if self.spawner is not None:
+            self.spawner.forget(uid, DaemonStoppingReason.OPERATOR_PAUSING)

@@ -1,0 +1,280 @@
+"""Active-active sharding across replicas, the pure part: who is a member, who owns an object,
+and when a replica may take on what it gains.
+
+Each replica of a sharded operator keeps a ``coordination.k8s.io/v1`` Lease of its own, labelled
+with the shard group, and renews it every ``retry_period``. Every replica lists the group's Leases
+at each renewal; a Lease counts as a live member until it has been seen unchanged for its
+``leaseDurationSeconds`` (timed on the reader's monotonic clock, as leader election does: clocks
+of different machines are never compared). The live members, sorted, are a :class:`View`.
+
+Ownership is rendezvous hashing of the object's uid over the view's members: each member scores
+``hash(member, uid)`` and the highest score owns the object. A member that joins takes about
+``1/N`` of the objects, each from whichever member held it; a member that leaves spreads its
+objects over the others; no other object moves. The uid is the key because it never changes for
+an object's life, it comes with every event (a relisting's synthetic ``DELETED`` included), and a
+re-created object is a new object anyway. No label or field selector can select by a hash, so
+every replica watches every object and drops the others' at the first step, keeping only the
+watch's uid, name and resourceVersion of them.
+
+Hand-over without overlap (an object is handled by at most one replica at any moment):
+
+* A replica handles an object only if it owns it under its *target* view (the live members it
+  sees now) and under its *active* view (the last view that every member acknowledged).
+* When its target view changes, it stops what it does not own there any more (cycles finish,
+  daemons and timers stop with their normal termination), and only then writes the target view's
+  digest into its Lease as its acknowledgement.
+* It activates the target view (and starts what it gains) once every member of that view
+  acknowledges the same digest. A member's acknowledgement means that it handles nothing outside
+  its share of that view, and it only grows its handling by the same rule; so two replicas never
+  handle the same object.
+* A replica that cannot renew its Lease stops all its work ``renew_deadline`` seconds after the
+  start of its last successful renewal, before the others may count it out (``lease_duration``
+  seconds after they saw that renewal): this fence is the same as the leader's.
+
+Nothing here does I/O: :mod:`anyop.engine.coordination.shard_keeper` reads and writes the Leases.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import hashlib
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from anyop.kube.resources import Resource
+from anyop.leadership import Observation, micro_time
+
+__all__ = [
+    "ACK_ANNOTATION",
+    "GROUP_LABEL",
+    "LEASES",
+    "Member",
+    "ShardState",
+    "View",
+    "lease_name",
+    "live_members",
+    "member_body",
+    "owner",
+]
+
+GROUP_LABEL = "anyop.dev/shard-group"
+"""The label of a shard group's Leases; its value is the group's name."""
+
+LEASES = Resource(
+    "coordination.k8s.io",
+    "v1",
+    "leases",
+    kind="Lease",
+    namespaced=True,
+    verbs=frozenset({"get", "list", "create", "update", "delete"}),
+)
+"""The members' Leases (listed by the group's label; a member's own is deleted at its exit)."""
+
+ACK_ANNOTATION = "anyop.dev/shard-view"
+"""The digest of the view a member has acknowledged (it handles nothing outside its share)."""
+
+
+def _score(member: str, uid: str) -> int:
+    digest = hashlib.blake2b(f"{member}\0{uid}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big")
+
+
+def owner(members: tuple[str, ...], uid: str) -> str | None:
+    """The member that owns ``uid`` by rendezvous hashing; ``None`` if there are no members."""
+    best: tuple[int, str] | None = None
+    for member in members:
+        candidate = (_score(member, uid), member)
+        if best is None or candidate > best:
+            best = candidate
+    return best[1] if best is not None else None
+
+
+@dataclasses.dataclass(frozen=True)
+class View:
+    """The members of a shard group as one replica sees them.
+
+    Attributes:
+        members: The members' identities, sorted.
+    """
+
+    members: tuple[str, ...]
+
+    @classmethod
+    def of(cls, members: Iterable[str]) -> View:
+        """The view of these members (in any order, duplicates ignored)."""
+        return cls(tuple(sorted(set(members))))
+
+    @property
+    def digest(self) -> str:
+        """A short digest naming this view in acknowledgements."""
+        text = "\n".join(self.members).encode()
+        return hashlib.blake2b(text, digest_size=10).hexdigest()
+
+    def owner(self, uid: str) -> str | None:
+        """The member that owns the object with this uid."""
+        return owner(self.members, uid)
+
+
+def lease_name(group: str, identity: str) -> str:
+    """The name of a member's Lease: the group and a digest of the identity (a valid name of
+    at most 63 characters whatever the identity)."""
+    digest = hashlib.blake2b(identity.encode(), digest_size=6).hexdigest()
+    return f"{group[:50].rstrip('-.')}-{digest}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Member:
+    """What matters of a member's Lease.
+
+    Attributes:
+        name: The Lease's name.
+        identity: ``spec.holderIdentity``: the replica.
+        duration: ``spec.leaseDurationSeconds``.
+        ack: The view digest it has acknowledged, if any.
+        resource_version: Changes with every renewal.
+    """
+
+    name: str
+    identity: str
+    duration: int
+    ack: str | None
+    resource_version: str
+
+    @classmethod
+    def from_body(cls, body: Mapping[str, Any]) -> Member | None:
+        """A member from its Lease; ``None`` for a Lease that names no holder (a bad one)."""
+        meta, spec = body.get("metadata") or {}, body.get("spec") or {}
+        identity = spec.get("holderIdentity")
+        if not isinstance(identity, str) or not identity:
+            return None
+        annotations = meta.get("annotations") or {}
+        return cls(
+            name=str(meta.get("name") or ""),
+            identity=identity,
+            duration=int(spec.get("leaseDurationSeconds") or 0),
+            ack=annotations.get(ACK_ANNOTATION) or None,
+            resource_version=str(meta.get("resourceVersion") or ""),
+        )
+
+
+def live_members(
+    members: Iterable[Member],
+    seen: Mapping[str, Observation],
+    *,
+    now: float,
+) -> tuple[list[Member], dict[str, Observation]]:
+    """The members whose Leases have changed within their durations, and the updated sightings.
+
+    Args:
+        members: The group's Leases as just listed.
+        seen: When each Lease (by name) was last seen to change, on this replica's monotonic
+            clock; a Lease seen for the first time counts as just changed.
+        now: This replica's monotonic time.
+
+    Returns:
+        The live members, and the sightings to keep (of the listed Leases only).
+    """
+    sightings: dict[str, Observation] = {}
+    live: list[Member] = []
+    for member in members:
+        sighting = seen.get(member.name)
+        if sighting is None or sighting.version != member.resource_version:
+            sighting = Observation(member.resource_version, now)
+        sightings[member.name] = sighting
+        if now < sighting.since + max(member.duration, 1):
+            live.append(member)
+    return live, sightings
+
+
+def member_body(
+    *,
+    group: str,
+    identity: str,
+    namespace: str,
+    duration: int,
+    ack: str | None,
+    now: datetime.datetime,
+    resource_version: str | None = None,
+) -> dict[str, Any]:
+    """A member's Lease as written at each renewal (a PUT with the resourceVersion read, or a
+    creation when there is none)."""
+    metadata: dict[str, Any] = {
+        "name": lease_name(group, identity),
+        "namespace": namespace,
+        "labels": {GROUP_LABEL: group[:63]},
+        "annotations": {ACK_ANNOTATION: ack} if ack else {},
+    }
+    if resource_version:
+        metadata["resourceVersion"] = resource_version
+    return {
+        "apiVersion": LEASES.api_version,
+        "kind": "Lease",
+        "metadata": metadata,
+        "spec": {
+            "holderIdentity": identity,
+            "leaseDurationSeconds": duration,
+            "renewTime": micro_time(now),
+        },
+    }
+
+
+@dataclasses.dataclass
+class ShardState:
+    """One replica's share: its target view, its active view, and what it handles.
+
+    Attributes:
+        me: This replica's identity.
+        target: The live members as last seen (this replica always among them).
+        active: The last view that every member acknowledged; ``None`` before the first.
+    """
+
+    me: str
+    target: View
+    active: View | None = None
+
+    @classmethod
+    def alone(cls, me: str) -> ShardState:
+        """A replica that has seen no other member yet (and has activated nothing)."""
+        return cls(me, View.of([me]))
+
+    @property
+    def settled(self) -> bool:
+        """Whether the target view is the active one (no hand-over is going on)."""
+        return self.active == self.target
+
+    def handles(self, uid: str) -> bool:
+        """Whether this replica may handle the object now."""
+        if self.active is None or self.target.owner(uid) != self.me:
+            return False
+        return self.active == self.target or self.active.owner(uid) == self.me
+
+    def gains(self, uid: str) -> bool:
+        """Whether the object is this replica's in the target view but not handled yet: its
+        latest body is kept until the view is activated."""
+        return self.target.owner(uid) == self.me and not self.handles(uid)
+
+    def retarget(self, members: Iterable[str]) -> bool:
+        """Take the live members as the target view; say if it changed."""
+        view = View.of([*members, self.me])
+        if view == self.target:
+            return False
+        self.target = view
+        return True
+
+    def may_activate(self, acks: Mapping[str, str | None]) -> bool:
+        """Whether every member of the target view acknowledges it (``acks``: identity → the
+        digest in its Lease; this replica's own must be there too)."""
+        if self.settled:
+            return False
+        digest = self.target.digest
+        return all(acks.get(member) == digest for member in self.target.members)
+
+    def activate(self) -> None:
+        """Make the target view the active one: the gained objects may be handled now."""
+        self.active = self.target
+
+    def deactivate(self) -> None:
+        """Handle nothing until every member acknowledges a view again (this replica's Lease
+        was not renewed in time: the others may have counted it out and taken its objects)."""
+        self.active = None

@@ -1,0 +1,185 @@
+"""The pure rules of sharding: ownership, views, members, and the hand-over's invariant."""
+
+from __future__ import annotations
+
+import collections
+import datetime
+import itertools
+import random
+
+import pytest
+
+from anyop.leadership import Observation
+from anyop.sharding import (
+    ACK_ANNOTATION,
+    GROUP_LABEL,
+    Member,
+    ShardState,
+    View,
+    lease_name,
+    live_members,
+    member_body,
+    owner,
+)
+
+UIDS = [f"uid-{i:05d}" for i in range(10_000)]
+
+
+def test_every_object_has_exactly_one_owner_among_the_members() -> None:
+    view = View.of(["b", "a", "c"])
+    assert view.members == ("a", "b", "c")
+    assert all(view.owner(uid) in view.members for uid in UIDS[:500])
+    assert owner((), "x") is None
+
+
+def test_shares_are_even_within_a_few_percent() -> None:
+    shares = collections.Counter(owner(("r1", "r2", "r3"), uid) for uid in UIDS)
+    assert all(3000 <= count <= 3700 for count in shares.values()), shares
+
+
+def test_a_member_joining_takes_about_a_quarter_and_no_other_object_moves() -> None:
+    before, after = ("r1", "r2", "r3"), ("r1", "r2", "r3", "r4")
+    moved = [uid for uid in UIDS if owner(before, uid) != owner(after, uid)]
+    assert all(owner(after, uid) == "r4" for uid in moved)  # only to the newcomer
+    assert 0.22 * len(UIDS) <= len(moved) <= 0.28 * len(UIDS)
+
+
+def test_a_member_leaving_spreads_only_its_own_objects() -> None:
+    before, after = ("r1", "r2", "r3"), ("r1", "r3")
+    moved = [uid for uid in UIDS if owner(before, uid) != owner(after, uid)]
+    assert all(owner(before, uid) == "r2" for uid in moved)
+    assert len(moved) == sum(1 for uid in UIDS if owner(before, uid) == "r2")
+
+
+def test_the_digest_names_the_members_whatever_their_order() -> None:
+    assert View.of(["a", "b"]).digest == View.of(["b", "a", "a"]).digest
+    assert View.of(["a", "b"]).digest != View.of(["a", "b", "c"]).digest
+
+
+def test_lease_names_are_valid_whatever_the_identity() -> None:
+    name = lease_name("g" * 80, "host/with:odd chars-123")
+    assert len(name) <= 63
+    assert name.startswith("g" * 50 + "-")
+    assert lease_name("grp", "a") != lease_name("grp", "b")
+
+
+def test_a_member_is_read_from_its_lease_and_a_holderless_lease_is_none() -> None:
+    body = member_body(
+        group="grp",
+        identity="me",
+        namespace="ns",
+        duration=15,
+        ack="abc",
+        now=datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC),
+        resource_version="7",
+    )
+    assert body["metadata"]["labels"] == {GROUP_LABEL: "grp"}
+    assert body["metadata"]["annotations"] == {ACK_ANNOTATION: "abc"}
+    member = Member.from_body(body)
+    assert member == Member(lease_name("grp", "me"), "me", 15, "abc", "7")
+    assert Member.from_body({"metadata": {"name": "x"}, "spec": {}}) is None
+
+
+def _member(name: str, version: str, duration: int = 10) -> Member:
+    return Member(name, name, duration, None, version)
+
+
+def test_members_are_live_until_their_lease_is_unchanged_for_its_duration() -> None:
+    seen: dict[str, Observation] = {}
+    live, seen = live_members([_member("a", "1"), _member("b", "1")], seen, now=100.0)
+    assert [m.name for m in live] == ["a", "b"]  # first seen: just changed
+    live, seen = live_members([_member("a", "2"), _member("b", "1")], seen, now=109.0)
+    assert [m.name for m in live] == ["a", "b"]
+    live, seen = live_members([_member("a", "3"), _member("b", "1")], seen, now=110.0)
+    assert [m.name for m in live] == ["a"]  # b unchanged for 10 s on our clock
+    live, seen = live_members([_member("a", "3")], seen, now=111.0)
+    assert set(seen) == {"a"}  # a deleted Lease is forgotten
+
+
+def test_nothing_is_handled_before_the_first_view_is_activated() -> None:
+    state = ShardState.alone("me")
+    assert not any(state.handles(uid) for uid in UIDS[:100])
+    assert all(state.gains(uid) for uid in UIDS[:100])
+    assert state.may_activate({"me": state.target.digest})
+    state.activate()
+    assert all(state.handles(uid) for uid in UIDS[:100])
+
+
+def test_activation_waits_for_every_member_of_the_target_view() -> None:
+    state = ShardState.alone("a")
+    state.activate()
+    assert state.retarget(["b"])
+    digest = state.target.digest
+    assert not state.may_activate({"a": digest, "b": None})
+    assert not state.may_activate({"a": digest, "b": "old"})
+    assert not state.may_activate({"b": digest})  # our own acknowledgement is needed too
+    assert state.may_activate({"a": digest, "b": digest})
+    assert not state.retarget(["b"])  # unchanged
+
+
+@pytest.mark.parametrize(
+    ("before", "after"), [(["b"], ["b", "c"]), (["b", "c"], ["b"])], ids=["join", "leave"]
+)
+def test_during_a_hand_over_only_what_is_ours_in_both_views_is_handled(
+    before: list[str], after: list[str]
+) -> None:
+    state = ShardState.alone("a")
+    state.retarget(before)
+    state.activate()
+    state.retarget(after)
+    gained = 0
+    for uid in UIDS[:2000]:
+        old, new = View.of(["a", *before]).owner(uid), state.target.owner(uid)
+        assert state.handles(uid) == (old == new == "a")
+        assert state.gains(uid) == (new == "a" and old != "a")
+        gained += state.gains(uid)
+    assert (gained > 0) == (len(after) < len(before))  # a leave gives us objects
+    state.activate()
+    assert all(state.handles(uid) == (state.target.owner(uid) == "a") for uid in UIDS[:2000])
+
+
+def _simulate(seed: int) -> None:
+    """Replicas join and leave in random order, each stepping at random: at every moment, no
+    object is handled by two replicas (each steps by the keeper's rules: retarget, release
+    what is not ours, acknowledge once clean, activate once all acknowledge)."""
+    rng = random.Random(seed)
+    uids = UIDS[:300]
+    names = ["r1", "r2", "r3", "r4", "r5"]
+    alive: set[str] = {"r1", "r2"}
+    states = {name: ShardState.alone(name) for name in names}
+    acks: dict[str, str | None] = dict.fromkeys(names)
+    handled: dict[str, set[str]] = {name: set() for name in names}
+    for _ in range(400):
+        if rng.random() < 0.1:  # membership changes
+            name = rng.choice(names)
+            if name in alive and len(alive) > 1:
+                alive.discard(name)
+                handled[name].clear()  # it died: it handles nothing (its fence)
+                states[name], acks[name] = ShardState.alone(name), None
+            else:
+                alive.add(name)
+        name = rng.choice(sorted(alive))
+        state = states[name]
+        state.retarget(alive - {name})
+        handled[name] = {uid for uid in handled[name] if state.handles(uid)}  # released
+        acks[name] = state.target.digest
+        if state.may_activate({m: acks[m] for m in state.target.members}):
+            state.activate()
+        handled[name] |= {uid for uid in uids if state.handles(uid)}
+        for one, other in itertools.combinations(sorted(alive), 2):
+            assert not handled[one] & handled[other], (one, other)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_no_object_is_ever_handled_by_two_replicas(seed: int) -> None:
+    _simulate(seed)
+
+
+def test_a_replica_whose_lease_lapsed_waits_for_acknowledgements_again() -> None:
+    state = ShardState.alone("a")
+    state.retarget(["b"])
+    state.activate()
+    state.deactivate()  # its fence passed: the others may have taken its objects
+    assert not any(state.handles(uid) for uid in UIDS[:200])
+    assert not state.may_activate({"a": state.target.digest, "b": "another view"})
+    assert state.may_activate({"a": state.target.digest, "b": state.target.digest})
