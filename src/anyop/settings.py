@@ -86,6 +86,20 @@ class PeeringSettings(BaseModel):
         return not self.clusterwide
 
 
+def _check_lease_timings(group: LeadershipSettings | ShardingSettings, name: str, why: str) -> None:
+    """``renew_deadline`` below ``lease_duration`` (for ``why``), ``retry_period`` below that."""
+    if not group.renew_deadline < group.lease_duration:
+        raise ConfigError(
+            f"settings.{name}.renew_deadline ({group.renew_deadline}) must be below "
+            f"lease_duration ({group.lease_duration}): {why}."
+        )
+    if not group.retry_period < group.renew_deadline:
+        raise ConfigError(
+            f"settings.{name}.retry_period ({group.retry_period}) must be below "
+            f"renew_deadline ({group.renew_deadline})."
+        )
+
+
 class LeadershipSettings(BaseModel):
     """anyop: Lease-based leader election, so that only one of several replicas is active.
 
@@ -120,17 +134,9 @@ class LeadershipSettings(BaseModel):
             ConfigError: ``renew_deadline`` is not below ``lease_duration``, or ``retry_period``
                 is not below ``renew_deadline``.
         """
-        if not self.renew_deadline < self.lease_duration:
-            raise ConfigError(
-                f"settings.leadership.renew_deadline ({self.renew_deadline}) must be below "
-                f"lease_duration ({self.lease_duration}): a leader must stop before "
-                "a standby may take the Lease."
-            )
-        if not self.retry_period < self.renew_deadline:
-            raise ConfigError(
-                f"settings.leadership.retry_period ({self.retry_period}) must be below "
-                f"renew_deadline ({self.renew_deadline})."
-            )
+        _check_lease_timings(
+            self, "leadership", "a leader must stop before a standby may take the Lease"
+        )
 
 
 class ShardingSettings(BaseModel):
@@ -169,17 +175,9 @@ class ShardingSettings(BaseModel):
             ConfigError: ``renew_deadline`` is not below ``lease_duration``, or ``retry_period``
                 is not below ``renew_deadline``.
         """
-        if not self.renew_deadline < self.lease_duration:
-            raise ConfigError(
-                f"settings.sharding.renew_deadline ({self.renew_deadline}) must be below "
-                f"lease_duration ({self.lease_duration}): a member must stop before "
-                "the others take its objects."
-            )
-        if not self.retry_period < self.renew_deadline:
-            raise ConfigError(
-                f"settings.sharding.retry_period ({self.retry_period}) must be below "
-                f"renew_deadline ({self.renew_deadline})."
-            )
+        _check_lease_timings(
+            self, "sharding", "a member must stop before the others take its objects"
+        )
 
 
 class WatchingSettings(BaseModel):

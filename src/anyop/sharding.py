@@ -42,7 +42,7 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from anyop.kube.resources import Resource
+from anyop import leadership
 from anyop.leadership import Observation, micro_time
 
 __all__ = [
@@ -61,13 +61,8 @@ __all__ = [
 GROUP_LABEL = "anyop.dev/shard-group"
 """The label of a shard group's Leases; its value is the group's name."""
 
-LEASES = Resource(
-    "coordination.k8s.io",
-    "v1",
-    "leases",
-    kind="Lease",
-    namespaced=True,
-    verbs=frozenset({"get", "list", "create", "update", "delete"}),
+LEASES = dataclasses.replace(
+    leadership.LEASES, verbs=frozenset({"get", "list", "create", "update", "delete"})
 )
 """The members' Leases (listed by the group's label; a member's own is deleted at its exit)."""
 
