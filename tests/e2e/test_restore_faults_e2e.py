@@ -1,12 +1,13 @@
-"""etcd restored from an older copy of its data: RELIABILITY.md §5 row 5 (not met yet: xfail).
+"""etcd restored from an older copy of its data: RELIABILITY.md §5 row 5.
 
 No ``etcdctl`` here, so the "snapshot" is a copy of a stopped etcd's data directory, and the
 restore puts it back (etcd and the API server stopped meanwhile, then started again). The watch
-then asks for a resourceVersion the restored store has not reached. The row expects a "too large
-resource version" answer, a fresh listing, a synthetic DELETED for what vanished and the return
-of what came back. What kube-apiserver 1.36 does instead: it holds the watch silently until its
-global version (the controllers' leases move it too) passes the asked one, then streams on; what
-the restore undid is never reported. Trio only (the API server's behaviour), on a control plane
+then asks for a resourceVersion the restored store has not reached. kube-apiserver 1.36 gives no
+"too large resource version" answer for that: it holds the watch silently until its global
+version passes the asked one, then streams on, and what the restore undid is never reported.
+anyop checks the store's version (a list of one object) before it watches again after a failure:
+behind ours, the store went back, and a new listing brings a synthetic DELETED for what vanished
+and a listed ADDED for what came back. Trio only (the API server's behaviour), on a control plane
 of its own (a restore would break every other test's namespaces).
 """
 
@@ -66,16 +67,6 @@ def restore_etcd(plane: LocalControlPlane, copy: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("anyio_backend", ["trio"])  # the API server's behaviour, not the loop's
-@pytest.mark.xfail(
-    strict=True,
-    reason="Row 5 not met against kube-apiserver 1.36: a watch from a resourceVersion that the "
-    "restored store has not reached gets no 'too large' error; the server holds the stream "
-    "silently until its global version passes it, then streams on. anyop reconnects after its "
-    "inactivity timeout to the same version and never relists, so what the restore undid is "
-    "never reported (client-go behaves the same). A fix in kube/watch.py would relist when a "
-    "reconnected stream stays silent; not done here: it must not relist on a paused server "
-    "(row 6).",
-)
 async def test_row5_a_restored_older_etcd_is_relisted_and_what_vanished_is_deleted(
     restorable_plane: LocalControlPlane, tmp_path: Path
 ) -> None:

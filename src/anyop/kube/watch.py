@@ -36,6 +36,7 @@ from anyop.kube.watchstate import (
     advance,
     outcome_of_error,
     outcome_of_status,
+    went_back,
 )
 from anyop.settings import OperatorSettings
 
@@ -118,6 +119,7 @@ class Watcher:
         self._streaming = self.settings.watching.streaming_lists
         self._relist_wanted = False
         self._interruptible: anyio.CancelScope | None = None
+        self._suspect = False  # a failure or a stall: check the server's version before watching
 
     def __repr__(self) -> str:
         where = f" in {self.namespace!r}" if self.namespace else ""
@@ -150,6 +152,7 @@ class Watcher:
             if outcome is not None:
                 self.state = advance(self.state, outcome, policy=self._policy, rand=random.random())
                 self._report(outcome)
+                self._suspect = self._suspect or isinstance(outcome, Failed | Stalled)
             if self._relist_wanted:
                 self._relist_wanted = False
                 self.state = self.state.relisting()
@@ -300,6 +303,13 @@ class Watcher:
     # -- watching -------------------------------------------------------------------------------
 
     async def _watch(self, handle: Handler) -> Outcome:
+        if self._suspect:
+            behind = await self._server_version()  # if it fails, the next attempt checks again
+            self._suspect = False
+            if behind is not None:
+                ours = self.state.resource_version
+                why = f"is behind ours ({ours}): its storage went back (restored?)"
+                return Expired(f"the API server's resourceVersion {behind} {why}")
         watching = self.settings.watching
         stream = self._stream()
         started = anyio.current_time()
@@ -318,6 +328,14 @@ class Watcher:
                     events += 1
         finally:
             self.state = self.state.with_stream(open=False)
+
+    async def _server_version(self) -> str | None:
+        """The server's current resourceVersion if it is behind ours (one list of one object)."""
+        options: ListOptions = {**self._list_options, "page_size": 1}
+        async for page in self.client.list_pages(self.resource, **options):
+            theirs = page.resource_version
+            return theirs if went_back(self.state.resource_version, theirs) else None
+        return None
 
     def _stream(self, *, initial: bool = False) -> LineStream:
         """A watch from the last resourceVersion, or one that lists first (``initial``)."""

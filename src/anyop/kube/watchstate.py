@@ -35,6 +35,7 @@ __all__ = [
     "advance",
     "outcome_of_error",
     "outcome_of_status",
+    "went_back",
 ]
 
 
@@ -175,6 +176,18 @@ class WatchPolicy:
     backoff: Backoff = dataclasses.field(default_factory=Backoff)
     reconnect_pause: float = 0.1
     quick_close: float = 1.0
+
+
+def went_back(ours: str | None, theirs: str) -> bool:
+    """Whether the server's current resourceVersion is behind the one we watch from: its store
+    went back in time (etcd restored from an older copy), and a watch from ours would wait
+    silently for the store to catch up, never telling what the restore undid.
+
+    Only numeric versions are compared (etcd's revisions); others are opaque.
+    """
+    if not ours or not ours.isdigit() or not theirs.isdigit():
+        return False
+    return int(theirs) < int(ours)
 
 
 def advance(state: WatchState, outcome: Outcome, *, policy: WatchPolicy, rand: float) -> WatchState:

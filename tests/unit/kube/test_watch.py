@@ -43,6 +43,7 @@ from anyop.kube.watchstate import (
     advance,
     outcome_of_error,
     outcome_of_status,
+    went_back,
 )
 from anyop.settings import OperatorSettings
 
@@ -223,8 +224,20 @@ class Cluster:
             reply = reply() if callable(reply) else reply
             if isinstance(reply, Exception):
                 raise reply
+            self._advance(reply)
             return reply
         return self._page(request.url.params)
+
+    def _advance(self, reply: httpx.Response) -> None:
+        """A real store is at least as new as anything it streams: so is this one's listing."""
+        for chunk in getattr(reply.stream, "chunks", []):
+            for raw in chunk.splitlines():
+                try:
+                    version = json.loads(raw)["object"]["metadata"]["resourceVersion"]
+                except (ValueError, KeyError, TypeError):
+                    continue
+                if str(version).isdigit():
+                    self.version = max(self.version, int(version))
 
     def _page(self, params: httpx.QueryParams) -> httpx.Response:
         items = sorted(self.objects.values(), key=lambda obj: obj["metadata"]["name"])
@@ -240,7 +253,17 @@ class Cluster:
 
     @property
     def lists(self) -> list[httpx.Request]:
-        return [r for r in self.requests if "watch" not in r.url.params]
+        """The listings (not the one-object lists that check the store's version)."""
+        return [r for r in self.requests if "watch" not in r.url.params and not self.probe(r)]
+
+    @property
+    def probes(self) -> list[httpx.Request]:
+        """The one-object lists that check the store's version after a failure."""
+        return [r for r in self.requests if self.probe(r)]
+
+    @staticmethod
+    def probe(request: httpx.Request) -> bool:
+        return "watch" not in request.url.params and request.url.params.get("limit") == "1"
 
     @property
     def watch_requests(self) -> list[httpx.Request]:
@@ -757,3 +780,44 @@ async def test_a_relist_asked_before_the_first_listing_costs_no_second_one() -> 
     assert recorder.summary() == [("ADDED", "a", True, False)]
     assert len(cluster.lists) == 1
     assert watcher.state.relists == 0
+
+
+def test_a_store_behind_our_version_went_back_only_if_both_are_numbers() -> None:
+    assert went_back("120", "20")
+    assert not went_back("120", "120")
+    assert not went_back("120", "121")
+    assert not went_back(None, "20")
+    assert not went_back("opaque-1", "20")
+
+
+@pytest.mark.anyio
+async def test_after_a_failure_a_store_that_went_back_is_listed_anew() -> None:
+    """etcd restored from an older copy: the server would hold a watch from our version
+    silently; its version, checked after the failure, is behind ours: list anew."""
+    cluster = Cluster(kex("a", 5), kex("b", 6))
+
+    def restored() -> httpx.Response | Exception:
+        del cluster.objects["uid-b"]  # undone by the restore
+        cluster.version = 8  # behind the 120 we watch from
+        return httpx.ConnectError("the API server restarts")
+
+    cluster.watches = [stream(line("MODIFIED", kex("a", 120))), restored]
+    recorder = Recorder(cluster)
+    watcher = await watch_until(
+        recorder, lambda: len(recorder.events) >= 5 and len(cluster.watch_requests) >= 3
+    )
+    assert recorder.summary(3) == [("ADDED", "a", True, False), ("DELETED", "b", False, True)]
+    assert watcher.state.relists == 1
+    assert len(cluster.probes) == 1
+    assert "its storage went back" in (watcher.state.last_error or "")
+
+
+@pytest.mark.anyio
+async def test_after_a_failure_a_store_that_went_on_is_watched_from_our_version() -> None:
+    """A paused or restarted server that kept its store: no listing, the watch goes on."""
+    cluster = Cluster(kex("a", 5))
+    cluster.watches = [stream(line("MODIFIED", kex("a", 12))), httpx.ConnectError("refused")]
+    recorder = Recorder(cluster)
+    watcher = await watch_until(recorder, lambda: len(cluster.watch_requests) >= 3)
+    assert versions(cluster)[-1] == "12"
+    assert (len(cluster.lists), len(cluster.probes), watcher.state.relists) == (1, 1, 0)
