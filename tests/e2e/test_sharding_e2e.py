@@ -367,3 +367,88 @@ def test_sharded_replicas_peer_without_conflict_freeze_together_and_report_their
     for replica, output in zip(replicas, outputs, strict=True):
         assert replica.process.returncode == 0, output[-3000:]
         assert "Possibly conflicting operators" not in output, output[-3000:]
+
+
+RECONCILING_OPERATOR = """
+import json, os, time
+import anyio
+import anyop
+
+LEDGER = os.environ["ANYOP_TEST_LEDGER"]
+
+def note(what, name, t):
+    with open(LEDGER, "a") as ledger:
+        ledger.write(json.dumps({"pid": os.getpid(), "what": what, "name": name, "t": t}) + "\\n")
+
+@anyop.reconcile("kopfexamples", owns=["configmaps"], labels={"shard-test": "yes"})
+async def keep(name, children, api, **_):
+    started = time.time()
+    await anyio.sleep(0.05)
+    if not children["configmaps"]:
+        await api.create("configmaps", {"metadata": {"name": f"{name}-child"}, "data": {}})
+    note("call", name, [started, time.time()])
+"""
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_sharded_reconcilers_call_each_object_on_one_replica_at_a_time(
+    anyop_controlplane: LocalControlPlane,
+    anyop_namespace: str,
+    kopfexample_crd: str,
+    backend: str,
+    ledger: Path,
+    http: httpx.Client,
+) -> None:
+    plane, ns, count = anyop_controlplane, anyop_namespace, 30
+    source = ledger.parent / "reconciling_operator.py"
+    source.write_text(RECONCILING_OPERATOR)
+    replicas = [Replica(plane, source, ns, backend) for _ in range(2)]
+    cms = f"/api/v1/namespaces/{ns}/configmaps"
+
+    def children() -> list[str]:
+        items = http.get(cms, params={"labelSelector": "shard-test=yes"}).json()["items"]
+        return sorted(item["metadata"]["name"] for item in items)
+
+    def called(found: list[dict[str, Any]]) -> dict[str, set[int]]:
+        by_name: dict[str, set[int]] = collections.defaultdict(set)
+        for entry in found:
+            by_name[entry["name"]].add(entry["pid"])
+        return by_name
+
+    try:
+        wait_settled(http, ns, 2)
+        create_objects(http, ns, count)
+        wait_for(ledger, "every object reconciled", lambda f: len(called(f)) == count, 60)
+        assert children() == sorted(f"kex-{i:05d}-child" for i in range(count))
+        first = called(entries(ledger))
+        assert all(len(pids) == 1 for pids in first.values())  # one replica per object
+        assert {pid for pids in first.values() for pid in pids} == {r.pid for r in replicas}
+
+        # A third replica: some objects move; each is reconciled there at start, once the
+        # others let go of it; a child deleted by hand is put back by its new owner.
+        third = Replica(plane, source, ns, backend)
+        replicas.append(third)
+        wait_settled(http, ns, 3)
+        moved = wait_for(
+            ledger,
+            "objects reconciled on the third replica",
+            lambda f: any(e["pid"] == third.pid for e in f),
+            30,
+        )
+        theirs = sorted({e["name"] for e in moved if e["pid"] == third.pid})
+        http.delete(f"{cms}/{theirs[0]}-child").raise_for_status()
+        wait_for(ledger, "the child put back", lambda f: f"{theirs[0]}-child" in children(), 30)
+        time.sleep(1)
+    finally:
+        outputs = [replica.stop() for replica in replicas]
+    assert children() == sorted(f"kex-{i:05d}-child" for i in range(count))  # no duplicates
+    calls: dict[str, list[tuple[float, float, int]]] = collections.defaultdict(list)
+    for entry in entries(ledger):
+        calls[entry["name"]].append((*entry["t"], entry["pid"]))
+    for name, spans in calls.items():
+        spans.sort()
+        for (_, end, pid), (start, _, other) in itertools.pairwise(spans):
+            assert pid == other or end <= start, f"{name}: reconciled on {pid} and {other} at once"
+    for replica, output in zip(replicas, outputs, strict=True):
+        assert replica.process.returncode == 0, output[-3000:]
+        assert "Traceback" not in output, output[-3000:]

@@ -56,7 +56,7 @@ def test_run_refuses_shards_it_cannot_honour(args: list[str], message: str) -> N
     assert message in result.output
 
 
-def test_serve_refuses_sharding_with_reconcilers_or_with_leader_election() -> None:
+def test_serve_refuses_sharding_with_leader_election_or_with_bad_timings() -> None:
     """Refused before any Lease is taken (and before any request: there is no cluster)."""
     import anyop
     from anyop.engine.operator.serve import _check_sharding
@@ -72,13 +72,6 @@ def test_serve_refuses_sharding_with_reconcilers_or_with_leader_election() -> No
     with pytest.raises(ConfigError, match="exclude each other"):
         _check_sharding(scope)
     settings.leadership.enabled = False
-
-    @anyop.reconcile("kopfexamples", registry=registry)
-    def fn(**_: object) -> None:
-        pass
-
-    with pytest.raises(ConfigError, match=r"does not support @anyop\.reconcile"):
-        _check_sharding(scope)
     settings.sharding.renew_deadline = 20
     with pytest.raises(ConfigError, match="renew_deadline"):
         _check_sharding(scope)

@@ -433,11 +433,6 @@ def _check_sharding(template: ResourceScope) -> None:
             "settings.sharding.enabled and settings.leadership.enabled exclude each other: "
             "sharded replicas all serve (each its share), elected ones one at a time."
         )
-    if template.registry.reconciling.handlers:
-        raise ConfigError(
-            "Sharding does not support @anyop.reconcile yet: run one replica, or use leader "
-            "election, for an operator with reconcilers."
-        )
 
 
 async def _serve_rounds(

@@ -68,6 +68,16 @@ class Workers(Protocol):
         """Stop: waiting workers exit now, running calls are cancelled at the deadline."""
         ...
 
+    @property
+    def slots(self) -> Mapping[str, ObjectSlot]:
+        """The objects that have a worker slot."""
+        ...
+
+    def release(self, uid: str, deadline: float = math.inf) -> None:
+        """Hand an object over: no new call; a running one finishes or is cancelled at the
+        deadline; then its slot goes."""
+        ...
+
 
 @dataclasses.dataclass(frozen=True)
 class ControllerScope:
@@ -159,6 +169,18 @@ class Controller:
             state.own = {v for v in state.own if not not_older(version_of(body), v)}
         else:
             self._dispatch(uid, body)
+
+    def release(self, uid: str, deadline: float = math.inf) -> None:
+        """Hand the object over to another replica (sharding): its children's events no longer
+        call it, and a running call finishes (or is cancelled at ``deadline``)."""
+        self._parents.pop(uid, None)
+        self._objects.pop(uid, None)
+        if self.workers is not None:
+            self.workers.release(uid, deadline)
+
+    def held(self) -> set[str]:
+        """The objects it knows or has workers for."""
+        return {*self._parents, *(self.workers.slots if self.workers is not None else ())}
 
     def _dispatch(self, uid: str, body: Mapping[str, Any]) -> None:
         if self._ready and self.workers is not None:

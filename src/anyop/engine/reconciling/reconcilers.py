@@ -48,6 +48,15 @@ class Controllers:
         for controller in self.running:
             controller.observe(body, deleted=deleted)
 
+    def release(self, uid: str, deadline: float = math.inf) -> None:
+        """Hand the object over to another replica (sharding) in every reconciler."""
+        for controller in self.running:
+            controller.release(uid, deadline)
+
+    def held(self) -> set[str]:
+        """The objects that any reconciler knows or has workers for."""
+        return {uid for controller in self.running for uid in controller.held()}
+
 
 async def owned_resources(
     client: KubeClient, handlers: Sequence[ReconcilingHandler]

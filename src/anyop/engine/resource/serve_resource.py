@@ -216,7 +216,7 @@ async def serve_resource(
         if scope.shard is None:
             await _watch_until(scope, dispatch, stopping, watched=watched, task_status=task_status)
             return
-        part = _shard_part(scope, scope.shard, watched, dispatch)
+        part = _shard_part(scope, scope.shard, watched, dispatch, controllers)
         with scope.shard.joined(part):
             await _watch_until(
                 scope, part.dispatch, stopping, watched=watched, task_status=task_status
@@ -224,7 +224,11 @@ async def serve_resource(
 
 
 def _shard_part(
-    scope: ResourceScope, shard: Shard, watched: Watched, dispatch: Callable[[Observed], object]
+    scope: ResourceScope,
+    shard: Shard,
+    watched: Watched,
+    dispatch: Callable[[Observed], object],
+    controllers: Controllers,
 ) -> ResourceShard:
     """The resource's filter when the operator is sharded (see :mod:`anyop.sharding`)."""
 
@@ -240,6 +244,7 @@ def _shard_part(
         hosts=watched.workers.hosts,
         relist=relist,
         exit_timeout=scope.settings.queueing.exit_timeout,
+        controllers=controllers if controllers.running else None,
     )
 
 

@@ -16,6 +16,7 @@ from anyop.engine.coordination.shards import Shard
 from anyop.engine.cycle.reconciler import Observed
 from anyop.engine.daemons.spawner import Spawner
 from anyop.engine.object_groups import ObjectHosts
+from anyop.engine.reconciling.reconcilers import Controllers
 from anyop.engine.resource.workers import ObjectWorkers
 from anyop.handlers.stop_reasons import DaemonStoppingReason
 
@@ -39,6 +40,7 @@ class ResourceShard:
         relist: Asks the resource's watch for a new listing.
         exit_timeout: Seconds a handed-over object's running cycle may take before it is
             cancelled (``queueing.exit_timeout``).
+        controllers: Its reconcilers (``@anyop.reconcile``), if any: they hand over too.
 
     Guarantees:
         An object is dispatched only while :meth:`Shard.handles` says so. A handed-over object's
@@ -55,6 +57,7 @@ class ResourceShard:
         hosts: ObjectHosts,
         relist: Callable[[], None],
         exit_timeout: float,
+        controllers: Controllers | None = None,
     ) -> None:
         self.shard = shard
         self.workers = workers
@@ -63,13 +66,19 @@ class ResourceShard:
         self.hosts = hosts
         self.relist = relist
         self.exit_timeout = exit_timeout
+        self.controllers = controllers
         self.pending: dict[str, Observed] = {}
         """The latest bodies of the objects gained once the target view is active."""
 
     @property
     def size(self) -> int:
         """How many objects it handles now."""
-        return sum(1 for uid in list(self.workers.slots) if self.shard.handles(uid))
+        return sum(1 for uid in self._held() if self.shard.handles(uid))
+
+    def _held(self) -> set[str]:
+        """The objects that have a worker here (or are known to a reconciler)."""
+        held = set(self.workers.slots)
+        return held | self.controllers.held() if self.controllers is not None else held
 
     def dispatch(self, observed: Observed) -> None:
         """Pass the event on, keep it for later, or drop it (handing the object over)."""
@@ -81,7 +90,7 @@ class ResourceShard:
                 self.pending.pop(uid, None)
             else:
                 self.pending[uid] = observed
-        elif uid in self.workers.slots:
+        elif uid in self.workers.slots or self.controllers is not None:
             self._release(uid)
 
     def retarget(self, *, gaining: bool) -> None:
@@ -96,7 +105,7 @@ class ResourceShard:
     def sweep(self) -> bool:
         """Hand over what is not ours; say if nothing of it is left."""
         clean = True
-        for uid in list(self.workers.slots):
+        for uid in self._held():
             if not self.shard.handles(uid):
                 self._release(uid)
                 clean = False
@@ -116,6 +125,9 @@ class ResourceShard:
                 self._dispatch(Observed(observed, type="ADDED", listed=True))
 
     def _release(self, uid: str) -> None:
-        self.workers.release(uid, anyio.current_time() + self.exit_timeout)
+        deadline = anyio.current_time() + self.exit_timeout
+        self.workers.release(uid, deadline)
+        if self.controllers is not None:
+            self.controllers.release(uid, deadline)
         if self.spawner is not None:
             self.spawner.forget(uid, DaemonStoppingReason.OPERATOR_PAUSING)
