@@ -17,7 +17,7 @@ import anyio
 import anyio.abc
 import httpx
 
-from anyop.errors import AnyopError, ApiError, ForbiddenError, LoginError
+from anyop.errors import AnyopError, ApiError, ForbiddenError, LoginError, TransportError
 from anyop.kube.client import PAGE_SIZE, Body, KubeClient, ListOptions
 from anyop.kube.linestream import EventType, Handler, LineStream, WatchEvent
 from anyop.kube.resources import Resource
@@ -330,12 +330,20 @@ class Watcher:
             self.state = self.state.with_stream(open=False)
 
     async def _server_version(self) -> str | None:
-        """The server's current resourceVersion if it is behind ours (one list of one object)."""
+        """The server's current resourceVersion if it is behind ours (one list of one object).
+
+        Raises:
+            TransportError: No answer within the time a watch gets to open (a paused server):
+                a failure like a watch that does not open.
+        """
         options: ListOptions = {**self._list_options, "page_size": 1}
-        async for page in self.client.list_pages(self.resource, **options):
-            theirs = page.resource_version
-            return theirs if went_back(self.state.resource_version, theirs) else None
-        return None
+        timeout = self._open_timeout()
+        with anyio.move_on_after(timeout):
+            async for page in self.client.list_pages(self.resource, **options):
+                theirs = page.resource_version
+                return theirs if went_back(self.state.resource_version, theirs) else None
+            return None
+        raise TransportError(f"The API server did not answer a list of one object in {timeout} s.")
 
     def _stream(self, *, initial: bool = False) -> LineStream:
         """A watch from the last resourceVersion, or one that lists first (``initial``)."""

@@ -821,3 +821,29 @@ async def test_after_a_failure_a_store_that_went_on_is_watched_from_our_version(
     watcher = await watch_until(recorder, lambda: len(cluster.watch_requests) >= 3)
     assert versions(cluster)[-1] == "12"
     assert (len(cluster.lists), len(cluster.probes), watcher.state.relists) == (1, 1, 0)
+
+
+@pytest.mark.anyio
+async def test_a_version_check_that_gets_no_answer_is_a_failure_and_is_tried_again() -> None:
+    """A paused server: the check is bounded like a watch's opening, fails, and comes again."""
+    cluster = Cluster(kex("a", 5))
+    hangs = [True]
+    original = cluster.__call__
+
+    async def answering(request: httpx.Request) -> httpx.Response:
+        if Cluster.probe(request) and hangs:
+            hangs.clear()
+            cluster.requests.append(request)
+            await anyio.sleep_forever()
+        return await original(request)
+
+    cluster.watches = [httpx.ConnectError("refused")]
+    cluster.factory = lambda info, context: httpx.MockTransport(answering)  # type: ignore[method-assign]
+    recorder = Recorder(cluster)
+    watcher = await watch_until(
+        recorder,
+        lambda: len(cluster.watch_requests) >= 2,
+        settings=watching(inactivity_timeout=0.5),
+    )
+    assert len(cluster.probes) == 2  # the one that got no answer, then one that did
+    assert watcher.state.relists == 0
