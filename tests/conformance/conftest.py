@@ -122,8 +122,10 @@ def bare_controlplane(request: pytest.FixtureRequest) -> Iterator[LocalControlPl
 
 @pytest.fixture(scope="session")
 def conformance_crds(bare_controlplane: LocalControlPlane) -> None:
-    """The scenarios' CRDs, applied once to the real control plane and Established."""
+    """The scenarios' CRDs, applied once to the real control plane, Established, and in the
+    discovery (which the API server updates a moment after the CRD is Established)."""
     import json
+    import time
 
     from anyop.testing.pytest_plugin import kubectl, wait_for_crd
 
@@ -131,6 +133,15 @@ def conformance_crds(bare_controlplane: LocalControlPlane) -> None:
         kubectl(bare_controlplane, "apply", "-f", "-", stdin=json.dumps(crd))
     for crd in CRDS:
         wait_for_crd(bare_controlplane, crd["metadata"]["name"])
+    plurals = {crd["spec"]["names"]["plural"] for crd in CRDS}
+    deadline = time.monotonic() + 60
+    while True:
+        found = json.loads(kubectl(bare_controlplane, "get", "--raw", f"/apis/{GROUP}/v1"))
+        listed = {resource["name"] for resource in found.get("resources", [])}
+        if plurals <= listed:
+            return
+        assert time.monotonic() < deadline, f"not in the discovery after 60 s: {plurals - listed}"
+        time.sleep(0.1)
 
 
 async def _new_namespace(api: httpx.AsyncClient, name: str) -> None:
