@@ -17,6 +17,7 @@ import anyio
 
 from anyop.engine.executor import run_sync
 from anyop.handlers.context import current_body
+from anyop.kube.inflight import unclaimed
 
 __all__ = [
     "DEFAULT_MAX_WORKERS",
@@ -80,7 +81,7 @@ async def invoke(
         A sync function cannot be interrupted: when the caller is cancelled, its thread is
         abandoned and finishes on its own.
     """
-    with use_context(body):
+    with use_context(body), unclaimed():  # no place in flight is held while the user's code runs
         return await calling(fn, kwargs, limiter=limiter)
 
 

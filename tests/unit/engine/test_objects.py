@@ -181,6 +181,22 @@ async def test_an_idle_worker_exits_when_its_idle_timeout_is_up() -> None:
     assert slot.wakeup is None
 
 
+async def test_a_quiet_cycle_leaves_no_idle_worker() -> None:
+    cycle = Recorder(CycleResult(quiet=True), CycleResult(quiet=True, delay=DEADLINE * 10))
+    with anyio.fail_after(DEADLINE):
+        async with anyio.create_task_group() as tg:
+            workers = ObjectWorkers(cycle, tg, idle_timeout=DEADLINE * 10)
+            slot = workers.dispatch(body("a", 1))
+            await anyio.wait_all_tasks_blocked()
+            assert slot.state is SlotState.IDLE  # it wrote nothing: no worker waits
+            assert (slot.scope, slot.last, slot.wakeup) == (None, None, None)
+            workers.dispatch(body("a", 2))  # a new worker, as for any idle object
+            await anyio.wait_all_tasks_blocked()
+            assert slot.state is SlotState.BUSY  # a delay is kept even by a quiet cycle
+            workers.close()
+    assert cycle.seen == [("a", 1), ("a", 2)]
+
+
 async def test_closing_ends_waiting_workers_at_once_and_handles_nothing_new() -> None:
     cycle = Recorder(CycleResult(delay=DEADLINE * 10))
     with anyio.fail_after(DEADLINE):
@@ -211,7 +227,8 @@ class Requesting:
         self.started.append(slot.uid)
         self.running += 1
         self.most_running = max(self.most_running, self.running)
-        await anyio.lowlevel.checkpoint()  # the handler
+        for _ in range(5):  # the handler: a few turns of the loop before the request
+            await anyio.lowlevel.checkpoint()
         with self.in_flight:
             await self.release.wait()
         self.running -= 1
@@ -238,14 +255,16 @@ async def test_a_listing_starts_no_more_cycles_than_the_api_server_takes() -> No
                 await anyio.lowlevel.checkpoint()
             for _ in range(20):
                 await anyio.lowlevel.checkpoint()
-            # 4 a turn, until the first ones have sent their requests: a few turns' worth.
-            assert 4 <= len(cycle.started) <= 12
+            # Each started worker holds its place until its request is sent: 4, not 4 a turn.
+            assert len(cycle.started) == 4
+            assert in_flight.load == 4
             assert started_in_order(cycle.started)
             cycle.release.set()
     assert len(cycle.started) == 100
     assert sorted(cycle.started) == sorted(f"o{number}" for number in range(100))
     assert started_in_order(cycle.started)
-    assert cycle.most_running <= 12
+    assert cycle.most_running == 4
+    assert in_flight.load == 0  # every place held was taken by a request, or given back
 
 
 def backpressured(cycle: Recorder, tg: anyio.abc.TaskGroup, in_flight: InFlight) -> ObjectWorkers:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from anyop.kube.inflight import InFlight
+from anyop.kube.inflight import InFlight, claiming, unclaimed
 
 pytestmark = pytest.mark.anyio
 
@@ -48,3 +48,73 @@ async def test_a_failed_request_leaves_the_count() -> None:
     with pytest.raises(RuntimeError), in_flight:
         raise RuntimeError("refused")
     assert in_flight.count == 0
+
+
+async def test_a_reserved_place_counts_until_its_first_request_takes_it() -> None:
+    in_flight = InFlight()
+    reservation = in_flight.reserve()
+    assert (in_flight.count, in_flight.load) == (0, 1)
+    with claiming(reservation):
+        with in_flight:  # the first request takes the place: the load stays 1
+            assert (in_flight.count, in_flight.load) == (1, 1)
+            with in_flight:  # a second one is a request of its own
+                assert in_flight.load == 2
+        assert in_flight.load == 0
+    assert not reservation.held
+    assert in_flight.load == 0
+
+
+async def test_a_place_no_request_took_is_given_back_and_wakes_the_waiters() -> None:
+    in_flight = InFlight()
+    reservation = in_flight.reserve()
+    woken = anyio.Event()
+
+    async def waiter() -> None:
+        await in_flight.below(1)
+        woken.set()
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(waiter)
+            await anyio.wait_all_tasks_blocked()
+            assert not woken.is_set()
+            with claiming(reservation):
+                pass  # the cycle sent nothing
+            await woken.wait()
+    assert in_flight.load == 0
+
+
+async def test_a_place_is_taken_only_by_a_request_of_its_own_count() -> None:
+    ours, theirs = InFlight(), InFlight()
+    with claiming(ours.reserve()):
+        with theirs:
+            assert (ours.load, theirs.load) == (1, 1)
+    assert ours.load == 0
+
+
+async def test_the_place_does_not_count_while_the_users_code_runs() -> None:
+    in_flight = InFlight()
+    reservation = in_flight.reserve()
+    with claiming(reservation):
+        with unclaimed():  # a handler: however long it takes, it holds nothing up
+            assert in_flight.load == 0
+            with in_flight:  # its own request is its own, and does not take the place
+                assert in_flight.load == 1
+        assert in_flight.load == 1  # the engine's steps after it hold the place again
+        with in_flight:  # the cycle's write takes it
+            assert in_flight.load == 1
+        with unclaimed():
+            pass
+        assert in_flight.load == 0  # taken: not held again
+    assert in_flight.load == 0
+
+
+async def test_a_task_started_in_the_cycle_cannot_hold_the_place_after_it() -> None:
+    in_flight = InFlight()
+    reservation = in_flight.reserve()
+    with claiming(reservation):
+        outlived = unclaimed()  # as a daemon started in the cycle (the same claim in context)
+        outlived.__enter__()
+    assert in_flight.load == 0
+    outlived.__exit__(None, None, None)  # after the cycle's end: nothing is held again
+    assert in_flight.load == 0

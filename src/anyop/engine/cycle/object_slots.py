@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 
 from anyop.engine.cycle.object_memories import ObjectMemory
-from anyop.kube.inflight import InFlight
+from anyop.kube.inflight import InFlight, Reservation
 
 __all__ = ["Backpressure", "CycleFn", "CycleResult", "Echo", "ObjectSlot", "Settled", "SlotState"]
 
@@ -48,6 +48,9 @@ class CycleResult:
             again, from the queue, once it catches up (only where there is backpressure).
         throttled: The cycle failed: new events do not end the ``delay`` early; the latest of
             them is handled once it is over (Kopf's throttling).
+        quiet: The cycle wrote nothing and awaits no echo: with no ``delay``, the worker exits
+            now rather than idling (a relist of thousands of unchanged objects then holds no
+            worker, nor body, per object).
     """
 
     delay: float | None = None
@@ -56,11 +59,13 @@ class CycleResult:
     body: Mapping[str, Any] | None = None
     requeue: bool = False
     throttled: bool = False
+    quiet: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class Backpressure:
-    """When new workers must wait: while ``level`` or more API requests are in flight.
+    """When new workers must wait: while ``level`` or more API requests are in flight, a place
+    held for each worker started from the queue until its first request (or its cycle's end).
 
     Attributes:
         in_flight: The API client's count of requests in flight.
@@ -73,7 +78,11 @@ class Backpressure:
     @property
     def room(self) -> int:
         """How many more requests may be in flight before new workers must wait."""
-        return self.level - self.in_flight.count
+        return self.level - self.in_flight.load
+
+    def reserve(self) -> Reservation:
+        """Hold a place for the first request of a worker started now."""
+        return self.in_flight.reserve()
 
     async def eased(self) -> None:
         """Return once new workers may start (at once, with no checkpoint, if they may now)."""
@@ -127,6 +136,9 @@ class ObjectSlot:
     """Our finalizer's release has landed: states from before it are not handled."""
     leaving: bool = False
     """It is handed over to another replica (sharding): its worker exits after this cycle."""
+    reservation: Reservation | None = None
+    """The place in flight held for its first request, from its start off the queue until
+    its first cycle sends one or ends (backpressure)."""
 
     @property
     def memo(self) -> Any:

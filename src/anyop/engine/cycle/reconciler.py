@@ -509,8 +509,9 @@ class Reconciler(HandlerCalls, StateRecords):
         self, cycle: Cycle, body: Mapping[str, Any], *, delay: float | None
     ) -> CycleResult:
         """Apply the cycle's patch; the worker goes on with the freshest body."""
+        quiet = not cycle.patch and cycle.slot.echo is None
         response = await self._send(cycle.slot, body, cycle.patch)
-        return CycleResult(delay=delay, body=response or body)
+        return CycleResult(delay=delay, body=response or body, quiet=quiet)
 
     async def _send(
         self,

@@ -35,6 +35,7 @@ from anyop.engine.cycle.object_slots import (
 )
 from anyop.engine.object_groups import ObjectHosts
 from anyop.engine.schedule import Schedule
+from anyop.kube.inflight import claiming
 from anyop.logs import object_logger
 
 __all__ = ["FATAL_MESSAGE", "ObjectWorkers"]
@@ -167,9 +168,10 @@ class ObjectWorkers:
                         slot = self._next_queued()
                         if slot is None:
                             return
+                        # A started cycle sends its first request only later: hold its place
+                        # now, or the same room would be found again before it is counted.
+                        slot.reservation = self._backpressure.reserve()
                         self._start(slot)
-                    # A listing of thousands of objects comes in one go, before any of their
-                    # cycles has sent a request to count: let the started ones run first.
                     await anyio.lowlevel.checkpoint()
         finally:
             self._feed_scope = None
@@ -281,11 +283,18 @@ class ObjectWorkers:
                         slot.last = None
                         self._enqueue(slot, seen=True)
                         return
+                    if result.quiet and result.delay is None and slot.pending is None:
+                        slot.state = SlotState.IDLE  # nothing to wait for: no idle worker
+                        slot.last = None
+                        return
                     slot.last = result.body or body
                     delay = (
                         0.0 if result.requeue else result.delay
                     )  # no queue: run it again at once
         finally:
+            if slot.reservation is not None:  # it exits before its first cycle
+                slot.reservation.release()
+                slot.reservation = None
             slot.scope = None  # an idle object keeps no scope
             if slot.state is SlotState.BUSY:  # cancelled mid-cycle: the next body starts anew
                 slot.state = SlotState.IDLE
@@ -330,7 +339,9 @@ class ObjectWorkers:
             self._timeouts.discard(timeout)
 
     async def _run_cycle(self, slot: ObjectSlot, body: Mapping[str, Any]) -> CycleResult:
-        if self._limiter is None:
-            return await self._cycle(slot, body)
-        async with self._limiter:
-            return await self._cycle(slot, body)
+        reservation, slot.reservation = slot.reservation, None
+        with claiming(reservation):  # its first request takes the place held at its start
+            if self._limiter is None:
+                return await self._cycle(slot, body)
+            async with self._limiter:
+                return await self._cycle(slot, body)
