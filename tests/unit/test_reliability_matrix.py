@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "reliability.md"
 ROWS = 52
-LEVELS = {"real", "proxy", "unit", "partly"}
+LEVELS = {"real", "proxy", "fake", "unit", "partly"}
 ROW = re.compile(r"^\| (\d+) \|(.*)\|\s*$")
 NAMED_TEST = re.compile(r"`(tests/[\w/]+\.py)::(\w+)`")
 

@@ -500,6 +500,14 @@ class LocalControlPlane:
         self.apiserver.start()
         self._wait_ready()
 
+    async def astart_apiserver(self) -> None:
+        """Like :meth:`start_apiserver`, but waits for readiness without blocking the event loop
+        (the operator under test keeps running meanwhile)."""
+        if self.apiserver is None:
+            raise ControlPlaneError("The control plane was never started.")
+        self.apiserver.start()  # WARNING: in this thread, so that the process is tied to it
+        await self._await_ready()
+
     def restart_apiserver(self) -> None:
         """Stop and start kube-apiserver, keeping its port and etcd's data."""
         self.stop_apiserver()
