@@ -16,6 +16,7 @@ if "httpx" not in sys.modules:
 
 from anyop import on
 from anyop._version import __version__
+from anyop.engine import loop_clock as _loop_clock  # noqa: F401 (keeps anyop.clock by the loop)
 from anyop.engine.cycle.subhandlers import execute
 from anyop.engine.daemons.stop_flags import (
     AsyncDaemonStopped,

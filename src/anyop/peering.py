@@ -23,6 +23,7 @@ import socket
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from anyop.clock import utcnow
 from anyop.kube.resources import Resource
 
 __all__ = [
@@ -86,7 +87,7 @@ def peer_identity(
     environ = os.environ if environ is None else environ
     if pod_id := environ.get("POD_ID"):
         return pod_id
-    now = now or datetime.datetime.now(datetime.UTC)
+    now = now or utcnow()
     suffix = "".join((rand or random.Random()).choices("abcdefghijklmnopqrstuvwxyz0123456789", k=3))
     return f"{user_at_host()}/{now:%Y%m%d%H%M%S}/{suffix}"
 

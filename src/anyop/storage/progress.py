@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import abc
 import copy
-import datetime
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from anyop.clock import utcnow
 from anyop.handlers.diffs import FieldPath, FieldSpec, ensure, parse_field, remove, resolve
 from anyop.handlers.diffs import remove_empty_stanzas as _remove_empty_stanzas
 from anyop.kube.patches import Patch
@@ -78,7 +78,7 @@ class ProgressStorage(WarningsKeeper, abc.ABC):
 
     def _clamped(self, record: ProgressRecord, body: Mapping[str, Any], key: str) -> ProgressRecord:
         """The record clamped to the wall clock now, with a warning if it was."""
-        now = datetime.datetime.now(datetime.UTC)
+        now = utcnow()
         clamped = clamp_to_clock(record, now=now, horizon=self.max_delay)
         if clamped is not record:
             object_logger(body).warning(

@@ -16,6 +16,7 @@ import math
 import anyio
 import anyio.abc
 
+from anyop.clock import utcnow
 from anyop.engine.coordination.pause_gate import Gate
 from anyop.errors import AnyopError, ConflictError, NotFoundError
 from anyop.kube.client import KubeClient
@@ -47,7 +48,7 @@ HOLDER = "leadership"
 
 
 def _now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC)
+    return utcnow()
 
 
 class LeaseKeeper:

@@ -18,6 +18,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
+from anyop.clock import utcnow
 from anyop.engine.coordination.pause_gate import Gate
 from anyop.errors import AnyopError, ConfigError, ForbiddenError, NotFoundError
 from anyop.kube.client import KubeClient
@@ -48,7 +49,7 @@ GOODBYE_TIMEOUT = 5.0
 
 
 def _now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC)
+    return utcnow()
 
 
 def describe(name: str, namespace: str | None) -> str:

@@ -20,6 +20,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
+from anyop.clock import utcnow
 from anyop.engine.coordination.pause_gate import Gate
 from anyop.engine.coordination.shards import Shard
 from anyop.errors import AnyopError, ConflictError, NotFoundError
@@ -48,7 +49,7 @@ RELEASE_TIMEOUT = 5.0
 
 
 def _now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC)
+    return utcnow()
 
 
 class ShardKeeper:

@@ -19,12 +19,14 @@ from typing import Any
 
 import anyio
 
+from anyop.clock import utcnow
 from anyop.engine.cycle.object_slots import ObjectSlot
 from anyop.engine.cycle.subhandlers import ChildrenRetry, Execution
 from anyop.engine.indexer import Indexer
 from anyop.engine.invocation import invoke
 from anyop.handlers.causes import ChangingCause, ResourceCause
 from anyop.handlers.filters import KwargsFactory
+from anyop.handlers.idempotency import idempotency_key
 from anyop.handlers.lifecycles import LifeCycleFn, get_default_lifecycle
 from anyop.handlers.outcomes import (
     ChildrenPending,
@@ -61,11 +63,6 @@ current_lifecycle: contextvars.ContextVar[LifeCycleFn | None] = contextvars.Cont
     "anyop_current_lifecycle", default=None
 )
 """The running operator's ``lifecycle=``, if it was given one (else the default lifecycle)."""
-
-
-def utcnow() -> datetime.datetime:
-    """The current time as handler progress records it (aware UTC)."""
-    return datetime.datetime.now(datetime.UTC)
 
 
 def common_kwargs(
@@ -210,6 +207,7 @@ class HandlerCalls:
         kwargs = self._kwargs(narrowed.kwargs, cycle)
         kwargs.update(retry=state.retries, started=state.started, param=handler.param)
         kwargs.update(runtime=state.runtime(utcnow()))
+        kwargs["idempotency_key"] = idempotency_key(handler.id, cause.body, kwargs)
         children = functools.partial(self._run_children, cycle, narrowed)
         execution = Execution(parent=handler, run_children=children)
         with execution.active():

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
-import datetime
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
+from anyop.clock import utcnow
 from anyop.errors import PermanentError
 from anyop.handlers.lifecycles import LifeCycleFn
 from anyop.handlers.progression import Progress
@@ -122,7 +122,7 @@ class Execution:
                 self.subrefs.append(handler.id)
         progress = await self.run_children(handlers, registry=registry, lifecycle=lifecycle)
         if not progress.done:
-            raise ChildrenRetry(progress.delay(datetime.datetime.now(datetime.UTC)))
+            raise ChildrenRetry(progress.delay(utcnow()))
         failed = sorted(hid for hid in progress if progress[hid].active and progress[hid].failure)
         if failed:
             names = ", ".join(repr(hid) for hid in failed)

@@ -14,6 +14,7 @@ from typing import Any
 
 import anyio
 
+from anyop.clock import utcnow
 from anyop.engine.invocation import invoke
 from anyop.errors import AnyopError
 from anyop.handlers.causes import Activity
@@ -40,7 +41,7 @@ class ActivityError(AnyopError):
 
 
 def _now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC)
+    return utcnow()
 
 
 ResultCheck = Callable[[ActivityHandler, Any], None]

@@ -1,0 +1,73 @@
+"""The operator's wall clock: read from the system once per event loop, then kept by the loop.
+
+The engine writes wall-clock times into the objects it handles (a handler's ``started``, the
+retry time ``delayed``, a Lease's ``renewTime``) and reads them back to decide when to act.
+:func:`utcnow` reads the system's clock once, when an event loop first asks, and from then on
+advances it by the event loop's own clock (:func:`anyio.current_time`, monotonic):
+
+- A step of the system's clock while the operator runs (an hour forward or back, a manual fix,
+  a VM resumed) does not move it: retries are not postponed by an hour nor run an hour early,
+  and ``runtime`` never goes negative (RELIABILITY.md §5 row 41). What was written before such
+  a step, by this process or a replica whose clock was off, is clamped when read
+  (:func:`anyop.storage.progress_records.clamp_to_clock`).
+- On virtual time (Trio's ``MockClock``, or a test loop with a fake clock) the wall clock moves
+  with the virtual one, so a retry written 60 seconds ahead is due 60 virtual seconds later.
+
+Outside an event loop (a sync helper, a thread) it is the system's clock.
+
+Caveats:
+    A correction of the system's clock is followed only by the next event loop (the next
+    process, in production): until then, the times written keep the offset the clock had when
+    the loop started.
+"""
+
+from __future__ import annotations
+
+import datetime
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["LoopClock", "system_now", "use_loop_clock", "utcnow"]
+
+LoopClock = Callable[[], "tuple[Any, float] | None"]
+"""The running event loop (anything weak-referenceable that identifies it) and its time now, or
+``None`` outside a loop."""
+
+
+def system_now() -> datetime.datetime:
+    """The system's wall clock now (aware UTC): for what others check against theirs (the
+    validity of certificates and tokens), not for the engine's own times."""
+    return datetime.datetime.now(datetime.UTC)
+
+
+def _no_loop() -> tuple[Any, float] | None:
+    return None
+
+
+_loop_clock: LoopClock = _no_loop
+_anchors: weakref.WeakKeyDictionary[Any, tuple[float, datetime.datetime]] = (
+    weakref.WeakKeyDictionary()
+)
+"""Per event loop: its time and the system's when it first asked."""
+
+
+def use_loop_clock(clock: LoopClock) -> None:
+    """Keep time by ``clock`` (:mod:`anyop.engine.loop_clock` installs AnyIO's when anyop is
+    imported; this module itself stays free of any concurrency library)."""
+    global _loop_clock
+    _loop_clock = clock
+
+
+def utcnow() -> datetime.datetime:
+    """The operator's wall clock now (aware UTC): the system's when the event loop first asked,
+    advanced by the loop's monotonic clock since."""
+    running = _loop_clock()
+    if running is None:
+        return system_now()
+    loop, now = running
+    anchor = _anchors.get(loop)
+    if anchor is None:
+        anchor = _anchors[loop] = (now, system_now())
+    started, wall = anchor
+    return wall + datetime.timedelta(seconds=now - started)
