@@ -7,7 +7,8 @@ the work queue is ``workqueue_depth{name}`` and ``workqueue_retries_total{name}`
 are ``rest_client_requests_total{code,method}`` and ``rest_client_request_duration_seconds{verb}``.
 What controller-runtime has no name for is ``anyop_...``: handler runs by handler and outcome,
 live objects, daemons and timers, the watch-streams' restarts and the age of their last event,
-and the blocks of the event loop (see :mod:`anyop.engine.operator.loop_watchdog`).
+the blocks of the event loop (see :mod:`anyop.engine.operator.loop_watchdog`), and the TLS
+handshakes that the webhook server's clients broke off (see :mod:`anyop.webhooks.handshakes`).
 
 The ``controller`` label is the resource (``kopfexamples.v1.kopf.dev``); for the calls of an
 ``@anyop.reconcile``, the resource and the reconciler's id (``kopfexamples.v1.kopf.dev/keep``),
@@ -110,6 +111,13 @@ class Metrics:
             "Seconds the event loop was blocked in those times, in all.",
             registry=r,
         )
+        self._webhook_tls_errors = Counter(
+            "anyop_webhook_tls_errors_total",
+            "TLS handshakes that the webhook server's clients broke off, by reason "
+            "(unknown_ca, bad_certificate, certificate_expired, ...).",
+            ["reason"],
+            registry=r,
+        )
 
     def register(self, collector: Collector) -> None:
         """Add a collector of live values (read at every scrape)."""
@@ -139,6 +147,11 @@ class Metrics:
         thread)."""
         self._loop_blocks.inc()
         self._loop_blocked.inc(seconds)
+
+    def webhook_tls_error(self, reason: str) -> None:
+        """Count a failed TLS handshake of the webhook server (see
+        :mod:`anyop.webhooks.handshakes` for the reasons)."""
+        self._webhook_tls_errors.labels(reason).inc()
 
     def render(self) -> bytes:
         """The Prometheus text exposition of every metric."""

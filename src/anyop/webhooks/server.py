@@ -18,10 +18,11 @@ import tempfile
 from collections.abc import AsyncGenerator, Collection
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 import anyio
 
+from anyop.metrics import current_metrics
 from anyop.servers import BoundAddress, serve_asgi
 from anyop.webhooks.app import (
     DEFAULT_BODY_TIMEOUT,
@@ -30,6 +31,7 @@ from anyop.webhooks.app import (
     AdmissionApp,
 )
 from anyop.webhooks.certs import CertificateAuthority, KeyPair
+from anyop.webhooks.handshakes import HandshakeFailures, current_handshake_failures
 from anyop.webhooks.managed import WebhookClientConfig
 from anyop.webhooks.review import WebhookFn
 from anyop.webhooks.tls import (
@@ -62,7 +64,9 @@ class WebhookServer:
         cadata: The CA bundle (PEM) that API servers verify the server with.
         cafile: The same, from a file.
         cadump: Write the CA bundle there (e.g. for ``curl --cacert``).
-        context: A ready serving SSL context (then no certificate is loaded or generated).
+        context: A ready serving SSL context (then no certificate is loaded or generated; its
+            failed handshakes are counted only if its ``sslobject_class`` is
+            :class:`~anyop.webhooks.tls.PeerRecordingSSLObject`).
         insecure: Serve plain HTTP (API servers refuse it; for tunnels and debugging).
         certfile: The serving certificate (PEM); without it, a CA and a certificate for
             ``host``, ``addr`` and ``extra_sans`` are generated.
@@ -79,6 +83,12 @@ class WebhookServer:
         body_timeout: Seconds a client may take to send a request body (408 beyond).
         max_concurrency: Requests read and reviewed at once (503 beyond).
         read_timeout: Seconds an idle client connection is kept open.
+
+    Attributes:
+        handshake_failures: The TLS handshakes that clients broke off, by reason (e.g. an API
+            server that does not trust the certificate); also counted in the operator's
+            ``anyop_webhook_tls_errors_total`` and warned about (see
+            :mod:`anyop.webhooks.handshakes`).
     """
 
     DEFAULT_ADDR: str = "localhost"
@@ -139,6 +149,7 @@ class WebhookServer:
         self.body_timeout = body_timeout
         self.max_concurrency = max_concurrency
         self.read_timeout = read_timeout
+        self.handshake_failures = HandshakeFailures()
 
     async def __aenter__(self) -> Self:
         return self
@@ -178,8 +189,10 @@ class WebhookServer:
             max_concurrency=self.max_concurrency,
         )
         port = self.DEFAULT_PORT if self.port is None else self.port
+        self.handshake_failures.metrics = current_metrics.get()
         serve = functools.partial(
-            serve_asgi,
+            _serve_reporting,
+            self.handshake_failures,
             app,
             host=self.listen_addr,
             port=port,
@@ -261,6 +274,17 @@ class WebhookServer:
         if ca_pem is not None:
             config["caBundle"] = base64.b64encode(ca_pem).decode("ascii")
         return config
+
+
+async def _serve_reporting(
+    failures: HandshakeFailures,
+    app: AdmissionApp,
+    **options: Any,
+) -> None:
+    """:func:`~anyop.servers.serve_asgi`, whose failed TLS handshakes are reported to
+    ``failures`` (its connections' handshakes run in contexts copied from this task's)."""
+    current_handshake_failures.set(failures)
+    await serve_asgi(app, **options)
 
 
 class WebhookK3dServer(WebhookServer):

@@ -2,6 +2,8 @@
 
 - :func:`server_context` builds the serving :class:`ssl.SSLContext`; client certificates are
   verified when a CA for them is given (``verify_*``).
+- :class:`PeerRecordingSSLObject` reports failed handshakes (a client that does not trust the
+  certificate) to :mod:`anyop.webhooks.handshakes`, which counts them and warns.
 - :data:`current_sslpeer`: the verified client certificate of the connection a request came on.
   The context's SSL objects record it when the server asks for the negotiated protocol right
   after the handshake, in the connection's task; Hypercorn starts every request's task from
@@ -19,6 +21,7 @@ import datetime
 import hashlib
 import ipaddress
 import ssl
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +31,7 @@ from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 
 from anyop.errors import ConfigError
+from anyop.webhooks.handshakes import current_handshake_failures, peer_of
 
 __all__ = [
     "CertificateFiles",
@@ -48,7 +52,31 @@ current_sslpeer: contextvars.ContextVar[Mapping[str, Any] | None] = contextvars.
 
 
 class PeerRecordingSSLObject(ssl.SSLObject):
-    """An SSL object that makes its verified peer certificate ambient after the handshake."""
+    """An SSL object that makes its verified peer certificate ambient after the handshake, and
+    reports a failed handshake to :data:`~anyop.webhooks.handshakes.current_handshake_failures`.
+    """
+
+    _peer: str | None = None
+    _peer_read = False
+
+    def do_handshake(self) -> None:
+        """A handshake step; a failure is also reported, with the client's address.
+
+        The address is read at the first step, from the caller (asyncio's or Trio's TLS layer:
+        see :func:`~anyop.webhooks.handshakes.peer_of`): after a failure, the socket may be
+        reset already.
+        """
+        if not self._peer_read:
+            self._peer, self._peer_read = peer_of(sys._getframe(1).f_locals.get("self")), True
+        try:
+            super().do_handshake()
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            raise  # not a failure: the handshake waits for data
+        except ssl.SSLError as error:
+            failures = current_handshake_failures.get()
+            if failures is not None:
+                failures.failed(error, self._peer)
+            raise
 
     def selected_alpn_protocol(self) -> str | None:
         """The negotiated protocol; also records the peer certificate (see the module doc)."""

@@ -86,9 +86,8 @@ async def test_a_place_no_request_took_is_given_back_and_wakes_the_waiters() -> 
 
 async def test_a_place_is_taken_only_by_a_request_of_its_own_count() -> None:
     ours, theirs = InFlight(), InFlight()
-    with claiming(ours.reserve()):
-        with theirs:
-            assert (ours.load, theirs.load) == (1, 1)
+    with claiming(ours.reserve()), theirs:
+        assert (ours.load, theirs.load) == (1, 1)
     assert ours.load == 0
 
 
