@@ -122,3 +122,47 @@ async def test_a_handed_over_object_starts_no_new_cycle_and_leaves_its_slot() ->
                 await anyio.sleep(0.01)
             workers.close()
     assert sorted(cycles.seen) == [("x", "1"), ("y", "1")]  # x's pending body: never handled
+
+
+class Reconcilers:
+    """What a resource's reconcilers hold, and what they were asked to hand over."""
+
+    def __init__(self, held: set[str]) -> None:
+        self.known = held
+        self.released: list[str] = []
+
+    def held(self) -> set[str]:
+        return set(self.known)
+
+    def holds(self, uid: str) -> bool:
+        return uid in self.known
+
+    def release(self, uid: str, deadline: float = 0.0) -> None:
+        self.released.append(uid)
+        self.known.discard(uid)
+
+
+async def test_others_objects_are_handed_over_by_reconcilers_only_if_they_hold_them() -> None:
+    shard = Shard(ShardState.alone("a"))
+    shard.retarget(["b"])
+    shard.activate()
+    theirs = uids_owned_by(View.of(["a", "b"]), "b", 3)
+    reconcilers = Reconcilers(held={theirs[0]})  # one of theirs was ours before
+    async with anyio.create_task_group() as tg:
+        workers = ObjectWorkers(Cycles(), tg, idle_timeout=0)
+        part = ResourceShard(
+            shard,
+            workers,
+            workers.dispatch,
+            spawner=None,
+            hosts=workers.hosts,
+            relist=lambda: None,
+            exit_timeout=10,
+            controllers=reconcilers,  # type: ignore[arg-type]
+        )
+        with shard.joined(part):
+            for version in (1, 2):
+                for uid in theirs:
+                    part.dispatch(observed(uid, version))
+    assert reconcilers.released == [theirs[0]]  # the others' events cost nothing
+    assert workers.slots == {}

@@ -182,6 +182,10 @@ class Controller:
         """The objects it knows or has workers for."""
         return {*self._parents, *(self.workers.slots if self.workers is not None else ())}
 
+    def holds(self, uid: str) -> bool:
+        """Whether it knows the object or has a worker for it (as :meth:`held`, for one)."""
+        return uid in self._parents or (self.workers is not None and uid in self.workers.slots)
+
     def _dispatch(self, uid: str, body: Mapping[str, Any]) -> None:
         if self._ready and self.workers is not None:
             self.workers.dispatch(self._parents.get(uid, body))

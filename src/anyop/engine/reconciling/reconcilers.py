@@ -57,6 +57,10 @@ class Controllers:
         """The objects that any reconciler knows or has workers for."""
         return {uid for controller in self.running for uid in controller.held()}
 
+    def holds(self, uid: str) -> bool:
+        """Whether any reconciler knows the object or has a worker for it."""
+        return any(controller.holds(uid) for controller in self.running)
+
 
 async def owned_resources(
     client: KubeClient, handlers: Sequence[ReconcilingHandler]

@@ -90,8 +90,10 @@ class ResourceShard:
                 self.pending.pop(uid, None)
             else:
                 self.pending[uid] = observed
-        elif uid in self.workers.slots or self.controllers is not None:
-            self._release(uid)
+        elif uid in self.workers.slots or (
+            self.controllers is not None and self.controllers.holds(uid)
+        ):
+            self._release(uid)  # others' objects that nothing here holds cost nothing
 
     def retarget(self, *, gaining: bool) -> None:
         """Drop what is not gained any more, hand over what is not ours; list anew to learn
