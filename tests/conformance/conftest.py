@@ -87,8 +87,9 @@ CRDS = (WIDGET_CRD, GADGET_CRD, SPROCKET_CRD)
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "controllers: compared with Kubernetes' documented behaviour until the local control "
-        "plane runs the controllers (ANYOP_CONFORMANCE_CONTROLLERS=1 compares with it)",
+        "controllers: garbage collection and namespace deletion, compared with Kubernetes' "
+        "documented behaviour and with the local control plane's kube-controller-manager "
+        "(with --anyop-bare, with the documented behaviour only)",
     )
 
 

@@ -13,10 +13,11 @@ import json
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
+from tests.virtual import virtual_backend
 
 from anyop.testing.controlplane import LocalControlPlane
 
@@ -33,6 +34,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if here in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.e2e)
+
+
+VIRTUAL_THRESHOLD = 0.005
+"""Real seconds the fake clock waits for threads (sync handlers) and sockets (webhooks) before
+it jumps to the next deadline, in the tests on FakeCluster."""
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Both backends; the tests on FakeCluster (``on_cluster`` is ``fake``) on virtual time."""
+    if "on_cluster" in request.fixturenames and request.getfixturevalue("on_cluster") == "fake":
+        return virtual_backend(request.param, monkeypatch, autojump_threshold=VIRTUAL_THRESHOLD)
+    return request.param
 
 
 @pytest.fixture(params=["real", "fake"])

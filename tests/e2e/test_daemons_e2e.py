@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from typing import Any
 
 import anyio
 import httpx
 import pytest
 from tests.e2e.test_engine_e2e import DEADLINE, create, running, url, wait_for, wait_for_log
+from tests.virtual import now
 
 import anyop
 import anyop.on as on
@@ -209,11 +209,11 @@ async def test_a_sync_daemon_ignoring_its_flag_is_abandoned_and_the_finalizer_re
             # The daemon starts before the finalizer lands (both in the first cycle): a deletion
             # before that would delete the object at once, with no daemon to wait for.
             await wait_for(api, path, lambda b: FINALIZER in finalizers(b))
-            t0 = time.monotonic()
+            t0 = now()
             (await api.delete(path)).raise_for_status()
             with pytest.warns(ResourceWarning, match="Leaving it orphaned"):
                 await wait_for(api, path, lambda b: b == {})
-            elapsed = time.monotonic() - t0
+            elapsed = now() - t0
     finally:
         release.set()
     assert elapsed < 0.2 + 0.3 + 1.5  # backoff + timeout + the API round trips
@@ -240,10 +240,10 @@ async def test_an_async_daemon_that_swallows_one_cancellation_still_exits(
         path = url(anyop_namespace, "swallow")
         await wait_for(api, path, lambda b: FINALIZER in finalizers(b))
         await anyio.sleep(0.2)
-        t0 = time.monotonic()
+        t0 = now()
         (await api.delete(path)).raise_for_status()
         await wait_for(api, path, lambda b: b == {})
-        elapsed = time.monotonic() - t0
+        elapsed = now() - t0
     assert swallowed == [True]
     assert elapsed < 2.0, "it was abandoned rather than cancelled"
     assert "Daemon 'swallower' is cancelled." in caplog.messages
@@ -294,10 +294,10 @@ async def test_deletion_during_the_initial_delay_never_starts_the_daemon(
         path = url(anyop_namespace, "late")
         await wait_for(api, path, lambda b: FINALIZER in finalizers(b))
         await until(lambda: delays == ["late"])
-        t0 = time.monotonic()
+        t0 = now()
         (await api.delete(path)).raise_for_status()
         await wait_for(api, path, lambda b: b == {})
-        assert time.monotonic() - t0 < 2.0
+        assert now() - t0 < 2.0
     assert calls == []
 
 
@@ -372,8 +372,8 @@ async def test_operator_exit_stops_daemons_with_their_reason(
         await create(api, anyop_namespace, "sleeper")
         await wait_for(api, url(anyop_namespace, "sleeper"), lambda b: FINALIZER in finalizers(b))
         await anyio.sleep(0.3)
-        t0 = time.monotonic()
-    assert time.monotonic() - t0 < 2.0
+        t0 = now()
+    assert now() - t0 < 2.0
     assert len(reasons) == 1
     assert reasons[0] & DaemonStoppingReason.OPERATOR_EXITING
 
@@ -387,11 +387,11 @@ async def test_a_terminating_daemon_is_respawned_only_after_it_has_exited(
 
     @anyop.daemon("kopfexamples", registry=registry, labels={"on": "yes"}, id="lingering")
     async def lingering(stopped: DaemonStopped, **_: Any) -> None:
-        starts.append(time.monotonic())
+        starts.append(now())
         await stopped.wait()
         if len(starts) == 1:
             await anyio.sleep(0.8)  # still terminating for a while
-            exited.append(time.monotonic())
+            exited.append(now())
 
     async with running(registry, anyop_namespace):
         await create(api, anyop_namespace, "lingering")

@@ -25,8 +25,7 @@ from typing import Any
 import anyio
 import anyio._backends._asyncio
 import pytest
-import trio.testing
-from tests.unit.conftest import FakeTimeLoop, _wait_all_tasks_blocked
+from tests.virtual import virtual_backend
 
 import anyop
 from anyop.handlers.registry import OperatorRegistry
@@ -50,11 +49,7 @@ SERVER_ERRORS = [Fault.server_error(500), Fault.server_error(503), Fault.server_
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Any:
     """Both backends on fake time (as ``@pytest.mark.fake_time`` does in tests/unit)."""
-    if request.param == "trio":
-        return ("trio", {"clock": trio.testing.MockClock(autojump_threshold=0)})
-    backend = anyio._backends._asyncio.AsyncIOBackend
-    monkeypatch.setattr(backend, "wait_all_tasks_blocked", staticmethod(_wait_all_tasks_blocked))
-    return ("asyncio", {"loop_factory": FakeTimeLoop})
+    return virtual_backend(request.param, monkeypatch)
 
 
 class Ledger:

@@ -18,10 +18,9 @@ import anyio
 import anyio._backends._asyncio
 import httpx
 import pytest
-import trio.testing
 from tests.e2e.test_engine_e2e import DEADLINE, MERGE, create, running, url, wait_for
 from tests.e2e.test_fake_faults_e2e import CRD
-from tests.unit.conftest import FakeTimeLoop, _wait_all_tasks_blocked
+from tests.virtual import virtual_backend
 
 import anyop.on as on
 from anyop.handlers.registry import OperatorRegistry
@@ -96,11 +95,7 @@ def anyio_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
     """Both backends; on fake time for the tests on FakeCluster (those that take ``fake``)."""
     if "fake" not in request.fixturenames:
         return request.param
-    if request.param == "trio":
-        return ("trio", {"clock": trio.testing.MockClock(autojump_threshold=0)})
-    backend = anyio._backends._asyncio.AsyncIOBackend
-    monkeypatch.setattr(backend, "wait_all_tasks_blocked", staticmethod(_wait_all_tasks_blocked))
-    return ("asyncio", {"loop_factory": FakeTimeLoop})
+    return virtual_backend(request.param, monkeypatch)
 
 
 @pytest.fixture

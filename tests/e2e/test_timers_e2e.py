@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import time
 from typing import Any
 
 import anyio
@@ -16,6 +15,7 @@ import httpx
 import pytest
 from tests.e2e.test_daemons_e2e import FINALIZER, finalizers, merge, until
 from tests.e2e.test_engine_e2e import DEADLINE, create, running, url, wait_for
+from tests.virtual import now
 
 import anyop
 from anyop.errors import TemporaryError
@@ -34,10 +34,10 @@ def debug_logs(caplog: pytest.LogCaptureFixture) -> None:
 
 async def seconds_to_delete(api: httpx.AsyncClient, path: str) -> float:
     """Delete the object and wait until it is gone; how long that took."""
-    t0 = time.monotonic()
+    t0 = now()
     (await api.delete(path)).raise_for_status()
     await wait_for(api, path, lambda b: b == {})
-    return time.monotonic() - t0
+    return now() - t0
 
 
 def gaps(times: list[float]) -> list[float]:
@@ -49,11 +49,12 @@ async def test_an_interval_timer_repeats_and_delivers_results_and_patches(
 ) -> None:
     registry = OperatorRegistry()
     ticks: list[float] = []
+    now()  # the sync ticker reads this loop's clock from its thread
 
     @anyop.timer("kopfexamples", registry=registry, interval=0.2, id="ticker")
     def ticker(patch: anyop.Patch, stopped: anyop.DaemonStopped, **_: Any) -> int:
         assert isinstance(stopped, anyop.SyncDaemonStopped)
-        ticks.append(time.monotonic())
+        ticks.append(now())
         patch.status["ticks"] = len(ticks)
         return len(ticks)
 
@@ -74,12 +75,12 @@ async def test_a_sharp_timer_keeps_its_grid_despite_a_slow_handler(
 
     @anyop.timer("kopfexamples", registry=registry, interval=0.8, sharp=True, id="sharp")
     async def sharp_fn(**_: Any) -> None:
-        sharp.append(time.monotonic())
+        sharp.append(now())
         await anyio.sleep(0.5)
 
     @anyop.timer("kopfexamples", registry=registry, interval=0.8, id="loose")
     async def loose_fn(**_: Any) -> None:
-        loose.append(time.monotonic())
+        loose.append(now())
         await anyio.sleep(0.5)
 
     async with running(registry, anyop_namespace):
@@ -98,7 +99,7 @@ async def test_the_idle_clock_is_reset_by_spec_changes_but_not_by_status_changes
 
     @anyop.timer("kopfexamples", registry=registry, idle=1.0, id="quiet")
     async def quiet(**_: Any) -> None:
-        fired.append(time.monotonic())
+        fired.append(now())
 
     async with running(registry, anyop_namespace):
         await create(api, anyop_namespace, "quiet")
@@ -108,7 +109,7 @@ async def test_the_idle_clock_is_reset_by_spec_changes_but_not_by_status_changes
             await merge(api, path, {"spec": {"field": f"v{i}"}})
             await anyio.sleep(0.3)
         assert fired == []
-        last_spec_change = time.monotonic() - 0.3
+        last_spec_change = now() - 0.3
         for i in range(6):  # status changes only: the clock keeps running
             await merge(api, path + "/status", {"status": {"noise": i}})
             await anyio.sleep(0.3)
@@ -129,10 +130,10 @@ async def test_idle_plus_interval_repeats_while_quiet(
 
     @anyop.timer("kopfexamples", registry=registry, idle=0.6, interval=0.2, id="idling")
     async def idling(**_: Any) -> None:
-        fired.append(time.monotonic())
+        fired.append(now())
 
     async with running(registry, anyop_namespace):
-        t0 = time.monotonic()
+        t0 = now()
         await create(api, anyop_namespace, "idling")
         await until(lambda: len(fired) >= 3)
     assert fired[0] - t0 >= 0.55  # creation is a change: the first run waits the idle time
@@ -150,11 +151,11 @@ async def test_a_timer_without_interval_and_idle_runs_once(
         calls.append(name)
 
     async with running(registry, anyop_namespace):
-        t0 = time.monotonic()
+        t0 = now()
         await create(api, anyop_namespace, "once")
         path = url(anyop_namespace, "once")
         await until(lambda: calls == ["once"])
-        assert time.monotonic() - t0 >= 0.2  # the initial delay
+        assert now() - t0 >= 0.2  # the initial delay
         await merge(api, path, {"spec": {"field": "changed"}})
         await anyio.sleep(0.5)
         (await api.delete(path)).raise_for_status()
@@ -190,7 +191,7 @@ async def test_deleting_the_object_stops_a_running_timer_within_a_tick(
 
     @anyop.timer("kopfexamples", registry=registry, interval=DEADLINE, id="rare")
     async def rare(**_: Any) -> None:
-        calls.append(time.monotonic())
+        calls.append(now())
 
     async with running(registry, anyop_namespace):
         await create(api, anyop_namespace, "rare")
@@ -241,10 +242,10 @@ async def test_a_callable_initial_delay_sees_the_body_and_a_deletion_meanwhile_e
 
     @anyop.timer("kopfexamples", registry=registry, interval=3600, initial_delay=delay_of, id="t")
     async def timer(name: str, **_: Any) -> None:
-        ran[name] = time.monotonic()
+        ran[name] = now()
 
     async with running(registry, anyop_namespace):
-        t0 = time.monotonic()
+        t0 = now()
         await create(api, anyop_namespace, "soon")
         await create(api, anyop_namespace, "never")
         late = url(anyop_namespace, "never")

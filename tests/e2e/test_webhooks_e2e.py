@@ -24,6 +24,7 @@ import httpx
 import pytest
 from tests.e2e.test_cli_run import start_operator
 from tests.e2e.test_engine_e2e import DEADLINE, running, url
+from tests.virtual import now
 
 import anyop.on as on
 from anyop.engine.operator.launch import single_error
@@ -274,19 +275,19 @@ def test_the_admission_example_denies_mutates_warns_audits_subresources_and_clea
     try:
         # The API server's informers see new configurations after a moment: retry dry runs.
         bad = json.dumps(kex("kex-bad", {}, {"field": "wrong"}))
-        deadline = time.monotonic() + DEADLINE
+        deadline = now() + DEADLINE
         while True:
             try:
                 kubectl(plane, "create", "--dry-run=server", "-n", ns, "-f", "-", stdin=bad)
             except AssertionError as e:
                 denial = str(e)
                 break
-            assert time.monotonic() < deadline, "the webhooks never became active"
+            assert now() < deadline, "the webhooks never became active"
             time.sleep(0.2)
         probe = json.dumps(kex("kex-probe", {"inject": "yes"}, {}))  # the other configuration
         dry = ("create", "--dry-run=server", "-n", ns, "-f", "-", "-o", "json")
         while "injected" not in json.loads(kubectl(plane, *dry, stdin=probe))["spec"]:
-            assert time.monotonic() < deadline, "the mutating webhook never became active"
+            assert now() < deadline, "the mutating webhook never became active"
             time.sleep(0.2)
         with httpx.Client(base_url=plane.server, verify=plane.ssl_context(), timeout=30) as api:
             lazy = api.post(url(ns), json=kex("kex-lazy", {}, {"field": "not-allowed"}))

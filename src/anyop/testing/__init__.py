@@ -12,17 +12,20 @@ if TYPE_CHECKING:
     from anyop.testing.embedded import run_operator
     from anyop.testing.fake.cluster import FakeCluster
     from anyop.testing.fake.faults import Fault
+    from anyop.testing.fake_time import FakeTimeLoop, virtual_time
     from anyop.testing.handle import RunningOperator
     from anyop.testing.runner import KopfRunner, OperatorRunner
 
 __all__ = [
     "FakeCluster",
+    "FakeTimeLoop",
     "Fault",
     "KopfRunner",
     "LocalControlPlane",
     "OperatorRunner",
     "RunningOperator",
     "run_operator",
+    "virtual_time",
 ]
 
 
@@ -35,6 +38,10 @@ def __getattr__(name: str) -> Any:
         from anyop.testing.fake.faults import Fault
 
         return Fault
+    if name in ("FakeTimeLoop", "virtual_time"):
+        from anyop.testing import fake_time
+
+        return getattr(fake_time, name)
     if name == "LocalControlPlane":
         from anyop.testing.controlplane import LocalControlPlane
 

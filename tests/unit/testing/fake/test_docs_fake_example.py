@@ -5,10 +5,9 @@ from typing import Any
 
 import anyio
 import pytest
-import trio.testing
 
 import anyop
-from anyop.testing import FakeCluster, Fault, RunningOperator
+from anyop.testing import FakeCluster, Fault, RunningOperator, virtual_time
 
 KEX = anyop.Resource("kopf.dev", "v1", "kopfexamples", kind="KopfExample")
 CRD = Path(__file__).parents[4] / "examples" / "crd.yaml"
@@ -25,10 +24,10 @@ async def tick(patch: anyop.Patch, status: anyop.Status, **_: Any) -> None:
     patch.status["ticks"] = status.get("ticks", 0) + 1
 
 
-@pytest.fixture
-def anyio_backend() -> tuple[str, dict[str, Any]]:
-    """Trio, on a clock that jumps to the next deadline whenever every task waits."""
-    return "trio", {"clock": trio.testing.MockClock(autojump_threshold=0)}
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> tuple[str, dict[str, Any]]:
+    """Both backends, on a clock that jumps to the next deadline whenever every task waits."""
+    return virtual_time(request.param)
 
 
 @pytest.fixture
