@@ -12,10 +12,13 @@ Caveats:
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.virtual import virtual_backend
+
+from anyop.testing.fake import FakeCluster
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -30,3 +33,15 @@ def anyio_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
     if request.node.get_closest_marker("fake_time") is None:
         return request.param
     return virtual_backend(request.param, monkeypatch)
+
+
+KEX_CRD = Path(__file__).parents[2] / "examples" / "crd.yaml"
+
+
+@pytest.fixture
+def kex_cluster(fake_cluster_seed: int) -> FakeCluster:
+    """A FakeCluster (of the plugin's seed) with the examples' KopfExample CRD applied: a test
+    that runs ``fake_operator`` on KopfExamples returns it from its ``fake_cluster``."""
+    fake = FakeCluster(seed=fake_cluster_seed)
+    fake.apply(KEX_CRD)
+    return fake

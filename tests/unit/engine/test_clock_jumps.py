@@ -33,10 +33,8 @@ DELAY = 60.0
 
 
 @pytest.fixture
-def fake_cluster(fake_cluster_seed: int) -> FakeCluster:
-    fake = FakeCluster(seed=fake_cluster_seed)
-    fake.apply(CRD)
-    return fake
+def fake_cluster(kex_cluster: FakeCluster) -> FakeCluster:
+    return kex_cluster  # with the KopfExample CRD (tests/unit/conftest.py)
 
 
 @pytest.fixture

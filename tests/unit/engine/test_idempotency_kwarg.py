@@ -21,10 +21,8 @@ KEYS: list[tuple[str, int, str]] = []
 
 
 @pytest.fixture
-def fake_cluster(fake_cluster_seed: int) -> FakeCluster:
-    fake = FakeCluster(seed=fake_cluster_seed)
-    fake.apply(CRD)
-    return fake
+def fake_cluster(kex_cluster: FakeCluster) -> FakeCluster:
+    return kex_cluster  # with the KopfExample CRD (tests/unit/conftest.py)
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ import anyio.abc
 
 from anyop.clock import utcnow
 from anyop.engine.coordination.pause_gate import Gate
+from anyop.engine.coordination.renewals import RELEASE_TIMEOUT, renew_until_cancelled
 from anyop.errors import AnyopError, ConflictError, NotFoundError
 from anyop.kube.client import KubeClient
 from anyop.leadership import (
@@ -36,9 +37,6 @@ from anyop.settings import LeadershipSettings
 __all__ = ["RELEASE_ATTEMPTS", "RELEASE_TIMEOUT", "LeaseKeeper", "hold_leadership"]
 
 logger = logging.getLogger("anyop.leadership")
-
-RELEASE_TIMEOUT = 5.0
-"""Seconds the release of the Lease may take at exit."""
 
 RELEASE_ATTEMPTS = 3
 """How many times a release is tried again after a conflict (with the Lease read anew)."""
@@ -102,6 +100,14 @@ class LeaseKeeper:
         self.last = LeaseRecord.from_body(written)
         self._observation = observe(self._observation, self.last, started)
         self._renewed(started)
+
+    def conflicted(self) -> None:
+        """The Lease changed meanwhile: the next step reads it anew."""
+        logger.debug(f"The Lease {self.where} changed meanwhile; will retry.")
+
+    def failed(self, error: AnyopError) -> None:
+        """A step failed: the next one tries again."""
+        logger.warning(f"Leader election on {self.where} failed; will retry: {error}")
 
     def check_fence(self) -> None:
         """Step down if the fence has passed without a renewal."""
@@ -190,18 +196,6 @@ async def hold_leadership(
     keeper.pause("waiting for the Lease")
     gate.fence_until(-math.inf)
     task_status.started()
-    try:
-        while True:
-            started = anyio.current_time()
-            with anyio.move_on_after(settings.renew_deadline):
-                try:
-                    await keeper.step()
-                except ConflictError:
-                    logger.debug(f"The Lease {keeper.where} changed meanwhile; will retry.")
-                except AnyopError as e:
-                    logger.warning(f"Leader election on {keeper.where} failed; will retry: {e}")
-            keeper.check_fence()
-            await anyio.sleep(max(0.0, started + settings.retry_period - anyio.current_time()))
-    finally:
-        with anyio.move_on_after(RELEASE_TIMEOUT, shield=True):
-            await keeper.release()
+    await renew_until_cancelled(
+        keeper, renew_deadline=settings.renew_deadline, period=lambda: settings.retry_period
+    )

@@ -22,6 +22,7 @@ import anyio.abc
 
 from anyop.clock import utcnow
 from anyop.engine.coordination.pause_gate import Gate
+from anyop.engine.coordination.renewals import renew_until_cancelled
 from anyop.engine.coordination.shards import Shard
 from anyop.errors import AnyopError, ConflictError, NotFoundError
 from anyop.kube.client import KubeClient
@@ -43,9 +44,6 @@ logger = logging.getLogger("anyop.sharding")
 
 STALE_FACTOR = 4
 """A member's Lease unchanged for this many of its durations is deleted (a replica that died)."""
-
-RELEASE_TIMEOUT = 5.0
-"""Seconds the deletion of this replica's own Lease may take at exit."""
 
 
 def _now() -> datetime.datetime:
@@ -115,6 +113,15 @@ class ShardKeeper:
                 f"Serving {self.shard.size} objects now as 1 of {self.members} members of "
                 f"{self.where}."
             )
+
+    def conflicted(self) -> None:
+        """Our Lease changed meanwhile: the next step reads it anew."""
+        self.version = None
+        logger.debug(f"The shard Lease of {self.shard.me!r} changed meanwhile; will retry.")
+
+    def failed(self, error: AnyopError) -> None:
+        """A step failed: the next one tries again."""
+        logger.warning(f"The shard group {self.where} failed; will retry: {error}")
 
     def check_fence(self) -> None:
         """Say so if the fence has passed without a renewal (the gate stops the work itself),
@@ -212,21 +219,8 @@ async def hold_shard(
     gate.fence_until(-math.inf)
     task_status.started(shard)
     logger.info(f"Joining the shard group {keeper.where} as {shard.me!r}.")
-    try:
-        while True:
-            started = anyio.current_time()
-            with anyio.move_on_after(settings.renew_deadline):
-                try:
-                    await keeper.step()
-                except ConflictError:
-                    keeper.version = None  # our Lease changed meanwhile: read it anew
-                    logger.debug(f"The shard Lease of {shard.me!r} changed meanwhile; will retry.")
-                except AnyopError as e:
-                    logger.warning(f"The shard group {keeper.where} failed; will retry: {e}")
-            keeper.check_fence()
-            # A hand-over in progress steps four times as often: it waits for acknowledgements.
-            period = settings.retry_period / (1 if shard.state.settled else 4)
-            await anyio.sleep(max(0.0, started + period - anyio.current_time()))
-    finally:
-        with anyio.move_on_after(RELEASE_TIMEOUT, shield=True):
-            await keeper.release()
+
+    def period() -> float:  # a hand-over in progress steps four times as often (acknowledgements)
+        return settings.retry_period / (1 if shard.state.settled else 4)
+
+    await renew_until_cancelled(keeper, renew_deadline=settings.renew_deadline, period=period)

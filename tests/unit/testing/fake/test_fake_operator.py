@@ -23,10 +23,8 @@ TEN_TICKS: list[anyio.Event] = []
 
 
 @pytest.fixture
-def fake_cluster(fake_cluster_seed: int) -> FakeCluster:
-    fake = FakeCluster(seed=fake_cluster_seed)
-    fake.apply(CRD)
-    return fake
+def fake_cluster(kex_cluster: FakeCluster) -> FakeCluster:
+    return kex_cluster  # with the KopfExample CRD (tests/unit/conftest.py)
 
 
 @pytest.fixture
