@@ -205,15 +205,7 @@ class AnnotationsDiffBaseStorage(DiffBaseStorage):
         encoded = compact(essence) + "\n"
         keys = self._keys(body)
         more = dict.fromkeys(keys, encoded) | _removals(body, self._digest_keys(body))
-        size = _annotations_size(body, patch, more)
-        if size > ANNOTATIONS_LIMIT:
-            raise EssenceTooLargeError(
-                f"The essence of the object ({len(encoded.encode())} bytes) does not fit into "
-                f"the annotation {keys[0]!r}: all annotations together would be {size} bytes, "
-                f"above Kubernetes' {ANNOTATIONS_LIMIT}. Keep the state in the status "
-                f"(anyop.status_storages(), for resources with the status subresource), or "
-                f"leave the big fields out of the essence (ignored_fields=)."
-            )
+        _check_fits("The essence of the object ({n} bytes) does not fit", body, patch, more)
         patch.meta.annotations.update(more)  # a digest kept before goes
         self.naming.store_marker(patch, body)
 
@@ -232,19 +224,29 @@ class AnnotationsDiffBaseStorage(DiffBaseStorage):
         encoded = compact(make_record(essence)) + "\n"
         keys = self._digest_keys(body)
         more = dict.fromkeys(keys, encoded) | _removals(body, self._keys(body))
-        size = _annotations_size(body, patch, more)
-        if size > ANNOTATIONS_LIMIT:
-            raise EssenceTooLargeError(
-                f"Not even a digest of the essence ({len(encoded.encode())} bytes) fits into "
-                f"the annotation {keys[0]!r}: all annotations together would be {size} bytes, "
-                f"above Kubernetes' {ANNOTATIONS_LIMIT}. Keep the state in the status "
-                f"(anyop.status_storages(), for resources with the status subresource), or "
-                f"leave the big fields out of the essence (ignored_fields=)."
-            )
+        _check_fits("Not even a digest of the essence ({n} bytes) fits", body, patch, more)
         patch.meta.annotations.update(more)
         self.naming.store_marker(patch, body)
         existing = resolve(body, ("metadata", "annotations"), None) or {}
         return not any(key in existing for key in keys)
+
+
+def _check_fits(
+    what: str, body: Mapping[str, Any], patch: Mapping[str, Any], more: Mapping[str, str | None]
+) -> None:
+    """Raise :class:`EssenceTooLargeError` if the object's annotations, after the patch and
+    ``more``, would exceed Kubernetes' limit; ``what`` begins the message (``{n}``: the bytes
+    of the value written to the first key of ``more``)."""
+    size = _annotations_size(body, patch, more)
+    if size > ANNOTATIONS_LIMIT:
+        key, value = next((k, v) for k, v in more.items() if v is not None)
+        raise EssenceTooLargeError(
+            f"{what.format(n=len(value.encode()))} into the annotation {key!r}: "
+            f"all annotations together would be {size} bytes, above Kubernetes' "
+            f"{ANNOTATIONS_LIMIT}. Keep the state in the status (anyop.status_storages(), for "
+            f"resources with the status subresource), or leave the big fields out of the "
+            f"essence (ignored_fields=)."
+        )
 
 
 def _removals(body: Mapping[str, Any], keys: Iterable[str]) -> dict[str, None]:
