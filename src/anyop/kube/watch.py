@@ -36,13 +36,27 @@ from anyop.kube.watchstate import (
     advance,
     outcome_of_error,
     outcome_of_status,
+    quick_end,
     went_back,
 )
 from anyop.settings import OperatorSettings
 
-__all__ = ["QUIET_404S", "EventType", "Handler", "LineStream", "WatchEvent", "Watcher", "may_list"]
+__all__ = [
+    "QUIET_404S",
+    "SILENCES_TO_TRUST",
+    "EventType",
+    "Handler",
+    "LineStream",
+    "WatchEvent",
+    "Watcher",
+    "may_list",
+]
 
 logger = logging.getLogger("anyop.kube")
+
+SILENCES_TO_TRUST = 2
+"""Silent watch-streams, with never a bookmark from the server, after which silence is taken
+for a quiet resource, not a stall (see ``Watcher._silences``)."""
 
 _EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED"})
 _SERVER_TIMEOUTS = (240, 290)  # a random timeoutSeconds in this range spreads reconnects out
@@ -120,6 +134,14 @@ class Watcher:
         self._relist_wanted = False
         self._interruptible: anyio.CancelScope | None = None
         self._suspect = False  # a failure or a stall: check the server's version before watching
+        self._bookmarked = False
+        """The server sent this watcher a bookmark once: it sends them (kube-apiserver about
+        every minute), so a silence longer than ``inactivity_timeout`` is a stall."""
+        self._silences = 0
+        """Stalls of watch-streams that had opened, while no bookmark ever came. A server that
+        sends none (its watch cache off, an aggregated API) is silent on a quiet resource:
+        after :data:`SILENCES_TO_TRUST` of them, its watch-streams are awaited until their own
+        timeout instead (until a bookmark comes after all)."""
 
     def __repr__(self) -> str:
         where = f" in {self.namespace!r}" if self.namespace else ""
@@ -188,7 +210,18 @@ class Watcher:
             return Failed(f"{type(exc).__name__}: {exc}")
 
     def _report(self, outcome: Outcome) -> None:
+        outcome = quick_end(outcome, self._policy) or outcome  # said as the failure it counts as
         match outcome:
+            case Stalled() if not self._bookmarked:
+                self._silences += 1
+                if self._silences < SILENCES_TO_TRUST:
+                    logger.warning("Watch-stream for %r is inactive, reconnecting.", self.resource)
+                elif self._silences == SILENCES_TO_TRUST:
+                    logger.info(
+                        "Watch-stream for %r: the API server sends no bookmarks; a quiet "
+                        "watch-stream is awaited until its own timeout from now on.",
+                        self.resource,
+                    )
             case Stalled():
                 logger.warning("Watch-stream for %r is inactive, reconnecting.", self.resource)
             case Expired(reason):
@@ -375,6 +408,8 @@ class Watcher:
             return line, 0.0  # no deadline to set for a line that came with an earlier one
         now = anyio.current_time()
         inactivity = self.settings.watching.inactivity_timeout or math.inf
+        if not self._bookmarked and self._silences >= SILENCES_TO_TRUST:
+            inactivity = math.inf  # no bookmarks from this server: a silence is no sign
         with anyio.move_on_after(min(inactivity, hard_deadline - now)) as scope:
             return await stream.next_line(), 0.0
         stalled = anyio.current_time() - now
@@ -389,6 +424,7 @@ class Watcher:
         version = (body.get("metadata") or {}).get("resourceVersion")
         self.state = self.state.seen(version, anyio.current_time())
         if kind == "BOOKMARK":
+            self._bookmarked = True
             return None  # only its resourceVersion counts
         if kind not in _EVENT_TYPES:
             logger.warning(

@@ -33,6 +33,7 @@ __all__ = [
     "WatchState",
     "Waited",
     "advance",
+    "quick_end",
     "outcome_of_error",
     "outcome_of_status",
     "went_back",
@@ -190,6 +191,14 @@ def went_back(ours: str | None, theirs: str) -> bool:
     return int(theirs) < int(ours)
 
 
+def quick_end(outcome: Outcome, policy: WatchPolicy) -> Failed | None:
+    """A watch-stream that ended sooner than ``policy.quick_close`` with no events, as the
+    failure it counts as (backed off, and said, like one); ``None`` for any other outcome. Pure."""
+    if isinstance(outcome, Ended) and outcome.events == 0 and outcome.seconds < policy.quick_close:
+        return Failed(f"The watch-stream closed after {outcome.seconds:.2f}s with no events.")
+    return None
+
+
 def advance(state: WatchState, outcome: Outcome, *, policy: WatchPolicy, rand: float) -> WatchState:
     """Compute the state that follows an outcome of the current phase.
 
@@ -205,9 +214,8 @@ def advance(state: WatchState, outcome: Outcome, *, policy: WatchPolicy, rand: f
             return replace(
                 state, phase=Phase.WATCHING, resource_version=version, synced=True, delay=0.0
             )
-        case Ended(events, seconds) if events == 0 and seconds < policy.quick_close:
-            error = f"The watch-stream closed after {seconds:.2f}s with no events."
-            return _backing_off(state, Failed(error), policy=policy, rand=rand)
+        case Ended() if (failure := quick_end(outcome, policy)) is not None:
+            return _backing_off(state, failure, policy=policy, rand=rand)
         case Ended():
             pause = policy.reconnect_pause
             return replace(state, phase=Phase.WATCHING, delay=pause, restarts=state.restarts + 1)

@@ -43,6 +43,7 @@ from anyop.kube.watchstate import (
     advance,
     outcome_of_error,
     outcome_of_status,
+    quick_end,
     went_back,
 )
 from anyop.settings import OperatorSettings
@@ -847,3 +848,13 @@ async def test_a_version_check_that_gets_no_answer_is_a_failure_and_is_tried_aga
     )
     assert len(cluster.probes) == 2  # the one that got no answer, then one that did
     assert watcher.state.relists == 0
+
+
+def test_a_stream_that_ends_at_once_with_nothing_is_the_failure_it_is_backed_off_as() -> None:
+    policy = WatchPolicy()
+    failure = quick_end(Ended(0, policy.quick_close / 2), policy)
+    assert isinstance(failure, Failed)
+    assert "closed after" in str(failure.error)
+    assert quick_end(Ended(0, policy.quick_close * 2), policy) is None  # a normal end
+    assert quick_end(Ended(3, 0.01), policy) is None  # it brought events
+    assert quick_end(Stalled(5.0), policy) is None
