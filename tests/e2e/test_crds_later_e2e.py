@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -15,7 +16,10 @@ from tests.e2e.test_engine_e2e import running, wait_for, wait_for_log
 
 import anyop
 import anyop.on as on
+from anyop.engine.operator.health import Health, current_health
 from anyop.handlers.registry import OperatorRegistry
+from anyop.kube.linestream import LineStream
+from anyop.kube.watch import QUIET_404S, Watcher
 from anyop.settings import OperatorSettings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("anyop_kubeconfig")]
@@ -182,3 +186,123 @@ async def test_a_deleted_crd_stops_its_watches_after_its_objects_and_a_new_one_i
     assert pinged == {"before", "after"}
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert not errors
+
+
+TWO_VERSIONS = """
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: {plural}.late.anyop.dev
+spec:
+  scope: Namespaced
+  group: late.anyop.dev
+  names: {{kind: {kind}, plural: {plural}, singular: {singular}}}
+  conversion: {{strategy: None}}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      subresources: {{status: {{}}}}
+      schema: {{openAPIV3Schema: {{type: object, x-kubernetes-preserve-unknown-fields: true}}}}
+    - name: v2
+      served: {v2_served}
+      storage: false
+      subresources: {{status: {{}}}}
+      schema: {{openAPIV3Schema: {{type: object, x-kubernetes-preserve-unknown-fields: true}}}}
+"""
+
+
+@pytest.fixture
+def watch_requests(monkeypatch: pytest.MonkeyPatch) -> list[tuple[float, str]]:
+    """When each watch request of the operator was made, and of which resource."""
+    sent: list[tuple[float, str]] = []
+    original = Watcher._stream
+
+    def counting(self: Watcher, *, initial: bool = False) -> LineStream:
+        sent.append((time.monotonic(), str(self.resource)))
+        return original(self, initial=initial)
+
+    monkeypatch.setattr(Watcher, "_stream", counting)
+    return sent
+
+
+async def test_row24_a_version_no_longer_served_is_withdrawn_and_the_others_are_unaffected(
+    api: httpx.AsyncClient,
+    anyop_namespace: str,
+    anyop_apply: Callable[[str], str],
+    caplog: pytest.LogCaptureFixture,
+    watch_requests: list[tuple[float, str]],
+) -> None:
+    """A CRD serves v1 (storage) and v2 (no conversion: the same schema); the operator handles
+    both. The CRD is changed to serve v2 no more: v2's watch is withdrawn with one line and no
+    retries (no error loop while it is gone); v1's watch goes on (the same watcher), and an
+    object created after is handled once by v1's handler, never by v2's. Both backends: the
+    withdrawal stops one resource's task while the other's runs on."""
+    caplog.set_level(logging.DEBUG, logger="anyop")
+    suffix = uuid.uuid4().hex[:8]
+    kind, plural, singular = f"Late{suffix}", f"late{suffix}s", f"late{suffix}"
+    names = {"kind": kind, "plural": plural, "singular": singular}
+    v1, v2 = f"{plural}.v1.late.anyop.dev", f"{plural}.v2.late.anyop.dev"
+    await anyio.to_thread.run_sync(anyop_apply, TWO_VERSIONS.format(**names, v2_served="true"))
+    registry = OperatorRegistry()
+    calls: list[tuple[str, str]] = []
+    health: list[Health | None] = []
+    for version in ("v1", "v2"):
+
+        @on.create("late.anyop.dev", version, plural, registry=registry, id=f"create_{version}")
+        async def create_fn(name: str, resource: anyop.Resource, **_: Any) -> str:
+            calls.append((f"create_{resource.version}", name))
+            health.append(current_health.get())
+            return "seen"
+
+    base = f"/apis/late.anyop.dev/v1/namespaces/{anyop_namespace}/{plural}"
+
+    async def create(name: str, *handlers: str) -> None:
+        body = {"apiVersion": "late.anyop.dev/v1", "kind": kind, "metadata": {"name": name}}
+        (await api.post(base, json=body)).raise_for_status()
+        done = lambda b: all(h in b.get("status", {}) for h in handlers)  # noqa: E731
+        await wait_for(api, f"{base}/{name}", done)
+
+    def watcher(resource: str) -> Any:
+        watchers = health[0].watchers.values() if health[0] else ()
+        return next((w.watcher for w in watchers if str(w.resource) == resource), None)
+
+    async with running(registry, anyop_namespace):
+        await create("before", "create_v1", "create_v2")
+        v1_watcher, since = watcher(v1), len(caplog.records)
+        changed = time.monotonic()
+        await anyio.to_thread.run_sync(anyop_apply, TWO_VERSIONS.format(**names, v2_served="false"))
+        await wait_for_log(
+            caplog, f"Stopped serving resources whose CRD is deleted or changed: {v2}."
+        )
+        withdrawn = time.monotonic()
+        await anyio.sleep(5)  # a failing watch's backoff would have retried by now, and logged
+        await create("after", "create_v1")
+        await anyio.sleep(1)  # v2's handler, if it were still served, would have run by now
+        assert watcher(v2) is None
+        assert watcher(v1) is v1_watcher  # v1's serving went on: the same watcher
+        v1_state = v1_watcher.state
+    later = [r for r in caplog.records[since:] if v2 in r.getMessage()]
+    warned = [r.getMessage() for r in caplog.records[since:] if r.levelno >= logging.WARNING]
+    v2_watches = [moment for moment, resource in watch_requests if resource == v2]
+    print(f"\nrow 24: withdrawn {withdrawn - changed:.1f} s after the change;")
+    print(f"  v2 watches since the change: {sum(m > changed for m in v2_watches)};")
+    print(f"  v1 watch restarts {v1_state.restarts}, relists {v1_state.relists}; {warned}")
+    assert sorted(calls) == [
+        ("create_v1", "after"),
+        ("create_v1", "before"),
+        ("create_v2", "before"),
+    ]
+    # A watch of v2 that the API server ended as it changed may get a 404 (said at INFO) before
+    # the withdrawal: at most QUIET_404S, and none a second after it (no retry loop).
+    streams = [r for r in later if "Watch-stream" in r.getMessage()]
+    assert all(r.levelno == logging.INFO for r in streams)
+    assert len(streams) <= QUIET_404S
+    assert sum(moment > changed for moment in v2_watches) <= QUIET_404S
+    assert sum(moment > withdrawn + 1 for moment in v2_watches) == 0
+    assert all(w.startswith("Unresolved resources cannot be served") for w in warned)
+    assert len(warned) <= 1  # v2's handler's resource is said to be gone, once
+    # kube-apiserver rebuilds the CRD's storage on the change: v1's watch ends, and its version
+    # is "too old" (410) for the new watch cache: one relist, which handles nothing again.
+    assert v1_state.relists <= 1
+    assert v1_state.failures == 0

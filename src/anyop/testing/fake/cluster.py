@@ -135,7 +135,7 @@ class FakeCluster:
         fault = self.faults.decide(request.method, request.path, watch=watch) if faults else None
         if fault is not None:
             self.trace.fault(fault.kind.value)
-            replaced = await answer_of_fault(fault, request)
+            replaced = await answer_of_fault(fault, request, current=self.store.rv)
             if replaced is not None:
                 self.trace.answer(replaced.status if isinstance(replaced, ApiResponse) else 200)
                 return replaced

@@ -1,12 +1,14 @@
 """What a struck request gets: the async shell around :mod:`anyop.testing.fake.faults`.
 
 A latency sleeps (virtual time on a fake clock) and lets the request through; the other faults
-replace the answer: a cut connection, a stalled watch, or an error ``Status``.
+replace the answer: a cut connection, a stalled watch, a watch that ends at once or whose only
+line is an ``ERROR`` event, or an error ``Status``.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import anyio
 import anyio.lowlevel
@@ -14,10 +16,10 @@ import anyio.lowlevel
 from anyop.testing.fake.api import ApiRequest, ApiResponse, is_watch
 from anyop.testing.fake.faults import ConnectionDropped, Fault, FaultKind
 from anyop.testing.fake.routes import Route, parse_path
-from anyop.testing.fake.statuses import conflict, expired, status_body
+from anyop.testing.fake.statuses import conflict, expired, status_body, too_large_version
 from anyop.testing.fake.watches import event_line
 
-__all__ = ["StalledWatch", "answer_of_fault"]
+__all__ = ["ShortWatch", "StalledWatch", "answer_of_fault"]
 
 _EXPIRED = "The resourceVersion for the provided watch is too old."
 _REASONS = {500: "InternalError", 503: "ServiceUnavailable", 504: "Timeout"}
@@ -43,11 +45,11 @@ class StalledWatch:
         self._closed.set()
 
 
-class ExpiredWatch:
-    """A watch whose only line is an ``ERROR`` event with 410 Expired."""
+class ShortWatch:
+    """A watch answered 200 that sends these lines (maybe none) and ends."""
 
-    def __init__(self) -> None:
-        self._lines = [event_line("ERROR", expired(_EXPIRED).body)]
+    def __init__(self, *lines: bytes) -> None:
+        self._lines = list(lines)
 
     def __aiter__(self) -> AsyncIterator[bytes]:
         return self
@@ -64,14 +66,17 @@ class ExpiredWatch:
 
 
 async def answer_of_fault(
-    fault: Fault, request: ApiRequest
+    fault: Fault, request: ApiRequest, *, current: int = 0
 ) -> ApiResponse | AsyncIterator[bytes] | None:
-    """The answer instead of the API's, or ``None`` to answer normally (after a latency).
+    """The answer instead of the API's, or ``None`` to answer normally (after a latency);
+    ``current`` is the store's resourceVersion (for a too-large version's message).
 
     Raises:
         ConnectionDropped: For a dropped connection.
     """
     watch = is_watch(request)
+    if watch and fault.in_stream and (status := _status_of(fault, request, current)):
+        return ShortWatch(event_line("ERROR", status))
     match fault.kind:
         case FaultKind.LATENCY:
             await anyio.sleep(fault.delay)
@@ -91,16 +96,45 @@ async def answer_of_fault(
                 f"an error on the server (injected fault {fault.code}) has prevented the request"
             )
             return ApiResponse(fault.code, status_body(fault.code, reason, message, details={}))
-        case FaultKind.EXPIRE if watch:
-            return ExpiredWatch()
-        case FaultKind.EXPIRE:
-            return ApiResponse(410, expired(_EXPIRED).body)
+        case FaultKind.EXPIRE | FaultKind.TOO_LARGE:
+            return ApiResponse(fault.code, _version_refused(fault, request, current))
+        case FaultKind.EMPTY_WATCH:
+            return ShortWatch()
         case FaultKind.CONFLICT:
             route = parse_path(request.path)
             if not isinstance(route, Route):
                 route = Route("", "", "")
             return ApiResponse(409, conflict(route.plural, route.group, route.name or "").body)
     return None
+
+
+def _status_of(fault: Fault, request: ApiRequest, current: int) -> dict[str, Any] | None:
+    """The ``Status`` of an expiry, a too-large version or a server error (``None`` for other
+    faults), as kube-apiserver shapes it in a watch's ``ERROR`` event and in an answer."""
+    match fault.kind:
+        case FaultKind.EXPIRE | FaultKind.TOO_LARGE:
+            return _version_refused(fault, request, current)
+        case FaultKind.SERVER_ERROR if fault.code == 500:
+            cause = f"injected fault {fault.code}"
+            message = f"Internal error occurred: {cause}"
+            return status_body(
+                500, "InternalError", message, details={"causes": [{"message": cause}]}
+            )
+        case FaultKind.SERVER_ERROR:
+            reason = _REASONS.get(fault.code, "InternalError")
+            message = f"{reason}: injected fault {fault.code}"
+            return status_body(fault.code, reason, message, details={})
+    return None
+
+
+def _version_refused(fault: Fault, request: ApiRequest, current: int) -> dict[str, Any]:
+    """410 Expired, or 504 "Too large resource version" as from a watch cache that lags behind
+    the version asked for (one less than it, at most ``current``)."""
+    if fault.kind is FaultKind.EXPIRE:
+        return expired(_EXPIRED).body
+    asked = request.query.get("resourceVersion", "")
+    requested = int(asked) if asked.isdigit() and int(asked) > 0 else current + 1
+    return too_large_version(requested, min(current, requested - 1)).body
 
 
 def _throttled(fault: Fault) -> ApiResponse:

@@ -34,9 +34,15 @@ class FaultKind(enum.Enum):
     THROTTLE = "throttle"
     """429 TooManyRequests with ``Retry-After`` (in the header, the ``Status`` details, or both)."""
     SERVER_ERROR = "server-error"
-    """A 5xx answer (500 InternalError by default)."""
+    """A 5xx answer (500 InternalError by default), or ``in_stream`` a watch's ``ERROR`` event."""
     EXPIRE = "expire"
-    """410 Expired: a watch gets one ``ERROR`` event, a list with a resourceVersion a 410."""
+    """410 Expired: a watch gets one ``ERROR`` event (or, not ``in_stream``, a 410 answer), a
+    list a 410 answer."""
+    TOO_LARGE = "too-large"
+    """504 "Too large resource version" (cause ``ResourceVersionTooLarge``): a watch gets one
+    ``ERROR`` event (or, not ``in_stream``, a 504 answer), a list a 504 answer."""
+    EMPTY_WATCH = "empty-watch"
+    """A watch answered 200 that ends at once, without a line."""
     CONFLICT = "conflict"
     """409 Conflict for a write, which is not applied."""
 
@@ -51,6 +57,7 @@ class Fault:
     retry_after: int = 0
     retry_after_header: bool = True
     retry_after_details: bool = True
+    in_stream: bool = False
 
     @classmethod
     def latency(cls, seconds: float) -> Fault:
@@ -86,16 +93,36 @@ class Fault:
         )
 
     @classmethod
-    def server_error(cls, code: int = 500) -> Fault:
-        """Answer with a 5xx status."""
+    def server_error(cls, code: int = 500, *, in_stream: bool = False) -> Fault:
+        """Answer with a 5xx status; ``in_stream``: a watch is answered 200 and its only line is
+        an ``ERROR`` event with that ``Status`` (500: reason ``InternalError``, message "Internal
+        error occurred: ...", as kube-apiserver reports a failure of its storage to a watch that
+        has begun); other requests get the 5xx answer either way."""
         if not 500 <= code <= 599:
             raise ValueError(f"A server error's code is 5xx, not {code!r}.")
-        return cls(FaultKind.SERVER_ERROR, code=code)
+        return cls(FaultKind.SERVER_ERROR, code=code, in_stream=in_stream)
 
     @classmethod
-    def expire(cls) -> Fault:
-        """Answer 410 Expired (as a watch's ``ERROR`` event for watches)."""
-        return cls(FaultKind.EXPIRE, code=410)
+    def expire(cls, *, in_stream: bool = True) -> Fault:
+        """Answer 410 Expired: a watch as its only ``ERROR`` event (kube-apiserver's way), or,
+        with ``in_stream=False``, as the answer to the watch request itself (which a client must
+        take the same way); a list as its answer."""
+        return cls(FaultKind.EXPIRE, code=410, in_stream=in_stream)
+
+    @classmethod
+    def too_large(cls, *, in_stream: bool = True) -> Fault:
+        """Answer 504 Timeout "Too large resource version: N, current: M" (``details.causes``:
+        ``ResourceVersionTooLarge``; ``retryAfterSeconds``: 1), as a watch cache that lags
+        behind the version asked for: a watch as its only ``ERROR`` event (kube-apiserver's way),
+        or, with ``in_stream=False``, as the answer to the watch request; a list as its answer.
+        Only GETs are struck."""
+        return cls(FaultKind.TOO_LARGE, code=504, in_stream=in_stream)
+
+    @classmethod
+    def empty_watch(cls) -> Fault:
+        """Answer a watch 200 and end it at once, without a line (as a proxy that closes long
+        requests may). Only watches are struck."""
+        return cls(FaultKind.EMPTY_WATCH)
 
     @classmethod
     def conflict(cls) -> Fault:
@@ -104,6 +131,7 @@ class Fault:
 
 
 _WRITES = ("POST", "PUT", "PATCH", "DELETE")
+_READS_ONLY = (FaultKind.EXPIRE, FaultKind.TOO_LARGE)
 SEEDED_FAULTS = (
     Fault.latency(0.5),
     Fault.drop(),
@@ -122,7 +150,8 @@ class Rule:
 
     Attributes:
         fault: What happens.
-        method: Only requests of this HTTP method (``None``: any; a conflict only hits writes).
+        method: Only requests of this HTTP method (``None``: any; a conflict only hits writes,
+            an expiry or a too-large version only GETs, an empty watch only watches).
         path: Only requests whose path contains this text (``None``: any).
         watch: Only watches (``True``), only other requests (``False``), or both (``None``).
         after: Let this many matching requests pass first.
@@ -152,7 +181,9 @@ class Rule:
             return False
         if self.fault.kind is FaultKind.CONFLICT and method not in _WRITES:
             return False
-        if self.fault.kind is FaultKind.EXPIRE and method != "GET":
+        if self.fault.kind in _READS_ONLY and method != "GET":
+            return False
+        if self.fault.kind is FaultKind.EMPTY_WATCH and not watch:
             return False
         if self.path is not None and self.path not in path:
             return False
@@ -229,8 +260,12 @@ class FaultPlan:
         return rules
 
     def clear(self) -> None:
-        """Remove every rule (what struck stays in :attr:`struck`)."""
+        """Remove every rule (what struck stays in :attr:`struck`); rules added later count
+        their requests from zero."""
         self._rules.clear()
+        self._seen.clear()
+        self._matched.clear()
+        self._hits.clear()
 
     def decide(self, method: str, path: str, *, watch: bool) -> Fault | None:
         """The fault for this request, if one strikes (and count it)."""

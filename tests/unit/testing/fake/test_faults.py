@@ -26,6 +26,17 @@ def test_a_scripted_fault_strikes_after_the_first_requests_and_only_so_often() -
     assert plan.decide("POST", CMS, watch=False) is None
 
 
+def test_a_rule_added_after_clearing_counts_its_requests_from_zero() -> None:
+    plan = FaultPlan()
+    plan.script(Fault.server_error(503), times=None)
+    assert plan.decide("GET", CMS, watch=True) == Fault.server_error(503)
+    plan.clear()
+    plan.script(Fault.expire(), times=1)  # the same place in the list as the cleared rule
+    decided = [plan.decide("GET", CMS, watch=True) for _ in range(2)]
+    assert decided == [Fault.expire(), None]
+    assert len(plan.struck) == 2
+
+
 def test_conflicts_strike_only_writes_and_expiries_only_reads() -> None:
     plan = FaultPlan()
     plan.script(Fault.conflict(), times=None)
