@@ -137,13 +137,22 @@ def fake() -> TimedCluster:
 
 
 @asynccontextmanager
-async def served(fake: FakeCluster, registry: OperatorRegistry) -> AsyncIterator[RunningOperator]:
-    """The operator, serving the namespace through the faults; the handle's client is spared."""
+async def served(
+    fake: FakeCluster,
+    registry: OperatorRegistry,
+    settings: anyop.OperatorSettings | None = None,
+    *,
+    namespace: str = NAMESPACE,
+) -> AsyncIterator[RunningOperator]:
+    """The operator, serving the namespace through the faults; the handle's client is spared.
+    (The other FakeCluster files of the fault matrix use it too.)"""
     vault = await fake.vault()
     with fake.routed():
         async with (
             fake.client(faults=False, timeout=30) as api,
-            open_operator(registry, namespace=NAMESPACE, api=api, vault=vault) as operator,
+            open_operator(
+                registry, namespace=namespace, api=api, vault=vault, settings=settings
+            ) as operator,
         ):
             yield operator
 

@@ -33,6 +33,7 @@ from typing import Any
 import anyio
 import pytest
 from tests.e2e.test_fake_faults_e2e import CRD, anyio_backend, errors  # noqa: F401 (a fixture)
+from tests.e2e.test_fake_faults_e2e import served as fake_served
 
 import anyop
 from anyop.engine.operator.health import Health, current_health
@@ -43,7 +44,7 @@ from anyop.testing import FakeCluster, Fault
 from anyop.testing.fake.api import ApiRequest, ApiResponse, is_watch
 from anyop.testing.fake.fault_answers import answer_of_fault
 from anyop.testing.fake.faults import Rule
-from anyop.testing.handle import RunningOperator, open_operator
+from anyop.testing.handle import RunningOperator
 
 pytestmark = pytest.mark.anyio
 
@@ -191,16 +192,9 @@ def ledgered() -> tuple[OperatorRegistry, Ledger]:
 async def served(
     fake: FakeCluster, registry: OperatorRegistry, settings: anyop.OperatorSettings
 ) -> AsyncIterator[RunningOperator]:
-    """The operator, serving the namespace; the handle's client is spared the faults."""
-    vault = await fake.vault()
-    with fake.routed():
-        async with (
-            fake.client(faults=False, timeout=30) as api,
-            open_operator(
-                registry, namespace=NAMESPACE, api=api, vault=vault, settings=settings
-            ) as operator,
-        ):
-            yield operator
+    """The operator, serving this file's namespace (see ``test_fake_faults_e2e.served``)."""
+    async with fake_served(fake, registry, settings, namespace=NAMESPACE) as operator:
+        yield operator
 
 
 async def until(condition: Callable[[], bool]) -> None:
