@@ -12,6 +12,9 @@ advances it by the event loop's own clock (:func:`anyio.current_time`, monotonic
   (:func:`anyop.storage.progress_records.clamp_to_clock`).
 - On virtual time (Trio's ``MockClock``, or a test loop with a fake clock) the wall clock moves
   with the virtual one, so a retry written 60 seconds ahead is due 60 virtual seconds later.
+- While the machine is suspended (a laptop, a VM), the loop's monotonic clock stands still;
+  the time it slept (where the system counts it: Linux's ``CLOCK_BOOTTIME``) is added, so the
+  times written after it are not behind those of other replicas.
 
 Outside an event loop (a sync helper, a thread) it is the system's clock.
 
@@ -24,11 +27,12 @@ Caveats:
 from __future__ import annotations
 
 import datetime
+import time
 import weakref
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["LoopClock", "system_now", "use_loop_clock", "utcnow"]
+__all__ = ["LoopClock", "suspended", "system_now", "use_loop_clock", "utcnow"]
 
 LoopClock = Callable[[], "tuple[Any, float] | None"]
 """The running event loop (anything weak-referenceable that identifies it) and its time now, or
@@ -45,11 +49,21 @@ def _no_loop() -> tuple[Any, float] | None:
     return None
 
 
+def suspended() -> float:
+    """Seconds the machine has been suspended since it booted, where the system says
+    (``CLOCK_BOOTTIME`` counts them, ``CLOCK_MONOTONIC`` does not); ``0.0`` elsewhere."""
+    boottime = getattr(time, "CLOCK_BOOTTIME", None)
+    if boottime is None:
+        return 0.0
+    return time.clock_gettime(boottime) - time.monotonic()
+
+
 _loop_clock: LoopClock = _no_loop
-_anchors: weakref.WeakKeyDictionary[Any, tuple[float, datetime.datetime]] = (
+_anchors: weakref.WeakKeyDictionary[Any, tuple[float, datetime.datetime, float]] = (
     weakref.WeakKeyDictionary()
 )
-"""Per event loop: its time and the system's when it first asked."""
+"""Per event loop: its time, the system's wall clock and :func:`suspended` when it first
+asked."""
 
 
 def use_loop_clock(clock: LoopClock) -> None:
@@ -68,6 +82,9 @@ def utcnow() -> datetime.datetime:
     loop, now = running
     anchor = _anchors.get(loop)
     if anchor is None:
-        anchor = _anchors[loop] = (now, system_now())
-    started, wall = anchor
-    return wall + datetime.timedelta(seconds=now - started)
+        anchor = _anchors[loop] = (now, system_now(), suspended())
+    started, wall, asleep = anchor
+    # The loop's clock stands still while the machine sleeps (a suspended laptop or VM): the
+    # wall clock does not, and other replicas read the times written here against theirs.
+    slept = max(0.0, suspended() - asleep)
+    return wall + datetime.timedelta(seconds=now - started + slept)

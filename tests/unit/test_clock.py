@@ -56,3 +56,15 @@ async def test_on_virtual_time_it_moves_with_the_virtual_clock() -> None:
     await anyio.sleep(3600)  # an hour of virtual time, none of wall time
     elapsed = utcnow() - before
     assert HOUR <= elapsed < HOUR + SLACK
+
+
+@pytest.mark.anyio
+async def test_the_time_the_machine_slept_is_added(monkeypatch: pytest.MonkeyPatch) -> None:
+    import anyop.clock
+
+    asleep = anyop.clock.suspended()
+    before = utcnow()
+    # The machine slept an hour: the loop's monotonic clock did not move, the wall clock did.
+    monkeypatch.setattr(anyop.clock, "suspended", lambda: asleep + 3600)
+    after = utcnow()
+    assert HOUR <= after - before < HOUR + SLACK

@@ -10,6 +10,13 @@ uid, the handler's id, the object's generation, the cause's reason and the essen
 from and to. Nothing of the process (no clock, no random) goes into it, so the next process
 derives the same key for the same change. A different change (another generation, another
 essence) gets another key, even a change of labels only, which leaves the generation as it is.
+
+Caveats:
+    Changes that do not move the generation (labels, annotations) and come back to a state
+    handled before get that change's key again: labels ``x`` to ``y``, back to ``x``, then to
+    ``y`` again is the first change's key. And a change made while a handler still retries is
+    a new change: the retries after it get a new key. Where that matters, make the key of the
+    side effect from the key and what the side effect itself is about.
 """
 
 from __future__ import annotations

@@ -46,6 +46,11 @@ class Reservation:
         """Whether the place counts now."""
         return self._held
 
+    @property
+    def owner(self) -> InFlight | None:
+        """The count it is a place of, until a request takes it or it is released."""
+        return self._in_flight
+
     def take(self, in_flight: InFlight) -> bool:
         """Turn the place into a request of ``in_flight`` (only once, only of that count)."""
         if self._in_flight is not in_flight:
@@ -134,6 +139,12 @@ class InFlight:
         """Hold a place for a request about to be sent (by a cycle that is starting)."""
         self.reserved += 1
         return Reservation(self)
+
+    def holds_place_here(self) -> bool:
+        """Whether the running code holds a place of this count, counted now (a cycle started
+        off the queue that has sent no request yet): its own place is room for it."""
+        claim = _CLAIM.get()
+        return claim is not None and claim.held and claim.owner is self
 
     def __enter__(self) -> None:
         claim = _CLAIM.get()

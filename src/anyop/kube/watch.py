@@ -211,6 +211,8 @@ class Watcher:
 
     def _report(self, outcome: Outcome) -> None:
         outcome = quick_end(outcome, self._policy) or outcome  # said as the failure it counts as
+        if isinstance(outcome, Failed):
+            self._silences = 0  # troubles of the network: its silences prove nothing of the server
         match outcome:
             case Stalled() if not self._bookmarked:
                 self._silences += 1

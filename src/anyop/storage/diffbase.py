@@ -239,7 +239,7 @@ def _check_fits(
     of the value written to the first key of ``more``)."""
     size = _annotations_size(body, patch, more)
     if size > ANNOTATIONS_LIMIT:
-        key, value = next((k, v) for k, v in more.items() if v is not None)
+        key, value = next(((k, v) for k, v in more.items() if v is not None), ("", ""))
         raise EssenceTooLargeError(
             f"{what.format(n=len(value.encode()))} into the annotation {key!r}: "
             f"all annotations together would be {size} bytes, above Kubernetes' "

@@ -14,7 +14,7 @@ from anyop.engine.cycle.object_memories import Memories
 from anyop.engine.cycle.object_slots import Backpressure, CycleResult, ObjectSlot, SlotState
 from anyop.engine.object_groups import ObjectHosts
 from anyop.engine.resource.workers import ObjectWorkers
-from anyop.kube.inflight import InFlight
+from anyop.kube.inflight import InFlight, claiming
 
 pytestmark = [pytest.mark.anyio, pytest.mark.fake_time]
 
@@ -474,3 +474,59 @@ async def test_cancelling_an_object_stops_its_cycle_and_its_group_and_it_is_hand
             cycle.release = None
             workers.dispatch(body("a", 2))
     assert cycle.seen == [("a", 1), ("a", 2)]
+
+
+async def test_a_quiet_cycle_of_a_handed_over_object_leaves_no_slot_behind() -> None:
+    cycle = Recorder(CycleResult(quiet=True), CycleResult(quiet=True))
+    cycle.hold()
+    with anyio.fail_after(DEADLINE):
+        async with anyio.create_task_group() as tg:
+            workers = ObjectWorkers(cycle, tg, idle_timeout=DEADLINE * 10)
+            first = workers.dispatch(body("a", 1))
+            await cycle.entered.wait()
+            workers.release("a")  # handed over mid-cycle; the cycle then writes nothing
+            assert cycle.release is not None
+            cycle.release.set()
+            await anyio.wait_all_tasks_blocked()
+            assert "a" not in workers.slots  # gone as a hand-over, not left idle and leaving
+            cycle.release = None
+            again = workers.dispatch(body("a", 2))  # given back later: a fresh slot, handled
+            await cycle.until(2)
+    assert again is not first
+    assert cycle.seen == [("a", 1), ("a", 2)]
+
+
+async def test_workers_that_wait_for_the_worker_limit_hold_no_place_in_flight() -> None:
+    in_flight = InFlight()
+    cycle = Requesting(in_flight)
+    with anyio.fail_after(DEADLINE):
+        async with anyio.create_task_group() as tg:
+            workers = ObjectWorkers(
+                cycle,
+                tg,
+                idle_timeout=0,
+                limiter=anyio.CapacityLimiter(1),
+                backpressure=Backpressure(in_flight, 4),
+            )
+            for number in range(10):
+                workers.dispatch(body(f"o{number}", 1))
+            while in_flight.count < 1:
+                await anyio.lowlevel.checkpoint()
+            await anyio.wait_all_tasks_blocked()
+            # One runs (its request in flight); the others started wait for the limiter and
+            # hold no place: other resources' objects are not kept waiting behind them.
+            assert in_flight.load == 1
+            cycle.release.set()
+    assert len(cycle.started) == 10
+    assert in_flight.load == 0
+
+
+async def test_a_cycle_started_off_the_queue_has_its_own_place_as_room() -> None:
+    in_flight = InFlight()
+    backpressure = Backpressure(in_flight, 1)
+    with claiming(backpressure.reserve()):
+        assert backpressure.room == 0  # full: its own place
+        assert backpressure.room_here == 1  # ...which is room for it
+        with in_flight:
+            assert backpressure.room_here == 0  # taken by its request
+    assert backpressure.room == 1

@@ -84,6 +84,11 @@ class Backpressure:
         """Hold a place for the first request of a worker started now."""
         return self.in_flight.reserve()
 
+    @property
+    def room_here(self) -> int:
+        """The room for the running cycle: its own place, if it holds one, is room for it."""
+        return self.room + (1 if self.in_flight.holds_place_here() else 0)
+
     async def eased(self) -> None:
         """Return once new workers may start (at once, with no checkpoint, if they may now)."""
         await self.in_flight.below(self.level)

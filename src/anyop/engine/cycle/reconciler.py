@@ -372,7 +372,7 @@ class Reconciler(HandlerCalls, StateRecords):
         if slot.deferred:
             slot.deferred = False
             return False
-        if self.backpressure is None or self.backpressure.room > 0:
+        if self.backpressure is None or self.backpressure.room_here > 0:
             return False
         slot.deferred = True
         return True

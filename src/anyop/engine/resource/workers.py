@@ -283,7 +283,12 @@ class ObjectWorkers:
                         slot.last = None
                         self._enqueue(slot, seen=True)
                         return
-                    if result.quiet and result.delay is None and slot.pending is None:
+                    if (
+                        result.quiet
+                        and result.delay is None
+                        and slot.pending is None
+                        and not self._leaving(slot)  # a hand-over ends as one (below)
+                    ):
                         slot.state = SlotState.IDLE  # nothing to wait for: no idle worker
                         slot.last = None
                         return
@@ -340,8 +345,15 @@ class ObjectWorkers:
 
     async def _run_cycle(self, slot: ObjectSlot, body: Mapping[str, Any]) -> CycleResult:
         reservation, slot.reservation = slot.reservation, None
-        with claiming(reservation):  # its first request takes the place held at its start
-            if self._limiter is None:
+        if self._limiter is None:
+            with claiming(reservation):  # its first request takes the place held at its start
                 return await self._cycle(slot, body)
-            async with self._limiter:
+        if reservation is not None:
+            # Waiting for a worker slot of this resource is no request: the place would keep
+            # other resources' objects waiting behind this resource's backlog.
+            reservation.pause()
+        async with self._limiter:
+            if reservation is not None:
+                reservation.resume()
+            with claiming(reservation):
                 return await self._cycle(slot, body)
