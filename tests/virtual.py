@@ -8,14 +8,16 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import anyio
 import anyio._backends._asyncio
 import pytest
 import sniffio
+import trio
 import trio.lowlevel
 
 from anyop.testing.fake_time import virtual_time
 
-__all__ = ["now", "virtual_backend"]
+__all__ = ["now", "run_virtual", "virtual_backend"]
 
 
 async def _wait_all_tasks_blocked() -> None:
@@ -57,3 +59,13 @@ def now() -> float:
         return _clock()
     _clock = clock
     return clock()
+
+
+def run_virtual(
+    fn: Callable[..., Any], *args: Any, backend: str, autojump_threshold: float = 0.0
+) -> Any:
+    """``fn(*args)`` in an event loop of its own on virtual time (see :func:`virtual_time`)."""
+    name, options = virtual_time(backend, autojump_threshold=autojump_threshold)
+    if name == "trio":
+        return trio.run(fn, *args, **options)  # AnyIO before 4.14 gives Trio no options
+    return anyio.run(fn, *args, backend=name, backend_options=options)

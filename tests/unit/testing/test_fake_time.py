@@ -8,6 +8,7 @@ import time
 import anyio
 import anyio.to_thread
 import pytest
+from tests.virtual import run_virtual
 
 from anyop.testing import FakeTimeLoop, virtual_time
 
@@ -19,9 +20,8 @@ def test_an_hour_passes_at_once(backend: str) -> None:
         await anyio.sleep(3600)
         return anyio.current_time() - started
 
-    name, options = virtual_time(backend)
     wall = time.monotonic()
-    assert anyio.run(main, backend=name, backend_options=options) == pytest.approx(3600)
+    assert run_virtual(main, backend=backend) == pytest.approx(3600)
     assert time.monotonic() - wall < 2
 
 
@@ -39,8 +39,7 @@ def test_the_threshold_waits_for_a_thread_before_the_clock_jumps(
             tg.cancel_scope.cancel()
         return done < 1  # the thread was waited for, or the clock jumped past the deadline
 
-    name, options = virtual_time(backend, autojump_threshold=threshold)
-    assert anyio.run(main, backend=name, backend_options=options) is in_time
+    assert run_virtual(main, backend=backend, autojump_threshold=threshold) is in_time
 
 
 def test_other_backends_and_negative_thresholds_are_refused() -> None:

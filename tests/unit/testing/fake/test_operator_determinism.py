@@ -12,11 +12,12 @@ from typing import Any
 import anyio
 import pytest
 import trio
+from tests.virtual import run_virtual
 
 import anyop
 from anyop.handlers.registry import OperatorRegistry
 from anyop.kube.resources import Resource
-from anyop.testing import FakeCluster, Fault, virtual_time
+from anyop.testing import FakeCluster, Fault
 from anyop.testing.handle import open_operator
 
 KEX = Resource("kopf.dev", "v1", "kopfexamples", kind="KopfExample")
@@ -82,8 +83,8 @@ def run_on(backend: str, seed: int) -> tuple[str, Counter[tuple[str, str]]]:
     """:func:`run` in an event loop of its own, on an autojumping fake clock from 0."""
     if backend == "trio":
         trio._core._run._r.seed(seed)
-    backend, options = virtual_time(backend)
-    return anyio.run(run, seed, backend=backend, backend_options=options)
+    result: tuple[str, Counter[tuple[str, str]]] = run_virtual(run, seed, backend=backend)
+    return result
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
