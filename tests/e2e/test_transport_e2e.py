@@ -138,7 +138,14 @@ async def test_an_inactive_watch_raises_read_timeout(
 ) -> None:
     path = f"/api/v1/namespaces/{anyop_namespace}/configmaps"
     version = (await kube.get(path)).json()["metadata"]["resourceVersion"]
-    params = {"watch": "1", "resourceVersion": version, "timeoutSeconds": "30"}
+    # No object can match (not the namespace's kube-root-ca.crt, which the controllers add
+    # about now): nothing comes, and the read times out.
+    params = {
+        "watch": "1",
+        "resourceVersion": version,
+        "timeoutSeconds": "30",
+        "fieldSelector": "metadata.name=nothing-by-this-name",
+    }
     timeout = httpx.Timeout(30, read=0.5)
     with anyio.fail_after(15):
         async with kube.stream("GET", path, params=params, timeout=timeout) as response:

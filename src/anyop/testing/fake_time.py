@@ -17,6 +17,10 @@ wait that long in real time for the thread or the socket before it jumps.
 Caveats:
     Anything that takes longer than the threshold outside the event loop sees the clock jump
     past its deadlines, as it would under Trio's ``MockClock``.
+
+    ``anyio.run(fn, backend="trio", backend_options=...)`` gives Trio no options before AnyIO
+    4.14: there, call ``trio.run(fn, **options)``. The ``anyio_backend`` fixture passes them
+    on every AnyIO that anyop supports.
 """
 
 from __future__ import annotations
