@@ -27,13 +27,11 @@ import math
 import tracemalloc
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import pytest
-from tests.e2e.test_fake_faults_e2e import CRD, anyio_backend, errors  # noqa: F401 (a fixture)
-from tests.e2e.test_fake_faults_e2e import served as fake_served
+from tests.e2e.test_fake_faults_e2e import CRD, anyio_backend, errors, served  # noqa: F401 (a fixture)
 
 import anyop
 from anyop.engine.operator.health import Health, current_health
@@ -44,7 +42,6 @@ from anyop.testing import FakeCluster, Fault
 from anyop.testing.fake.api import ApiRequest, ApiResponse, is_watch
 from anyop.testing.fake.fault_answers import answer_of_fault
 from anyop.testing.fake.faults import Rule
-from anyop.testing.handle import RunningOperator
 
 pytestmark = pytest.mark.anyio
 
@@ -188,15 +185,6 @@ def ledgered() -> tuple[OperatorRegistry, Ledger]:
     return registry, ledger
 
 
-@asynccontextmanager
-async def served(
-    fake: FakeCluster, registry: OperatorRegistry, settings: anyop.OperatorSettings
-) -> AsyncIterator[RunningOperator]:
-    """The operator, serving this file's namespace (see ``test_fake_faults_e2e.served``)."""
-    async with fake_served(fake, registry, settings, namespace=NAMESPACE) as operator:
-        yield operator
-
-
 async def until(condition: Callable[[], bool]) -> None:
     with anyio.fail_after(WAIT):
         while not condition():
@@ -258,7 +246,7 @@ async def test_row38_ten_thousand_objects_at_startup_are_listed_in_pages_and_han
     assert level is not None
     tracemalloc.start()
     try:
-        async with served(fake, registry, settings) as operator:
+        async with served(fake, registry, settings, namespace=NAMESPACE) as operator:
             quiet()
             await until(lambda: ledger.settled("create_fn", count))
             listed, started = [s for s in fake.sent if s.lists], fake.sent[0].time
@@ -325,7 +313,7 @@ async def test_row40_a_herd_after_a_relist_stays_within_the_limits_and_is_refuse
     level = settings.queueing.max_requests_in_flight
     assert level is not None
     fake, (registry, ledger) = metered(HERD, apf=level), ledgered()
-    async with served(fake, registry, settings) as operator:
+    async with served(fake, registry, settings, namespace=NAMESPACE) as operator:
         quiet()
         await until(lambda: ledger.settled("create_fn", HERD))
         started_most, fake.most_running = fake.most_running, 0

@@ -26,13 +26,11 @@ import itertools
 import logging
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import pytest
-from tests.e2e.test_fake_faults_e2e import CRD, anyio_backend, errors  # noqa: F401 (a fixture)
-from tests.e2e.test_fake_faults_e2e import served as fake_served
+from tests.e2e.test_fake_faults_e2e import CRD, anyio_backend, errors, served  # noqa: F401 (a fixture)
 
 import anyop
 from anyop.engine.operator.health import Health, current_health
@@ -196,15 +194,6 @@ def watching(server_timeout: float | None = 30) -> anyop.OperatorSettings:
     return settings
 
 
-@asynccontextmanager
-async def served(
-    fake: FakeCluster, registry: OperatorRegistry, settings: anyop.OperatorSettings
-) -> AsyncIterator[RunningOperator]:
-    """The operator, serving this file's namespace (see ``test_fake_faults_e2e.served``)."""
-    async with fake_served(fake, registry, settings, namespace=NAMESPACE) as operator:
-        yield operator
-
-
 async def until(condition: Callable[[], bool]) -> float:
     """Wait until the condition holds; return when it did (virtual seconds)."""
     with anyio.fail_after(WAIT):
@@ -250,7 +239,7 @@ async def test_row10_a_410_answer_to_the_watch_relists_in_pages_and_deletes_what
     comes, synthetic, to the event handler; the engine's view equals the store."""
     count = 600
     fake, (registry, ledger) = cluster(count), ledgered()
-    async with served(fake, registry, watching()) as operator:
+    async with served(fake, registry, watching(), namespace=NAMESPACE) as operator:
         logging.getLogger("anyop").setLevel(logging.INFO)  # 600 objects' DEBUG records
         await until(lambda: ledger.handled("create_fn") == count and ledger.settled(fake))
         fake.faults.script(Fault.server_error(503), path=PATH, watch=True, times=None)
@@ -290,7 +279,7 @@ async def test_row12_error_500_events_back_off_and_watch_again_from_the_same_ver
     an object changes and one is created. Each failure is backed off (0.8 s, 1.6 s, 3.2 s
     ± 20 %), and every watch that follows asks for the same resourceVersion: no relist."""
     fake, (registry, ledger) = cluster(), ledgered()
-    async with served(fake, registry, watching()) as operator:
+    async with served(fake, registry, watching(), namespace=NAMESPACE) as operator:
         await until(lambda: ledger.handled("create_fn") == len(EARLY) and ledger.settled(fake))
         watcher = ledger.watched().watcher
         error = Fault.server_error(500, in_stream=True)
@@ -326,7 +315,7 @@ async def test_row13_a_too_large_version_relists_with_no_version(in_stream: bool
     created meanwhile. The watcher lists anew at once, asking for no resourceVersion, and
     watches from the list's; the relist handles the changes only."""
     fake, (registry, ledger) = cluster(), ledgered()
-    async with served(fake, registry, watching()) as operator:
+    async with served(fake, registry, watching(), namespace=NAMESPACE) as operator:
         await until(lambda: ledger.handled("create_fn") == len(EARLY) and ledger.settled(fake))
         fake.faults.script(Fault.too_large(in_stream=in_stream), path=PATH, watch=True)
         await until(lambda: struck(fake) >= 1)
@@ -351,7 +340,7 @@ async def test_row14_watches_that_end_at_once_are_backed_off_not_hammered() -> N
     changes and one is created meanwhile. The watch requests come at the backoff's pace (capped
     at 30 s ± 20 %), no list is sent; once watches work again, the changes are handled."""
     fake, (registry, ledger) = cluster(), ledgered()
-    async with served(fake, registry, watching()) as operator:
+    async with served(fake, registry, watching(), namespace=NAMESPACE) as operator:
         await until(lambda: ledger.handled("create_fn") == len(EARLY) and ledger.settled(fake))
         fake.faults.script(Fault.empty_watch(), path=PATH, watch=True, times=None)
         await until(lambda: struck(fake) >= 1)
@@ -398,7 +387,7 @@ async def quiet_hour(fake: WatchedCluster, *, minutes: int = 60) -> tuple[QuietH
     config maps are created every five minutes (the store's version moves on); the liveness
     probe is read every minute. The server's watch timeouts are anyop's (240-290 s)."""
     registry, ledger = ledgered()
-    async with served(fake, registry, watching(None)) as operator:
+    async with served(fake, registry, watching(None), namespace=NAMESPACE) as operator:
         await until(lambda: ledger.handled("create_fn") == len(EARLY) and ledger.settled(fake))
         last_change = max(rv for _, rv in fake.stored().values())
         health, started, probes = ledger.health, anyio.current_time(), []
@@ -472,7 +461,7 @@ async def test_row15_a_quiet_hour_without_bookmarks_rewatches_only_at_the_server
 async def test_row14_each_watch_that_ends_at_once_is_logged_as_a_failure() -> None:
     """Backed off like a failure, and said like one: a WARNING per watch that ended at once."""
     fake, (registry, ledger) = cluster(), ledgered()
-    async with served(fake, registry, watching()) as operator:
+    async with served(fake, registry, watching(), namespace=NAMESPACE) as operator:
         await until(lambda: ledger.handled("create_fn") == len(EARLY) and ledger.settled(fake))
         fake.faults.script(Fault.empty_watch(), path=PATH, watch=True, times=None)
         await until(lambda: struck(fake) >= 1)
