@@ -56,6 +56,7 @@ __all__ = [
     "live_members",
     "member_body",
     "owner",
+    "renewed_since",
 ]
 
 GROUP_LABEL = "anyop.dev/shard-group"
@@ -180,6 +181,22 @@ def live_members(
         if now < sighting.since + max(member.duration, 1):
             live.append(member)
     return live, sightings
+
+
+def renewed_since(live: Iterable[Member], baseline: Mapping[str, str], *, me: str) -> bool:
+    """Whether every other live member has written its Lease since ``baseline`` was listed.
+
+    Args:
+        live: The live members as just listed.
+        baseline: The resourceVersion of each Lease (by name) in this replica's first listing
+            after its own Lease was written (a Lease absent there was created since).
+        me: This replica's identity (its own Lease is not asked about).
+
+    A member's acknowledgement counts for a replica that has just joined (or joined again) only
+    if it was written after that listing: an older one may come from a step that had not seen
+    the joiner yet, or that had counted it out and is about to take its objects.
+    """
+    return all(m.identity == me or baseline.get(m.name) != m.resource_version for m in live)
 
 
 def member_body(

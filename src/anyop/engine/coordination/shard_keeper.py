@@ -36,6 +36,7 @@ from anyop.sharding import (
     lease_name,
     live_members,
     member_body,
+    renewed_since,
 )
 
 __all__ = ["STALE_FACTOR", "ShardKeeper", "hold_shard"]
@@ -80,6 +81,7 @@ class ShardKeeper:
         self.ack: str | None = None  # what our Lease says, as last written
         self.members = 1
         self._seen: dict[str, Observation] = {}
+        self._baseline: dict[str, str] | None = None  # the first listing after our write
 
     @property
     def where(self) -> str:
@@ -87,14 +89,22 @@ class ShardKeeper:
         return f"{self.namespace}/{self.settings.group}"
 
     async def step(self) -> None:
-        """List the members, sweep, renew our Lease, and activate the view if all agree."""
+        """List the members, sweep, renew our Lease, and activate the view if all agree.
+
+        A view is activated only from a listing that started after our Lease was written (a
+        member that wrote its Lease before is in it), only once every other member has
+        written its Lease since our first such listing (its acknowledgement was written after
+        it could see us), and only while our fence lets us serve.
+        """
         started = anyio.current_time()
+        registered = self.version is not None  # our Lease exists since before this listing
         listed = await self.client.list(
             LEASES, namespace=self.namespace, label_selector=f"{GROUP_LABEL}={self.settings.group}"
         )
         members = [m for m in map(Member.from_body, listed.items) if m is not None]
         live, self._seen = live_members(members, self._seen, now=started)
         await self._forget_stale(members, started)
+        fresh = self._fresh(live, members, registered=registered)
         others = {m.identity: m.ack for m in live if m.identity != self.shard.me}
         if self.shard.retarget(others):
             view = self.shard.state.target
@@ -106,17 +116,36 @@ class ShardKeeper:
         clean = self.shard.sweep()
         ack = self.shard.state.target.digest if clean else self.ack
         await self._renew(ack)
+        lapsed = self.gate.fence < anyio.current_time()  # we may have been counted out
+        if lapsed:
+            self._lapsed()
         self.gate.fence_until(started + self.settings.renew_deadline)
-        if self.shard.state.may_activate({**others, self.shard.me: self.ack}):
+        acks = {**others, self.shard.me: self.ack}
+        if fresh and not lapsed and self.gate.leading() and self.shard.state.may_activate(acks):
             self.shard.activate()
             logger.info(
                 f"Serving {self.shard.size} objects now as 1 of {self.members} members of "
                 f"{self.where}."
             )
 
+    def _fresh(self, live: list[Member], members: list[Member], *, registered: bool) -> bool:
+        """Whether this listing may activate a view: see :meth:`step`."""
+        if not registered:
+            self._baseline = None
+            return False
+        if self._baseline is None:
+            self._baseline = {m.name: m.resource_version for m in members}
+            return False
+        return renewed_since(live, self._baseline, me=self.shard.me)
+
+    def _unregistered(self) -> None:
+        """Our Lease must be written anew before a listing may activate a view again."""
+        self.version = None
+        self._baseline = None
+
     def conflicted(self) -> None:
         """Our Lease changed meanwhile: the next step reads it anew."""
-        self.version = None
+        self._unregistered()
         logger.debug(f"The shard Lease of {self.shard.me!r} changed meanwhile; will retry.")
 
     def failed(self, error: AnyopError) -> None:
@@ -124,15 +153,23 @@ class ShardKeeper:
         logger.warning(f"The shard group {self.where} failed; will retry: {error}")
 
     def check_fence(self) -> None:
-        """Say so if the fence has passed without a renewal (the gate stops the work itself),
-        and handle nothing until every member acknowledges a view again."""
-        if self.gate.fence < anyio.current_time() < math.inf and self.version is not None:
-            self.shard.state.deactivate()
+        """Once the fence has passed without a renewal (the gate stops the work itself), handle
+        nothing until every member acknowledges a view again (see :meth:`_lapsed`); read our
+        Lease anew at the next step."""
+        if anyio.current_time() > self.gate.fence:
+            self._lapsed()
+            self._unregistered()
+
+    def _lapsed(self) -> None:
+        """Our fence passed: the others may have counted us out and taken our objects, so
+        handle nothing until every member acknowledges a view again after our next write."""
+        if self.shard.state.active is not None:  # said once per lapse
             logger.warning(
                 f"The shard Lease {self.namespace}/{self.name} was not renewed within "
                 f"{self.settings.renew_deadline} s. All work is stopped until it is."
             )
-            self.version = None  # said once; the next renewal reads it anew
+        self.shard.state.deactivate()
+        self._baseline = None
 
     async def release(self) -> None:
         """Delete our Lease (at exit, once nothing is served): the others take over at once."""
@@ -157,7 +194,12 @@ class ShardKeeper:
         if self.version is None:
             written = await self._create_or_read(body)
         else:
-            written = await self.client.replace(LEASES, body)
+            try:
+                written = await self.client.replace(LEASES, body)
+            except NotFoundError:  # deleted as stale: we were counted out long ago
+                self._unregistered()
+                self.shard.state.deactivate()
+                raise
         self.version = str((written.get("metadata") or {}).get("resourceVersion") or "") or None
         self.ack = ack
 
