@@ -64,3 +64,20 @@ def bench(session: nox.Session) -> None:
     """
     session.install("-e", ".[dev]", "aiohttp", "py-spy")
     session.run("python", "-m", "bench.compare", *session.posargs)
+
+
+@nox.session(name="stress-sharding")
+def stress_sharding(session: nox.Session) -> None:
+    """Sharding's model (tests/shard_model.py) over 10,000 seeded schedules, 5,000 per backend:
+    `nox -s stress-sharding`, or `nox -s stress-sharding -- 20000-20999` for other seeds."""
+    session.install("-e", ".[dev]")
+    seeds = session.posargs[0] if session.posargs else "0-4999"
+    session.run(
+        "pytest",
+        "-q",
+        "-s",
+        "tests/unit/engine/test_shard_model.py",
+        "-k",
+        "whatever_the_schedule",
+        env={"ANYOP_SHARD_SEEDS": seeds},
+    )

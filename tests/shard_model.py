@@ -123,7 +123,9 @@ def schedule(seed: int, *, span: float = 30.0, replicas: int = 4) -> Schedule:
             name = rng.choice(running)
             kind = rng.choice(["leave", "kill", "stall", "stall"])
             if kind == "stall":
-                events.append(Event(t, "stall", name, rng.uniform(0.5, 4 * SETTINGS.lease_duration)))
+                events.append(
+                    Event(t, "stall", name, rng.uniform(0.5, 4 * SETTINGS.lease_duration))
+                )
             else:
                 events.append(Event(t, kind, name))
                 del alive[name]
@@ -351,9 +353,9 @@ class Replica:
     async def live(self) -> None:
         """Keep the shard and serve, until killed, or until the serving stops (a leave): then
         leave the group."""
-        client = Client(self.world, self)
+        client: Any = Client(self.world, self)  # the calls of a KubeClient that the keeper makes
         keep = functools.partial(
-            hold_shard, client, SETTINGS, "ns", gate=self.gate, shard=self.shard  # type: ignore[arg-type]
+            hold_shard, client, SETTINGS, "ns", gate=self.gate, shard=self.shard
         )
         with self.keeping:
             async with anyio.create_task_group() as tg:
@@ -462,7 +464,7 @@ async def _play(world: World, event: Event, tg: anyio.abc.TaskGroup) -> None:
 
 def _first_violation(group: BaseExceptionGroup[BaseException]) -> BaseException:
     """The first :class:`Violation` in a task group's errors (or the group itself)."""
-    found = group.subgroup(Violation)
+    found: BaseException | None = group.subgroup(Violation)
     while isinstance(found, BaseExceptionGroup):
         found = found.exceptions[0]
     return found if found is not None else group

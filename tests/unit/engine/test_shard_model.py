@@ -10,16 +10,17 @@ those (``nox -s stress-sharding`` plays ten thousand).
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 
 import pytest
-
-from anyop.engine.coordination import shard_keeper
 from tests.shard_model import Event, Schedule, Violation, run_model, schedule, seeded_scheduler
 from tests.virtual import run_virtual
 
-BLOCK = 120
+from anyop.engine.coordination import shard_keeper
+
+BLOCK = 100
 """Schedules per backend in one run of the suite."""
 
 BACKENDS = ["asyncio", "trio"]
@@ -44,8 +45,12 @@ def play(plan: Schedule, backend: str, monkeypatch: pytest.MonkeyPatch) -> list[
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_no_object_is_handled_twice_or_never_whatever_the_schedule(
-    backend: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    backend: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.CRITICAL, logger="anyop")  # thousands of schedules' warnings
     seeds = chosen_seeds()
     with capsys.disabled():
         print(f"\n[shard model] {backend}: seeds {seeds.start}-{seeds.stop - 1}", flush=True)
@@ -95,13 +100,30 @@ def test_three_replicas_started_together_share_a_backlog(
     assert handlers == {"r1", "r2", "r3"}
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_the_model_sees_a_replica_that_serves_before_the_others_see_it(
-    backend: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    def at_once(self: shard_keeper.ShardKeeper, *_: object, **__: object) -> bool:
-        return True  # activate from any listing: a joiner that has not seen the others yet
+def _always(self: shard_keeper.ShardKeeper, *_: object, **__: object) -> bool:
+    return True
 
-    monkeypatch.setattr(shard_keeper.ShardKeeper, "_fresh", at_once)
+
+def _never(self: shard_keeper.ShardKeeper) -> None:
+    return None
+
+
+MUTANTS = {
+    "acks-from-before-a-rejoin-count": ("_fresh", _always, 119),
+    "a-lapsed-fence-keeps-the-view": ("_lapsed", _never, 100019),
+}
+"""Rules of the keeper broken on purpose, each with a seed whose schedule then fails."""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("mutant", sorted(MUTANTS))
+def test_the_model_fails_a_keeper_without_each_rule(
+    mutant: str, backend: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.CRITICAL, logger="anyop")
+    name, broken, seed = MUTANTS[mutant]
+    monkeypatch.setattr(shard_keeper.ShardKeeper, name, broken)
     with pytest.raises(Violation):
-        play(COLD_START, backend, monkeypatch)
+        play(schedule(seed), backend, monkeypatch)
+    monkeypatch.undo()
+    play(schedule(seed), backend, monkeypatch)  # the rule intact: it holds

@@ -1,0 +1,32 @@
+"""Sharding's cold start on the real control plane: three replicas of `anyop run --shards auto`
+started at the same moment over a backlog of 2,000 objects handle each exactly once, each its
+share. One run per backend here; `python -m bench.shard_cold_start --runs 20` repeats it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import pytest
+from bench.shard_cold_start import describe, run
+
+from anyop.testing.controlplane import LocalControlPlane
+
+OBJECTS = int(os.environ.get("ANYOP_TEST_COLD_OBJECTS", "2000"))
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_replicas_started_together_handle_a_backlog_once(
+    anyop_controlplane: LocalControlPlane, kopfexample_crd: str, backend: str, tmp_path: Path
+) -> None:
+    outcome = run(
+        anyop_controlplane, objects=OBJECTS, replicas=3, backend=backend, workdir=tmp_path
+    )
+    print(describe(0, backend, outcome))
+    assert outcome.twice == 0, describe(0, backend, outcome)
+    assert outcome.handled == OBJECTS
+    assert len(outcome.shares) == 3  # every replica served its share
+    assert all(0.2 * OBJECTS <= share <= 0.47 * OBJECTS for share in outcome.shares), outcome
+    assert all(math.isfinite(seconds) for seconds in outcome.to_serve)
