@@ -340,6 +340,7 @@ class Replica:
 
     def retarget(self, *, gaining: bool) -> None:
         """The target view changed: new runs follow it (running ones finish)."""
+        self.world.note(f"{self.name} targets {','.join(self.shard.state.target.members)}")
         self.wake()
 
     def sweep(self) -> bool:
@@ -348,6 +349,7 @@ class Replica:
 
     def activate(self) -> None:
         """The view is active: handle the gained objects."""
+        self.world.note(f"{self.name} activates {','.join(self.shard.state.target.members)}")
         self.wake()
 
     async def live(self) -> None:
