@@ -12,12 +12,13 @@ from typing import Any
 import anyio
 import pytest
 
+from anyop.clock import utcnow
 from anyop.engine.coordination.pause_gate import Gate
-from anyop.engine.coordination.shard_keeper import hold_shard
+from anyop.engine.coordination.shard_keeper import ShardKeeper, hold_shard
 from anyop.engine.coordination.shards import Shard
 from anyop.errors import ConflictError, NotFoundError, TransportError
 from anyop.settings import ShardingSettings
-from anyop.sharding import ShardState
+from anyop.sharding import ShardState, View, member_body
 
 pytestmark = [pytest.mark.anyio, pytest.mark.fake_time]
 
@@ -161,3 +162,25 @@ async def test_a_graceful_exit_deletes_the_lease_and_the_other_takes_over_at_its
     assert len(leases.objects) == 0  # b's own is deleted at its exit too
     assert taken_in <= 2 * SETTINGS.retry_period  # no Lease duration to wait out
     assert math.isfinite(taken_in)
+
+
+async def test_a_joining_replica_counts_only_acknowledgements_written_after_its_listing() -> None:
+    """b and c acknowledge a view with a in it, but from before a's join: they may not have seen
+    this a (a restart under the same identity), or may have counted it out meanwhile."""
+    leases = Leases()
+    view = View.of(["a", "b", "c"])
+    for who in ("b", "c"):
+        body = member_body(group=SETTINGS.group, identity=who, namespace="ns", duration=60,
+                           ack=view.digest, now=utcnow())  # fmt: skip
+        leases._stamp(body)
+    shard = Shard(ShardState.alone("a"))
+    keeper = ShardKeeper(Client(leases), SETTINGS, "ns", gate=Gate(), shard=shard)
+    for _ in range(4):  # its write, its first listing after it, and more
+        await keeper.step()
+        assert shard.state.active is None
+        assert shard.state.target == view
+    for name, body in list(leases.objects.items()):
+        if body["spec"]["holderIdentity"] != "a":
+            leases._stamp(leases.objects[name])  # b and c renew: written after a's listing
+    await keeper.step()
+    assert shard.state.active == view
