@@ -66,6 +66,7 @@ class Outcome:
         shares: Objects handled per replica (pid).
         first: Seconds from the start of the replicas to the first object handled.
         to_serve: Per replica, seconds from its "Joining" to its first "Serving" log line.
+        notes: The replicas' sharding log lines, when an object was handled twice.
     """
 
     objects: int
@@ -74,6 +75,7 @@ class Outcome:
     shares: list[int]
     first: float
     to_serve: list[float]
+    notes: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def exact(self) -> bool:
@@ -184,13 +186,21 @@ def run(
     found = ledger_lines(ledger)
     counts = collections.Counter(name for name, _ in found)
     shares = collections.Counter(pid for _, pid in found)
+    twice = sum(1 for count in counts.values() if count > 1)
+    notes = [
+        f"replica {index}: {line}"
+        for index, log in enumerate(logs)
+        for line in log.read_text().splitlines()
+        if twice and "anyop.sharding" in line
+    ]
     return Outcome(
         objects=objects,
         handled=len(counts),
-        twice=sum(1 for count in counts.values() if count > 1),
+        twice=twice,
         shares=sorted(shares.values(), reverse=True),
         first=first,
         to_serve=[time_to_serve(log.read_text()) for log in logs],
+        notes=notes,
     )
 
 
@@ -237,6 +247,8 @@ def main() -> None:
                 )
                 outcomes.append(outcome)
                 print(describe(index, backend, outcome), flush=True)
+                for note in outcome.notes:
+                    print(f"    {note}", flush=True)
             exact = sum(outcome.exact for outcome in outcomes)
             serve = sorted(s for outcome in outcomes for s in outcome.to_serve)
             print(

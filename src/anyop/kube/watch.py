@@ -132,6 +132,8 @@ class Watcher:
         self._known: dict[str, tuple[str | None, str, str]] = {}  # uid -> (namespace, name, rv)
         self._streaming = self.settings.watching.streaming_lists
         self._relist_wanted = False
+        self.listings = 0
+        """How many listings this watcher has started (a listing's events come after its start)."""
         self._interruptible: anyio.CancelScope | None = None
         self._suspect = False  # a failure or a stall: check the server's version before watching
         self._bookmarked = False
@@ -191,6 +193,8 @@ class Watcher:
             self._interruptible.cancel()
 
     async def _step(self, phase: Phase, handle: Handler) -> Outcome:
+        if phase in (Phase.LISTING, Phase.RELISTING):
+            self.listings += 1
         try:
             match phase:
                 case Phase.LISTING | Phase.RELISTING if self._streaming:

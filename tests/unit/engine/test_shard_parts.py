@@ -55,6 +55,7 @@ async def test_objects_go_to_their_owner_are_kept_until_gained_and_are_handed_ov
     two = View.of(["a", "b"])
     ours, theirs = uids_owned_by(two, "a", 2), uids_owned_by(two, "b", 2)
     relists: list[int] = []
+    listings = [1]  # the watch's first listing has started
     with anyio.fail_after(DEADLINE):
         async with anyio.create_task_group() as tg:
             cycles = Cycles(held=ours[0])
@@ -67,6 +68,7 @@ async def test_objects_go_to_their_owner_are_kept_until_gained_and_are_handed_ov
                 hosts=workers.hosts,
                 relist=lambda: relists.append(1),
                 exit_timeout=10,
+                listings=lambda: listings[0],
             )
             with shard.joined(part):
                 for uid in [*ours, *theirs]:
@@ -76,16 +78,22 @@ async def test_objects_go_to_their_owner_are_kept_until_gained_and_are_handed_ov
                 assert part.size == 2
                 assert shard.size == 2
 
-                # b leaves: we gain its objects, but only once the view is activated.
+                # b leaves: we gain its objects once the view is activated, from a new listing.
                 assert shard.retarget([])
-                assert relists == [1]  # their bodies were not kept: list anew
                 for uid in theirs:
                     part.dispatch(observed(uid, 2))
-                assert set(part.pending) == set(theirs)
+                assert set(workers.slots) == set(ours)  # not yet
                 assert shard.sweep()  # nothing of ours is outside the new view
                 shard.activate()
-                assert part.pending == {}
+                assert relists == [1]  # the bodies seen so far may predate b's last writes
+                for uid in theirs:
+                    part.dispatch(observed(uid, 3))  # still from before the new listing
+                assert set(workers.slots) == set(ours)
+                listings[0] += 1  # the new listing starts
+                for uid in theirs:
+                    part.dispatch(observed(uid, 4, "ADDED"))
                 assert set(workers.slots) == {*ours, *theirs}
+                assert not any(seen[1] in ("2", "3") for seen in cycles.seen)
 
                 # c joins: what becomes c's is handed over; its running cycle finishes first.
                 shard.retarget(["c"])
@@ -94,14 +102,14 @@ async def test_objects_go_to_their_owner_are_kept_until_gained_and_are_handed_ov
                 kept = [uid for uid in [*ours, *theirs] if three.owner(uid) == "a"]
                 assert relists == [1]  # a member joined: nothing to gain, no listing
                 for uid in lost:
-                    part.dispatch(observed(uid, 3))  # dropped, not handled
+                    part.dispatch(observed(uid, 5))  # dropped, not handled
                 assert lost
                 assert not shard.sweep()  # their workers are still on their way out
                 cycles.release.set()
                 while not shard.sweep():
                     await anyio.sleep(0.01)
                 assert set(workers.slots) == set(kept)
-                assert not any(seen == (uid, "3") for uid in lost for seen in cycles.seen)
+                assert not any(seen == (uid, "5") for uid in lost for seen in cycles.seen)
             workers.close()
 
 

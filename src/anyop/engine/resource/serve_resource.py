@@ -236,6 +236,9 @@ def _shard_part(
         if watched.watcher is not None:
             watched.watcher.relist()
 
+    def listings() -> int:
+        return watched.watcher.listings if watched.watcher is not None else 0
+
     return ResourceShard(
         shard,
         watched.workers,
@@ -243,6 +246,7 @@ def _shard_part(
         spawner=watched.spawner,
         hosts=watched.workers.hosts,
         relist=relist,
+        listings=listings,
         exit_timeout=scope.settings.queueing.exit_timeout,
         controllers=controllers if controllers.running else None,
     )

@@ -1,8 +1,8 @@
 """A served resource's share of a sharded operator: the filter between its watch and its workers.
 
 Every event passes through :meth:`ResourceShard.dispatch`. An object this replica handles goes to
-its worker; an object it gains once the target view is active is kept as its latest body; any
-other object is dropped (and handed over if it was handled here). See :mod:`anyop.sharding` for
+its worker (an object gained at an activation only from a listing started after it); any other
+object is dropped (and handed over if it was handled here). See :mod:`anyop.sharding` for
 the rules and :mod:`anyop.engine.coordination.shard_keeper` for who calls the rest.
 """
 
@@ -38,13 +38,17 @@ class ResourceShard:
         spawner: Its daemons and timers, if any.
         hosts: The objects' task groups (a handed-over object is clean once it has none).
         relist: Asks the resource's watch for a new listing.
+        listings: How many listings the resource's watch has started.
         exit_timeout: Seconds a handed-over object's running cycle may take before it is
             cancelled (``queueing.exit_timeout``).
         controllers: Its reconcilers (``@anyop.reconcile``), if any: they hand over too.
 
     Guarantees:
         An object is dispatched only while :meth:`Shard.handles` says so. A handed-over object's
-        daemons and timers stop with ``OPERATOR_PAUSING`` and their normal termination.
+        daemons and timers stop with ``OPERATOR_PAUSING`` and their normal termination. An
+        object gained at an activation is dispatched only from a listing that started after it
+        (or the watch-stream after that listing): its earlier bodies may predate what its
+        previous owner wrote before acknowledging the view.
     """
 
     def __init__(
@@ -57,6 +61,7 @@ class ResourceShard:
         hosts: ObjectHosts,
         relist: Callable[[], None],
         exit_timeout: float,
+        listings: Callable[[], int] = lambda: 0,
         controllers: Controllers | None = None,
     ) -> None:
         self.shard = shard
@@ -65,10 +70,10 @@ class ResourceShard:
         self.spawner = spawner
         self.hosts = hosts
         self.relist = relist
+        self.listings = listings
+        self._stale_before: int | None = None  # after an activation: the listing to wait for
         self.exit_timeout = exit_timeout
         self.controllers = controllers
-        self.pending: dict[str, Observed] = {}
-        """The latest bodies of the objects gained once the target view is active."""
 
     @property
     def size(self) -> int:
@@ -84,25 +89,16 @@ class ResourceShard:
         """Pass the event on, keep it for later, or drop it (handing the object over)."""
         uid = _uid(observed)
         if self.shard.handles(uid):
-            self._dispatch(observed)
-        elif self.shard.gains(uid):
-            if observed.type == "DELETED":
-                self.pending.pop(uid, None)
-            else:
-                self.pending[uid] = observed
+            if not self._stale(uid):
+                self._dispatch(observed)
         elif uid in self.workers.slots or (
             self.controllers is not None and self.controllers.holds(uid)
         ):
             self._release(uid)  # others' objects that nothing here holds cost nothing
 
     def retarget(self, *, gaining: bool) -> None:
-        """Drop what is not gained any more, hand over what is not ours; list anew to learn
-        the bodies of the objects we may gain."""
-        for uid in [uid for uid in self.pending if not self.shard.gains(uid)]:
-            del self.pending[uid]
+        """Hand over what is not ours (what we gain is listed anew at the activation)."""
         self.sweep()
-        if gaining:
-            self.relist()
 
     def sweep(self) -> bool:
         """Hand over what is not ours; say if nothing of it is left."""
@@ -120,11 +116,19 @@ class ResourceShard:
         return clean and not any(not self.shard.handles(uid) for uid in self.hosts.uids())
 
     def activate(self) -> None:
-        """Handle the gained objects, as if just listed."""
-        for uid, observed in list(self.pending.items()):
-            if self.shard.handles(uid):
-                del self.pending[uid]
-                self._dispatch(Observed(observed, type="ADDED", listed=True))
+        """Handle the gained objects from a new listing (see the class's guarantees)."""
+        self._stale_before = self.listings() + 1
+        self.relist()
+
+    def _stale(self, uid: str) -> bool:
+        """Whether the object was gained at the last activation and no listing has started
+        since (an object handled here before goes on as it was)."""
+        if self._stale_before is None:
+            return False
+        if self.listings() >= self._stale_before:
+            self._stale_before = None
+            return False
+        return uid not in self._held()
 
     def _release(self, uid: str) -> None:
         deadline = anyio.current_time() + self.exit_timeout
