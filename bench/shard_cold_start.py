@@ -63,6 +63,10 @@ class Outcome:
         objects: The backlog.
         handled: Distinct objects in the ledger.
         twice: Objects handled more than once.
+        across: Of those, the ones handled by more than one replica (the others were handled
+            again by the same replica: a handler cut off by its fence before its outcome was
+            written, when a renewal did not land in time, runs again).
+        lapses: "not renewed within" warnings in the replicas' logs.
         shares: Objects handled per replica (pid).
         first: Seconds from the start of the replicas to the first object handled.
         to_serve: Per replica, seconds from its "Joining" to its first "Serving" log line.
@@ -72,6 +76,8 @@ class Outcome:
     objects: int
     handled: int
     twice: int
+    across: int
+    lapses: int
     shares: list[int]
     first: float
     to_serve: list[float]
@@ -187,19 +193,25 @@ def run(
     counts = collections.Counter(name for name, _ in found)
     shares = collections.Counter(pid for _, pid in found)
     twice = sum(1 for count in counts.values() if count > 1)
+    pids: dict[str, set[str]] = collections.defaultdict(set)
+    for name, pid in found:
+        pids[name].add(pid)
+    texts = [log.read_text() for log in logs]
     notes = [
         f"replica {index}: {line}"
         for index, log in enumerate(logs)
-        for line in log.read_text().splitlines()
+        for line in texts[index].splitlines()
         if twice and "anyop.sharding" in line
     ]
     return Outcome(
         objects=objects,
         handled=len(counts),
         twice=twice,
+        across=sum(1 for who in pids.values() if len(who) > 1),
+        lapses=sum(text.count("was not renewed within") for text in texts),
         shares=sorted(shares.values(), reverse=True),
         first=first,
-        to_serve=[time_to_serve(log.read_text()) for log in logs],
+        to_serve=[time_to_serve(text) for text in texts],
         notes=notes,
     )
 
@@ -215,7 +227,8 @@ def describe(index: int, backend: str, outcome: Outcome) -> str:
     serve = ", ".join(f"{s:.2f}" for s in outcome.to_serve)
     return (
         f"{backend} run {index + 1}: {outcome.handled}/{outcome.objects} handled, "
-        f"{outcome.twice} twice, shares {outcome.shares}, first handled after "
+        f"{outcome.twice} twice ({outcome.across} by two replicas), {outcome.lapses} lapses, "
+        f"shares {outcome.shares}, first handled after "
         f"{outcome.first:.1f} s, Joining->Serving per replica {serve} s"
     )
 
@@ -253,7 +266,9 @@ def main() -> None:
             serve = sorted(s for outcome in outcomes for s in outcome.to_serve)
             print(
                 f"{backend}: {exact}/{len(outcomes)} runs handled every object exactly once; "
-                f"objects handled twice in all: {sum(o.twice for o in outcomes)}; "
+                f"objects handled twice in all: {sum(o.twice for o in outcomes)} "
+                f"({sum(o.across for o in outcomes)} by two replicas); "
+                f"lapsed renewals: {sum(o.lapses for o in outcomes)}; "
                 f"Joining->Serving median {serve[len(serve) // 2]:.2f} s, max {serve[-1]:.2f} s",
                 flush=True,
             )
