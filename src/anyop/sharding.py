@@ -159,6 +159,7 @@ def live_members(
     seen: Mapping[str, Observation],
     *,
     now: float,
+    returned: float | None = None,
 ) -> tuple[list[Member], dict[str, Observation]]:
     """The members whose Leases have changed within their durations, and the updated sightings.
 
@@ -166,7 +167,10 @@ def live_members(
         members: The group's Leases as just listed.
         seen: When each Lease (by name) was last seen to change, on this replica's monotonic
             clock; a Lease seen for the first time counts as just changed.
-        now: This replica's monotonic time.
+        now: This replica's monotonic time when the listing was sent (the listing shows
+            every write that landed before).
+        returned: When the listing returned (``now`` if not given): a change is timed from
+            then, as it may have landed at any moment before.
 
     Returns:
         The live members, and the sightings to keep (of the listed Leases only).
@@ -176,7 +180,7 @@ def live_members(
     for member in members:
         sighting = seen.get(member.name)
         if sighting is None or sighting.version != member.resource_version:
-            sighting = Observation(member.resource_version, now)
+            sighting = Observation(member.resource_version, now if returned is None else returned)
         sightings[member.name] = sighting
         if now < sighting.since + max(member.duration, 1):
             live.append(member)

@@ -81,9 +81,9 @@ class LeaseKeeper:
         """One attempt: read the Lease, then create, take, renew, or wait."""
         started = anyio.current_time()
         record = await self._read()
-        read_at = anyio.current_time()  # not `started`: the Lease read may be newer than that
+        read_at = anyio.current_time()  # a change is timed from here, expiries from `started`
         self._observation = observe(self._observation, record, read_at)
-        action = decide(record, identity=self.identity, observation=self._observation, now=read_at)
+        action = decide(record, identity=self.identity, observation=self._observation, now=started)
         if action is Action.WAIT:
             self._standing_by(record.holder if record else None)
             return

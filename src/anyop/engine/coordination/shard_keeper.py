@@ -101,10 +101,10 @@ class ShardKeeper:
         listed = await self.client.list(
             LEASES, namespace=self.namespace, label_selector=f"{GROUP_LABEL}={self.settings.group}"
         )
-        seen_at = anyio.current_time()  # not `started`: a Lease listed may be newer than that
+        returned = anyio.current_time()  # a change is timed from here, expiries from `started`
         members = [m for m in map(Member.from_body, listed.items) if m is not None]
-        live, self._seen = live_members(members, self._seen, now=seen_at)
-        await self._forget_stale(members, seen_at)
+        live, self._seen = live_members(members, self._seen, now=started, returned=returned)
+        await self._forget_stale(members, started)
         fresh = self._fresh(live, members, registered=registered)
         others = {m.identity: m.ack for m in live if m.identity != self.shard.me}
         if self.shard.retarget(others):
