@@ -23,6 +23,9 @@ from anyop.engine.coordination import shard_keeper
 BLOCK = 100
 """Schedules per backend in one run of the suite."""
 
+PROGRESS = 500
+"""A line every this many schedules (the stress session's thousands)."""
+
 BACKENDS = ["asyncio", "trio"]
 
 
@@ -63,6 +66,9 @@ def test_no_object_is_handled_twice_or_never_whatever_the_schedule(
             replay = f"ANYOP_SHARD_SEEDS={seed} pytest {__file__} -k {backend}"
             pytest.fail(f"seed {seed} failed ({replay}): {e!r}\n{plan.describe()}")
         objects += plan.objects
+        if (seed - seeds.start + 1) % PROGRESS == 0:
+            with capsys.disabled():
+                print(f"[shard model] {backend}: seeds {seeds.start}-{seed} held", flush=True)
     with capsys.disabled():
         print(f"[shard model] {backend}: {len(seeds)} schedules, {objects} objects, "
               f"each handled once", flush=True)  # fmt: skip
