@@ -347,7 +347,7 @@ class Replica:
         """Whether no run of an object outside our share is left."""
         return all(self.shard.handles(uid) for uid in self.running)
 
-    def activate(self) -> None:
+    def activate(self, *, gaining: bool) -> None:
         """The view is active: handle the gained objects."""
         self.world.note(f"{self.name} activates {','.join(self.shard.state.target.members)}")
         self.wake()

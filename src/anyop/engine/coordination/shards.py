@@ -33,8 +33,9 @@ class ShardPart(Protocol):
         """Stop what is not ours (again: a running cycle may have started daemons); say if
         nothing outside our share is left (no cycle, daemon, timer or termination)."""
 
-    def activate(self) -> None:
-        """The target view is active: handle the gained objects from their latest bodies."""
+    def activate(self, *, gaining: bool) -> None:
+        """The target view is active: handle the gained objects (``gaining``: there may be
+        some, from a listing that starts now)."""
 
 
 class Shard:
@@ -92,6 +93,8 @@ class Shard:
 
     def activate(self) -> None:
         """Activate the target view and start the gained objects."""
+        before = self.state.active
+        gaining = before is None or bool(set(before.members) - set(self.state.target.members))
         self.state.activate()
         for part in list(self._parts):
-            part.activate()
+            part.activate(gaining=gaining)

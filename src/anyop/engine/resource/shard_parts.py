@@ -115,10 +115,12 @@ class ResourceShard:
                     clean = False
         return clean and not any(not self.shard.handles(uid) for uid in self.hosts.uids())
 
-    def activate(self) -> None:
-        """Handle the gained objects from a new listing (see the class's guarantees)."""
-        self._stale_before = self.listings() + 1
-        self.relist()
+    def activate(self, *, gaining: bool) -> None:
+        """Handle the gained objects from a new listing (see the class's guarantees); if
+        nothing is gained (a member joined), go on as before."""
+        if gaining:
+            self._stale_before = self.listings() + 1
+            self.relist()
 
     def _stale(self, uid: str) -> bool:
         """Whether the object was gained at the last activation and no listing has started
