@@ -6,10 +6,12 @@ from __future__ import annotations
 import datetime
 
 import anyio
+import hypothesis
 import pytest
 import time_machine
+from hypothesis import strategies as st
 
-from anyop.clock import system_now, utcnow
+from anyop.clock import seconds_until, system_now, utcnow
 
 HOUR = datetime.timedelta(hours=1)
 SLACK = datetime.timedelta(seconds=5)
@@ -68,3 +70,44 @@ async def test_the_time_the_machine_slept_is_added(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(anyop.clock, "suspended", lambda: asleep + 3600)
     after = utcnow()
     assert HOUR <= after - before < HOUR + SLACK
+
+
+@pytest.mark.anyio
+@pytest.mark.fake_time
+@pytest.mark.parametrize("noise", [-3e-6, 2e-6, 0.2, -0.2])
+async def test_the_noise_of_reading_two_clocks_never_moves_it(
+    monkeypatch: pytest.MonkeyPatch, noise: float
+) -> None:
+    import anyop.clock
+
+    asleep = anyop.clock.suspended()
+    before = utcnow()
+    monkeypatch.setattr(anyop.clock, "suspended", lambda: asleep + noise)
+    await anyio.sleep(60)  # virtual: exactly a minute
+    assert utcnow() - before == datetime.timedelta(minutes=1)
+
+
+@hypothesis.given(
+    anchor=st.integers(0, 10**6 - 1),
+    written=st.floats(0, 1e6),
+    delay=st.floats(1e-3, 1e5),
+    elapsed=st.floats(0, 1),
+)
+def test_a_wait_for_a_written_time_never_wakes_before_it(
+    anchor: int, written: float, delay: float, elapsed: float
+) -> None:
+    # The engine writes `delayed` at loop time `written` and reads it back later: each reading of
+    # the clock is rounded to a microsecond, whatever the loop's and the system's fractions.
+    wall = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC) + datetime.timedelta(
+        microseconds=anchor
+    )
+
+    def at(loop_time: float) -> datetime.datetime:  # what utcnow() says at that loop time
+        return wall + datetime.timedelta(seconds=loop_time)
+
+    delayed = at(written) + datetime.timedelta(seconds=delay)
+    due = (delayed - wall).total_seconds()  # the loop time at which `delayed` comes
+    now = written + elapsed * delay
+    woken = now + seconds_until(delayed, at(now))
+    assert woken >= due
+    assert seconds_until(delayed, at(woken)) <= 2e-6  # and it has come (to the resolution)

@@ -15,6 +15,7 @@ import datetime
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple, Protocol
 
+from anyop.clock import seconds_until
 from anyop.handlers.causes import TITLES, Reason
 from anyop.kube.patches import Patch
 from anyop.logs import redacted
@@ -309,9 +310,10 @@ class Progress(Mapping[str, HandlerState]):
         }
 
     def delays(self, now: datetime.datetime) -> list[float]:
-        """Seconds until each unfinished active handler is due (0 for the due ones)."""
+        """Seconds to wait for each unfinished active handler so as not to wake before it is due
+        (0 for the due ones; see :func:`anyop.clock.seconds_until`)."""
         return [
-            max(0.0, (state.delayed - now).total_seconds()) if state.delayed else 0.0
+            seconds_until(state.delayed, now) if state.delayed else 0.0
             for state in self._states.values()
             if state.active and not state.finished
         ]
