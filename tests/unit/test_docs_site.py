@@ -15,6 +15,7 @@ ROOT = Path(__file__).parents[2]
 RAW_ROLE = re.compile(r":(?:py:)?(?:class|func|meth|attr|data|mod|exc|obj|const|type):(?:<code>|`)")
 
 pytestmark = pytest.mark.slow
+pytest.importorskip("mkdocstrings_handlers.python", reason="the docs tools are the [docs] extra")
 
 
 @pytest.fixture(scope="module")
