@@ -35,17 +35,17 @@ def terminal(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
     workdir = tmp_path / "plane"
     up = f"{shlex.quote(str(ANYOP))} controlplane up --no-controllers --no-nodes"
     script = f'eval "$({up} --workdir {shlex.quote(str(workdir))})" && echo up && exec sleep 600'
-    shell = subprocess.Popen(
+    with subprocess.Popen(
         ["bash", "-c", script], stdout=subprocess.PIPE, text=True, start_new_session=True
-    )
-    assert shell.stdout is not None
-    assert shell.stdout.readline() == "up\n", "the control plane did not start"
-    try:
-        yield shell, workdir
-    finally:
-        shell.kill()
-        shell.wait(timeout=30)
-        anyop("controlplane", "down", "--workdir", str(workdir), "--force")
+    ) as shell:
+        assert shell.stdout is not None
+        try:
+            assert shell.stdout.readline() == "up\n", "the control plane did not start"
+            yield shell, workdir
+        finally:
+            shell.kill()
+            shell.wait(timeout=30)
+            anyop("controlplane", "down", "--workdir", str(workdir), "--force")
 
 
 def test_down_in_another_terminal_leaves_it_running_until_that_terminal_closes(
