@@ -450,7 +450,7 @@ def reconcile(
     seconds, and once per object at start; never twice at once for one object. It gets Kopf's
     kwargs (``body``, ``spec``, ``meta``, ``status``, ``name``, ``namespace``, ``logger``,
     ``memo``, ``patch``...) plus ``children`` (owned resource name -> list of children) and
-    ``api`` (creates, patches and deletes children; see the README). ``labels=`` narrows the
+    ``api`` (creates, patches and deletes children; see docs/reconcile.md). ``labels=`` narrows the
     children's watches server-side (and is put on the children that ``api`` creates).
     """
 

@@ -41,7 +41,8 @@ def load_sources(paths: Sequence[str | Path] = (), modules: Sequence[str] = ()) 
     """Import the operator's code: files by path, modules by name (``anyop run app.py -m pkg``).
 
     Raises:
-        ConfigError: A file does not exist or a module cannot be imported (named in the message).
+        ConfigError: A file does not exist, a module cannot be imported (named in the message),
+            or the code has a syntax error (``file:line: SyntaxError: message``).
     """
     for path in map(Path, paths):
         if not path.is_file():
@@ -55,12 +56,24 @@ def load_sources(paths: Sequence[str | Path] = (), modules: Sequence[str] = ()) 
         folder = str(path.parent.resolve())
         if folder not in sys.path:  # for its sibling modules, after (never shadowing) the rest
             sys.path.append(folder)
-        spec.loader.exec_module(module)
+        try:
+            spec.loader.exec_module(module)
+        except SyntaxError as e:
+            raise ConfigError(syntax_error_line(e)) from None
     for name in modules:
         try:
             importlib.import_module(name)
+        except SyntaxError as e:
+            raise ConfigError(syntax_error_line(e)) from None
         except ImportError as e:
             raise ConfigError(f"Cannot import the operator module {name!r}: {e}") from e
+
+
+def syntax_error_line(error: SyntaxError) -> str:
+    """One line for a syntax error, as compilers print them: ``file:line: SyntaxError: msg``."""
+    where = ":".join(str(part) for part in (error.filename, error.lineno) if part is not None)
+    kind = type(error).__name__  # IndentationError and TabError are SyntaxErrors too
+    return f"{where}: {kind}: {error.msg}" if where else f"{kind}: {error.msg}"
 
 
 def _module_name(path: Path) -> str:
