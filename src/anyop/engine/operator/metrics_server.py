@@ -40,6 +40,7 @@ __all__ = [
     "MetricsAddress",
     "metrics_address",
     "metrics_app",
+    "metrics_context",
     "secure_metrics_app",
     "serve_metrics",
 ]
