@@ -317,7 +317,8 @@ def test_sharded_replicas_peer_without_conflict_freeze_together_and_report_their
     plane, ns, count = anyop_controlplane, anyop_namespace, 40
     source = ledger.parent / "sharded_operator.py"
     port = free_port()
-    first = Replica(plane, source, ns, backend, "-P", peering, "-L", f"http://127.0.0.1:{port}/h")
+    metrics = ("--metrics", f"http://127.0.0.1:{port}/metrics", "--metrics-insecure")
+    first = Replica(plane, source, ns, backend, "-P", peering, *metrics)
     second = Replica(plane, source, ns, backend, "-P", peering)
     replicas = [first, second]
     try:
