@@ -179,7 +179,7 @@ async def test_failing_reviews_answer_500_without_detail_logged_once_and_recover
 
 
 async def test_garbage_and_plain_http_get_nothing_and_the_server_keeps_serving(
-    api: respx.MockRouter,
+    api: respx.MockRouter, caplog: pytest.LogCaptureFixture
 ) -> None:
     async with scraping(api) as scraper:
         port = scraper.base_url.port
@@ -196,6 +196,7 @@ async def test_garbage_and_plain_http_get_nothing_and_the_server_keeps_serving(
         after = await scraper.get("/metrics", headers=bearer(READER))
     assert odd.status_code == 401
     assert after.status_code == 200
+    assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
 
 
 async def test_a_certificate_from_files_is_served_and_reloaded_when_it_changes(
