@@ -110,9 +110,12 @@ def bearer(token: str) -> dict[str, str]:
 
 
 @contextlib.asynccontextmanager
-async def secure_operator(namespace: str, port: int) -> AsyncIterator[httpx.AsyncClient]:
+async def secure_operator(
+    namespace: str, port: int, stranger: str
+) -> AsyncIterator[httpx.AsyncClient]:
     """The operator (admin credentials) with secure metrics; a client that trusts any
-    certificate (the metrics' certificate is self-signed), once the metrics are reviewed."""
+    certificate (the metrics' certificate is self-signed), once the operator has logged in
+    (``stranger``'s token gets 403 then; 503 before)."""
     registry = OperatorRegistry()
     on.event("kopfexamples", registry=registry, id="seen")(lambda **_: None)
     settings = OperatorSettings()
@@ -129,9 +132,10 @@ async def secure_operator(namespace: str, port: int) -> AsyncIterator[httpx.Asyn
             registry=registry, settings=settings, namespaces=[namespace], stop_flag=stop,
         ))  # fmt: skip
         with anyio.fail_after(DEADLINE):
-            while True:  # until it listens and has logged in (503 before)
+            while True:
                 try:
-                    if (await client.get("/metrics")).status_code == 401:
+                    response = await client.get("/metrics", headers=bearer(stranger))
+                    if response.status_code == 403:
                         break
                 except httpx.TransportError:
                     pass
@@ -147,7 +151,7 @@ async def test_only_the_bound_service_account_reads_the_metrics_at_two_reviews_p
 ) -> None:
     plane, port = anyop_controlplane, free_port()
     with readers(plane, anyop_namespace) as tokens:
-        async with secure_operator(anyop_namespace, port) as client:
+        async with secure_operator(anyop_namespace, port, tokens["stranger"]) as client:
             before = reviews_done(plane)
             scrapes = [await client.get("/metrics", headers=bearer(tokens["reader"]))
                        for _ in range(SCRAPES)]  # fmt: skip
