@@ -251,6 +251,7 @@ def test_the_operator_needs_each_of_its_review_rules_and_no_more(
     if code == 500:
         assert scraped.text == "Internal Server Error\n"
     assert "Traceback" not in output.text
+    assert tokens["reader"] not in output.text  # never logged, even with --verbose
 
 
 def _scrape(port: int, token: str) -> httpx.Response | None:
