@@ -19,10 +19,10 @@ import anyio
 import httpx
 import pytest
 import yaml
-from tests.e2e.conftest import MANIFESTS
+from tests.e2e.conftest import EXAMPLES, MANIFESTS
 from tests.e2e.test_cli_run import start_operator
 from tests.e2e.test_engine_e2e import DEADLINE
-from tests.e2e.test_examples_more_e2e import Output, until
+from tests.e2e.test_examples_more_e2e import running_example, until
 from tests.e2e.test_incluster_e2e import install_operator, operator_in_pod, rbac_documents
 from tests.e2e.test_least_privilege_e2e import without
 from tests.e2e.test_probes_e2e import free_port
@@ -179,23 +179,18 @@ def test_plain_http_metrics_are_refused_unless_asked_for(
     anyop_controlplane: LocalControlPlane, anyop_namespace: str, kopfexample_crd: str
 ) -> None:
     plane, port = anyop_controlplane, free_port()
-    example = str(MANIFESTS.parent / "examples" / "01-minimal" / "example.py")
+    example = str(EXAMPLES / "01-minimal" / "example.py")
     plain = f"http://127.0.0.1:{port}/metrics"
     refused = start_operator(plane, example, anyop_namespace, "asyncio", "--metrics", plain)
-    output, _ = refused.communicate(timeout=60)
+    with refused:
+        output, _ = refused.communicate(timeout=60)
     assert refused.returncode != 0
     assert "--metrics-insecure" in output
     assert "Traceback" not in output
-    asked = start_operator(
-        plane, example, anyop_namespace, "trio", "--metrics", plain, "--metrics-insecure"
-    )
-    lines = Output(asked)
-    try:
-        until(lambda: "plain HTTP" in lines.text, "a warning about plain HTTP")
+    more = ("--metrics", plain, "--metrics-insecure")
+    with running_example(plane, "01-minimal", anyop_namespace, "trio", *more) as lines:
+        lines.wait_for("plain HTTP")
         scraped = until(lambda: _get(plain), "the metrics over plain HTTP")
-    finally:
-        asked.terminate()
-        asked.wait(timeout=60)
     assert "rest_client_requests_total" in scraped
 
 
