@@ -188,15 +188,26 @@ def run(
         typer.Option(
             "-L",
             "--liveness",
-            help="Serve probes, e.g. http://0.0.0.0:8080/healthz (/readyz, /metrics beside it).",
+            help="Serve probes, e.g. http://0.0.0.0:8080/healthz (/readyz beside it).",
         ),
     ] = None,
     metrics: Annotated[
         str | None,
         typer.Option(
-            "--metrics", help="Serve Prometheus metrics, e.g. http://0.0.0.0:9090/metrics."
+            "--metrics",
+            help=(
+                "Serve Prometheus metrics over HTTPS to readers the API server authorises, "
+                "e.g. https://0.0.0.0:8443/metrics."
+            ),
         ),
     ] = None,
+    metrics_insecure: Annotated[
+        bool,
+        typer.Option(
+            "--metrics-insecure",
+            help="Serve the metrics over plain HTTP to anyone instead (an http:// --metrics).",
+        ),
+    ] = False,
     verbose: VerboseOption = False,
     debug: DebugOption = False,
     quiet: QuietOption = False,
@@ -231,6 +242,7 @@ def run(
         settings.leadership.lease_namespace = lease_namespace or settings.leadership.lease_namespace
         settings.leadership.keep_watching = warm_standby or settings.leadership.keep_watching
         settings.sharding.enabled = bool(shards) or settings.sharding.enabled
+        settings.server.metrics_insecure = metrics_insecure or settings.server.metrics_insecure
         if shards:
             settings.sharding.lease_namespace = lease_namespace or settings.sharding.lease_namespace
             settings.sharding.group = lease_name or settings.sharding.group

@@ -11,8 +11,7 @@ import anyio.abc
 import httpx
 import pytest
 from tests.e2e.test_engine_e2e import DEADLINE, MERGE, delete_and_wait, running, url, wait_for
-from tests.e2e.test_metrics_e2e import samples, value
-from tests.e2e.test_probes_e2e import operating
+from tests.e2e.test_metrics_e2e import samples, scraping, value
 
 import anyop
 import anyop.on as on
@@ -224,7 +223,7 @@ async def test_metrics_count_the_calls_by_result_under_controller_runtimes_names
         return anyop.Requeue(after=60) if len(calls) == 2 else None
 
     controller = "kopfexamples.v1.kopf.dev/counted"
-    async with operating(registry, anyop_namespace) as probes:
+    async with scraping(registry, anyop_namespace) as scraper:
         await make(api, anyop_namespace, "counted", n=1)
         with anyio.fail_after(DEADLINE):
             while len(calls) < 2:
@@ -232,7 +231,7 @@ async def test_metrics_count_the_calls_by_result_under_controller_runtimes_names
         await api.patch(url(anyop_namespace, "counted"), json={"spec": {"n": 2}}, headers=MERGE)
         with anyio.fail_after(DEADLINE):
             while True:
-                scraped = samples((await probes.get("/metrics")).text)
+                scraped = samples((await scraper.get("/metrics")).text)
                 if value(scraped, "controller_runtime_reconcile_total", result="success"):
                     break
                 await anyio.sleep(0.1)
