@@ -38,7 +38,9 @@ async def test_threads_are_daemon_threads_and_reused_when_idle(pool: DaemonThrea
     assert all(thread.daemon for thread in names)
 
 
-async def test_the_pool_grows_when_all_threads_are_busy_and_the_limiter_bounds_it(pool: DaemonThreads) -> None:
+async def test_the_pool_grows_when_all_threads_are_busy_and_the_limiter_bounds_it(
+    pool: DaemonThreads,
+) -> None:
     release, three_run = threading.Event(), threading.Event()
     running: list[int] = []
     peak = 0
