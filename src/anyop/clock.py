@@ -81,11 +81,11 @@ def _slept(asleep: float) -> float:
 
 def seconds_until(when: datetime.datetime, now: datetime.datetime) -> float:
     """Seconds to sleep from ``now`` until ``when`` so as never to wake before it (``0.0`` if it
-    has come): one :data:`RESOLUTION` more than the difference, since each of the two times was
-    rounded to it when it was read."""
+    has come): two :data:`RESOLUTION` more than the difference, since each of the two times was
+    rounded to it (by up to half of it) when it was read, and the wait is a float."""
     if when <= now:
         return 0.0
-    return (when - now + RESOLUTION).total_seconds()
+    return (when - now + 2 * RESOLUTION).total_seconds()
 
 
 _loop_clock: LoopClock = _no_loop

@@ -67,8 +67,8 @@ def test_outcomes_move_handlers_towards_done() -> None:
     )
     assert progress["a"].success
     assert progress["b"].sleeping(NOW)
-    assert progress.delays(NOW) == [30.000001]  # a microsecond more: never woken before it is due
-    assert progress.delay(NOW + datetime.timedelta(seconds=10)) == 20.000001
+    assert progress.delays(NOW) == [30.000002]  # two microseconds more: never woken before it is due
+    assert progress.delay(NOW + datetime.timedelta(seconds=10)) == 20.000002
     assert progress.awakened([A, B], now=NOW) == []
     assert progress.awakened([A, B], now=LATER) == [B]
     progress = progress.with_outcomes({"b": Outcome(final=True, exception=ValueError())}, now=LATER)
