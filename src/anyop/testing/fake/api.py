@@ -113,13 +113,47 @@ def _dispatch(store: Store, request: ApiRequest, address: str) -> ApiResponse | 
         return ApiResponse(404, _TEXT_404)
     kind = store.kind(route.group, route.version, route.plural)
     if kind is None:
-        raise no_such_resource()
+        return _no_route(store.custom_group(route.group, route.version))
+    if _out_of_scope(kind, route, request.method):
+        return _no_route(kind.custom)
     if route.subresource is not None and not _has_subresource(kind, route.subresource):
+        if not kind.custom and route.subresource not in kind.subresources:
+            raise no_such_resource()
         raise not_found(kind.plural, kind.group, route.name or "")
     namespace = route.namespace if kind.namespaced else None
     if route.name is None:
         return _collection(store, kind, request, namespace=namespace)
     return _member(store, Ref(kind, namespace, route.name), request, route=route)
+
+
+def _no_route(custom: bool) -> ApiResponse:
+    """No API path: the CRD handler passes it on to the bare 404, the built-in API's router
+    answers a ``Status``."""
+    if custom:
+        return ApiResponse(404, _TEXT_404)
+    raise no_such_resource()
+
+
+def _out_of_scope(kind: Kind, route: Route, method: str) -> bool:
+    """A path of the wrong scope: a cluster-scoped kind under a namespace, or a namespaced
+    kind's object (or a write to its collection) without one. Lists and watches of all
+    namespaces are the exception."""
+    if route.namespace is not None:
+        return not kind.namespaced
+    if not kind.namespaced:
+        return False
+    if route.name is not None:
+        return True
+    if method == "GET":
+        return False
+    if kind.custom:
+        return True
+    _not_allowed_raise()
+    return False
+
+
+def _not_allowed_raise() -> None:
+    raise StatusError(_not_allowed().document)
 
 
 def _has_subresource(kind: Kind, subresource: str) -> bool:

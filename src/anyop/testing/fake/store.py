@@ -178,6 +178,12 @@ class Store:
         stored = [kind for kind in found if not kind.storage_version]
         return (stored or found)[0] if found else None
 
+    def custom_group(self, group: str, version: str) -> bool:
+        """Whether a group version is served for CRDs."""
+        return any(
+            kind.custom for kind in self.kinds.values() if (kind.group, kind.version) == (group, version)
+        )
+
     def groups(self) -> set[tuple[str, str]]:
         """The served ``(group, version)`` pairs."""
         return {(kind.group, kind.version) for kind in self.kinds.values()}

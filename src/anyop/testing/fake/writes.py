@@ -39,6 +39,7 @@ from anyop.testing.fake.statuses import (
     unsupported_media_type,
 )
 from anyop.testing.fake.store import ListQuery, Ref, Store, shown
+from anyop.testing.fake.typed_decoding import decode, decode_metadata
 
 __all__ = [
     "APPLY",
@@ -46,6 +47,7 @@ __all__ = [
     "MERGE",
     "STRATEGIC",
     "create",
+    "decoded",
     "delete",
     "delete_collection",
     "patch",
@@ -60,6 +62,20 @@ MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
 APPLY = "application/apply-patch+yaml"
+
+
+def decoded(kind: Kind, body: Mapping[str, Any]) -> Body:
+    """A request's object as the API server reads it: a built-in one into its Go type (unknown
+    fields dropped, wrong types refused), a custom resource's metadata into ``ObjectMeta``.
+
+    Raises:
+        StatusError: 400, a built-in object does not decode.
+    """
+    if kind.custom:
+        if not isinstance(body.get("metadata"), Mapping):
+            return dict(body)
+        return {**body, "metadata": decode_metadata(body["metadata"])}
+    return decode(kind.group, kind.version, kind.kind, body)
 
 
 def _check_namespace(store: Store, ref: Ref) -> None:
@@ -82,6 +98,7 @@ def create(store: Store, kind: Kind, body: Mapping[str, Any], *, namespace: str 
     """
     if not isinstance(body, Mapping):
         raise bad_request("the body of the request is not a JSON object")
+    body = decoded(kind, body)
     metadata = dict(body.get("metadata") or {})
     if metadata.get("resourceVersion"):
         message = "resourceVersion should not be set on objects to be created"
@@ -173,7 +190,7 @@ def update(
     Raises:
         StatusError: 422, as :func:`~anyop.testing.fake.objects.prepare_update` refuses it.
     """
-    obj = prepare_update(kind, stored, new, subresource=subresource)
+    obj = prepare_update(kind, stored, decoded(kind, new), subresource=subresource)
     if is_same(stored, obj):
         return shown(kind, stored)
     metadata = obj["metadata"]
