@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from anyop.testing.fake.kinds import Kind
-from anyop.testing.fake.schemas import prune, violations
+from anyop.testing.fake.schemas import default, prune, violations
 from anyop.testing.fake.statuses import Cause, invalid
 
 __all__ = [
@@ -74,8 +74,8 @@ def _name_causes(kind: Kind, name: str) -> list[tuple[str, Cause]]:
 
 
 def _custom_checks(kind: Kind, body: Body, name: str) -> Body:
-    """Prune a custom resource by its schema and refuse it on type errors."""
-    pruned = prune(body, kind.schema)
+    """Default and prune a custom resource by its schema and refuse it on schema errors."""
+    pruned = prune(default(body, kind.schema), kind.schema)
     if causes := violations(pruned, kind.schema):
         raise invalid(kind.kind, kind.group, name, causes=causes)
     return pruned
@@ -110,9 +110,9 @@ def prepare_create(
 
 
 def _omit_empty(obj: Body) -> Body:
-    """Drop empty top-level and metadata maps and lists, as typed kinds serialise them
-    (``omitempty``); deeper empty values may be meaningful (``subresources: {status: {}}``)."""
-    kept = {key: value for key, value in obj.items() if value != {} and value != []}
+    """Drop empty metadata maps and lists, as typed kinds serialise them (``omitempty``); the
+    rest was decoded by its Go type already (:mod:`anyop.testing.fake.typed_decoding`)."""
+    kept = dict(obj)
     metadata = kept.get("metadata") or {}
     kept["metadata"] = {
         key: value for key, value in metadata.items() if value != {} and value != []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import copy
 import dataclasses
 from collections.abc import Mapping
 from typing import Any
@@ -143,9 +144,28 @@ def _object(
         if sub is None:
             continue  # an unknown field: dropped (and warned about)
         inner = _Context(struct, (*ctx.fields, key), ctx.error)
-        kept[key] = _value(books, item, sub, inner)
+        decoded = _value(books, item, sub, inner)
         ctx.error = ctx.error or inner.error
+        if decoded is not None and not (decoded in ({}, []) and _collection(books, sub)):
+            kept[key] = decoded  # Go leaves out nulls, and empty maps and lists (omitempty)
+    for key, sub in properties.items():
+        if key not in kept and _serialised_default(sub):
+            kept[key] = _value(books, copy.deepcopy(sub["default"]), sub, _Context(struct))
     return kept
+
+
+def _collection(books: Catalog, schema: Schema) -> bool:
+    resolved, name = books.resolve(schema)
+    if name:
+        return False
+    return resolved.get("type") == "array" or isinstance(resolved.get("additionalProperties"), Mapping)
+
+
+def _serialised_default(schema: Schema) -> bool:
+    """Whether a missing field comes back anyway: a struct Go always serialises (``{}``), or a
+    declared default (e.g. a port's ``TCP``); zero scalars are only the types' zero values."""
+    value = schema.get("default", None)
+    return value == {} or value not in (None, "", 0, False, [], {})
 
 
 def _scalar(value: Any, resolved: Schema, ctx: _Context, *, go_type: str) -> Any:

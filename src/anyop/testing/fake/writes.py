@@ -11,6 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from anyop.testing.fake.builtin_rules import admitted, create_causes, defaulted, update_causes
 from anyop.testing.fake.kinds import CRD_KIND, NAMESPACE_KIND, Kind, kinds_of_crd
 from anyop.testing.fake.objects import (
     generated_name,
@@ -75,7 +76,17 @@ def decoded(kind: Kind, body: Mapping[str, Any]) -> Body:
         if not isinstance(body.get("metadata"), Mapping):
             return dict(body)
         return {**body, "metadata": decode_metadata(body["metadata"])}
-    return decode(kind.group, kind.version, kind.kind, body)
+    return defaulted(kind, decode(kind.group, kind.version, kind.kind, body))
+
+
+def _service_ip(store: Store) -> str:
+    """A free address of the service network (10.0.0.0/24; .1 is the ``kubernetes`` service's)."""
+    taken = {
+        str((body.get("spec") or {}).get("clusterIP"))
+        for body in store.objects[("", "services")].values()
+    }
+    free = [f"10.0.0.{host}" for host in range(2, 255) if f"10.0.0.{host}" not in taken]
+    return store.rng.choice(free)
 
 
 def _check_namespace(store: Store, ref: Ref) -> None:
@@ -119,6 +130,9 @@ def create(store: Store, kind: Kind, body: Mapping[str, Any], *, namespace: str 
         now=store.now(),
     )
     obj = _crd_defaults(kind, obj)
+    if causes := create_causes(kind, obj):
+        raise invalid(kind.kind, kind.group, name, causes=causes)
+    obj = admitted(kind, obj, service_ip=lambda: _service_ip(store))
     _check_namespace(store, Ref(kind, namespace, name))
     if (namespace or "", name) in store.objects[(kind.group, kind.plural)]:
         raise already_exists(kind.plural, kind.group, name)
@@ -191,6 +205,8 @@ def update(
         StatusError: 422, as :func:`~anyop.testing.fake.objects.prepare_update` refuses it.
     """
     obj = prepare_update(kind, stored, decoded(kind, new), subresource=subresource)
+    if causes := update_causes(kind, stored, obj):
+        raise invalid(kind.kind, kind.group, stored["metadata"]["name"], causes=causes)
     if is_same(stored, obj):
         return shown(kind, stored)
     metadata = obj["metadata"]
@@ -302,6 +318,8 @@ def delete(store: Store, ref: Ref, options: Mapping[str, Any]) -> Body:
         _delete_dependents(store, kind, stored)
         return success(name, kind.group, kind.plural, uid=metadata["uid"])
     marked = {**stored, "metadata": {**metadata, "deletionTimestamp": store.now()}}
+    if int(metadata.get("generation") or 0) > 0:  # controllers see the deletion as a change
+        marked["metadata"]["generation"] = int(metadata["generation"]) + 1
     if not is_namespace:
         marked["metadata"]["deletionGracePeriodSeconds"] = 0
         marked["metadata"]["finalizers"] = finalizers
