@@ -11,8 +11,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from anyop.testing.fake import go_json
 from anyop.testing.fake.builtin_rules import admitted, create_causes, defaulted, update_causes
 from anyop.testing.fake.kinds import CRD_KIND, NAMESPACE_KIND, Kind, kinds_of_crd
+from anyop.testing.fake.openapi_catalog import catalog
 from anyop.testing.fake.objects import (
     generated_name,
     is_same,
@@ -258,19 +260,29 @@ def patched(kind: Kind, stored: Body, *, content_type: str, document: bytes) -> 
     if content_type not in accepted or content_type == APPLY:
         raise unsupported_media_type(accepted)
     try:
-        patch = json.loads(document)
-    except ValueError as exc:
-        raise bad_request(f"error decoding patch: {exc}") from None
+        patch = go_json.loads(document)
+    except go_json.GoJSONError as exc:
+        # The strategic merge patcher passes the decoder's error on bare; the others prefix it.
+        prefix = "" if content_type == STRATEGIC else "error decoding patch: "
+        raise bad_request(f"{prefix}{exc}") from None
     current = shown(kind, stored)
     if content_type == JSON_PATCH:
+        if not isinstance(patch, list):
+            error = go_json.unmarshal_type_error(patch, "[]handlers.jsonPatchOp")
+            raise bad_request(f"error decoding patch: {error}")
         try:
             return apply_json_patch(current, patch)
         except PatchFailed:
             raise rejected_patch() from None
     if not isinstance(patch, Mapping):
-        raise bad_request("error decoding patch: a merge patch is a JSON object")
+        error = go_json.unmarshal_type_error(patch, "map[string]interface {}")
+        prefix = "" if content_type == STRATEGIC else "error decoding patch: "
+        raise bad_request(f"{prefix}{error}")
     if content_type == STRATEGIC:
-        return apply_strategic_patch(current, patch)
+        books = catalog()
+        name = books.schema_name(kind.group, kind.version, kind.kind)
+        schema = books.schemas.get(name or "")
+        return apply_strategic_patch(current, patch, schema, lambda s: books.resolve(s)[0])
     return apply_merge_patch(current, patch)
 
 
