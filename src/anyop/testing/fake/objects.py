@@ -198,7 +198,7 @@ def prepare_update(
     if kind.custom:
         obj = _custom_checks(kind, obj, name)
     if kind.generation and _essence(kind, obj) != _essence(kind, old):
-        metadata["generation"] = int(old_meta.get("generation") or 0) + 1
+        obj["metadata"]["generation"] = int(old_meta.get("generation") or 0) + 1
     if kind.plural == "namespaces" and not kind.group:
         # Only /finalize changes a namespace's spec.finalizers (and all else but its status).
         source = new if subresource == "finalize" else old

@@ -130,6 +130,8 @@ def _invalid(path: str, value: Any, detail: str) -> tuple[str, Cause]:
 
 def _check(value: Any, schema: Mapping[str, Any], path: str) -> Iterator[tuple[str, Cause]]:
     wanted = schema.get("type")
+    if value is None and schema.get("nullable"):
+        return
     if schema.get(_INT_OR_STRING):
         if not isinstance(value, (int, str)) or isinstance(value, bool):
             got = _type_name(value)

@@ -1,0 +1,157 @@
+"""Conformance: custom resources' structural schemas: defaults, validation keywords, pruning."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from tests.conformance.conftest import Conform
+from tests.conformance.harness import JSON_PATCH, Target
+
+pytestmark = pytest.mark.anyio
+
+
+def _gizmo(name: str, /, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "conformance.anyop.dev/v1", "kind": "Gizmo",
+            "metadata": {"name": name}, "spec": spec}  # fmt: skip
+
+
+async def _refused(t: Target, **spec: Any) -> None:
+    await t.post(t.gizmos(), _gizmo("g", **spec))
+
+
+async def test_defaults_fill_missing_fields_on_create(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await t.post(t.gizmos(), _gizmo("g", items=[{"key": "a"}, {"key": "b", "weight": 7}]))
+
+    await conform(scenario)
+
+
+async def test_defaults_fill_fields_an_update_leaves_out(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        made = await t.post(t.gizmos(), _gizmo("g", size=5, mode="fast"))
+        body = _gizmo("g", plain="x")
+        body["metadata"]["resourceVersion"] = made["metadata"]["resourceVersion"]
+        await t.put(t.gizmos("g"), body)
+
+    await conform(scenario)
+
+
+async def test_a_merge_patch_removing_a_defaulted_field_gets_the_default_back(
+    conform: Conform,
+) -> None:
+    async def scenario(t: Target) -> None:
+        await t.post(t.gizmos(), _gizmo("g", size=5, options={"retries": 1}))
+        await t.patch(t.gizmos("g"), {"spec": {"size": None, "options": {"retries": None}}})
+
+    await conform(scenario)
+
+
+async def test_a_null_in_a_defaulted_field_is_defaulted(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await t.post(t.gizmos(), _gizmo("g", size=None, mode=None))
+
+    await conform(scenario)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"size": 0},
+        {"size": 11},
+        {"ratio": 0},
+        {"ratio": 1},
+        {"name": "ab"},
+        {"name": "abcdefghi"},
+        {"name": "ABC"},
+        {"tags": []},
+        {"tags": ["a", "b", "c", "d"]},
+        {"mode": "medium"},
+        {"port": True},
+        {"when": "yesterday"},
+        {"labels": ["a", "b", "a"]},
+        {"items": [{"weight": 2}]},
+        {"size": "big"},
+        {"replicas": -1},
+    ],
+    ids=["minimum", "maximum", "exclusive-minimum", "exclusive-maximum", "min-length",
+         "max-length", "pattern", "min-items", "max-items", "enum", "int-or-string",
+         "date-time", "list-type-set", "required", "type", "replicas-minimum"],  # fmt: skip
+)
+async def test_a_schema_keyword_refuses_a_value_with_422(
+    conform: Conform, spec: dict[str, Any]
+) -> None:
+    async def scenario(t: Target) -> None:
+        await _refused(t, **spec)
+
+    await conform(scenario)
+
+
+async def test_values_within_every_keyword_are_accepted(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        spec = {"size": 10, "ratio": 0.5, "name": "abc", "tags": ["x"], "mode": "fast",
+                "port": "http", "when": "2024-05-06T07:08:09Z", "labels": ["a", "b"],
+                "items": [{"key": "k"}]}  # fmt: skip
+        await t.post(t.gizmos(), _gizmo("g", **spec))
+        await t.patch(t.gizmos("g"), {"spec": {"port": 8080}})
+
+    await conform(scenario)
+
+
+async def test_an_update_is_validated_too(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await t.post(t.gizmos(), _gizmo("g"))
+        await t.patch(t.gizmos("g"), {"spec": {"size": 100}})
+        await t.patch(t.gizmos("g"), [{"op": "add", "path": "/spec/name", "value": "X"}],
+                      ct=JSON_PATCH)  # fmt: skip
+
+    await conform(scenario)
+
+
+async def test_nulls_stay_where_nullable_and_go_elsewhere(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await t.post(t.gizmos(), _gizmo("g", note=None, plain=None))
+
+    await conform(scenario)
+
+
+async def test_unknown_fields_are_pruned_but_under_preserve_unknown_fields(
+    conform: Conform,
+) -> None:
+    async def scenario(t: Target) -> None:
+        body = _gizmo("g", unknown=1, options={"other": 2}, extra={"any": {"thing": [1]}})
+        body["status"] = {"replicas": 1, "other": 1}
+        body["top"] = "level"
+        await t.post(t.gizmos(), body)
+
+    await conform(scenario)
+
+
+async def test_unknown_fields_under_metadata_are_pruned(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        body = _gizmo("g")
+        body["metadata"] |= {"labels": {"a": "b"}, "unknown": "x", "extra": {"y": 1}}
+        await t.post(t.gizmos(), body)
+        await t.patch(t.gizmos("g"), {"metadata": {"other": "z", "annotations": {"n": "v"}}})
+
+    await conform(scenario)
+
+
+async def test_the_scale_subresource_refuses_negative_replicas(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await t.post(t.gizmos(), _gizmo("g", replicas=2))
+        await t.get(t.gizmos("g", sub="scale"))
+        await t.patch(t.gizmos("g", sub="scale"), {"spec": {"replicas": -1}})
+        await t.patch(t.gizmos("g", sub="scale"), {"spec": {"replicas": 4}})
+        await t.get(t.gizmos("g"))
+
+    await conform(scenario)
+
+
+async def test_the_status_subresource_is_validated_by_the_status_schema(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await t.post(t.gizmos(), _gizmo("g"))
+        await t.patch(t.gizmos("g", sub="status"), {"status": {"replicas": "many"}})
+        await t.patch(t.gizmos("g", sub="status"), {"status": {"replicas": 2, "x": 1}})
+
+    await conform(scenario)
