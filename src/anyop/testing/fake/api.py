@@ -43,6 +43,8 @@ class ApiRequest:
         query: Query parameters (the first value of each).
         content_type: The ``Content-Type`` without parameters.
         body: The raw body.
+        user_agent: The ``User-Agent``: its product names the field manager of a write that
+            names none.
     """
 
     method: str
@@ -50,6 +52,12 @@ class ApiRequest:
     query: Mapping[str, str] = dataclasses.field(default_factory=dict)
     content_type: str = "application/json"
     body: bytes = b""
+    user_agent: str = ""
+
+    @property
+    def manager(self) -> str:
+        """The field manager: ``fieldManager``, else the user agent's product."""
+        return self.query.get("fieldManager") or self.user_agent.split("/")[0][:128]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -188,7 +196,9 @@ def _collection(
         case "GET":
             return ApiResponse(200, store.list(kind, _list_query(kind, namespace, request.query)))
         case "POST":
-            created = writes.create(store, kind, _json(request), namespace=namespace)
+            created = writes.create(
+                store, kind, _json(request), namespace=namespace, manager=request.manager
+            )
             return ApiResponse(201, created)
         case "DELETE" if kind != NAMESPACE_KIND:
             query = _list_query(kind, namespace, request.query)
@@ -206,11 +216,14 @@ def _member(store: Store, ref: Ref, request: ApiRequest, *, route: Route) -> Api
         case "GET":
             return ApiResponse(200, store.get(ref.kind, ref.namespace, ref.name))
         case "PUT":
-            replaced = writes.replace(store, ref, _json(request), subresource=route.subresource)
+            replaced = writes.replace(
+                store, ref, _json(request), subresource=route.subresource, manager=request.manager
+            )
             return ApiResponse(200, replaced)
         case "PATCH" if request.content_type == writes.APPLY and route.subresource is None:
             manager = request.query.get("fieldManager", "")
-            code, applied = apply(store, ref, document=request.body, manager=manager)
+            force = request.query.get("force", "").lower() in _TRUE
+            code, applied = apply(store, ref, document=request.body, manager=manager, force=force)
             return ApiResponse(code, applied)
         case "PATCH":
             patched = writes.patch(
@@ -219,6 +232,7 @@ def _member(store: Store, ref: Ref, request: ApiRequest, *, route: Route) -> Api
                 content_type=request.content_type,
                 document=request.body,
                 subresource=route.subresource,
+                manager=request.manager,
             )
             return ApiResponse(200, patched)
         case "DELETE" if route.subresource is None:

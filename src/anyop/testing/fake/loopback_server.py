@@ -60,7 +60,10 @@ async def _serve_connection(stream: ByteStream, respond: Responder) -> None:
             content_type = headers.get(b"content-type", b"application/json").decode()
             target = httpx.URL(request.target.decode())
             method = request.method.decode()
-            api_request = api_request_of(method, target, content_type=content_type, body=body)
+            agent = headers.get(b"user-agent", b"").decode(errors="replace")
+            api_request = api_request_of(
+                method, target, content_type=content_type, body=body, user_agent=agent
+            )
             try:
                 answer = await respond(api_request)
             except ConnectionDropped:

@@ -13,6 +13,7 @@ from typing import Any
 
 from anyop.testing.fake import go_json
 from anyop.testing.fake.builtin_rules import admitted, create_causes, defaulted, update_causes
+from anyop.testing.fake.managed_fields import owners_after_update
 from anyop.testing.fake.kinds import CRD_KIND, NAMESPACE_KIND, Kind, kinds_of_crd
 from anyop.testing.fake.openapi_catalog import catalog
 from anyop.testing.fake.objects import (
@@ -102,8 +103,19 @@ def _check_namespace(store: Store, ref: Ref) -> None:
         raise forbidden_terminating(kind.plural, kind.group, ref.name, namespace=namespace)
 
 
-def create(store: Store, kind: Kind, body: Mapping[str, Any], *, namespace: str | None) -> Body:
+def create(
+    store: Store,
+    kind: Kind,
+    body: Mapping[str, Any],
+    *,
+    namespace: str | None,
+    manager: str | None = None,
+    owners: list[Body] | None = None,
+) -> Body:
     """Create an object; with ``generateName``, under a new name.
+
+    ``manager`` (the request's field manager) comes to own the object's fields in
+    ``managedFields``; ``owners`` are those entries as they are (server-side apply's).
 
     Raises:
         StatusError: 400 (namespace mismatch), 403 (terminating namespace), 404 (no namespace),
@@ -134,7 +146,16 @@ def create(store: Store, kind: Kind, body: Mapping[str, Any], *, namespace: str 
     obj = _crd_defaults(kind, obj)
     if causes := create_causes(kind, obj):
         raise invalid(kind.kind, kind.group, name, causes=causes)
+    if kind.status and not kind.custom and "status" not in obj:
+        # The status a create resets, as the kind's Go type serialises it when empty.
+        if (empty := decode(kind.group, kind.version, kind.kind, {}).get("status")) is not None:
+            obj["status"] = empty
     obj = admitted(kind, obj, service_ip=lambda: _service_ip(store))
+    if owners is None and manager is not None:
+        owners = owners_after_update(kind, None, obj, manager=manager, subresource=None,
+                                     now=store.now())  # fmt: skip
+    if owners:
+        obj["metadata"]["managedFields"] = owners
     _check_namespace(store, Ref(kind, namespace, name))
     if (namespace or "", name) in store.objects[(kind.group, kind.plural)]:
         raise already_exists(kind.plural, kind.group, name)
@@ -198,10 +219,21 @@ def check_version(kind: Kind, stored: Mapping[str, Any], given: Any) -> None:
 
 
 def update(
-    store: Store, kind: Kind, stored: Body, *, new: Mapping[str, Any], subresource: str | None
+    store: Store,
+    kind: Kind,
+    stored: Body,
+    *,
+    new: Mapping[str, Any],
+    subresource: str | None,
+    manager: str | None = None,
+    owners: list[Body] | None = None,
 ) -> Body:
     """Store ``new`` in place of ``stored`` (a replace or patch already checked); an object being
     deleted whose last finalizer goes is deleted.
+
+    ``manager`` (the request's field manager) takes over the fields it changes in
+    ``managedFields``; ``owners`` are the new entries as they are (server-side apply's); with
+    neither, the ownership stays as it was.
 
     Raises:
         StatusError: 422, as :func:`~anyop.testing.fake.objects.prepare_update` refuses it.
@@ -209,7 +241,14 @@ def update(
     obj = prepare_update(kind, stored, decoded(kind, new), subresource=subresource)
     if causes := update_causes(kind, stored, obj):
         raise invalid(kind.kind, kind.group, stored["metadata"]["name"], causes=causes)
-    if is_same(stored, obj):
+    if owners is None and manager is not None:
+        owners = owners_after_update(kind, stored, obj, manager=manager,
+                                     subresource=subresource, now=store.now())  # fmt: skip
+    if owners is None:
+        owners = list(stored["metadata"].get("managedFields") or [])
+    if owners:
+        obj["metadata"]["managedFields"] = owners
+    if is_same(stored, obj) and _same_owners(stored, obj):
         return shown(kind, stored)
     metadata = obj["metadata"]
     if metadata.get("deletionTimestamp") and not _finalizers(kind, obj):
@@ -217,6 +256,16 @@ def update(
         obj["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"]
         return shown(kind, obj)  # the final removal answers with the last stored version
     return shown(kind, store.commit(kind, "MODIFIED", obj, old=stored))
+
+
+def _same_owners(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Whether the ownership is the same but for the times of the entries."""
+
+    def timeless(obj: Mapping[str, Any]) -> list[Any]:
+        entries = (obj.get("metadata") or {}).get("managedFields") or []
+        return [{k: v for k, v in entry.items() if k != "time"} for entry in entries]
+
+    return timeless(old) == timeless(new)
 
 
 def _finalizers(kind: Kind, obj: Body) -> list[str]:
@@ -228,7 +277,12 @@ def _finalizers(kind: Kind, obj: Body) -> list[str]:
 
 
 def replace(
-    store: Store, ref: Ref, body: Mapping[str, Any], *, subresource: str | None = None
+    store: Store,
+    ref: Ref,
+    body: Mapping[str, Any],
+    *,
+    subresource: str | None = None,
+    manager: str | None = None,
 ) -> Body:
     """Replace an object (PUT), or its status.
 
@@ -252,7 +306,7 @@ def replace(
         causes = [("metadata.resourceVersion", cause)]
         raise invalid(kind.plural, kind.group, name, causes=causes)
     check_version(kind, stored, version)
-    return update(store, kind, stored, new=body, subresource=subresource)
+    return update(store, kind, stored, new=body, subresource=subresource, manager=manager)
 
 
 def patched(kind: Kind, stored: Body, *, content_type: str, document: bytes) -> Any:
@@ -287,7 +341,13 @@ def patched(kind: Kind, stored: Body, *, content_type: str, document: bytes) -> 
 
 
 def patch(
-    store: Store, ref: Ref, *, content_type: str, document: bytes, subresource: str | None = None
+    store: Store,
+    ref: Ref,
+    *,
+    content_type: str,
+    document: bytes,
+    subresource: str | None = None,
+    manager: str | None = None,
 ) -> Body:
     """Patch an object, or its status, with a merge, JSON or strategic merge patch.
 
@@ -301,7 +361,7 @@ def patch(
     if not isinstance(result, Mapping):
         raise rejected_patch()
     check_version(kind, stored, (result.get("metadata") or {}).get("resourceVersion"))
-    return update(store, kind, stored, new=result, subresource=subresource)
+    return update(store, kind, stored, new=result, subresource=subresource, manager=manager)
 
 
 def delete(store: Store, ref: Ref, options: Mapping[str, Any]) -> Body:
