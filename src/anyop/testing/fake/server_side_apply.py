@@ -158,7 +158,7 @@ def apply(
         owned = [fields if i == mine else fields - changing for i, fields in enumerate(owned)]
     previous = owned[mine] if mine is not None else set()
     others = set().union(*(f for i, f in enumerate(owned) if i != mine))
-    for path in sorted(previous - applied - others, key=len, reverse=True):
+    for path in sorted(previous - applied - others, key=len):  # an item before its fields
         remove_path(merged, path)
     if mine is None:
         entries.append(new_entry(kind, manager, "Apply", store.now(), None, applied))
