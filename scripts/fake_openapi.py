@@ -39,8 +39,10 @@ GROUP_VERSIONS = (
 )
 OUT = Path(__file__).resolve().parents[1] / "src/anyop/testing/fake/data/openapi.json.gz"
 _DROPPED = ("description", "example")
-_MEMBER = re.compile(r"^(?P<base>.*?)(?:/namespaces/\{namespace\})?/(?P<plural>[^/{]+)"
-                     r"(?:/\{name\}(?:/(?P<sub>[^/{]+))?)?$")  # fmt: skip
+_MEMBER = re.compile(
+    r"^(?P<base>.*?)(?:/namespaces/\{namespace\})?/(?P<plural>[^/{]+)"
+    r"(?:/\{name\}(?:/(?P<sub>[^/{]+))?)?$"
+)
 
 
 def _default_dir() -> Path:
@@ -77,18 +79,20 @@ def _resources(document: dict[str, Any], prefix: str) -> dict[str, Any]:
         match = _MEMBER.match(path)
         if match is None or match["base"] != f"/{prefix}":
             continue
-        for method, operation in item.items():
+        for operation in item.values():
             if not isinstance(operation, dict) or "x-kubernetes-action" not in operation:
                 continue
             gvk = operation.get("x-kubernetes-group-version-kind") or {}
-            entry = resources.setdefault(match["plural"], {
-                "kind": "", "namespaced": False, "verbs": [], "subresources": {}})  # fmt: skip
+            entry = resources.setdefault(
+                match["plural"], {"kind": "", "namespaced": False, "verbs": [], "subresources": {}}
+            )
             namespaced = "{namespace}" in path
             entry["namespaced"] |= namespaced
             action = operation["x-kubernetes-action"]
             if match["sub"]:
-                sub = entry["subresources"].setdefault(match["sub"], {"kind": gvk.get("kind", ""),
-                                                                      "verbs": []})  # fmt: skip
+                sub = entry["subresources"].setdefault(
+                    match["sub"], {"kind": gvk.get("kind", ""), "verbs": []}
+                )
                 sub["verbs"] = sorted({*sub["verbs"], action})
                 continue
             entry["kind"] = entry["kind"] or gvk.get("kind", "")
@@ -99,8 +103,11 @@ def _resources(document: dict[str, Any], prefix: str) -> dict[str, Any]:
 
 
 def main(spec_dir: Path) -> None:
-    catalog: dict[str, Any] = {"source": str(spec_dir.parents[2].name), "groupVersions": {},
-                               "schemas": {}}  # fmt: skip
+    catalog: dict[str, Any] = {
+        "source": str(spec_dir.parents[2].name),
+        "groupVersions": {},
+        "schemas": {},
+    }
     for prefix in GROUP_VERSIONS:
         document = json.loads((spec_dir / f"{prefix.replace('/', '__')}_openapi.json").read_text())
         catalog["groupVersions"][prefix.removeprefix("api/").removeprefix("apis/")] = _resources(

@@ -19,8 +19,7 @@ def _cm(name: str, **fields: Any) -> dict[str, Any]:
 
 
 def _lease(name: str, **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": COORDINATION, "kind": "Lease", "metadata": {"name": name},
-            "spec": spec}  # fmt: skip
+    return {"apiVersion": COORDINATION, "kind": "Lease", "metadata": {"name": name}, "spec": spec}
 
 
 def _secret(name: str, **fields: Any) -> dict[str, Any]:
@@ -89,9 +88,14 @@ async def test_a_lease_with_a_field_of_the_wrong_type_or_format_is_400(
 
 async def test_a_lease_with_microsecond_times_is_stored_as_sent(conform: Conform) -> None:
     async def scenario(t: Target) -> None:
-        lease = _lease("l", holderIdentity="me", leaseDurationSeconds=15, leaseTransitions=0,
-                       acquireTime="2024-01-01T00:00:00.000000Z",
-                       renewTime="2024-01-01T00:00:01.123456Z")  # fmt: skip
+        lease = _lease(
+            "l",
+            holderIdentity="me",
+            leaseDurationSeconds=15,
+            leaseTransitions=0,
+            acquireTime="2024-01-01T00:00:00.000000Z",
+            renewTime="2024-01-01T00:00:01.123456Z",
+        )
         made = await t.post(t.apis(COORDINATION, "leases"), lease)
         t.note("times", made["spec"].get("renewTime"))
 
@@ -148,15 +152,28 @@ async def test_unknown_fields_of_built_in_kinds_are_dropped(conform: Conform) ->
 
 async def test_a_pod_spec_change_is_refused_but_its_image_may_change(conform: Conform) -> None:
     async def scenario(t: Target) -> None:
-        body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
-                "spec": _pod_spec(("main", "busybox:1.36"))}  # fmt: skip
+        body = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p"},
+            "spec": _pod_spec(("main", "busybox:1.36")),
+        }
         await t.post(t.core("pods"), body, record=lambda d: d.get("metadata", {}).get("name"))
         image = {"spec": {"containers": [{"name": "main", "image": "busybox:1.37"}]}}
-        await t.patch(t.core("pods", "p"), image, ct=STRATEGIC,
-                      record=lambda d: d["spec"]["containers"][0]["image"])  # fmt: skip
-        await t.patch(t.core("pods", "p"), {"spec": {"hostname": "other"}},
-                      record=lambda d: (d.get("reason"), d.get("details", {}).get("causes", [{}])[0]
-                                        .get("field")))  # fmt: skip
+        await t.patch(
+            t.core("pods", "p"),
+            image,
+            ct=STRATEGIC,
+            record=lambda d: d["spec"]["containers"][0]["image"],
+        )
+        await t.patch(
+            t.core("pods", "p"),
+            {"spec": {"hostname": "other"}},
+            record=lambda d: (
+                d.get("reason"),
+                d.get("details", {}).get("causes", [{}])[0].get("field"),
+            ),
+        )
 
     await conform(scenario)
 
@@ -164,16 +181,26 @@ async def test_a_pod_spec_change_is_refused_but_its_image_may_change(conform: Co
 # -- class 5: the kinds served ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("group_version", ["apps/v1", "events.k8s.io/v1", "batch/v1",
-                                           "rbac.authorization.k8s.io/v1", "policy/v1",
-                                           "networking.k8s.io/v1", "discovery.k8s.io/v1"])  # fmt: skip
+@pytest.mark.parametrize(
+    "group_version",
+    [
+        "apps/v1",
+        "events.k8s.io/v1",
+        "batch/v1",
+        "rbac.authorization.k8s.io/v1",
+        "policy/v1",
+        "networking.k8s.io/v1",
+        "discovery.k8s.io/v1",
+    ],
+)
 async def test_a_group_version_operators_use_is_discovered(
     conform: Conform, group_version: str
 ) -> None:
     async def scenario(t: Target) -> None:
         def shown(d: Any) -> Any:
-            return sorted((r["name"], r["namespaced"], r["kind"], sorted(r["verbs"]))
-                          for r in d["resources"])  # fmt: skip
+            return sorted(
+                (r["name"], r["namespaced"], r["kind"], sorted(r["verbs"])) for r in d["resources"]
+            )
 
         await t.get(f"/apis/{group_version}", record=shown)
 
@@ -182,10 +209,18 @@ async def test_a_group_version_operators_use_is_discovered(
 
 async def test_a_deployment_is_stored_with_its_defaults(conform: Conform) -> None:
     async def scenario(t: Target) -> None:
-        body = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
-                "spec": {"selector": {"matchLabels": {"app": "d"}},
-                         "template": {"metadata": {"labels": {"app": "d"}},
-                                      "spec": _pod_spec(("main", "nginx"))}}}  # fmt: skip
+        body = {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "d"},
+            "spec": {
+                "selector": {"matchLabels": {"app": "d"}},
+                "template": {
+                    "metadata": {"labels": {"app": "d"}},
+                    "spec": _pod_spec(("main", "nginx")),
+                },
+            },
+        }
         await t.post(t.apis("apps/v1", "deployments"), body)
         await t.get(t.apis("apps/v1", "deployments", "d"))
 
@@ -197,11 +232,18 @@ async def test_other_workloads_are_stored_with_their_defaults(
     conform: Conform, plural: str
 ) -> None:
     async def scenario(t: Target) -> None:
-        kind = {"statefulsets": "StatefulSet", "daemonsets": "DaemonSet",
-                "replicasets": "ReplicaSet"}[plural]  # fmt: skip
-        spec: dict[str, Any] = {"selector": {"matchLabels": {"app": "w"}},
-                                "template": {"metadata": {"labels": {"app": "w"}},
-                                             "spec": _pod_spec(("main", "nginx:1.27"))}}  # fmt: skip
+        kind = {
+            "statefulsets": "StatefulSet",
+            "daemonsets": "DaemonSet",
+            "replicasets": "ReplicaSet",
+        }[plural]
+        spec: dict[str, Any] = {
+            "selector": {"matchLabels": {"app": "w"}},
+            "template": {
+                "metadata": {"labels": {"app": "w"}},
+                "spec": _pod_spec(("main", "nginx:1.27")),
+            },
+        }
         if plural == "statefulsets":
             spec["serviceName"] = "w"
         body = {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": "w"}, "spec": spec}
@@ -213,9 +255,12 @@ async def test_other_workloads_are_stored_with_their_defaults(
 async def test_a_cronjob_is_stored_with_its_defaults(conform: Conform) -> None:
     async def scenario(t: Target) -> None:
         template = {"spec": {"restartPolicy": "Never", **_pod_spec(("main", "busybox:1.36"))}}
-        body = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "c"},
-                "spec": {"schedule": "*/5 * * * *",
-                         "jobTemplate": {"spec": {"template": template}}}}  # fmt: skip
+        body = {
+            "apiVersion": "batch/v1",
+            "kind": "CronJob",
+            "metadata": {"name": "c"},
+            "spec": {"schedule": "*/5 * * * *", "jobTemplate": {"spec": {"template": template}}},
+        }
         await t.post(t.apis("batch/v1", "cronjobs"), body)
 
     await conform(scenario)
@@ -223,11 +268,19 @@ async def test_a_cronjob_is_stored_with_its_defaults(conform: Conform) -> None:
 
 async def test_an_events_k8s_io_event_is_served(conform: Conform) -> None:
     async def scenario(t: Target) -> None:
-        body = {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "e"},
-                "eventTime": "2024-01-01T00:00:00.000000Z", "reason": "Tested",
-                "action": "Testing", "reportingController": "x.dev/tester",
-                "reportingInstance": "tester-1", "type": "Normal", "note": "hello",
-                "regarding": {"kind": "ConfigMap", "name": "a", "apiVersion": "v1"}}  # fmt: skip
+        body = {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {"name": "e"},
+            "eventTime": "2024-01-01T00:00:00.000000Z",
+            "reason": "Tested",
+            "action": "Testing",
+            "reportingController": "x.dev/tester",
+            "reportingInstance": "tester-1",
+            "type": "Normal",
+            "note": "hello",
+            "regarding": {"kind": "ConfigMap", "name": "a", "apiVersion": "v1"},
+        }
         await t.post(t.apis("events.k8s.io/v1", "events"), body)
         await t.get(t.apis("events.k8s.io/v1", "events", "e"))
 
@@ -237,13 +290,19 @@ async def test_an_events_k8s_io_event_is_served(conform: Conform) -> None:
 async def test_rbac_roles_and_bindings_are_served(conform: Conform) -> None:
     async def scenario(t: Target) -> None:
         rbac = "rbac.authorization.k8s.io/v1"
-        role = {"apiVersion": rbac, "kind": "Role", "metadata": {"name": "r"},
-                "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]}
-        binding = {"apiVersion": rbac, "kind": "RoleBinding", "metadata": {"name": "b"},
-                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
-                               "name": "r"},
-                   "subjects": [{"kind": "ServiceAccount", "name": "default",
-                                 "namespace": t.namespace}]}  # fmt: skip
+        role = {
+            "apiVersion": rbac,
+            "kind": "Role",
+            "metadata": {"name": "r"},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}],
+        }
+        binding = {
+            "apiVersion": rbac,
+            "kind": "RoleBinding",
+            "metadata": {"name": "b"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "r"},
+            "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": t.namespace}],
+        }
         await t.post(t.apis(rbac, "roles"), role)
         await t.post(t.apis(rbac, "rolebindings"), binding)
 
@@ -264,10 +323,15 @@ async def test_a_secrets_string_data_is_merged_into_its_data(conform: Conform) -
 
 async def test_a_service_gets_its_defaults_and_a_cluster_ip(conform: Conform) -> None:
     async def scenario(t: Target) -> None:
-        body = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
-                "spec": {"selector": {"app": "s"},
-                         "ports": [{"port": 80}, {"name": "b", "port": 81,
-                                                  "targetPort": "http"}]}}  # fmt: skip
+        body = {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "s"},
+            "spec": {
+                "selector": {"app": "s"},
+                "ports": [{"port": 80}, {"name": "b", "port": 81, "targetPort": "http"}],
+            },
+        }
         body["spec"]["ports"][0]["name"] = "a"
         made = await t.post(t.core("services"), body, record=_without_ips)
         t.note("ip in range", made["spec"]["clusterIP"].startswith("10.0.0."))
@@ -277,9 +341,12 @@ async def test_a_service_gets_its_defaults_and_a_cluster_ip(conform: Conform) ->
 
 async def test_a_headless_service_keeps_no_cluster_ip(conform: Conform) -> None:
     async def scenario(t: Target) -> None:
-        body = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "h"},
-                "spec": {"clusterIP": "None", "selector": {"app": "h"},
-                         "ports": [{"port": 80}]}}  # fmt: skip
+        body = {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "h"},
+            "spec": {"clusterIP": "None", "selector": {"app": "h"}, "ports": [{"port": 80}]},
+        }
         await t.post(t.core("services"), body)
 
     await conform(scenario)
@@ -287,8 +354,12 @@ async def test_a_headless_service_keeps_no_cluster_ip(conform: Conform) -> None:
 
 async def test_a_pod_is_stored_with_its_defaults(conform: Conform) -> None:
     async def scenario(t: Target) -> None:
-        body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
-                "spec": _pod_spec(("main", "busybox:1.36"), ("side", "busybox"))}  # fmt: skip
+        body = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p"},
+            "spec": _pod_spec(("main", "busybox:1.36"), ("side", "busybox")),
+        }
         await t.post(t.core("pods"), body)
 
     await conform(scenario)
@@ -328,7 +399,10 @@ async def test_writes_to_a_namespaced_kind_on_a_cluster_path_are_refused(conform
 async def test_lists_of_namespaced_kinds_on_cluster_paths_span_namespaces(conform: Conform) -> None:
     async def scenario(t: Target) -> None:
         await t.post(t.cm(), _cm("a"))
-        await t.get("/api/v1/configmaps", params={"fieldSelector": f"metadata.namespace={t.namespace}"},
-                    record=lambda d: [i["metadata"]["name"] for i in d["items"]])  # fmt: skip
+        await t.get(
+            "/api/v1/configmaps",
+            params={"fieldSelector": f"metadata.namespace={t.namespace}"},
+            record=lambda d: [i["metadata"]["name"] for i in d["items"]],
+        )
 
     await conform(scenario)

@@ -12,8 +12,12 @@ pytestmark = pytest.mark.anyio
 
 
 def _gizmo(name: str, /, **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "conformance.anyop.dev/v1", "kind": "Gizmo",
-            "metadata": {"name": name}, "spec": spec}  # fmt: skip
+    return {
+        "apiVersion": "conformance.anyop.dev/v1",
+        "kind": "Gizmo",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
 
 
 async def _refused(t: Target, **spec: Any) -> None:
@@ -74,9 +78,24 @@ async def test_a_null_in_a_defaulted_field_is_defaulted(conform: Conform) -> Non
         {"size": "big"},
         {"replicas": -1},
     ],
-    ids=["minimum", "maximum", "exclusive-minimum", "exclusive-maximum", "min-length",
-         "max-length", "pattern", "min-items", "max-items", "enum", "int-or-string",
-         "date-time", "list-type-set", "required", "type", "replicas-minimum"],  # fmt: skip
+    ids=[
+        "minimum",
+        "maximum",
+        "exclusive-minimum",
+        "exclusive-maximum",
+        "min-length",
+        "max-length",
+        "pattern",
+        "min-items",
+        "max-items",
+        "enum",
+        "int-or-string",
+        "date-time",
+        "list-type-set",
+        "required",
+        "type",
+        "replicas-minimum",
+    ],
 )
 async def test_a_schema_keyword_refuses_a_value_with_422(
     conform: Conform, spec: dict[str, Any]
@@ -89,9 +108,17 @@ async def test_a_schema_keyword_refuses_a_value_with_422(
 
 async def test_values_within_every_keyword_are_accepted(conform: Conform) -> None:
     async def scenario(t: Target) -> None:
-        spec = {"size": 10, "ratio": 0.5, "name": "abc", "tags": ["x"], "mode": "fast",
-                "port": "http", "when": "2024-05-06T07:08:09Z", "labels": ["a", "b"],
-                "items": [{"key": "k"}]}  # fmt: skip
+        spec = {
+            "size": 10,
+            "ratio": 0.5,
+            "name": "abc",
+            "tags": ["x"],
+            "mode": "fast",
+            "port": "http",
+            "when": "2024-05-06T07:08:09Z",
+            "labels": ["a", "b"],
+            "items": [{"key": "k"}],
+        }
         await t.post(t.gizmos(), _gizmo("g", **spec))
         await t.patch(t.gizmos("g"), {"spec": {"port": 8080}})
 
@@ -102,8 +129,9 @@ async def test_an_update_is_validated_too(conform: Conform) -> None:
     async def scenario(t: Target) -> None:
         await t.post(t.gizmos(), _gizmo("g"))
         await t.patch(t.gizmos("g"), {"spec": {"size": 100}})
-        await t.patch(t.gizmos("g"), [{"op": "add", "path": "/spec/name", "value": "X"}],
-                      ct=JSON_PATCH)  # fmt: skip
+        await t.patch(
+            t.gizmos("g"), [{"op": "add", "path": "/spec/name", "value": "X"}], ct=JSON_PATCH
+        )
 
     await conform(scenario)
 

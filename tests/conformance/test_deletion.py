@@ -156,8 +156,9 @@ async def test_a_recreated_object_gets_a_new_uid(conform: Conform) -> None:
 
 async def test_marking_for_deletion_bumps_a_custom_resources_generation(conform: Conform) -> None:
     async def scenario(t: Target) -> None:
+        metadata = {"name": "w", "finalizers": ["x.dev/f"]}
         body = {"apiVersion": "conformance.anyop.dev/v1", "kind": "Widget",
-                "metadata": {"name": "w", "finalizers": ["x.dev/f"]}, "spec": {"size": 1}}  # fmt: skip
+                "metadata": metadata, "spec": {"size": 1}}  # fmt: skip
         await t.post(t.widgets(), body)
         await t.delete(t.widgets("w"))
         await t.patch(t.widgets("w"), {"spec": {"size": 2}})
@@ -169,16 +170,24 @@ async def test_marking_for_deletion_bumps_a_custom_resources_generation(conform:
 
 async def test_marking_for_deletion_bumps_a_deployments_generation(conform: Conform) -> None:
     async def scenario(t: Target) -> None:
-        body = {"apiVersion": "apps/v1", "kind": "Deployment",
-                "metadata": {"name": "d", "finalizers": ["x.dev/f"]},
-                "spec": {"selector": {"matchLabels": {"app": "d"}},
-                         "template": {"metadata": {"labels": {"app": "d"}},
-                                      "spec": {"containers": [{"name": "m", "image": "nginx"}]}}}}
+        body = {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "d", "finalizers": ["x.dev/f"]},
+            "spec": {
+                "selector": {"matchLabels": {"app": "d"}},
+                "template": {
+                    "metadata": {"labels": {"app": "d"}},
+                    "spec": {"containers": [{"name": "m", "image": "nginx"}]},
+                },
+            },
+        }
         path = t.apis("apps/v1", "deployments")
 
         def generation(d: Any) -> Any:
             return d.get("metadata", {}).get("generation"), bool(
-                d.get("metadata", {}).get("deletionTimestamp"))
+                d.get("metadata", {}).get("deletionTimestamp")
+            )
 
         await t.post(path, body, record=generation)
         await t.delete(f"{path}/d", record=generation)

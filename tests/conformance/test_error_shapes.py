@@ -45,8 +45,11 @@ async def test_a_missing_subresource_is_404(conform: Conform) -> None:
 
 
 @pytest.mark.parametrize("ct", [MERGE, STRATEGIC, JSON_PATCH], ids=["merge", "strategic", "json"])
-@pytest.mark.parametrize("document", [b"{", b"{'x': 1}", b"not json", b"{} {}"],
-                         ids=["truncated", "single-quotes", "word", "two-documents"])  # fmt: skip
+@pytest.mark.parametrize(
+    "document",
+    [b"{", b"{'x': 1}", b"not json", b"{} {}"],
+    ids=["truncated", "single-quotes", "word", "two-documents"],
+)
 async def test_a_malformed_patch_body_is_400(conform: Conform, ct: str, document: bytes) -> None:
     async def scenario(t: Target) -> None:
         await t.post(t.cm(), _cm("a"))

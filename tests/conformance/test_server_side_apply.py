@@ -15,8 +15,9 @@ APPLY = "application/apply-patch+yaml"
 
 
 def _cm(**data: str) -> bytes:
-    return json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"},
-                       "data": data}).encode()  # fmt: skip
+    return json.dumps(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": data}
+    ).encode()
 
 
 def _owners(d: Any) -> Any:
@@ -24,10 +25,16 @@ def _owners(d: Any) -> Any:
     if d.get("kind") == "Status":
         return d
     entries = d["metadata"].get("managedFields") or []
-    owners = sorted((e["manager"], e["operation"], json.dumps(e.get("fieldsV1"), sort_keys=True))
-                    for e in entries)  # fmt: skip
-    return {"data": d.get("data"), "spec": d.get("spec"), "labels": d["metadata"].get("labels"),
-            "owners": owners}  # fmt: skip
+    owners = sorted(
+        (e["manager"], e["operation"], json.dumps(e.get("fieldsV1"), sort_keys=True))
+        for e in entries
+    )
+    return {
+        "data": d.get("data"),
+        "spec": d.get("spec"),
+        "labels": d["metadata"].get("labels"),
+        "owners": owners,
+    }
 
 
 async def _apply(t: Target, path: str, body: bytes, manager: str, *, force: bool = False) -> Any:
@@ -81,8 +88,9 @@ async def test_fields_a_manager_stops_applying_are_removed(conform: Conform) -> 
 async def test_an_update_takes_ownership_and_conflicts_with_appliers(conform: Conform) -> None:
     async def scenario(t: Target) -> None:
         await _apply(t, t.cm("a"), _cm(x="1"), "one")
-        await t.patch(t.cm("a"), {"data": {"x": "2"}}, params={"fieldManager": "editor"},
-                      record=_owners)  # fmt: skip
+        await t.patch(
+            t.cm("a"), {"data": {"x": "2"}}, params={"fieldManager": "editor"}, record=_owners
+        )
         await _apply(t, t.cm("a"), _cm(x="3"), "one")
 
     await conform(scenario)
@@ -91,13 +99,22 @@ async def test_an_update_takes_ownership_and_conflicts_with_appliers(conform: Co
 async def test_apply_merges_containers_by_name(conform: Conform) -> None:
     async def scenario(t: Target) -> None:
         def deployment(*containers: str) -> bytes:
-            return json.dumps({"apiVersion": "apps/v1", "kind": "Deployment",
-                               "metadata": {"name": "d"},
-                               "spec": {"selector": {"matchLabels": {"app": "d"}},
-                                        "template": {"metadata": {"labels": {"app": "d"}},
-                                                     "spec": {"containers": [
-                                                         {"name": n, "image": f"{n}:1"}
-                                                         for n in containers]}}}}).encode()
+            return json.dumps(
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "metadata": {"name": "d"},
+                    "spec": {
+                        "selector": {"matchLabels": {"app": "d"}},
+                        "template": {
+                            "metadata": {"labels": {"app": "d"}},
+                            "spec": {
+                                "containers": [{"name": n, "image": f"{n}:1"} for n in containers]
+                            },
+                        },
+                    },
+                }
+            ).encode()
 
         def names(d: Any) -> Any:
             if d.get("kind") == "Status":
@@ -105,12 +122,11 @@ async def test_apply_merges_containers_by_name(conform: Conform) -> None:
             return [c["name"] for c in d["spec"]["template"]["spec"]["containers"]]
 
         path = t.apis("apps/v1", "deployments", "d")
-        await t.patch(path, deployment("a", "b"), ct=APPLY, params={"fieldManager": "one"},
-                      record=names)  # fmt: skip
-        await t.patch(path, deployment("c"), ct=APPLY, params={"fieldManager": "two"},
-                      record=names)  # fmt: skip
-        await t.patch(path, deployment("a"), ct=APPLY, params={"fieldManager": "one"},
-                      record=names)  # fmt: skip
+        await t.patch(
+            path, deployment("a", "b"), ct=APPLY, params={"fieldManager": "one"}, record=names
+        )
+        await t.patch(path, deployment("c"), ct=APPLY, params={"fieldManager": "two"}, record=names)
+        await t.patch(path, deployment("a"), ct=APPLY, params={"fieldManager": "one"}, record=names)
 
     await conform(scenario)
 
@@ -118,8 +134,14 @@ async def test_apply_merges_containers_by_name(conform: Conform) -> None:
 async def test_apply_to_a_custom_resource_conflicts_and_removes(conform: Conform) -> None:
     async def scenario(t: Target) -> None:
         def widget(**spec: Any) -> bytes:
-            return json.dumps({"apiVersion": f"{GROUP}/v1", "kind": "Widget",
-                               "metadata": {"name": "w"}, "spec": spec}).encode()  # fmt: skip
+            return json.dumps(
+                {
+                    "apiVersion": f"{GROUP}/v1",
+                    "kind": "Widget",
+                    "metadata": {"name": "w"},
+                    "spec": spec,
+                }
+            ).encode()
 
         await _apply(t, t.widgets("w"), widget(size=1, color="red"), "one")
         await _apply(t, t.widgets("w"), widget(size=2), "two")

@@ -1,4 +1,4 @@
-"""What kube-apiserver's Go code does to built-in kinds beyond their schemas, where operators meet it.
+"""What kube-apiserver's Go code does to built-in kinds beyond their schemas (what operators meet).
 
 Pure. :func:`defaulted` fills in the defaults of Kubernetes' defaulting functions (a Service's
 type, session affinity and ports; pod templates' and containers' fields; Deployments',
@@ -119,8 +119,9 @@ def _job_spec(spec: Body) -> None:
     spec.setdefault("backoffLimit", 2147483647 if spec.get("backoffLimitPerIndex") else 6)
     spec.setdefault("completionMode", "NonIndexed")
     spec.setdefault("suspend", False)
-    spec.setdefault("podReplacementPolicy",
-                    "Failed" if spec.get("podFailurePolicy") else "TerminatingOrFailed")  # fmt: skip
+    spec.setdefault(
+        "podReplacementPolicy", "Failed" if spec.get("podFailurePolicy") else "TerminatingOrFailed"
+    )
     spec.setdefault("manualSelector", False)
     _template(spec)
 
@@ -211,10 +212,14 @@ def defaulted(kind: Kind, obj: Mapping[str, Any]) -> Body:
 
 
 _NOT_READY_TOLERATIONS = [
-    {"key": f"node.kubernetes.io/{taint}", "operator": "Exists", "effect": "NoExecute",
-     "tolerationSeconds": 300}
+    {
+        "key": f"node.kubernetes.io/{taint}",
+        "operator": "Exists",
+        "effect": "NoExecute",
+        "tolerationSeconds": 300,
+    }
     for taint in ("not-ready", "unreachable")
-]  # fmt: skip
+]
 
 
 def _qos_class(spec: Mapping[str, Any]) -> str:
@@ -227,8 +232,8 @@ def _qos_class(spec: Mapping[str, Any]) -> str:
     if not any(r.get("requests") or r.get("limits") for r in resources):
         return "BestEffort"
     guaranteed = all(
-        (r.get("limits") or {}).get(name) and (r.get("requests") or {}).get(name, "") in
-        ((r.get("limits") or {}).get(name), "")
+        (r.get("limits") or {}).get(name)
+        and (r.get("requests") or {}).get(name, "") in ((r.get("limits") or {}).get(name), "")
         for r in resources
         for name in ("cpu", "memory")
     )
@@ -326,7 +331,9 @@ def _pod_spec_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
         kept = {k: v for k, v in spec.items() if k not in _POD_MUTABLE}
         for key in ("containers", "initContainers"):
             kept[key] = [
-                {k: v for k, v in item.items() if k != "image"} if isinstance(item, Mapping) else item
+                {k: v for k, v in item.items() if k != "image"}
+                if isinstance(item, Mapping)
+                else item
                 for item in spec.get(key) or ()
             ]
         return kept

@@ -73,8 +73,9 @@ class FakeCluster:
         same requests).
 
     Caveats:
-        No other controllers: pods stay Pending, Deployments make no ReplicaSets. No authorization: every request is an admin's. ``docs/testing.md`` lists
-        where it differs from a real cluster on purpose.
+        No other controllers: pods stay Pending, Deployments make no ReplicaSets. No
+        authorization: every request is an admin's. ``docs/testing.md`` lists where it differs
+        from a real cluster.
     """
 
     def __init__(

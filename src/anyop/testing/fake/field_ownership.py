@@ -11,7 +11,7 @@ item itself).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 __all__ = [
@@ -27,9 +27,19 @@ __all__ = [
 
 Path = tuple[tuple[str, str], ...]
 Schema = Mapping[str, Any]
-_UNTRACKED_META = ("name", "namespace", "uid", "resourceVersion", "generation", "selfLink",
-                   "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
-                   "managedFields", "generateName")  # fmt: skip
+_UNTRACKED_META = (
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "selfLink",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "managedFields",
+    "generateName",
+)
 
 
 class Shape:
@@ -130,8 +140,11 @@ def to_fields_v1(fields: set[Path]) -> dict[str, Any]:
         node = root
         for kind, name in path:
             node = node.setdefault(f"{kind}:{name}", {})
-        if path and path[-1][0] in ("k", "i") and any(p[: len(path)] == path and p != path
-                                                      for p in fields):  # fmt: skip
+        if (
+            path
+            and path[-1][0] in ("k", "i")
+            and any(p[: len(path)] == path and p != path for p in fields)
+        ):
             node["."] = {}
     return root
 
@@ -194,6 +207,6 @@ def _matcher(kind: str, name: str) -> Callable[[Any], bool]:
     wanted = json.loads(name)
     if kind == "v":
         return lambda item: bool(item == wanted)
-    return lambda item: isinstance(item, Mapping) and all(
-        item.get(key) == value for key, value in wanted.items()
+    return lambda item: (
+        isinstance(item, Mapping) and all(item.get(key) == value for key, value in wanted.items())
     )

@@ -77,6 +77,14 @@ def loads(document: bytes | str) -> Any:
 def unmarshal_type_error(value: Any, go_type: str) -> str:
     """Go's error for a JSON value of the wrong type for a whole document, e.g. an array
     where a ``map[string]interface {}`` is expected."""
-    names = {bool: "bool", int: "number", float: "number", str: "string", list: "array",
-             dict: "object"}  # fmt: skip
-    return f"json: cannot unmarshal {names.get(type(value), 'object')} into Go value of type {go_type}"
+    names = {
+        bool: "bool",
+        int: "number",
+        float: "number",
+        str: "string",
+        list: "array",
+        dict: "object",
+    }
+    return (
+        f"json: cannot unmarshal {names.get(type(value), 'object')} into Go value of type {go_type}"
+    )

@@ -61,11 +61,18 @@ def entries_of(obj: Mapping[str, Any] | None) -> list[Body]:
     return [dict(entry) for entry in found if isinstance(entry, Mapping)]
 
 
-def new_entry(kind: Kind, manager: str, operation: str, now: str, subresource: str | None,
-           fields: set[Path]) -> Body:  # fmt: skip
+def new_entry(
+    kind: Kind, manager: str, operation: str, now: str, subresource: str | None, fields: set[Path]
+) -> Body:
     """One ``managedFields`` entry."""
-    entry: Body = {"manager": manager, "operation": operation, "apiVersion": kind.api_version,
-                   "time": now, "fieldsType": "FieldsV1", "fieldsV1": to_fields_v1(fields)}
+    entry: Body = {
+        "manager": manager,
+        "operation": operation,
+        "apiVersion": kind.api_version,
+        "time": now,
+        "fieldsType": "FieldsV1",
+        "fieldsV1": to_fields_v1(fields),
+    }
     if subresource:
         entry["subresource"] = subresource
     return entry
@@ -74,7 +81,10 @@ def new_entry(kind: Kind, manager: str, operation: str, now: str, subresource: s
 def same_owner(entry: Mapping[str, Any], manager: str, operation: str, sub: str | None) -> bool:
     """Whether an entry is the one of this manager, operation and subresource."""
     return (entry.get("manager"), entry.get("operation"), entry.get("subresource")) == (
-        manager, operation, sub or None)  # fmt: skip
+        manager,
+        operation,
+        sub or None,
+    )
 
 
 def rebuilt(kind: Kind, entries: list[Body], owned: list[set[Path]]) -> list[Body]:
@@ -101,13 +111,15 @@ def owners_after_update(
     mode = status_mode(kind, subresource)
     before = values_of(old, shape, status=mode) if old is not None else {}
     after = values_of(new, shape, status=mode)
-    changed = {p for p in before.keys() | after.keys()
-               if before.get(p, MISSING) != after.get(p, MISSING)}  # fmt: skip
+    changed = {
+        p for p in before.keys() | after.keys() if before.get(p, MISSING) != after.get(p, MISSING)
+    }
     entries = entries_of(old)
     owned = [from_fields_v1(entry.get("fieldsV1")) - changed for entry in entries]
     taken = {p for p in changed if p in after}
-    mine = next((i for i, e in enumerate(entries) if same_owner(e, manager, "Update", subresource)),
-                None)  # fmt: skip
+    mine = next(
+        (i for i, e in enumerate(entries) if same_owner(e, manager, "Update", subresource)), None
+    )
     if not taken:
         return rebuilt(kind, entries, owned)
     if mine is None:

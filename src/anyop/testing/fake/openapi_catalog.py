@@ -61,8 +61,15 @@ class Catalog:
                     for name, sub in (entry.get("subresources") or {}).items()
                 }
                 self.resources.append(
-                    Resource(group, version, plural, entry["kind"], bool(entry["namespaced"]),
-                             tuple(entry["verbs"]), subresources)  # fmt: skip
+                    Resource(
+                        group,
+                        version,
+                        plural,
+                        entry["kind"],
+                        bool(entry["namespaced"]),
+                        tuple(entry["verbs"]),
+                        subresources,
+                    )
                 )
         self._by_kind: dict[tuple[str, str, str], str] = {}
         for name, schema in self.schemas.items():

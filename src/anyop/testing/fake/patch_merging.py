@@ -310,8 +310,10 @@ class _Walker:
                 None,
             )  # fmt: skip
             if item.get("$patch") == "delete":
-                merged = [old for old in merged
-                          if not (isinstance(old, Mapping) and old.get(key) == item.get(key))]  # fmt: skip
+                gone = item.get(key)
+                merged = [
+                    old for old in merged if not (isinstance(old, Mapping) and old.get(key) == gone)
+                ]
             elif item.get("$patch") == "replace":
                 return [copy.deepcopy({k: v for k, v in i.items() if k != "$patch"})
                         for i in patch if isinstance(i, Mapping)]  # fmt: skip

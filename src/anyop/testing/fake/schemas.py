@@ -172,7 +172,9 @@ def _keywords(value: Any, schema: Mapping[str, Any], path: str) -> Iterator[tupl
         yield from _object_keywords(value, schema, path)
 
 
-def _string_keywords(value: str, schema: Mapping[str, Any], path: str) -> Iterator[tuple[str, Cause]]:
+def _string_keywords(
+    value: str, schema: Mapping[str, Any], path: str
+) -> Iterator[tuple[str, Cause]]:
     length = len(value)
     if "maxLength" in schema and length > int(schema["maxLength"]):
         limit = int(schema["maxLength"])
@@ -254,11 +256,17 @@ _FORMATS: Mapping[str, re.Pattern[str]] = {
         r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$"
     ),
     "date": re.compile(r"^\d{4}-\d{2}-\d{2}$"),
-    "uuid": re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?"
-                       r"[0-9a-fA-F]{12}$"),  # fmt: skip
-    "ipv4": re.compile(r"^((25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}"
-                       r"(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$"),  # fmt: skip
-    "hostname": re.compile(r"^[a-zA-Z0-9]([-a-zA-Z0-9]{0,62})(\.[a-zA-Z0-9]([-a-zA-Z0-9]{0,62}))*\.?$"),
+    "uuid": re.compile(
+        r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?"
+        r"[0-9a-fA-F]{12}$"
+    ),
+    "ipv4": re.compile(
+        r"^((25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}"
+        r"(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$"
+    ),
+    "hostname": re.compile(
+        r"^[a-zA-Z0-9]([-a-zA-Z0-9]{0,62})(\.[a-zA-Z0-9]([-a-zA-Z0-9]{0,62}))*\.?$"
+    ),
     "email": re.compile(r"^[^@\s]+@[^@\s]+$"),
     "byte": re.compile(r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"),
 }

@@ -5,8 +5,8 @@ structured merge does: by the kind's list types (map-lists by their keys, sets, 
 with ``metadata.managedFields`` recording who owns what; a field another manager owns and the
 configuration changes is a conflict (409) unless ``force=true`` takes it over, and a field the
 manager applied before and applies no more is removed (when no one else owns it).
-``managed_fields.owners_after_update`` keeps the ownership of the other writes (create, replace, patch):
-their manager takes the fields they change.
+``managed_fields.owners_after_update`` keeps the ownership of the other writes (create,
+replace, patch): their manager takes the fields they change.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from anyop.testing.fake.field_ownership import (
     remove_path,
     values_of,
 )
+from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.managed_fields import (
     MISSING,
     entries_of,
@@ -59,6 +60,7 @@ def _merge(live: Any, config: Any, where: Any, shape: Shape) -> Any:
         kind, keys = shape.list_type(where)
         items = shape.items(where)
         if kind == "map" and keys:
+
             def key_of(item: Any) -> Any:
                 return tuple(item.get(k) for k in keys) if isinstance(item, Mapping) else item
 

@@ -181,7 +181,9 @@ class Store:
     def custom_group(self, group: str, version: str) -> bool:
         """Whether a group version is served for CRDs."""
         return any(
-            kind.custom for kind in self.kinds.values() if (kind.group, kind.version) == (group, version)
+            kind.custom
+            for kind in self.kinds.values()
+            if (kind.group, kind.version) == (group, version)
         )
 
     def groups(self) -> set[tuple[str, str]]:

@@ -45,7 +45,9 @@ class _Context:
             return
         if self.struct or self.fields:
             where = f"{self.struct}.{'.'.join(self.fields)}"
-            self.error = f"json: cannot unmarshal {got} into Go struct field {where} of type {go_type}"
+            self.error = (
+                f"json: cannot unmarshal {got} into Go struct field {where} of type {go_type}"
+            )
         else:
             self.error = f"json: cannot unmarshal {got} into Go value of type {go_type}"
 
@@ -99,7 +101,9 @@ def _value(books: Catalog, value: Any, schema: Schema, ctx: _Context) -> Any:
         return _time(value, _TIMES[name], ctx, go_type=_go_type(books, schema))
     if name == _INT_OR_STRING:
         if not isinstance(value, (str, int)) or isinstance(value, bool):
-            ctx.other_error(f"json: cannot unmarshal {_json_name(value)} into Go value of type int32")
+            ctx.other_error(
+                f"json: cannot unmarshal {_json_name(value)} into Go value of type int32"
+            )
         return value
     if name == _QUANTITY:
         return value
@@ -158,7 +162,9 @@ def _collection(books: Catalog, schema: Schema) -> bool:
     resolved, name = books.resolve(schema)
     if name:
         return False
-    return resolved.get("type") == "array" or isinstance(resolved.get("additionalProperties"), Mapping)
+    return resolved.get("type") == "array" or isinstance(
+        resolved.get("additionalProperties"), Mapping
+    )
 
 
 def _serialised_default(schema: Schema) -> bool:
@@ -200,7 +206,11 @@ def _base64(value: str, ctx: _Context) -> None:
         base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
         offset = next(
-            (i for i, c in enumerate(value) if not (c.isalnum() and c.isascii()) and c not in "+/="),
+            (
+                i
+                for i, c in enumerate(value)
+                if not (c.isalnum() and c.isascii()) and c not in "+/="
+            ),
             len(value) - len(value) % 4,
         )
         ctx.other_error(f"illegal base64 data at input byte {offset}")

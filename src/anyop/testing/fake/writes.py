@@ -7,21 +7,20 @@ Sync. Each function checks the request against the stored state, prepares the ne
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from anyop.testing.fake import go_json
 from anyop.testing.fake.builtin_rules import admitted, create_causes, defaulted, update_causes
-from anyop.testing.fake.managed_fields import owners_after_update
 from anyop.testing.fake.kinds import CRD_KIND, NAMESPACE_KIND, Kind, kinds_of_crd
-from anyop.testing.fake.openapi_catalog import catalog
+from anyop.testing.fake.managed_fields import owners_after_update
 from anyop.testing.fake.objects import (
     generated_name,
     is_same,
     prepare_create,
     prepare_update,
 )
+from anyop.testing.fake.openapi_catalog import catalog
 from anyop.testing.fake.patch_merging import (
     PatchFailed,
     apply_json_patch,
@@ -80,6 +79,12 @@ def decoded(kind: Kind, body: Mapping[str, Any]) -> Body:
             return dict(body)
         return {**body, "metadata": decode_metadata(body["metadata"])}
     return defaulted(kind, decode(kind.group, kind.version, kind.kind, body))
+
+
+def _empty_status(kind: Kind, obj: Body) -> Body:
+    """The status a create resets, as the kind's Go type serialises it when empty."""
+    empty = decode(kind.group, kind.version, kind.kind, {}).get("status")
+    return obj if empty is None else {**obj, "status": empty}
 
 
 def _service_ip(store: Store) -> str:
@@ -147,9 +152,7 @@ def create(
     if causes := create_causes(kind, obj):
         raise invalid(kind.kind, kind.group, name, causes=causes)
     if kind.status and not kind.custom and "status" not in obj:
-        # The status a create resets, as the kind's Go type serialises it when empty.
-        if (empty := decode(kind.group, kind.version, kind.kind, {}).get("status")) is not None:
-            obj["status"] = empty
+        obj = _empty_status(kind, obj)
     obj = admitted(kind, obj, service_ip=lambda: _service_ip(store))
     if owners is None and manager is not None:
         owners = owners_after_update(kind, None, obj, manager=manager, subresource=None,
