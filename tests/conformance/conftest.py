@@ -94,7 +94,15 @@ GIZMO_CRD: dict[str, Any] = {
             "subresources": {"status": {}, "scale": {
                 "specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}},
             "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                "spec": {"type": "object", "properties": {
+                "spec": {"type": "object", "x-kubernetes-validations": [
+                    {"rule": "!has(self.low) || !has(self.high) || self.low <= self.high",
+                     "message": "low must not exceed high"},
+                    {"rule": "!has(self.high) || self.high < 1000"},
+                ], "properties": {
+                    "low": {"type": "integer"},
+                    "high": {"type": "integer"},
+                    "fixed": {"type": "string", "x-kubernetes-validations": [
+                        {"rule": "self == oldSelf", "message": "fixed is immutable"}]},
                     "replicas": {"type": "integer", "minimum": 0},
                     "size": {"type": "integer", "minimum": 1, "maximum": 10, "default": 3},
                     "ratio": {"type": "number", "minimum": 0, "maximum": 1,

@@ -183,3 +183,22 @@ async def test_the_status_subresource_is_validated_by_the_status_schema(conform:
         await t.patch(t.gizmos("g", sub="status"), {"status": {"replicas": 2, "x": 1}})
 
     await conform(scenario)
+
+
+async def test_validation_rules_refuse_what_they_do_not_hold(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await t.post(t.gizmos(), _gizmo("g", low=5, high=3))
+        await t.post(t.gizmos(), _gizmo("g", high=5000))
+        await t.post(t.gizmos(), _gizmo("g", low=1, high=3, fixed="a"))
+        await t.patch(t.gizmos("g"), {"spec": {"high": 0}})
+
+    await conform(scenario)
+
+
+async def test_a_transition_rule_compares_with_the_stored_object(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await t.post(t.gizmos(), _gizmo("g", fixed="a"))
+        await t.patch(t.gizmos("g"), {"spec": {"fixed": "b"}})
+        await t.patch(t.gizmos("g"), {"spec": {"fixed": "a", "size": 4}})
+
+    await conform(scenario)

@@ -73,10 +73,11 @@ def _name_causes(kind: Kind, name: str) -> list[tuple[str, Cause]]:
     return [("metadata.name", {"reason": "FieldValueInvalid", "message": message})]
 
 
-def _custom_checks(kind: Kind, body: Body, name: str) -> Body:
-    """Default and prune a custom resource by its schema and refuse it on schema errors."""
+def _custom_checks(kind: Kind, body: Body, name: str, old: Mapping[str, Any] | None = None) -> Body:
+    """Default and prune a custom resource by its schema and refuse it on schema errors (and
+    broken validation rules; transition rules against ``old``, the stored object)."""
     pruned = prune(default(body, kind.schema), kind.schema)
-    if causes := violations(pruned, kind.schema):
+    if causes := violations(pruned, kind.schema, old):
         raise invalid(kind.kind, kind.group, name, causes=causes)
     return pruned
 
@@ -196,7 +197,7 @@ def prepare_update(
     if causes := _finalizer_causes(old, obj):
         raise invalid(kind.kind, kind.group, name, causes=causes)
     if kind.custom:
-        obj = _custom_checks(kind, obj, name)
+        obj = _custom_checks(kind, obj, name, old)
     if kind.generation and _essence(kind, obj) != _essence(kind, old):
         obj["metadata"]["generation"] = int(old_meta.get("generation") or 0) + 1
     if kind.plural == "namespaces" and not kind.group:

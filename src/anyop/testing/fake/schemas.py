@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from anyop.testing.fake.cel_rules import RULES, rule_causes, unset
 from anyop.testing.fake.statuses import Cause
 
 __all__ = ["default", "prune", "violations"]
@@ -98,13 +99,22 @@ def _has_type(value: Any, wanted: str) -> bool:
 
 
 def violations(
-    body: Mapping[str, Any], schema: Mapping[str, Any] | None
+    body: Mapping[str, Any],
+    schema: Mapping[str, Any] | None,
+    old: Mapping[str, Any] | None = None,
 ) -> list[tuple[str, Cause]]:
-    """The schema errors of a (pruned) custom resource: ``(field path, cause)`` pairs."""
+    """The schema errors of a (pruned) custom resource: ``(field path, cause)`` pairs.
+
+    ``old`` is the stored object of an update: the ``x-kubernetes-validations`` rules that use
+    ``oldSelf`` (transition rules) are checked against it.
+    """
     if schema is None:
         return []
     rest = {key: value for key, value in body.items() if key not in _ROOT_KEPT}
-    return list(_check(rest, schema, ""))
+    before: Any = unset()
+    if old is not None:
+        before = {key: value for key, value in old.items() if key not in _ROOT_KEPT}
+    return list(_check(rest, schema, "", before))
 
 
 def _go_value(value: Any) -> str:
@@ -128,7 +138,9 @@ def _invalid(path: str, value: Any, detail: str) -> tuple[str, Cause]:
     return path, {"reason": "FieldValueInvalid", "message": message}
 
 
-def _check(value: Any, schema: Mapping[str, Any], path: str) -> Iterator[tuple[str, Cause]]:
+def _check(
+    value: Any, schema: Mapping[str, Any], path: str, old: Any
+) -> Iterator[tuple[str, Cause]]:
     wanted = schema.get("type")
     if value is None and schema.get("nullable"):
         return
@@ -147,10 +159,14 @@ def _check(value: Any, schema: Mapping[str, Any], path: str) -> Iterator[tuple[s
     if path:
         yield from _keywords(value, schema, path)
     if isinstance(value, Mapping):
-        yield from _check_object(value, schema, path)
+        yield from _check_object(value, schema, path, old)
     elif isinstance(value, list) and isinstance(schema.get("items"), Mapping):
+        olds = old if isinstance(old, list) and len(old) == len(value) else None
         for index, item in enumerate(value):
-            yield from _check(item, schema["items"], f"{path}[{index}]")
+            inner = olds[index] if olds is not None else unset()
+            yield from _check(item, schema["items"], f"{path}[{index}]", inner)
+    if schema.get(RULES):
+        yield from rule_causes(value, schema, path, old=old)
 
 
 def _keywords(value: Any, schema: Mapping[str, Any], path: str) -> Iterator[tuple[str, Cause]]:
@@ -279,7 +295,7 @@ def _formatted(value: str, format_: str) -> bool:
 
 
 def _check_object(
-    value: Mapping[str, Any], schema: Mapping[str, Any], path: str
+    value: Mapping[str, Any], schema: Mapping[str, Any], path: str, old: Any
 ) -> Iterator[tuple[str, Cause]]:
     prefix = f"{path}." if path else ""
     for name in schema.get("required") or ():
@@ -292,7 +308,8 @@ def _check_object(
         if sub is None and isinstance(additional, Mapping):
             sub = additional
         if sub is not None:
-            yield from _check(item, sub, f"{prefix}{key}")
+            before = old.get(key, unset()) if isinstance(old, Mapping) else unset()
+            yield from _check(item, sub, f"{prefix}{key}", before)
 
 
 def default(body: Mapping[str, Any], schema: Mapping[str, Any] | None) -> dict[str, Any]:
