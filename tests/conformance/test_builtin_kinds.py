@@ -282,6 +282,8 @@ async def test_an_events_k8s_io_event_is_served(conform: Conform) -> None:
             "regarding": {"kind": "ConfigMap", "name": "a", "apiVersion": "v1"},
         }
         await t.post(t.apis("events.k8s.io/v1", "events"), body)
+        body["regarding"]["namespace"] = t.namespace
+        await t.post(t.apis("events.k8s.io/v1", "events"), body)
         await t.get(t.apis("events.k8s.io/v1", "events", "e"))
 
     await conform(scenario)

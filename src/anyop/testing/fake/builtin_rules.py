@@ -20,7 +20,7 @@ from typing import Any
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.statuses import Cause
 
-__all__ = ["admitted", "create_causes", "defaulted", "update_causes"]
+__all__ = ["admitted", "create_causes", "defaulted", "error_group", "update_causes"]
 
 Body = dict[str, Any]
 Causes = list[tuple[str, Cause]]
@@ -185,7 +185,22 @@ def _secret(obj: Body) -> None:
         obj["data"] = data
 
 
+def _null_times(*fields: str) -> Callable[[Body], None]:
+    """Timestamps of non-pointer Go types: an unset one is serialised as ``null``."""
+
+    def fill(obj: Body) -> None:
+        for field in fields:
+            if obj.get(field) is None:
+                obj[field] = None
+
+    return fill
+
+
 _DEFAULTERS: Mapping[tuple[str, str], Callable[[Body], None]] = {
+    ("", "Event"): _null_times("firstTimestamp", "lastTimestamp", "eventTime"),
+    ("events.k8s.io", "Event"): _null_times(
+        "deprecatedFirstTimestamp", "deprecatedLastTimestamp", "eventTime"
+    ),
     ("", "Pod"): _pod,
     ("", "Service"): _service,
     ("", "Secret"): _secret,
@@ -243,7 +258,8 @@ def _qos_class(spec: Mapping[str, Any]) -> str:
 def admitted(kind: Kind, obj: Mapping[str, Any], *, service_ip: Callable[[], str]) -> Body:
     """A new built-in object as the API server's create path and default admission plugins
     leave it: a Pod with its priority, the not-ready and unreachable tolerations and a pending
-    status; a Service (but a headless one) with a cluster IP from ``service_ip()``."""
+    status; a DaemonSet with its template generation annotation; a Service (but a headless one)
+    with a cluster IP from ``service_ip()``."""
     result = copy.deepcopy(dict(obj))
     if (kind.group, kind.kind) == ("", "Pod"):
         spec = result.setdefault("spec", {})
@@ -254,6 +270,9 @@ def admitted(kind: Kind, obj: Mapping[str, Any], *, service_ip: Callable[[], str
         tolerations += [t for t in _NOT_READY_TOLERATIONS if t["key"] not in keys]
         spec["tolerations"] = tolerations
         result["status"] = {"phase": "Pending", "qosClass": _qos_class(spec)}
+    elif (kind.group, kind.kind) == ("apps", "DaemonSet"):
+        annotations = result["metadata"].setdefault("annotations", {})
+        annotations["deprecated.daemonset.template.generation"] = "1"
     elif (kind.group, kind.kind) == ("", "Service"):
         spec = result.setdefault("spec", {})
         if spec.get("type") != "ExternalName":
@@ -309,6 +328,42 @@ def _lease(obj: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:
         yield _forbidden("spec.preferredHolder", "may only be specified if `strategy` is defined")
 
 
+def _required(field: str) -> tuple[str, Cause]:
+    return field, {"reason": "FieldValueRequired", "message": "Required value"}
+
+
+def _event(kind: Kind, obj: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:
+    """Kubernetes' checks of every Event (of either API): the involved object's namespace, and
+    what an Event with an ``eventTime`` must have."""
+    new_api = kind.group == "events.k8s.io"
+    involved = (obj.get("regarding") if new_api else obj.get("involvedObject")) or {}
+    theirs = str(involved.get("namespace") or "")
+    ours = str((obj.get("metadata") or {}).get("namespace") or "")
+    where = "involvedObject.namespace"
+    if not obj.get("eventTime"):
+        if (not theirs and ours not in ("", "default")) or (theirs and theirs != ours):
+            yield _invalid(where, theirs, "does not match event.namespace")
+        return
+    if not theirs and ours not in ("default", "kube-system"):
+        yield _invalid(where, theirs, "does not match event.namespace")
+    controller = "reportingController" if new_api else "reportingComponent"
+    field_of = {"reportingController": controller, "reportingInstance": "reportingInstance",
+                "action": "action", "reason": "reason"}  # fmt: skip
+    for internal, field in field_of.items():
+        source = (
+            internal
+            if new_api
+            else {"reportingController": "reportingComponent"}.get(internal, internal)
+        )
+        if not obj.get(source):
+            yield _required(field)
+
+
+def error_group(kind: Kind) -> str:
+    """The group that refusals name: events.k8s.io Events are validated as core Events."""
+    return "" if (kind.group, kind.kind) == ("events.k8s.io", "Event") else kind.group
+
+
 def create_causes(kind: Kind, obj: Mapping[str, Any]) -> Causes:
     """The validation errors of a new built-in object (beyond its name's)."""
     if kind.custom:
@@ -318,6 +373,8 @@ def create_causes(kind: Kind, obj: Mapping[str, Any]) -> Causes:
             return list(_config_keys(obj))
         case ("coordination.k8s.io", "Lease"):
             return list(_lease(obj))
+        case ("", "Event") | ("events.k8s.io", "Event"):
+            return list(_event(kind, obj))
     return []
 
 

@@ -3,13 +3,15 @@
 Pure. :func:`rule_causes` evaluates the rules of one schema node against a value (``self``) and,
 on updates, the old value (``oldSelf``: rules that use it are transition rules, skipped when
 there is no old value); a rule that does not hold gives kube-apiserver's cause:
-``Invalid value: "object": failed rule: <rule>`` (or the rule's ``message``), on the node's path
+``Invalid value: failed rule: <rule>`` (or the rule's ``message``; a scalar's value is shown
+too: ``Invalid value: "b": ...``), on the node's path
 plus the rule's ``fieldPath``, with the rule's ``reason``.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -59,12 +61,6 @@ def _holds(rule: str, value: Any, old: Any) -> tuple[bool, str]:
     return bool(result), ""
 
 
-def _type_name(schema: Mapping[str, Any]) -> str:
-    if schema.get("x-kubernetes-int-or-string"):
-        return "string"
-    return str(schema.get("type") or "object")
-
-
 def rule_causes(
     value: Any, schema: Mapping[str, Any], path: str, *, old: Any = _UNSET
 ) -> Iterator[tuple[str, Cause]]:
@@ -80,11 +76,9 @@ def rule_causes(
         where = path + str(rule.get("fieldPath") or "")
         reason = str(rule.get("reason") or "FieldValueInvalid")
         label = _REASON_TEXT.get(reason, "Invalid value")
-        shown = (
-            f'{label}: "{_type_name(schema)}": {detail}'
-            if reason == "FieldValueInvalid"
-            else (f"{label}: {detail}")
-        )
+        shown = f"{label}: {detail}"
+        if reason == "FieldValueInvalid" and not isinstance(value, (Mapping, list)):
+            shown = f"{label}: {json.dumps(value)}: {detail}"
         yield (where or "<nil>"), {"reason": reason, "message": shown}
 
 

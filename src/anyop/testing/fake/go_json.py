@@ -31,6 +31,9 @@ def _go_message(text: str, error: json.JSONDecodeError) -> str:
     if not text.strip() or position >= len(text):
         return "unexpected end of JSON input"
     char = _character(text, position)
+    literal = _in_literal(text, position)
+    if literal is not None:
+        return literal
     if error.msg.startswith("Extra data"):
         return f"invalid character {char} after top-level value"
     if error.msg.startswith("Expecting property name"):
@@ -42,6 +45,23 @@ def _go_message(text: str, error: json.JSONDecodeError) -> str:
         where = "object key:value pair" if opener == "{" else "array element"
         return f"invalid character {char} after {where}"
     return f"invalid character {char} looking for beginning of value"
+
+
+def _in_literal(text: str, position: int) -> str | None:
+    """Go's error inside ``null``, ``true`` or ``false`` that goes wrong after its first letter."""
+    for word in ("null", "true", "false"):
+        if text[position] != word[0]:
+            continue
+        for index, expected in enumerate(word[1:], start=1):
+            got = text[position + index : position + index + 1]
+            if not got:
+                return "unexpected end of JSON input"
+            if got != expected:
+                return (
+                    f"invalid character {_character(text, position + index)} in literal {word} "
+                    f"(expecting '{expected}')"
+                )
+    return None
 
 
 def _innermost(text: str, position: int) -> str:

@@ -234,6 +234,14 @@ _EXTRAS: Mapping[tuple[str, str], Mapping[str, tuple[str, ...]]] = {
 """What discovery shows of a kind beyond its API paths: short names, categories, and the fields
 its field selectors take besides the name and namespace."""
 
+_BUILTIN_SCALE = {
+    "specReplicasPath": ".spec.replicas",
+    "statusReplicasPath": ".status.replicas",
+    "labelSelectorPath": ".spec.selector",
+}
+"""Where the ``scale`` subresource of workloads (Deployments, ReplicaSets, StatefulSets,
+ReplicationControllers) reads and writes: its selector is the spec's, as a string."""
+
 _VIRTUAL = {("", "componentstatuses")}
 """Resources the API server computes instead of storing: not served."""
 
@@ -262,6 +270,7 @@ def _builtin(resource: Resource) -> Kind:
         fields=extras.get("fields", ()),
         subresources=tuple(resource.subresources),
         verbs=resource.verbs,
+        scale=_BUILTIN_SCALE if "scale" in resource.subresources else None,
     )
 
 

@@ -73,13 +73,31 @@ def _name_causes(kind: Kind, name: str) -> list[tuple[str, Cause]]:
     return [("metadata.name", {"reason": "FieldValueInvalid", "message": message})]
 
 
-def _custom_checks(kind: Kind, body: Body, name: str, old: Mapping[str, Any] | None = None) -> Body:
+def _custom_checks(
+    kind: Kind,
+    body: Body,
+    name: str,
+    old: Mapping[str, Any] | None = None,
+    *,
+    subresource: str | None = None,
+) -> Body:
     """Default and prune a custom resource by its schema and refuse it on schema errors (and
     broken validation rules; transition rules against ``old``, the stored object)."""
     pruned = prune(default(body, kind.schema), kind.schema)
-    if causes := violations(pruned, kind.schema, old):
+    if causes := violations(pruned, kind.schema, old, scale=kind.scale):
+        if subresource == "status":
+            causes = [_within_status(field, cause) for field, cause in causes]
         raise invalid(kind.kind, kind.group, name, causes=causes)
     return pruned
+
+
+def _within_status(field: str, cause: Cause) -> tuple[str, Cause]:
+    """The status subresource validates the status alone: its messages name paths in it."""
+    if not field.startswith("status."):
+        return field, cause
+    inner = field.removeprefix("status.")
+    message = cause["message"].replace(f"{field} in body", f"{inner} in body")
+    return field, {**cause, "message": message}
 
 
 def prepare_create(
@@ -197,7 +215,7 @@ def prepare_update(
     if causes := _finalizer_causes(old, obj):
         raise invalid(kind.kind, kind.group, name, causes=causes)
     if kind.custom:
-        obj = _custom_checks(kind, obj, name, old)
+        obj = _custom_checks(kind, obj, name, old, subresource=subresource)
     if kind.generation and _essence(kind, obj) != _essence(kind, old):
         obj["metadata"]["generation"] = int(old_meta.get("generation") or 0) + 1
     if kind.plural == "namespaces" and not kind.group:

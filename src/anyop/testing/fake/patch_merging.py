@@ -190,8 +190,9 @@ def apply_strategic_patch(
 
     Maps merge and ``None`` deletes; lists whose schema says ``x-kubernetes-patch-strategy:
     merge`` merge (maps by their ``x-kubernetes-patch-merge-key``, scalars as a set), other
-    lists are replaced. Merged lists keep the stored order, with new items after it in the
-    patch's order, as the API server orders them. ``$patch: replace|delete``,
+    lists are replaced. Merged lists are ordered as the API server orders them: the stored
+    items in their order, the patch's in its order, merged by the stored order (so new items
+    come before the stored ones they are compared with). ``$patch: replace|delete``,
     ``$deleteFromPrimitiveList``, ``$setElementOrder`` and ``$retainKeys`` work.
 
     Args:
@@ -333,7 +334,7 @@ def _ordered(
     merged: list[Any], patch: list[Any], server: list[Any], identity: Callable[[Any], str]
 ) -> list[Any]:
     """The API server's order of a merged list: the items the patch names in the patch's
-    order, the others in the stored order, interleaved where both were stored."""
+    order and the others in the stored order, interleaved by the stored order."""
     patch_ids = [identity(item) for item in patch if not _deleting(item)]
     server_ids = [identity(item) for item in server]
     named = sorted((i for i in merged if identity(i) in patch_ids),
@@ -341,23 +342,25 @@ def _ordered(
     rest = sorted((i for i in merged if identity(i) not in patch_ids),
                   key=lambda i: server_ids.index(identity(i)) if identity(i) in server_ids
                   else len(server_ids))  # fmt: skip
+    # Interleave: a stored item goes first where it was stored before the patch's next item;
+    # items new to the list come as soon as they are compared.
     result: list[Any] = []
     left, right = 0, 0
-    while left < len(named) or right < len(rest):
-        if left >= len(named):
-            result.append(rest[right])
-            right += 1
-        elif right >= len(rest):
-            result.append(named[left])
+    while left < len(rest) or right < len(named):
+        if right >= len(named):
+            result.append(rest[left])
             left += 1
+        elif left >= len(rest):
+            result.append(named[right])
+            right += 1
         else:
-            lid, rid = identity(named[left]), identity(rest[right])
+            lid, rid = identity(rest[left]), identity(named[right])
             both = lid in server_ids and rid in server_ids
             if both and server_ids.index(lid) < server_ids.index(rid):
-                result.append(named[left])
+                result.append(rest[left])
                 left += 1
             else:
-                result.append(rest[right])
+                result.append(named[right])
                 right += 1
     return result
 

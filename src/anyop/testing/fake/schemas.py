@@ -102,19 +102,69 @@ def violations(
     body: Mapping[str, Any],
     schema: Mapping[str, Any] | None,
     old: Mapping[str, Any] | None = None,
+    *,
+    scale: Mapping[str, Any] | None = None,
 ) -> list[tuple[str, Cause]]:
     """The schema errors of a (pruned) custom resource: ``(field path, cause)`` pairs.
 
     ``old`` is the stored object of an update: the ``x-kubernetes-validations`` rules that use
-    ``oldSelf`` (transition rules) are checked against it.
+    ``oldSelf`` (transition rules) are checked against it. ``scale`` is the CRD's ``scale``
+    subresource: its replicas must be integers from 0 to 2^31-1.
     """
     if schema is None:
-        return []
+        return _scale_causes(body, scale)
     rest = {key: value for key, value in body.items() if key not in _ROOT_KEPT}
     before: Any = unset()
     if old is not None:
         before = {key: value for key, value in old.items() if key not in _ROOT_KEPT}
-    return list(_check(rest, schema, "", before))
+    causes = list(_check(rest, schema, "", before, rules=False))
+    causes += _scale_causes(body, scale)
+    if not _has_rules(schema):
+        return causes
+    if any(cause["reason"] in _BLOCKING for _, cause in causes):
+        # The API server does not evaluate the rules of an object with such errors.
+        return [*causes, ("<nil>", {"reason": "FieldValueInvalid", "message": _UNCHECKED})]
+    return causes + list(_check(rest, schema, "", before, rules=True))
+
+
+def _scale_causes(
+    body: Mapping[str, Any], scale: Mapping[str, Any] | None
+) -> list[tuple[str, Cause]]:
+    causes: list[tuple[str, Cause]] = []
+    for key in ("specReplicasPath", "statusReplicasPath"):
+        path = str((scale or {}).get(key) or "")
+        if not path:
+            continue
+        node: Any = body
+        for part in path.lstrip(".").split("."):
+            node = node.get(part) if isinstance(node, Mapping) else None
+        if node is None:
+            continue
+        if isinstance(node, bool) or not isinstance(node, int):
+            kind = _type_name(node)
+            detail = f"{path} accessor error: {node} is of the type {kind}, expected int64"
+            causes.append(_invalid(path, 0, detail))
+        elif node < 0:
+            causes.append(_invalid(path, node, "should be a non-negative integer"))
+        elif node > 2**31 - 1:
+            causes.append(_invalid(path, node, "should be less than or equal to 2147483647"))
+    return causes
+
+
+_BLOCKING = ("FieldValueNotSupported", "FieldValueRequired", "FieldValueTooLong",
+             "FieldValueTooMany", "FieldValueTypeInvalid")  # fmt: skip
+_UNCHECKED = (
+    "Invalid value: null: some validation rules were not checked because the object was "
+    "invalid; correct the existing errors to complete validation"
+)
+
+
+def _has_rules(schema: Any) -> bool:
+    if isinstance(schema, Mapping):
+        return bool(schema.get(RULES)) or any(_has_rules(value) for value in schema.values())
+    if isinstance(schema, list):
+        return any(_has_rules(item) for item in schema)
+    return False
 
 
 def _go_value(value: Any) -> str:
@@ -139,10 +189,15 @@ def _invalid(path: str, value: Any, detail: str) -> tuple[str, Cause]:
 
 
 def _check(
-    value: Any, schema: Mapping[str, Any], path: str, old: Any
+    value: Any, schema: Mapping[str, Any], path: str, old: Any, *, rules: bool
 ) -> Iterator[tuple[str, Cause]]:
+    """The causes of ``value`` at ``path``: of the schema's keywords, or (``rules``) of its
+    ``x-kubernetes-validations``."""
     wanted = schema.get("type")
     if value is None and schema.get("nullable"):
+        return
+    if rules:
+        yield from _check_rules(value, schema, path, old)
         return
     if schema.get(_INT_OR_STRING):
         if not isinstance(value, (int, str)) or isinstance(value, bool):
@@ -158,15 +213,27 @@ def _check(
         return
     if path:
         yield from _keywords(value, schema, path)
+    yield from _children(value, schema, path, old, rules=False)
+
+
+def _check_rules(
+    value: Any, schema: Mapping[str, Any], path: str, old: Any
+) -> Iterator[tuple[str, Cause]]:
+    yield from _children(value, schema, path, old, rules=True)
+    if schema.get(RULES):
+        yield from rule_causes(value, schema, path, old=old)
+
+
+def _children(
+    value: Any, schema: Mapping[str, Any], path: str, old: Any, *, rules: bool
+) -> Iterator[tuple[str, Cause]]:
     if isinstance(value, Mapping):
-        yield from _check_object(value, schema, path, old)
+        yield from _check_object(value, schema, path, old, rules=rules)
     elif isinstance(value, list) and isinstance(schema.get("items"), Mapping):
         olds = old if isinstance(old, list) and len(old) == len(value) else None
         for index, item in enumerate(value):
             inner = olds[index] if olds is not None else unset()
-            yield from _check(item, schema["items"], f"{path}[{index}]", inner)
-    if schema.get(RULES):
-        yield from rule_causes(value, schema, path, old=old)
+            yield from _check(item, schema["items"], f"{path}[{index}]", inner, rules=rules)
 
 
 def _keywords(value: Any, schema: Mapping[str, Any], path: str) -> Iterator[tuple[str, Cause]]:
@@ -191,21 +258,26 @@ def _keywords(value: Any, schema: Mapping[str, Any], path: str) -> Iterator[tupl
 def _string_keywords(
     value: str, schema: Mapping[str, Any], path: str
 ) -> Iterator[tuple[str, Cause]]:
+    yield from _string_first(value, schema, path)
+    format_ = schema.get("format")
+    if isinstance(format_, str) and not _formatted(value, format_):
+        message = f'Invalid value: "{value}": {path} in body must be of type {format_}: "{value}"'
+        yield path, {"reason": "FieldValueTypeInvalid", "message": message}
+
+
+def _string_first(value: str, schema: Mapping[str, Any], path: str) -> Iterator[tuple[str, Cause]]:
+    """Length and pattern: kube-openapi reports the first of them that fails."""
     length = len(value)
     if "maxLength" in schema and length > int(schema["maxLength"]):
         limit = int(schema["maxLength"])
         unit = "byte" if limit == 1 else "bytes"
         message = f"Too long: may not be more than {limit} {unit}"
         yield path, {"reason": "FieldValueTooLong", "message": message}
-    if "minLength" in schema and length < int(schema["minLength"]):
+    elif "minLength" in schema and length < int(schema["minLength"]):
         detail = f"{path} in body should be at least {int(schema['minLength'])} chars long"
         yield _invalid(path, value, detail)
-    if "pattern" in schema and re.search(str(schema["pattern"]), value) is None:
+    elif "pattern" in schema and re.search(str(schema["pattern"]), value) is None:
         yield _invalid(path, value, f"{path} in body should match '{schema['pattern']}'")
-    format_ = schema.get("format")
-    if isinstance(format_, str) and not _formatted(value, format_):
-        message = f'Invalid value: "{value}": {path} in body must be of type {format_}: "{value}"'
-        yield path, {"reason": "FieldValueTypeInvalid", "message": message}
 
 
 def _number_keywords(
@@ -295,10 +367,10 @@ def _formatted(value: str, format_: str) -> bool:
 
 
 def _check_object(
-    value: Mapping[str, Any], schema: Mapping[str, Any], path: str, old: Any
+    value: Mapping[str, Any], schema: Mapping[str, Any], path: str, old: Any, *, rules: bool
 ) -> Iterator[tuple[str, Cause]]:
     prefix = f"{path}." if path else ""
-    for name in schema.get("required") or ():
+    for name in () if rules else schema.get("required") or ():
         if name not in value:
             yield f"{prefix}{name}", {"reason": "FieldValueRequired", "message": "Required value"}
     properties: Mapping[str, Any] = schema.get("properties") or {}
@@ -309,7 +381,7 @@ def _check_object(
             sub = additional
         if sub is not None:
             before = old.get(key, unset()) if isinstance(old, Mapping) else unset()
-            yield from _check(item, sub, f"{prefix}{key}", before)
+            yield from _check(item, sub, f"{prefix}{key}", before, rules=rules)
 
 
 def default(body: Mapping[str, Any], schema: Mapping[str, Any] | None) -> dict[str, Any]:

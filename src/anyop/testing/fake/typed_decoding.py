@@ -168,10 +168,10 @@ def _collection(books: Catalog, schema: Schema) -> bool:
 
 
 def _serialised_default(schema: Schema) -> bool:
-    """Whether a missing field comes back anyway: a struct Go always serialises (``{}``), or a
-    declared default (e.g. a port's ``TCP``); zero scalars are only the types' zero values."""
-    value = schema.get("default", None)
-    return value == {} or value not in (None, "", 0, False, [], {})
+    """Whether a missing field comes back anyway: the schema gives a default for the fields Go
+    always serialises (a struct's ``{}``, a non-``omitempty`` number's ``0``) and for declared
+    defaults (a port's ``TCP``); a list's comes back as ``null``, which is left out here."""
+    return "default" in schema and schema["default"] is not None and schema["default"] != []
 
 
 def _scalar(value: Any, resolved: Schema, ctx: _Context, *, go_type: str) -> Any:

@@ -11,7 +11,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from anyop.testing.fake import go_json
-from anyop.testing.fake.builtin_rules import admitted, create_causes, defaulted, update_causes
+from anyop.testing.fake.builtin_rules import (
+    admitted,
+    create_causes,
+    defaulted,
+    error_group,
+    update_causes,
+)
 from anyop.testing.fake.kinds import CRD_KIND, NAMESPACE_KIND, Kind, kinds_of_crd
 from anyop.testing.fake.managed_fields import owners_after_update
 from anyop.testing.fake.objects import (
@@ -150,7 +156,7 @@ def create(
     )
     obj = _crd_defaults(kind, obj)
     if causes := create_causes(kind, obj):
-        raise invalid(kind.kind, kind.group, name, causes=causes)
+        raise invalid(kind.kind, error_group(kind), name, causes=causes)
     if kind.status and not kind.custom and "status" not in obj:
         obj = _empty_status(kind, obj)
     obj = admitted(kind, obj, service_ip=lambda: _service_ip(store))
@@ -243,7 +249,7 @@ def update(
     """
     obj = prepare_update(kind, stored, decoded(kind, new), subresource=subresource)
     if causes := update_causes(kind, stored, obj):
-        raise invalid(kind.kind, kind.group, stored["metadata"]["name"], causes=causes)
+        raise invalid(kind.kind, error_group(kind), stored["metadata"]["name"], causes=causes)
     if owners is None and manager is not None:
         owners = owners_after_update(kind, stored, obj, manager=manager,
                                      subresource=subresource, now=store.now())  # fmt: skip
