@@ -11,7 +11,6 @@ and Pods' specs.
 from __future__ import annotations
 
 import base64
-import copy
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -216,9 +215,10 @@ _DEFAULTERS: Mapping[tuple[str, str], Callable[[Body], None]] = {
 
 
 def defaulted(kind: Kind, obj: Mapping[str, Any]) -> Body:
-    """A copy of a decoded built-in object with the defaults of Kubernetes' defaulting functions
-    (which run whenever the API server decodes an object, so on updates too)."""
-    result = copy.deepcopy(dict(obj))
+    """A decoded built-in object with the defaults of Kubernetes' defaulting functions (which
+    run whenever the API server decodes an object, so on updates too), filled in place: the
+    decoded object is the decoder's own."""
+    result = dict(obj)
     defaulter = _DEFAULTERS.get((kind.group, kind.kind))
     if defaulter is not None:
         result.setdefault("metadata", {})
@@ -260,7 +260,7 @@ def admitted(kind: Kind, obj: Mapping[str, Any], *, service_ip: Callable[[], str
     leave it: a Pod with its priority, the not-ready and unreachable tolerations and a pending
     status; a DaemonSet with its template generation annotation; a Service (but a headless one)
     with a cluster IP from ``service_ip()``."""
-    result = copy.deepcopy(dict(obj))
+    result = dict(obj)  # a new object of the create path's own: filled in place
     if (kind.group, kind.kind) == ("", "Pod"):
         spec = result.setdefault("spec", {})
         spec.setdefault("priority", 0)

@@ -6,12 +6,12 @@ Pure. :func:`prepare_create` and :func:`prepare_update` return the object to sto
 
 from __future__ import annotations
 
-import copy
 import random
 import re
 from collections.abc import Mapping
 from typing import Any
 
+from anyop.testing.fake.json_copy import json_copy
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.schemas import default, prune, violations
 from anyop.testing.fake.statuses import Cause, invalid
@@ -108,7 +108,7 @@ def prepare_create(
     Raises:
         StatusError: 422, the name is missing or invalid, or the schema refuses the object.
     """
-    obj = copy.deepcopy(dict(body))
+    obj = json_copy(dict(body))
     obj["apiVersion"], obj["kind"] = kind.api_version, kind.kind
     metadata = obj["metadata"] = dict(obj.get("metadata") or {})
     name = str(metadata.get("name") or "")
@@ -193,16 +193,16 @@ def prepare_update(
         StatusError: 422, a finalizer was added during deletion or the schema refuses it.
     """
     if subresource == "status":
-        obj = copy.deepcopy(dict(old))
+        obj = json_copy(dict(old))
         obj.pop("status", None)
         if "status" in new:
-            obj["status"] = copy.deepcopy(new["status"])
+            obj["status"] = json_copy(new["status"])
     else:
-        obj = copy.deepcopy(dict(new))
+        obj = json_copy(dict(new))
         if kind.status:
             obj.pop("status", None)
             if "status" in old:
-                obj["status"] = copy.deepcopy(old["status"])
+                obj["status"] = json_copy(old["status"])
     obj["apiVersion"], obj["kind"] = kind.api_version, kind.kind
     metadata = obj["metadata"] = dict(obj.get("metadata") or {})
     old_meta = old.get("metadata") or {}

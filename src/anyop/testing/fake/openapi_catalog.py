@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import gc
 import gzip
 import json
 from collections.abc import Mapping
@@ -71,6 +72,7 @@ class Catalog:
                         subresources,
                     )
                 )
+        self._merged: dict[int, tuple[Schema, str]] = {}
         self._by_kind: dict[tuple[str, str, str], str] = {}
         for name, schema in self.schemas.items():
             for gvk in schema.get("x-kubernetes-group-version-kind") or ():
@@ -90,12 +92,28 @@ class Catalog:
         target = self.schemas.get(ref, {})
         if len(schema) == 1:
             return target, ref
-        extra = {key: value for key, value in schema.items() if key != "$ref"}
-        return {**target, **extra}, ref
+        key = id(schema)  # the catalog's schemas live as long as it does
+        found = self._merged.get(key)
+        if found is None:
+            extra = {name: value for name, value in schema.items() if name != "$ref"}
+            found = self._merged[key] = ({**target, **extra}, ref)
+        return found
 
 
 @functools.cache
 def catalog() -> Catalog:
-    """The vendored catalog, read once per process."""
+    """The vendored catalog, read once per process.
+
+    Its lists are tuples: then the garbage collector stops tracking the catalog's tens of
+    thousands of containers (they hold nothing it could collect), instead of walking them at
+    every full collection of the process.
+    """
     data = resources.files("anyop.testing.fake").joinpath("data/openapi.json.gz").read_bytes()
-    return Catalog(json.loads(gzip.decompress(data)))
+    document = json.loads(gzip.decompress(data), object_pairs_hook=_frozen_lists)
+    catalog = Catalog(document)
+    gc.collect()  # untracks the catalog's containers now, bottom up, not during requests
+    return catalog
+
+
+def _frozen_lists(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    return {key: tuple(value) if isinstance(value, list) else value for key, value in pairs}

@@ -6,10 +6,11 @@ Pure; inputs are never modified. :class:`PatchFailed` means a JSON patch could n
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from anyop.testing.fake.json_copy import json_copy
 
 __all__ = ["PatchFailed", "apply_json_patch", "apply_merge_patch", "apply_strategic_patch"]
 
@@ -24,7 +25,7 @@ class PatchFailed(ValueError):
 def apply_merge_patch(target: Any, patch: Any) -> Any:
     """Apply a JSON merge patch: maps merge recursively, ``None`` deletes, the rest replaces."""
     if not isinstance(patch, Mapping):
-        return copy.deepcopy(patch)
+        return json_copy(patch)
     result = dict(target) if isinstance(target, Mapping) else {}
     for key, value in patch.items():
         if value is None:
@@ -116,7 +117,7 @@ def _apply_op(document: Any, op: Mapping[str, Any]) -> Any:
     tokens = _tokens(op.get("path"))
     if kind in ("add", "replace", "test") and "value" not in op:
         raise PatchFailed(f"{kind} needs a value")
-    value = copy.deepcopy(op.get("value"))
+    value = json_copy(op.get("value"))
     match kind:
         case "add":
             return _add(document, tokens, value)
@@ -135,7 +136,7 @@ def _apply_op(document: Any, op: Mapping[str, Any]) -> Any:
             moved = _remove(document, _tokens(op.get("from")))
             return _add(document, tokens, moved)
         case "copy":
-            copied = copy.deepcopy(_get(document, _tokens(op.get("from"))))
+            copied = json_copy(_get(document, _tokens(op.get("from"))))
             return _add(document, tokens, copied)
     raise PatchFailed(f"unknown operation: {kind!r}")
 
@@ -148,7 +149,7 @@ def apply_json_patch(target: Any, patch: Any) -> Any:
     """
     if not isinstance(patch, list):
         raise PatchFailed("a JSON patch is a list of operations")
-    document = copy.deepcopy(target)
+    document = json_copy(target)
     for op in patch:
         if not isinstance(op, Mapping):
             raise PatchFailed("an operation is an object")
@@ -243,13 +244,13 @@ class _Walker:
 
     def merge(self, target: Any, patch: Any, where: Any) -> Any:
         if not isinstance(patch, Mapping):
-            return copy.deepcopy(patch)
+            return json_copy(patch)
         directive = patch.get("$patch")
         if directive == "delete":
             return None
         body = {key: value for key, value in patch.items() if key != "$patch"}
         if directive == "replace":
-            return copy.deepcopy(
+            return json_copy(
                 {k: v for k, v in body.items() if not k.startswith(("$", _ORDER_PREFIX))}
             )
         result = dict(target) if isinstance(target, Mapping) else {}
@@ -285,7 +286,7 @@ class _Walker:
             if merges:
                 old = current if isinstance(current, list) else []
                 return self.merge_list(old, value, where, key, order)
-            return copy.deepcopy(value)
+            return json_copy(value)
         return self.merge(current, value, where)
 
     def merge_list(
@@ -301,7 +302,7 @@ class _Walker:
             patch_order = order if isinstance(order, list) else patch
             return _ordered(merged, patch_order, current, lambda item: json.dumps(item))
         items = self.items(where)
-        merged = [copy.deepcopy(item) for item in current]
+        merged = [json_copy(item) for item in current]
         for item in patch:
             if not isinstance(item, Mapping):
                 continue
@@ -316,7 +317,7 @@ class _Walker:
                     old for old in merged if not (isinstance(old, Mapping) and old.get(key) == gone)
                 ]
             elif item.get("$patch") == "replace":
-                return [copy.deepcopy({k: v for k, v in i.items() if k != "$patch"})
+                return [json_copy({k: v for k, v in i.items() if k != "$patch"})
                         for i in patch if isinstance(i, Mapping)]  # fmt: skip
             elif index is None:
                 merged.append(self.merge({}, item, items))

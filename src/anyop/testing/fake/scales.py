@@ -7,12 +7,12 @@ Pure but for :func:`rescale`, which writes to the store.
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Mapping
 from typing import Any
 
 from anyop.testing.fake import writes
+from anyop.testing.fake.json_copy import json_copy
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.patch_merging import PatchFailed, apply_json_patch, apply_merge_patch
 from anyop.testing.fake.statuses import (
@@ -94,7 +94,7 @@ def with_replicas(kind: Kind, body: Mapping[str, Any], scale: Mapping[str, Any])
         cause = {"reason": "FieldValueInvalid", "message": message}
         name = str(body["metadata"].get("name", ""))
         raise invalid("Scale", "autoscaling", name, causes=[("spec.replicas", cause)])
-    result = copy.deepcopy(dict(body))
+    result = json_copy(dict(body))
     *parents, last = _path((kind.scale or {}).get("specReplicasPath", ".spec.replicas"))
     target = result
     for part in parents:

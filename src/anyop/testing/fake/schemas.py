@@ -7,13 +7,13 @@ does before storing; :func:`violations` lists the type and ``required`` errors i
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from anyop.testing.fake.cel_rules import RULES, rule_causes, unset
+from anyop.testing.fake.json_copy import json_copy
 from anyop.testing.fake.statuses import Cause
 
 __all__ = ["default", "prune", "violations"]
@@ -388,7 +388,7 @@ def default(body: Mapping[str, Any], schema: Mapping[str, Any] | None) -> dict[s
     """A copy of a custom resource with its schema's defaults filled in, as the API server fills
     them when it reads an object: a missing field (or a null one that is not ``nullable``) of an
     object that is there gets the field's ``default``; defaults fill in below defaults too."""
-    result = copy.deepcopy(dict(body))
+    result = json_copy(dict(body))
     if schema is not None:
         _default(result, schema)
     return result
@@ -400,7 +400,7 @@ def _default(value: Any, schema: Mapping[str, Any]) -> None:
         for key, sub in properties.items():
             missing = key not in value or (value[key] is None and not sub.get("nullable"))
             if missing and "default" in sub:
-                value[key] = copy.deepcopy(sub["default"])
+                value[key] = json_copy(sub["default"])
         additional = schema.get("additionalProperties")
         for key, item in value.items():
             sub = properties.get(key)

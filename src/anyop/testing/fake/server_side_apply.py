@@ -11,7 +11,6 @@ replace, patch): their manager takes the fields they change.
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -28,6 +27,7 @@ from anyop.testing.fake.field_ownership import (
     remove_path,
     values_of,
 )
+from anyop.testing.fake.json_copy import json_copy
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.managed_fields import (
     MISSING,
@@ -64,18 +64,18 @@ def _merge(live: Any, config: Any, where: Any, shape: Shape) -> Any:
             def key_of(item: Any) -> Any:
                 return tuple(item.get(k) for k in keys) if isinstance(item, Mapping) else item
 
-            result_list = [copy.deepcopy(item) for item in live]
+            result_list = [json_copy(item) for item in live]
             for item in config:
                 index = next((i for i, old in enumerate(result_list)
                               if key_of(old) == key_of(item)), None)  # fmt: skip
                 if index is None:
-                    result_list.append(copy.deepcopy(item))
+                    result_list.append(json_copy(item))
                 else:
                     result_list[index] = _merge(result_list[index], item, items, shape)
             return result_list
         if kind == "set":
             return list(live) + [item for item in config if item not in live]
-    return copy.deepcopy(config)
+    return json_copy(config)
 
 
 def _conflict(conflicts: list[tuple[str, Path]]) -> StatusError:
@@ -105,9 +105,12 @@ def _who(entry: Mapping[str, Any]) -> str:
 
 def _configuration(document: bytes, kind: Kind, ref: Ref) -> Body:
     try:
-        body = yaml.safe_load(document)
-    except yaml.YAMLError as exc:
-        raise bad_request(f"error decoding YAML: {exc}") from None
+        body = json.loads(document)  # what clients mostly send (JSON is YAML), and fast
+    except ValueError:
+        try:
+            body = yaml.safe_load(document)
+        except yaml.YAMLError as exc:
+            raise bad_request(f"error decoding YAML: {exc}") from None
     if not isinstance(body, Mapping):
         raise bad_request("the applied configuration is not an object")
     if (body.get("apiVersion"), body.get("kind")) != (kind.api_version, kind.kind):

@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import binascii
 import collections
-import copy
 import dataclasses
 import json
 import random
@@ -26,6 +25,7 @@ from anyop.testing.fake.history import (
     storage_key,
     visible_change,
 )
+from anyop.testing.fake.json_copy import json_copy
 from anyop.testing.fake.kinds import BUILTIN_KINDS, NAMESPACE_KIND, Kind
 from anyop.testing.fake.label_selectors import Selector
 from anyop.testing.fake.statuses import (
@@ -204,11 +204,11 @@ class Store:
             StatusError: 409, a substitute's old object changed meanwhile.
         """
         if self.dry_run:
-            raise WouldCommit(kind, type_, copy.deepcopy(obj), old=copy.deepcopy(old))
+            raise WouldCommit(kind, type_, json_copy(obj), old=json_copy(old))
         if self.substitute is not None:
             obj = self._substituted(kind, obj, old)
         self.rv += 1
-        obj = copy.deepcopy(obj)
+        obj = json_copy(obj)
         obj["metadata"]["resourceVersion"] = str(self.rv)
         objects = self.objects[(kind.group, kind.plural)]
         change = Change(self.rv, (kind.group, kind.plural), type_, obj, old)
@@ -227,7 +227,7 @@ class Store:
                     self._queued.popleft()
             finally:
                 self._queued.clear()
-        return copy.deepcopy(obj)
+        return json_copy(obj)
 
     def _control(self, change: Change) -> None:
         """Let the controllers act on a change; a write they are refused is kept in
@@ -245,7 +245,7 @@ class Store:
         metadata = obj["metadata"]
         if (old or {}).get("metadata", {}).get("resourceVersion") != expected:
             raise conflict(kind.plural, kind.group, str(metadata.get("name")))
-        result = copy.deepcopy(replacement)
+        result = json_copy(replacement)
         kept = {key: metadata[key] for key in _SERVER_SET if key in metadata}
         result["metadata"] = {**(result.get("metadata") or {}), **kept}
         result["apiVersion"], result["kind"] = obj["apiVersion"], obj["kind"]
@@ -354,7 +354,7 @@ def _rk(kind: Kind) -> ResourceKey:
 
 def shown(kind: Kind, body: Mapping[str, Any]) -> Body:
     """A copy of a stored object as served in the kind's version."""
-    result = copy.deepcopy(dict(body))
+    result = json_copy(dict(body))
     result["apiVersion"] = kind.api_version
     return result
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import base64
 import binascii
-import copy
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from anyop.testing.fake.go_times import RFC3339, RFC3339_MICRO, time_error
+from anyop.testing.fake.json_copy import json_copy
 from anyop.testing.fake.openapi_catalog import Catalog, Schema, catalog
 from anyop.testing.fake.statuses import StatusError, bad_request
 
@@ -98,7 +98,7 @@ def _value(books: Catalog, value: Any, schema: Schema, ctx: _Context) -> Any:
         return None
     resolved, name = books.resolve(schema)
     if name in _TIMES:
-        return _time(value, _TIMES[name], ctx, go_type=_go_type(books, schema))
+        return _time(value, _TIMES[name], ctx)
     if name == _INT_OR_STRING:
         if not isinstance(value, (str, int)) or isinstance(value, bool):
             ctx.other_error(
@@ -116,10 +116,10 @@ def _value(books: Catalog, value: Any, schema: Schema, ctx: _Context) -> Any:
             return value
         items = resolved.get("items") or {}
         return [_value(books, item, items, ctx) for item in value]
-    return _scalar(value, resolved, ctx, go_type=_go_type(books, schema))
+    return _scalar(value, resolved, ctx, go_type=lambda: _go_type(books, schema))
 
 
-def _time(value: Any, layout: str, ctx: _Context, *, go_type: str) -> Any:
+def _time(value: Any, layout: str, ctx: _Context) -> Any:
     if not isinstance(value, str):
         ctx.other_error(f"json: cannot unmarshal {_json_name(value)} into Go value of type string")
         return value
@@ -152,10 +152,24 @@ def _object(
         ctx.error = ctx.error or inner.error
         if decoded is not None and not (decoded in ({}, []) and _collection(books, sub)):
             kept[key] = decoded  # Go leaves out nulls, and empty maps and lists (omitempty)
-    for key, sub in properties.items():
-        if key not in kept and _serialised_default(sub):
-            kept[key] = _value(books, copy.deepcopy(sub["default"]), sub, _Context(struct))
+    for key, sub in _defaulted_properties(resolved):
+        if key not in kept:
+            kept[key] = _value(books, json_copy(sub["default"]), sub, _Context(struct))
     return kept
+
+
+_DEFAULTED: dict[int, list[tuple[str, Schema]]] = {}
+
+
+def _defaulted_properties(resolved: Schema) -> list[tuple[str, Schema]]:
+    """The properties of a (catalog) schema whose fields come back when missing."""
+    key = id(resolved)
+    found = _DEFAULTED.get(key)
+    if found is None:
+        properties: Mapping[str, Any] = resolved.get("properties") or {}
+        found = [(name, sub) for name, sub in properties.items() if _serialised_default(sub)]
+        _DEFAULTED[key] = found
+    return found
 
 
 def _collection(books: Catalog, schema: Schema) -> bool:
@@ -171,34 +185,38 @@ def _serialised_default(schema: Schema) -> bool:
     """Whether a missing field comes back anyway: the schema gives a default for the fields Go
     always serialises (a struct's ``{}``, a non-``omitempty`` number's ``0``) and for declared
     defaults (a port's ``TCP``); a list's comes back as ``null``, which is left out here."""
-    return "default" in schema and schema["default"] is not None and schema["default"] != []
+    value = schema.get("default")
+    return value is not None and not isinstance(value, (list, tuple))
 
 
-def _scalar(value: Any, resolved: Schema, ctx: _Context, *, go_type: str) -> Any:
+def _scalar(value: Any, resolved: Schema, ctx: _Context, *, go_type: Callable[[], str]) -> Any:
     match resolved.get("type"):
         case "string":
             if not isinstance(value, str):
-                ctx.type_error(_json_name(value), go_type)
+                ctx.type_error(_json_name(value), go_type())
             elif resolved.get("format") == "byte":
                 _base64(value, ctx)
         case "boolean":
             if not isinstance(value, bool):
-                ctx.type_error(_json_name(value), go_type)
+                ctx.type_error(_json_name(value), go_type())
         case "integer":
             _integer(value, go_type, ctx)
         case "number":
             if not isinstance(value, (int, float)) or isinstance(value, bool):
-                ctx.type_error(_json_name(value), go_type)
+                ctx.type_error(_json_name(value), go_type())
     return value
 
 
-def _integer(value: Any, go_type: str, ctx: _Context) -> None:
+def _integer(value: Any, go_type: Callable[[], str], ctx: _Context) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        ctx.type_error(_json_name(value), go_type)
+        ctx.type_error(_json_name(value), go_type())
         return
-    limit = _INT_LIMITS.get(go_type, 2**63)
-    if isinstance(value, float) or not -limit <= value < limit:
-        ctx.type_error(f"number {value}", go_type)
+    if isinstance(value, float):
+        ctx.type_error(f"number {value}", go_type())
+    elif not -(2**31) <= value < 2**31:  # only then the type's size matters
+        limit = _INT_LIMITS.get(go_type(), 2**63)
+        if not -limit <= value < limit:
+            ctx.type_error(f"number {value}", go_type())
 
 
 def _base64(value: str, ctx: _Context) -> None:

@@ -80,6 +80,10 @@ def decoded(kind: Kind, body: Mapping[str, Any]) -> Body:
     Raises:
         StatusError: 400, a built-in object does not decode.
     """
+    metadata = body.get("metadata")
+    if isinstance(metadata, Mapping) and "managedFields" in metadata:
+        # The server keeps the field ownership itself: what a request sends there is dropped.
+        body = {**body, "metadata": {k: v for k, v in metadata.items() if k != "managedFields"}}
     if kind.custom:
         if not isinstance(body.get("metadata"), Mapping):
             return dict(body)
@@ -101,6 +105,12 @@ def _service_ip(store: Store) -> str:
     }
     free = [f"10.0.0.{host}" for host in range(2, 255) if f"10.0.0.{host}" not in taken]
     return store.rng.choice(free)
+
+
+def _served(kind: Kind, committed: Body) -> Body:
+    """The answer of a write: the copy that the commit returned, in the kind's version."""
+    committed["apiVersion"] = kind.api_version
+    return committed
 
 
 def _check_namespace(store: Store, ref: Ref) -> None:
@@ -171,7 +181,7 @@ def create(
     created = store.commit(kind, "ADDED", obj, old=None)
     if kind == CRD_KIND:
         _establish(store, created)
-    return shown(kind, created)
+    return _served(kind, created)
 
 
 def _establish(store: Store, crd: Body) -> None:
@@ -264,7 +274,7 @@ def update(
         store.commit(kind, "DELETED", stored, old=stored)  # watches see the last stored state
         obj["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"]
         return shown(kind, obj)  # the final removal answers with the last stored version
-    return shown(kind, store.commit(kind, "MODIFIED", obj, old=stored))
+    return _served(kind, store.commit(kind, "MODIFIED", obj, old=stored))
 
 
 def _same_owners(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
@@ -406,7 +416,7 @@ def delete(store: Store, ref: Ref, options: Mapping[str, Any]) -> Body:
         marked["metadata"]["finalizers"] = finalizers
     else:
         marked["status"] = {**stored.get("status", {}), "phase": "Terminating"}
-    return shown(kind, store.commit(kind, "MODIFIED", marked, old=stored))
+    return _served(kind, store.commit(kind, "MODIFIED", marked, old=stored))
 
 
 def _check_preconditions(kind: Kind, stored: Body, preconditions: Mapping[str, Any]) -> None:

@@ -106,7 +106,7 @@ async def test_finalize_changes_a_namespaces_spec_finalizers_and_get_is_not_allo
 
 async def test_a_dry_run_answers_without_storing_and_events_select_by_their_object() -> None:
     _, api = _fake()
-    about = {"name": "kex", "kind": "KopfExample"}
+    about = {"name": "kex", "kind": "KopfExample", "namespace": "ns"}
     event = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e"},
              "involvedObject": about, "reason": "Done"}  # fmt: skip
     async with api:
