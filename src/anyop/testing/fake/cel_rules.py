@@ -47,16 +47,17 @@ def _program(rule: str) -> Any:
 
 
 def _holds(rule: str, value: Any, old: Any) -> tuple[bool, str]:
-    import celpy
+    from celpy.adapter import json_to_cel
+    from celpy.evaluation import CELEvalError
 
-    activation = {"self": celpy.json_to_cel(value)}
+    activation = {"self": json_to_cel(value)}
     if old is not _UNSET:
-        activation["oldSelf"] = celpy.json_to_cel(old)
+        activation["oldSelf"] = json_to_cel(old)
     try:
         result = _program(rule).evaluate(activation)
-    except celpy.CELEvalError as exc:
+    except CELEvalError as exc:
         return False, str(exc.args[0] if exc.args else exc)
-    if isinstance(result, celpy.CELEvalError):
+    if isinstance(result, CELEvalError):
         return False, str(result.args[0] if result.args else result)
     return bool(result), ""
 
