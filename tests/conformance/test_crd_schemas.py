@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import pytest
 from tests.conformance.conftest import Conform
-from tests.conformance.harness import JSON_PATCH, Target
+from tests.conformance.harness import GROUP, JSON_PATCH, MERGE, Target
 
 pytestmark = pytest.mark.anyio
 
@@ -200,5 +201,41 @@ async def test_a_transition_rule_compares_with_the_stored_object(conform: Confor
         await t.post(t.gizmos(), _gizmo("g", fixed="a"))
         await t.patch(t.gizmos("g"), {"spec": {"fixed": "b"}})
         await t.patch(t.gizmos("g"), {"spec": {"fixed": "a", "size": 4}})
+
+    await conform(scenario)
+
+
+async def _until_refused(t: Target, path: str, patch: Any) -> None:
+    """Wait (unrecorded, by dry runs) until the API server validates by the updated CRD: it
+    rebuilds a CRD's handler a moment after the update."""
+    headers = {"Content-Type": MERGE}
+    with anyio.fail_after(10):
+        while True:
+            answer = await t.api.patch(path, json=patch, headers=headers,
+                                       params={"dryRun": "All"})  # fmt: skip
+            if answer.status_code == 422:
+                return
+            await anyio.sleep(0.05)
+
+
+async def test_an_updated_crd_schema_applies_to_later_writes(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.{GROUP}"
+        crd = await t.get(path, record=lambda d: None)
+        await t.post(t.widgets(), {"apiVersion": f"{GROUP}/v1", "kind": "Widget",
+                                   "metadata": {"name": "w"}, "spec": {"size": 50}})  # fmt: skip
+        schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+        size = schema["properties"]["spec"]["properties"]["size"]
+        try:
+            size["maximum"] = 10
+            await t.put(path, crd, record=lambda d: d.get("code"))
+            await _until_refused(t, t.widgets("w"), {"spec": {"size": 20}})
+            await t.patch(t.widgets("w"), {"spec": {"size": 20}})
+        finally:
+            latest = await t.get(path, record=lambda d: None)
+            latest["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"][
+                "properties"
+            ]["size"].pop("maximum", None)
+            await t.put(path, latest, record=lambda d: d.get("code"))
 
     await conform(scenario)

@@ -274,7 +274,20 @@ def update(
         store.commit(kind, "DELETED", stored, old=stored)  # watches see the last stored state
         obj["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"]
         return shown(kind, obj)  # the final removal answers with the last stored version
-    return _served(kind, store.commit(kind, "MODIFIED", obj, old=stored))
+    committed = store.commit(kind, "MODIFIED", obj, old=stored)
+    if kind == CRD_KIND:
+        _reserve(store, committed)
+    return _served(kind, committed)
+
+
+def _reserve(store: Store, crd: Body) -> None:
+    """Serve an updated CRD's kinds as it now defines them (schemas, versions, subresources)."""
+    name = crd["metadata"]["name"]
+    if not any(kind.crd == name for kind in store.kinds.values()):
+        return  # not established (yet): nothing served to update
+    store.unserve(name)
+    for served in kinds_of_crd(crd):
+        store.serve(served)
 
 
 def _same_owners(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
