@@ -31,10 +31,10 @@ APPLY = {"Content-Type": "application/apply-patch+yaml"}
 
 
 def _deployment(name: str) -> dict[str, object]:
+    pod = {"metadata": {"labels": {"app": name}},
+           "spec": {"containers": [{"name": "m", "image": "nginx"}]}}  # fmt: skip
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
-            "spec": {"selector": {"matchLabels": {"app": name}},
-                     "template": {"metadata": {"labels": {"app": name}},
-                                  "spec": {"containers": [{"name": "m", "image": "nginx"}]}}}}  # fmt: skip
+            "spec": {"selector": {"matchLabels": {"app": name}}, "template": pod}}  # fmt: skip
 
 
 async def _round(api: httpx.AsyncClient, ns: str, i: int, times: dict[str, list[float]]) -> None:
