@@ -239,3 +239,30 @@ async def test_an_updated_crd_schema_applies_to_later_writes(conform: Conform) -
             await t.put(path, latest, record=lambda d: d.get("code"))
 
     await conform(scenario)
+
+
+async def test_a_default_added_to_a_crd_shows_on_stored_objects_when_read(
+    conform: Conform,
+) -> None:
+    async def scenario(t: Target) -> None:
+        path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.{GROUP}"
+        crd = await t.get(path, record=lambda d: None)
+        await t.post(t.widgets(), {"apiVersion": f"{GROUP}/v1", "kind": "Widget",
+                                   "metadata": {"name": "w"}, "spec": {"size": 1}})  # fmt: skip
+        properties = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]
+        properties["spec"]["properties"]["shade"] = {"type": "string", "default": "dark"}
+        try:
+            await t.put(path, crd, record=lambda d: d.get("code"))
+            with anyio.fail_after(10):  # the API server rebuilds the CRD's handler a moment later
+                while "shade" not in (await t.api.get(t.widgets("w"))).json()["spec"]:
+                    await anyio.sleep(0.05)
+            await t.get(t.widgets("w"))
+            await t.get(t.widgets(), record=lambda d: [i["spec"] for i in d["items"]])
+        finally:
+            latest = await t.get(path, record=lambda d: None)
+            latest["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"][
+                "properties"
+            ].pop("shade", None)
+            await t.put(path, latest, record=lambda d: d.get("code"))
+
+    await conform(scenario)

@@ -55,6 +55,7 @@ class Kind:
         scale: A custom resource's ``scale`` subresource (its replicas' and selector's paths).
         subresources: A built-in kind's subresources, as its API paths have them.
         verbs: A built-in kind's verbs, as its API paths have them (all verbs if empty).
+        defaults: A custom resource's schema has defaults (applied to objects when read too).
     """
 
     group: str
@@ -75,6 +76,7 @@ class Kind:
     scale: Mapping[str, str] | None = None
     subresources: tuple[str, ...] = ()
     verbs: tuple[str, ...] = ()
+    defaults: bool = False
 
     @property
     def api_version(self) -> str:
@@ -318,7 +320,16 @@ def kinds_of_crd(crd: Mapping[str, Any]) -> list[Kind]:
                 short_names=tuple(names.get("shortNames") or ()),
                 categories=tuple(names.get("categories") or ()),
                 schema=schema,
+                defaults=_has_defaults(schema),
                 crd=str((crd.get("metadata") or {}).get("name", "")),
             )
         )
     return kinds
+
+
+def _has_defaults(schema: Any) -> bool:
+    if isinstance(schema, Mapping):
+        return "default" in schema or any(_has_defaults(value) for value in schema.values())
+    if isinstance(schema, list):
+        return any(_has_defaults(item) for item in schema)
+    return False

@@ -16,7 +16,7 @@ from anyop.testing.fake.cel_rules import RULES, rule_causes, unset
 from anyop.testing.fake.json_copy import json_copy
 from anyop.testing.fake.statuses import Cause
 
-__all__ = ["default", "prune", "violations"]
+__all__ = ["default", "fill_defaults", "prune", "violations"]
 
 _PRESERVE = "x-kubernetes-preserve-unknown-fields"
 _INT_OR_STRING = "x-kubernetes-int-or-string"
@@ -392,6 +392,11 @@ def default(body: Mapping[str, Any], schema: Mapping[str, Any] | None) -> dict[s
     if schema is not None:
         _default(result, schema)
     return result
+
+
+def fill_defaults(body: dict[str, Any], schema: Mapping[str, Any]) -> None:
+    """Fill in a schema's defaults in place (see :func:`default`)."""
+    _default(body, schema)
 
 
 def _default(value: Any, schema: Mapping[str, Any]) -> None:

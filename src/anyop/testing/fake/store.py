@@ -28,6 +28,7 @@ from anyop.testing.fake.history import (
 from anyop.testing.fake.json_copy import json_copy
 from anyop.testing.fake.kinds import BUILTIN_KINDS, NAMESPACE_KIND, Kind
 from anyop.testing.fake.label_selectors import Selector
+from anyop.testing.fake.schemas import fill_defaults
 from anyop.testing.fake.statuses import (
     StatusError,
     bad_request,
@@ -353,9 +354,12 @@ def _rk(kind: Kind) -> ResourceKey:
 
 
 def shown(kind: Kind, body: Mapping[str, Any]) -> Body:
-    """A copy of a stored object as served in the kind's version."""
+    """A copy of a stored object as served in the kind's version (a custom resource with the
+    defaults of its schema: the API server defaults what it reads from storage too)."""
     result = json_copy(dict(body))
     result["apiVersion"] = kind.api_version
+    if kind.defaults and kind.schema is not None:
+        fill_defaults(result, kind.schema)
     return result
 
 
