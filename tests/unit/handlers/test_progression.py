@@ -67,7 +67,7 @@ def test_outcomes_move_handlers_towards_done() -> None:
     )
     assert progress["a"].success
     assert progress["b"].sleeping(NOW)
-    assert progress.delays(NOW) == [30.000002]  # two microseconds more: never woken before it is due
+    assert progress.delays(NOW) == [30.000002]  # two microseconds more: never woken early
     assert progress.delay(NOW + datetime.timedelta(seconds=10)) == 20.000002
     assert progress.awakened([A, B], now=NOW) == []
     assert progress.awakened([A, B], now=LATER) == [B]
