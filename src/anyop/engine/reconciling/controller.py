@@ -258,7 +258,7 @@ class Controller:
         if deleting and not (self.handler.finalizer and holds):
             return None  # the garbage collector takes the children
         if self.handler.finalizer and not deleting and not holds:
-            body = await self._write(slot.uid, finalizer_patch(body, finalizer, keep=True))
+            body = await self._write(slot.uid, body, finalizer_patch(body, finalizer, keep=True))
         if self.scope.indexer is not None:
             await self.scope.indexer.ready.wait()
         children = await self._children(slot.uid, body, state)
@@ -281,7 +281,7 @@ class Controller:
         if patch:
             body = await self._patch(slot.uid, body, patch)
         if verdict.succeeded and deleting:
-            await self._write(slot.uid, finalizer_patch(body, finalizer, keep=False))
+            await self._write(slot.uid, body, finalizer_patch(body, finalizer, keep=False))
         return verdict
 
     def _judge(self, outcome: object, state: _Object) -> Verdict:
@@ -354,18 +354,23 @@ class Controller:
         main = dict(patch)
         status = main.pop("status", None) if "status" in self.scope.resource.subresources else None
         if main:
-            body = await self._write(uid, main)
+            body = await self._write(uid, body, main)
         if status is not None:
-            body = await self._write(uid, {"status": status}, subresource="status")
+            body = await self._write(uid, body, {"status": status}, subresource="status")
         return body
 
     async def _write(
-        self, uid: str, patch: Mapping[str, Any] | None, *, subresource: str | None = None
+        self,
+        uid: str,
+        called: Mapping[str, Any],
+        patch: Mapping[str, Any] | None,
+        *,
+        subresource: str | None = None,
     ) -> Mapping[str, Any]:
         """Patch the object; its echo calls nothing, but any other change does: one that came
         meanwhile, or one that the answer carries (a write that changes nothing answers with the
         current state, whoever made it)."""
-        body = self._parents.get(uid, {})
+        body = self._parents.get(uid) or called
         if patch is None:
             return body
         state = self._objects.setdefault(uid, _Object())
