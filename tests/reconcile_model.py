@@ -126,10 +126,21 @@ class Model:
         namespace: Where the parents live.
         operate: Runs the operator with a registry for the duration of a block.
         seed: Draws the watch delays and the reconciler's own choices.
+        settle: Seconds for every due call, requeue and late event to happen at the end; as
+            long again, nothing may call.
     """
 
-    def __init__(self, api: httpx.AsyncClient, namespace: str, operate: Operate, seed: int):
+    def __init__(
+        self,
+        api: httpx.AsyncClient,
+        namespace: str,
+        operate: Operate,
+        seed: int,
+        *,
+        settle: float = 30.0,
+    ) -> None:
         self.api = api
+        self.settle = settle
         self.namespace = namespace
         self.operate = operate
         self.rng = random.Random(seed)
@@ -284,9 +295,9 @@ class Model:
         self.in_write.clear()
         self.fresh.clear()
         self.requeues.clear()
-        await anyio.sleep(30)
+        await anyio.sleep(self.settle)
         before = len(self.calls)
-        await anyio.sleep(30)
+        await anyio.sleep(self.settle)
         if len(self.calls) != before:
             extra = [(c.name, round(c.at, 2)) for c in self.calls[before:]]
             self.violations.append(f"calls while idle: {extra}")

@@ -103,13 +103,13 @@ class Store:
 
 
 def reconciler(
-    step: Callable[..., Awaitable[None]], **options: Any
+    step: Callable[..., Awaitable[Any]], **options: Any
 ) -> tuple[ReconcilingHandler, list[dict[str, Any]]]:
     registry, calls = OperatorRegistry(), []
 
-    async def fn(body: Any, **kwargs: Any) -> None:
+    async def fn(body: Any, **kwargs: Any) -> Any:
         calls.append(copy.deepcopy(dict(body)))
-        await step(body=body, **kwargs)
+        return await step(body=body, **kwargs)
 
     anyop.reconcile("kopfexamples", registry=registry, id="r", **options)(fn)
     return registry.reconciling.handlers[0], calls
@@ -325,3 +325,37 @@ async def test_a_fresh_child_deleted_by_another_client_is_put_back_at_once(shown
                 await anyio.sleep(0.01)
         tg.cancel_scope.cancel()
     assert len(calls) == 2
+
+
+# -- an object deleted and made again under its name during a write -------------------------------
+
+
+async def test_a_write_that_lands_on_a_new_object_of_the_same_name_is_not_taken_for_its_own() -> (
+    None
+):
+    seen: list[tuple[str, list[str]]] = []
+
+    async def step(body: Any, children: Any, patch: Any, retry: int, **_: Any) -> Any:
+        owners = [c["metadata"]["ownerReferences"][0]["uid"] for c in children["configmaps"]]
+        seen.append((body["metadata"]["uid"], owners))
+        patch.status["n"] = body["spec"]["n"]
+        return anyop.Requeue(after=1) if len(seen) == 1 else None
+
+    handler, _ = reconciler(step, owns=["configmaps"])
+    store = Store()
+    controller = controller_for(handler, store)
+    owner = {"uid": "p1", "controller": True, "kind": "KopfExample", "name": "kex"}
+    child = {"metadata": {"name": "c", "uid": "c1", "ownerReferences": [owner]}}
+
+    async def made_again() -> None:  # deleted, and made again with another uid
+        store.parent = copy.deepcopy(store.parent) | {"spec": {"n": 5}}
+        store.parent["metadata"] |= {"uid": "p2", "resourceVersion": store._bump()}
+
+    async with anyio.create_task_group() as tg:
+        await started(controller, tg)
+        await controller._child_event("configmaps", WatchEvent("ADDED", child))
+        store.meanwhile.append(made_again)
+        store.event()
+        await settle()
+        tg.cancel_scope.cancel()
+    assert seen == [("p1", ["p1"]), ("p1", ["p1"])]  # the old one's requeue: as the watch shows it

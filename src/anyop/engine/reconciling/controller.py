@@ -388,12 +388,20 @@ class Controller:
             )
         finally:
             state.writing.remove(expected)
+        if _uid(answer) != uid:  # deleted, and another object made under its name meanwhile
+            self._redo(_uid(answer))  # which our write has just changed
+            return body
         state.handled = expected
         if uid in self._parents and not_older(version_of(answer), version_of(self._parents[uid])):
             self._parents[uid] = answer
         if meaning(answer, status=status) != expected:
             self._dispatch(uid, answer)  # someone else's change landed before ours
         return answer
+
+    def _redo(self, uid: str) -> None:
+        """Call an object again, if it is known: a write meant for another one changed it."""
+        if uid in self._parents:
+            self._dispatch(uid, self._parents[uid])
 
 
 def _uid(body: Mapping[str, Any]) -> str:
