@@ -73,7 +73,8 @@ def schedule(seed: int, *, steps: int = 24, parents: int = 3) -> list[Step]:
 
 
 class DelayedWatcher(Watcher):
-    """A watch whose events (not the listing) come late, in order; the delays from ``rng``."""
+    """A watch whose events come late, in order; the delays from ``rng``. A listing's events
+    come once every earlier event has come, with no delay of their own."""
 
     rng: random.Random = random.Random(0)
 
@@ -81,18 +82,26 @@ class DelayedWatcher(Watcher):
         self, handle: Any, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
         send, receive = anyio.create_memory_object_stream[tuple[float, WatchEvent]](math.inf)
-        last = 0.0
+        last, pending, drained = 0.0, 0, anyio.Event()
 
         async def pump() -> None:
+            nonlocal pending, drained
             async for due, event in receive:
                 await anyio.sleep_until(due)
                 await handle(event)
+                pending -= 1
+                if not pending:
+                    drained.set()
+                    drained = anyio.Event()
 
         async def delayed(event: WatchEvent) -> None:
-            nonlocal last
+            nonlocal last, pending
             if event.listed:
+                while pending:
+                    await drained.wait()
                 await handle(event)
                 return
+            pending += 1
             lag = 0.0 if self.rng.random() < 0.6 else self.rng.uniform(0, MAX_DELAY)
             last = max(last, anyio.current_time() + lag)
             send.send_nowait((last, event))

@@ -359,3 +359,22 @@ async def test_a_write_that_lands_on_a_new_object_of_the_same_name_is_not_taken_
         await settle()
         tg.cancel_scope.cancel()
     assert seen == [("p1", ["p1"]), ("p1", ["p1"])]  # the old one's requeue: as the watch shows it
+
+
+async def test_no_call_for_an_object_whose_deletion_came_while_its_call_waited() -> None:
+    handler, calls = reconciler(keep_one, owns=["configmaps"])
+    store = Store()
+    controller = controller_for(handler, store, writes_timeout=3600)
+    async with anyio.create_task_group() as tg:
+        await started(controller, tg)
+        store.event()
+        await settle()
+        assert len(store.children) == 1  # not shown by the watch yet
+        store.event(store.change(lambda p: p["spec"].update(n=2)))
+        await settle()  # the call waits for the child
+        controller.observe(copy.deepcopy(store.parent), deleted=True)
+        (child,) = store.children.values()
+        await controller._child_event("configmaps", WatchEvent("ADDED", child))
+        await settle()
+        tg.cancel_scope.cancel()
+    assert len(calls) == 1

@@ -262,6 +262,8 @@ class Controller:
         if self.scope.indexer is not None:
             await self.scope.indexer.ready.wait()
         children = await self._children(slot.uid, body, state)
+        if slot.uid not in self._parents:
+            return None  # its deletion came while the call waited for its children
         api = ChildrenApi(
             self.scope.client, body, self.scope.owned, labels=self.handler.child_labels
         )
