@@ -214,9 +214,9 @@ class Model:
             if child.get("data") != {"parent": name}:
                 put_back = {"data": {"parent": name, "edited": None}}
                 await api.patch("configmaps", child["metadata"]["name"], put_back)
-        for child in mine[desired:]:
-            await api.delete("configmaps", child["metadata"]["name"])
+        for child in mine[desired:]:  # counted out first: the operator may stop during it
             self.live.get(uid, set()).discard(child["metadata"]["name"])
+            await api.delete("configmaps", child["metadata"]["name"])
         for _ in range(desired - len(mine)):
             live = self.live.setdefault(uid, set())
             if len(live) >= desired and uid not in self.deleted:  # (the GC takes those)
