@@ -130,9 +130,12 @@ class Controller:
         handler: The reconciler.
 
     Guarantees:
-        An object is dispatched on each change of it (not on the echo of a write of its own
-        call), of a child (by controller reference) or a child's disappearance, and once after
-        the children are listed. Calls see every child that earlier calls wrote through ``api``.
+        An object is dispatched on each change of it, of a child (by controller reference) or a
+        child's disappearance, and once after the children are listed. A change of the object
+        is decided by content (:mod:`.echoes`): the echoes of its own calls' writes call
+        nothing, any other change does, whatever its resourceVersion. Calls see every child
+        that earlier calls wrote through ``api``; no call starts for an object whose deletion
+        the watch has shown.
     """
 
     def __init__(self, scope: ControllerScope, handler: ReconcilingHandler) -> None:
