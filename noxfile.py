@@ -64,3 +64,17 @@ def bench(session: nox.Session) -> None:
     """
     session.install("-e", ".[dev]", "aiohttp", "py-spy")
     session.run("python", "-m", "bench.compare", *session.posargs)
+
+
+@nox.session
+def stress(session: nox.Session) -> None:
+    """``@anyop.reconcile`` under 10,000 random schedules on FakeCluster with virtual time (5,000
+    per backend): `nox -s stress`, or `nox -s stress -- 500` for 500 per backend. The base seed
+    is printed; ``ANYOP_STRESS_SEED`` fixes it."""
+    session.install("-e", ".[dev]")
+    count = session.posargs[0] if session.posargs else "5000"
+    env = {"ANYOP_STRESS_COUNT": count}
+    session.run("pytest", "-q", "-s", "-p", "no:randomly", STRESS, env=env)
+
+
+STRESS = "tests/unit/engine/test_reconcile_stress.py"

@@ -244,3 +244,43 @@ async def test_metrics_count_the_calls_by_result_under_controller_runtimes_names
     seconds = "controller_runtime_reconcile_time_seconds_count"
     assert value(scraped, seconds, controller=controller) == 3
     assert any(n == "workqueue_depth" and ("name", controller) in ls for n, ls in scraped)
+
+
+async def test_a_child_deleted_right_after_its_creation_is_put_back_without_a_timeout(
+    api: httpx.AsyncClient, anyop_namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The watch has shown its creation, then its deletion: the next call waits for nothing."""
+    registry, settings = OperatorRegistry(), OperatorSettings()
+    settings.reconciling.writes_timeout = 3600  # a wait for it would outlast the test's DEADLINE
+
+    @anyop.reconcile(
+        "kopfexamples", owns=["configmaps"], labels={"fresh": "yes"}, registry=registry
+    )
+    async def keep_one(children: Any, api: Any, **_: Any) -> None:
+        if not children["configmaps"]:
+            await api.create("configmaps", {"metadata": {"generateName": "fresh-"}})
+
+    base = f"/api/v1/namespaces/{anyop_namespace}/configmaps"
+    took: list[float] = []
+
+    async def new_child(gone: set[str]) -> str:
+        with anyio.fail_after(DEADLINE):
+            while True:
+                found = await children_of(api, anyop_namespace, "fresh=yes")
+                if names := {child["metadata"]["name"] for child in found} - gone:
+                    (name,) = names
+                    return name
+                await anyio.sleep(0.01)
+
+    async with running(registry, anyop_namespace, settings):
+        await make(api, anyop_namespace, "fresh")
+        gone: set[str] = set()
+        name = await new_child(gone)
+        for _ in range(20):
+            (await api.delete(f"{base}/{name}")).raise_for_status()  # right after its creation
+            gone.add(name)
+            started = anyio.current_time()
+            name = await new_child(gone)
+            took.append(anyio.current_time() - started)
+    took.sort()
+    print(f"put back in {took[len(took) // 2]:.3f}s (p50), {took[-1]:.3f}s (max) of {len(took)}")

@@ -204,6 +204,7 @@ class ReconcilingHandler(ResourceHandler):
             ``api`` kwarg puts on the children it creates).
         resync: Seconds after which an object is reconciled again without any change.
         finalizer: Keep the object until a call made while it is being deleted succeeds.
+        status_changes: Other clients' changes of the object's ``status`` alone call it too.
     """
 
     kind: ClassVar[str] = "Reconciler"
@@ -213,6 +214,7 @@ class ReconcilingHandler(ResourceHandler):
     child_labels: Mapping[str, str] | None = None
     resync: float | None = None
     finalizer: bool = False
+    status_changes: bool = False
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
