@@ -6,6 +6,7 @@ only reads the body, invokes the user's functions, logs Kopf's lines and writes 
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
 import time
@@ -29,6 +30,7 @@ from anyop.handlers.causes import (
     detect_changing_cause,
     settled_by,
 )
+from anyop.handlers.diffs import remove_empty_stanzas
 from anyop.handlers.filters import KwargsFactory
 from anyop.handlers.outcomes import deliver_results
 from anyop.handlers.progression import (
@@ -62,6 +64,7 @@ from anyop.storage.finalizers import (
     has_finalizer,
     is_deletion_ongoing,
 )
+from anyop.storage.progress import ProgressStorage
 
 __all__ = ["Observed", "Reconciler"]
 
@@ -85,6 +88,20 @@ class Observed(dict[str, Any]):
         self.listed = listed
         self.consumed = False
         """Whether the event handlers have seen it (a delayed re-run must not repeat them)."""
+
+
+def _cleared(progress: ProgressStorage, essence: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The essence without the progress storage's fields, and without the stanzas left empty.
+
+    A storage written for Kopf may leave ``annotations: {}`` behind where it removed its own;
+    the stored essence is read without empty stanzas, so the built one must be too.
+    """
+    cleared = progress.clear(essence=essence)
+    if cleared is essence:
+        return essence
+    cleaned = copy.deepcopy(dict(cleared))  # the storage may keep what it returned
+    remove_empty_stanzas(cleaned)
+    return cleaned
 
 
 def _version(body: Mapping[str, Any]) -> str:
@@ -332,8 +349,8 @@ class Reconciler(HandlerCalls, StateRecords):
             cycle.logger.warning(str(warning))
         extra = self.registry.extra_fields(self.resource)
         built = storage.diffbase.build(body=body, extra_fields=extra)
-        new = storage.progress.clear(essence=built)
-        old = None if stored.essence is None else storage.progress.clear(essence=stored.essence)
+        new = _cleared(storage.progress, built)
+        old = None if stored.essence is None else _cleared(storage.progress, stored.essence)
         observed = body if isinstance(body, Observed) else None
         cause = detect_changing_cause(
             resource=self.resource,
