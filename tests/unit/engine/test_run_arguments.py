@@ -101,3 +101,25 @@ def test_run_with_a_loop_and_the_trio_backend_is_refused(
 ) -> None:
     with pytest.raises(ConfigError, match=r"run\(loop=...\) runs the operator on that asyncio"):
         anyop.run(loop=foreign_loop, backend="trio", clusterwide=True)
+
+
+def test_run_tasks_ends_the_tasks_started_since_but_leaves_the_ignored_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from anyop.engine.operator import asyncio_tasks
+
+    monkeypatch.setattr(asyncio_tasks, "HUNG_TASKS_TIMEOUT", 0.5)
+
+    async def main() -> tuple[bool, bool, bool]:
+        own = asyncio.create_task(asyncio.sleep(3600), name="the program's own")
+        ignored = asyncio.all_tasks()
+        root = asyncio.create_task(asyncio.sleep(0.05), name="root")
+        hung = asyncio.create_task(asyncio.sleep(3600), name="left behind")
+        finishing = asyncio.create_task(asyncio.sleep(0.1), name="finishing")
+        await anyop.run_tasks([root], ignored=ignored)
+        result = hung.cancelled(), finishing.done() and not finishing.cancelled(), own.done()
+        own.cancel()
+        await asyncio.gather(own, return_exceptions=True)
+        return result
+
+    assert asyncio.run(main()) == (True, True, False)
