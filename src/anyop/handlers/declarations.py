@@ -14,6 +14,7 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any, Required, TypedDict, cast
 
 from anyop.handlers.diffs import FieldSpec
+from anyop.handlers.field_selectors import parse_field_selector
 from anyop.handlers.filters import (
     MetaFilter,
     WhenFilterFn,
@@ -80,6 +81,7 @@ class _Behaviour(_Identity, total=False):
 
 
 class _MetaFilters(TypedDict, total=False):
+    field_selector: str | None
     labels: MetaFilter | None
     annotations: MetaFilter | None
     when: WhenFilterFn | None
@@ -256,6 +258,9 @@ class Declaration:
         if when is not None:
             check_callback(when, self.culprit)
         return {
+            "field_selector": parse_field_selector(
+                self.options.get("field_selector"), self.culprit
+            ),
             "labels": check_meta_filter("labels", self.options.get("labels"), self.culprit),
             "annotations": check_meta_filter(
                 "annotations", self.options.get("annotations"), self.culprit

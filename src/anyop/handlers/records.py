@@ -16,6 +16,7 @@ from typing import Any, ClassVar, NewType
 
 from anyop.handlers.causes import Activity, Reason, WebhookType
 from anyop.handlers.diffs import FieldPath
+from anyop.handlers.field_selectors import FieldSelector
 from anyop.handlers.filters import MetaFilter, WhenFilterFn
 from anyop.handlers.outcomes import ErrorsMode
 from anyop.handlers.selectors import DeclarationTypeError, DeclarationValueError, Selector
@@ -100,9 +101,12 @@ class ResourceHandler(Handler):
         when: The whole-object callback filter.
         field: The field that ``value=`` (and ``old=``/``new=``) check.
         value: The field's value filter (``None``: the field must be present).
+        field_selector: The field selector (checked here, and sent to the server where all
+            the resource's handlers share its terms).
     """
 
     selector: Selector | None = None
+    field_selector: FieldSelector | None = None
     labels: MetaFilter | None = None
     annotations: MetaFilter | None = None
     when: WhenFilterFn | None = None

@@ -330,11 +330,11 @@ class Reconciler(HandlerCalls, StateRecords):
 
         The API server sends the DELETED of an object that left the selection with its state
         from before the change (its old labels still match): only the server can tell it from
-        a deletion without finalizers, so the object is read when the watch has a label selector
+        a deletion without finalizers, so the object is read when the watch has a selector
         (and for the relist's DELETED of objects that vanished, which carries no labels).
         """
         deleting = (body.get("metadata") or {}).get("deletionTimestamp")
-        if deleting or not self.registry.label_selector(self.resource):
+        if deleting or not self.registry.selects_on_server(self.resource):
             return None
         try:
             return await self.client.find(self.resource, body)
