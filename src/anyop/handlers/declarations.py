@@ -114,9 +114,12 @@ class ResumeOptions(ResourceOptions, total=False):
 
 
 class DeleteOptions(ResourceOptions, total=False):
-    """Options of ``delete``: ``optional=True`` adds no finalizer for it."""
+    """Options of ``delete``: ``optional=True`` adds no finalizer for it; ``on_failure="keep"``
+    keeps the finalizer while it fails (retried after its backoff), ``"release"`` (the default,
+    Kopf's) releases it once it has failed for good."""
 
     optional: bool | None
+    on_failure: str | None
 
 
 class UpdateOptions(ResourceOptions, _ChangeFilters, total=False):
@@ -293,7 +296,23 @@ class Declaration:
             flags["deleted"] = bool(self.get("deleted", bool))
         if "optional" in self.allowed:
             flags["requires_finalizer"] = not self.get("optional", bool)
+        if "on_failure" in self.allowed:
+            flags["keeps_finalizer_on_failure"] = self._keeps_finalizer_on_failure()
         return flags
+
+    def _keeps_finalizer_on_failure(self) -> bool:
+        """``on_failure="keep"``: never "failed for good", so no retries= or timeout= limits it."""
+        mode = self.get("on_failure", str) or "release"
+        if mode not in ("release", "keep"):
+            raise DeclarationValueError(
+                f"{self.culprit}: on_failure= must be 'release' or 'keep', not {mode!r}."
+            )
+        if mode == "keep" and (self.options.get("retries") or self.options.get("timeout")):
+            raise DeclarationValueError(
+                f"{self.culprit}: on_failure='keep' retries until the handler succeeds: "
+                f"retries= and timeout= would give up; pass on_failure='release' for them."
+            )
+        return mode == "keep"
 
     def operations(self) -> frozenset[str] | None:
         """The admission operations from ``operation=`` or ``operations=``."""

@@ -129,6 +129,8 @@ class ResourceChangingHandler(ResourceHandler):
         initial: A resume handler: runs for objects first seen in this process.
         deleted: A resume handler that also runs for objects being deleted.
         requires_finalizer: A non-optional delete handler.
+        keeps_finalizer_on_failure: A delete handler with ``on_failure="keep"``: its failures
+            are retried after its backoff, and the deletion waits until it succeeds.
         field_needs_change: An update handler: its field must have changed.
         old: The filter of the field's old value.
         new: The filter of the field's new value.
@@ -138,6 +140,7 @@ class ResourceChangingHandler(ResourceHandler):
     initial: bool = False
     deleted: bool = False
     requires_finalizer: bool = False
+    keeps_finalizer_on_failure: bool = False
     field_needs_change: bool = False
     old: Any = None
     new: Any = None
