@@ -108,9 +108,11 @@ class ResourceOptions(_Selecting, _Behaviour, _Filters, total=False):
 
 
 class ResumeOptions(ResourceOptions, total=False):
-    """Options of ``resume``: ``deleted=True`` also resumes objects being deleted."""
+    """Options of ``resume``: ``deleted=True`` also resumes objects being deleted;
+    ``failed_only=True`` resumes only objects whose last handling failed a handler."""
 
     deleted: bool | None
+    failed_only: bool | None
 
 
 class DeleteOptions(ResourceOptions, total=False):
@@ -294,6 +296,8 @@ class Declaration:
         flags: dict[str, Any] = {}
         if "deleted" in self.allowed:
             flags["deleted"] = bool(self.get("deleted", bool))
+        if "failed_only" in self.allowed:
+            flags["failed_only"] = bool(self.get("failed_only", bool))
         if "optional" in self.allowed:
             flags["requires_finalizer"] = not self.get("optional", bool)
         if "on_failure" in self.allowed:

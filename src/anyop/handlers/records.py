@@ -128,6 +128,8 @@ class ResourceChangingHandler(ResourceHandler):
             mixed into any reason) and sub-handlers.
         initial: A resume handler: runs for objects first seen in this process.
         deleted: A resume handler that also runs for objects being deleted.
+        failed_only: A resume handler only for objects whose last finished cause failed a
+            handler (``failed_only=True``).
         requires_finalizer: A non-optional delete handler.
         keeps_finalizer_on_failure: A delete handler with ``on_failure="keep"``: its failures
             are retried after its backoff, and the deletion waits until it succeeds.
@@ -139,6 +141,7 @@ class ResourceChangingHandler(ResourceHandler):
     reason: Reason | None = None
     initial: bool = False
     deleted: bool = False
+    failed_only: bool = False
     requires_finalizer: bool = False
     keeps_finalizer_on_failure: bool = False
     field_needs_change: bool = False

@@ -18,7 +18,7 @@ import anyio
 from anyop.engine.cycle.handler_calls import Cycle, HandlerCalls, utcnow
 from anyop.engine.cycle.object_slots import Backpressure, CycleResult, Echo, ObjectSlot, Settled
 from anyop.engine.cycle.patch_writer import Endpoint, apply_patch
-from anyop.engine.cycle.state_records import StateRecords
+from anyop.engine.cycle.state_records import StateRecords, last_cause_failed
 from anyop.engine.daemons.spawner import Spawner
 from anyop.engine.indexer import Indexer
 from anyop.engine.invocation import invoke
@@ -303,8 +303,17 @@ class Reconciler(HandlerCalls, StateRecords):
             # progress on it, as Kopf keeps none on objects its filters leave out.
             return await self._write(cycle, body, delay=None)
         handlers = self.registry.changing.select(cause, factory)
+        if any(handler.failed_only for handler in handlers):
+            handlers = self._unless_unfailed(cause, handlers)
         held = alive and cause.deleted
         return await self._handle(cycle, cause, handlers, store_essence=corrupt, held=held)
+
+    def _unless_unfailed(
+        self, cause: ChangingCause, handlers: Sequence[ResourceChangingHandler]
+    ) -> list[ResourceChangingHandler]:
+        """The handlers, but the ``failed_only`` ones where the last cause failed no handler."""
+        failed = last_cause_failed(cause.body, self.persistence.progress)
+        return [handler for handler in handlers if failed or not handler.failed_only]
 
     async def _gone(self, cycle: Cycle, body: Mapping[str, Any]) -> CycleResult:
         """Forget a deleted object, or one that left the watch's label selector.
