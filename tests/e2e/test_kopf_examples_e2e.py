@@ -1,0 +1,88 @@
+"""Kopf's own examples (from Kopf's source distribution) under anyop, with ``import kopf``.
+
+``17-admission`` builds every kind of webhook server in turn (an ngrok tunnel among them) and
+keeps the last, the auto-server: the validators deny, one with its own HTTP code, the
+subresource validator warns, and the mutator injects.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from tests.e2e.kopf_examples import kopf_examples, kopf_shim
+from tests.e2e.test_cli_run import start_operator
+from tests.e2e.test_engine_e2e import DEADLINE, url
+from tests.e2e.test_webhooks_e2e import kex, warned
+
+from anyop.testing.controlplane import LocalControlPlane
+from anyop.testing.pytest_plugin import kubectl
+
+CONFIGS = ("validatingwebhookconfigurations", "mutatingwebhookconfigurations")
+
+
+def wait_until_active(plane: LocalControlPlane, ns: str) -> None:
+    """Wait until the API server calls the new webhooks (a dry run gets their warnings)."""
+    probe = json.dumps(kex("kex-probe", {}, {"field": "probe"}))
+    deadline = time.monotonic() + DEADLINE
+    while not warned(plane, "create", "--dry-run=server", "-n", ns, "-f", "-", stdin=probe):
+        assert time.monotonic() < deadline, "the webhooks never became active"
+        time.sleep(0.2)
+
+
+def refusal_of(plane: LocalControlPlane, ns: str, body: dict[str, Any]) -> str:
+    """What kubectl says when the creation is refused."""
+    command = [str(plane.assets.kubectl), f"--kubeconfig={plane.kubeconfig}", "create", "-n", ns]
+    result = subprocess.run(
+        [*command, "-f", "-"], input=json.dumps(body), capture_output=True, text=True
+    )
+    assert result.returncode != 0, result.stdout
+    return result.stderr
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_kopfs_admission_example_serves_its_last_server_and_its_webhooks(
+    anyop_controlplane: LocalControlPlane,
+    anyop_namespace: str,
+    kopfexample_crd: str,
+    backend: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    plane, ns = anyop_controlplane, anyop_namespace
+    source = kopf_examples() / "17-admission" / "example.py"
+    monkeypatch.setenv("PYTHONPATH", str(kopf_shim(tmp_path)))
+    operator = start_operator(plane, str(source), ns, backend, "--standalone")
+    try:
+        wait_until_active(plane, ns)
+        denial = refusal_of(plane, ns, kex("kex-bad", {}, {"field": "wrong"}))
+        with httpx.Client(base_url=plane.server, verify=plane.ssl_context(), timeout=30) as api:
+            lazy = api.post(url(ns), json=kex("kex-lazy", {}, {"field": "not-allowed"}))
+        labelled = kex("kex-1", {"somelabel": "somevalue"}, {"field": "fine"})
+        try:
+            created = warned(plane, "create", "-n", ns, "-f", "-", stdin=json.dumps(labelled))
+        except subprocess.CalledProcessError as e:
+            raise AssertionError(f"kex-1 is not created: {e.stderr}") from None
+        stored = json.loads(kubectl(plane, "get", "-n", ns, "kex", "kex-1", "-o", "json"))
+    finally:
+        operator.send_signal(signal.SIGTERM)
+        output = operator.communicate(timeout=30)[0]
+        for kind in CONFIGS:
+            kubectl(plane, "delete", kind, "auto.kopf.dev", "--ignore-not-found")
+        print(output)  # shown by pytest if anything above has failed
+    assert operator.returncode == 0, output
+    assert "Activity 'config' succeeded." in output
+    assert "Traceback" not in output
+    assert "Meh! I don't like it. Change the field." in denial
+    assert lazy.status_code == 555
+    assert lazy.json()["message"].endswith("I'm too lazy anyway. Go away!")
+    assert "Warning: Accessing as user-agent: kube-apiserver-admission" in created
+    assert "Warning: SSL peer is not identified." in created
+    assert "Warning: Also update status.field to match spec.field: 'fine' != None" in created
+    assert stored["spec"] == {"field": "fine", "injected": 123}
