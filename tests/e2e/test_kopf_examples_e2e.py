@@ -1,5 +1,9 @@
 """Kopf's own examples (from Kopf's source distribution) under anyop, with ``import kopf``.
 
+Each runs with ``anyop run`` on both backends: Kopf's object is created and deleted, every
+handler succeeds once (or fails for good once, where the example means it to), and the
+operator exits cleanly.
+
 ``17-admission`` builds every kind of webhook server in turn (an ngrok tunnel among them) and
 keeps the last, the auto-server: the validators deny, one with its own HTTP code, the
 subresource validator warns, and the mutator injects.
@@ -8,6 +12,7 @@ subresource validator warns, and the mutator injects.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import time
@@ -17,6 +22,7 @@ from typing import Any
 import httpx
 import pytest
 from tests.e2e.kopf_examples import kopf_examples, kopf_shim
+from tests.e2e.live import LiveOperator
 from tests.e2e.test_cli_run import start_operator
 from tests.e2e.test_engine_e2e import DEADLINE, url
 from tests.e2e.test_webhooks_e2e import kex, warned
@@ -86,3 +92,55 @@ def test_kopfs_admission_example_serves_its_last_server_and_its_webhooks(
     assert "Warning: SSL peer is not identified." in created
     assert "Warning: Also update status.field to match spec.field: 'fine' != None" in created
     assert stored["spec"] == {"field": "fine", "injected": 123}
+
+
+LINE = r"^(?:\[[^]]+\] )?\w+ "
+"""The start of a log line about a handler: ``[ns/name] Handler `` or ``Activity ``."""
+
+# Kopf's examples that run on the KopfExample resource alone (no Pods, no tunnels, no pykube),
+# with the handlers that are expected to fail for good in each.
+PLAIN = {
+    "01-minimal": set(),
+    "03-exceptions": {
+        "instant_failure_with_only_a_message",
+        "instant_failure_with_traceback",
+        "eventual_failure_with_tracebacks",
+    },
+    "04-events": set(),
+    "05-handlers": set(),
+    "07-subhandlers": set(),
+    "11-filtering-handlers": set(),
+}
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+@pytest.mark.parametrize("example", sorted(PLAIN))
+def test_kopfs_plain_examples_handle_kopfs_object_once_and_exit_cleanly(
+    anyop_controlplane: LocalControlPlane,
+    anyop_namespace: str,
+    kopfexample_crd: str,
+    example: str,
+    backend: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    plane, ns, examples = anyop_controlplane, anyop_namespace, kopf_examples()
+    monkeypatch.setenv("PYTHONPATH", str(kopf_shim(tmp_path)))
+    source = str(examples / example / "example.py")
+    operator = LiveOperator(plane, source, ns, backend, "--standalone", "--verbose")
+    try:
+        kubectl(plane, "apply", "-n", ns, "-f", str(examples / "obj.yaml"))
+        operator.wait_for(f"[{ns}/kopf-example-1] Creation is processed:", timeout=60)
+        kubectl(plane, "delete", "-n", ns, "-f", str(examples / "obj.yaml"), "--timeout=60s")
+        operator.wait_for(f"[{ns}/kopf-example-1] Deleted, really deleted", timeout=60)
+    finally:
+        output = operator.stop()
+    assert operator.process.returncode == 0, output
+    succeeded = re.findall(rf"{LINE}'([^']+)' succeeded\.$", output, re.MULTILINE)
+    assert succeeded
+    assert {name: succeeded.count(name) for name in succeeded} == dict.fromkeys(succeeded, 1)
+    stops = r"failed (?:permanently|with an exception and will stop)"
+    failed = re.findall(rf"{LINE}'([^']+)' {stops}", output, re.MULTILINE)
+    assert sorted(failed) == sorted(PLAIN[example]), output
+    if not PLAIN[example]:
+        assert "Traceback" not in output
