@@ -144,3 +144,46 @@ def test_kopfs_plain_examples_handle_kopfs_object_once_and_exit_cleanly(
     assert sorted(failed) == sorted(PLAIN[example]), output
     if not PLAIN[example]:
         assert "Traceback" not in output
+
+
+ASYNCIO_ON_TRIO = (
+    "[{ns}/kopf-example-1] Daemon 'background_async' failed permanently: background_async() "
+    "uses asyncio (no running event loop), but the operator runs on Trio (--backend trio)."
+)
+BACKGROUND = {
+    ("15-timers", "asyncio"): ["Ping from a sync timer: field='value'",
+                               "Ping from an async timer: field='value'"],
+    ("15-timers", "trio"): ["Ping from a sync timer: field='value'",
+                            "Ping from an async timer: field='value'"],
+    ("14-daemons", "asyncio"): ["=> Ping from a sync daemon: field='value', retry=3",
+                                "=> Ping from an async daemon: field='value'"],
+    # Its async daemon sleeps with asyncio: on Trio, that is said once, clearly.
+    ("14-daemons", "trio"): ["=> Ping from a sync daemon: field='value', retry=3",
+                             ASYNCIO_ON_TRIO],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("example", "backend"), sorted(BACKGROUND))
+def test_kopfs_daemon_and_timer_examples_run_in_the_background_and_stop(
+    anyop_controlplane: LocalControlPlane,
+    anyop_namespace: str,
+    kopfexample_crd: str,
+    example: str,
+    backend: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    plane, ns, examples = anyop_controlplane, anyop_namespace, kopf_examples()
+    monkeypatch.setenv("PYTHONPATH", str(kopf_shim(tmp_path)))
+    source = str(examples / example / "example.py")
+    operator = LiveOperator(plane, source, ns, backend, "--standalone")
+    try:
+        kubectl(plane, "apply", "-n", ns, "-f", str(examples / "obj.yaml"))
+        for line in BACKGROUND[example, backend]:
+            operator.wait_for(line.format(ns=ns), timeout=60)
+        kubectl(plane, "delete", "-n", ns, "-f", str(examples / "obj.yaml"), "--timeout=60s")
+    finally:
+        output = operator.stop()
+    assert operator.process.returncode == 0, output
+    assert "Traceback" not in output
+    assert output.count("uses asyncio") == (backend == "trio" and example == "14-daemons")
