@@ -108,6 +108,7 @@ PLAIN = {
     },
     "04-events": set(),
     "05-handlers": set(),
+    "06-peering": set(),
     "07-subhandlers": set(),
     "11-filtering-handlers": set(),
 }
