@@ -10,6 +10,7 @@ a nursery instead.
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import Collection
 from typing import Any
 
@@ -40,8 +41,16 @@ async def spawn_tasks(**kwargs: Any) -> list[asyncio.Task[None]]:
         ConfigError: Not on asyncio (see the module's docs).
     """
     _asyncio_only("spawn_tasks")
+    existing = weakref.WeakSet(asyncio.all_tasks())
     task = asyncio.get_running_loop().create_task(operator(**kwargs), name="anyop operator")
+    _EXISTING[task] = existing
     return [task]
+
+
+_EXISTING: weakref.WeakKeyDictionary[asyncio.Task[Any], weakref.WeakSet[asyncio.Task[Any]]] = (
+    weakref.WeakKeyDictionary()
+)
+"""The tasks that existed when each root task was spawned: never the operator's (Kopf's rule)."""
 
 
 HUNG_TASKS_TIMEOUT = 5.0
@@ -53,11 +62,10 @@ async def run_tasks(
 ) -> None:
     """Wait until one of the root tasks exits, then end the others; re-raise what they raised.
 
-    As Kopf's: once the root tasks have ended, every other task of the loop (but the ``ignored``
-    ones and the caller's) is taken as the operator's own, and gets
-    :data:`HUNG_TASKS_TIMEOUT` seconds to finish before it is cancelled. A program that runs
-    tasks of its own beside the operator passes them as ``ignored``: typically
-    ``ignored=asyncio.all_tasks()`` taken before :func:`spawn_tasks`.
+    As Kopf's: once the root tasks have ended, every other task of the loop started since
+    :func:`spawn_tasks` (but the ``ignored`` ones and the caller's) is taken as the operator's
+    own, and gets :data:`HUNG_TASKS_TIMEOUT` seconds to finish before it is cancelled. A program
+    that starts tasks of its own beside the operator passes them as ``ignored``.
 
     Args:
         root_tasks: What :func:`spawn_tasks` returned (or tasks of your own beside them).
@@ -87,8 +95,11 @@ async def run_tasks(
 def _hung(
     root_tasks: Collection[asyncio.Task[Any]], ignored: Collection[asyncio.Task[Any]]
 ) -> set[asyncio.Task[Any]]:
-    """The loop's tasks that are neither the root ones, nor ignored, nor the caller."""
-    return asyncio.all_tasks() - set(root_tasks) - set(ignored) - {asyncio.current_task()}
+    """The loop's tasks started since the root tasks were spawned: not them, not ignored, not
+    the caller (those that were there before, such as the program's main task, are left alone)."""
+    before = {task for root in root_tasks for task in _EXISTING.get(root, ())}
+    others = set(root_tasks) | set(ignored) | before | {asyncio.current_task()}
+    return {task for task in asyncio.all_tasks() if task not in others}
 
 
 async def _end(tasks: set[asyncio.Task[Any]], *, grace: float) -> None:
