@@ -67,7 +67,8 @@ async def test_handlers_get_the_admission_kwargs() -> None:
     assert seen["dryrun"] is True
     assert seen["userinfo"] == {"username": "alice"}
     assert seen["headers"] == {"authorization": "Bearer t"}
-    assert seen["sslpeer"] is None
+    assert seen["headers"]["Authorization"] == "Bearer t"  # any case, as Kopf's handlers read it
+    assert seen["sslpeer"] == {}  # no client certificate: an empty mapping, as in Kopf
     assert seen["old"] == OLD
     assert seen["new"] == NEW
     assert [tuple(item)[:2] for item in seen["diff"]] == [("change", ("spec", "v"))]

@@ -52,6 +52,7 @@ from anyop.webhooks.managed import WebhookClientConfig, apply_configuration, bui
 from anyop.webhooks.review import (
     AdmissionRequest,
     Headers,
+    RequestHeaders,
     ReviewError,
     SSLPeer,
     WebhookFn,
@@ -170,8 +171,8 @@ class Reviewer:
         admission = {
             "warnings": warnings,
             "userinfo": request.userinfo,
-            "headers": dict(headers or {}),
-            "sslpeer": sslpeer,
+            "headers": RequestHeaders(headers),
+            "sslpeer": dict(sslpeer or {}),  # empty without a client certificate, as in Kopf
             "reason": cause.reason,
         }
         kwargs = common_kwargs(

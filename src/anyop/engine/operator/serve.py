@@ -20,7 +20,6 @@ import anyio
 import anyio.abc
 
 from anyop.engine.coordination.pause_gate import Gate, first_of
-from anyop.engine.coordination.peering_keeper import hold_peering
 from anyop.engine.cycle.handler_calls import current_lifecycle
 from anyop.engine.cycle.object_memories import Memories
 from anyop.engine.executor import current_execution
@@ -31,6 +30,7 @@ from anyop.engine.operator.event_poster import EventPoster
 from anyop.engine.operator.health import Health, current_health, serve_probes
 from anyop.engine.operator.login import authenticate, keep_logged_in
 from anyop.engine.operator.loop_watchdog import watch_loop_lag
+from anyop.engine.operator.peering_scopes import hold_peering_where_served
 from anyop.engine.resource.serve_resource import ResourceScope, current_reports
 from anyop.engine.serving.namespace_follower import NamespacePatterns, serve_namespaces
 from anyop.engine.serving.scope_groups import (
@@ -450,13 +450,11 @@ async def _serve_gated(launch: Launch, template: ResourceScope, served: ServedRe
     async with anyio.create_task_group() as holders:
         shared = settings.peering.shared or settings.sharding.enabled
         peering = settings.peering.model_copy(update={"clusterwide": clusterwide, "shared": shared})
-        if exact is None and not clusterwide and not peering.standalone:
-            if peering.mandatory:
-                raise ConfigError("Peering needs exact namespace names (or -A), not patterns.")
-            logger.debug("Peering works with exact namespace names only: running standalone.")
-            peering.standalone = True
-        peered = None if clusterwide else exact
-        await holders.start(functools.partial(hold_peering, client, peering, peered, gate=gate))
+        hold = functools.partial(
+            hold_peering_where_served, client, peering, scopes.patterns,
+            clusterwide=clusterwide, gate=gate,
+        )  # fmt: skip
+        await holders.start(hold)
         if settings.leadership.enabled:
             # Imported only by operators that elect a leader.
             from anyop.engine.coordination.lease_keeper import hold_leadership
