@@ -233,6 +233,8 @@ async def test_days_of_changes_through_faults_and_restarts_lose_and_repeat_nothi
             measured.append(measure())
             print(f"soak: hour {start + LIFE}: {measured[-1]}, faults {struck(fake)}")
     calls, causes = Counter(ledger.calls), Counter(world.causes)
+    kinds = Counter(kind for kind, _, _ in world.causes)
+    print(f"soak: causes {dict(kinds)}, timer runs {sum(ledger.ticks.values())}")
     twice = {name for _, name, _ in calls - causes}
     hits = [(h.fault.kind.value, h.method, h.path) for h in fake.faults.struck]
     assert calls - causes == Counter(), [hit for hit in hits if any(n in hit[2] for n in twice)]
