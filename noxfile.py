@@ -1,10 +1,12 @@
-"""Developer sessions: `nox -s lint typecheck tests e2e bench docs`.
+"""Developer sessions: `nox -s lint typecheck tests e2e bench docs soak`.
 
 The README's two commands (scripts/demo, scripts/test) need no nox; these sessions are for
 working on anyop itself, each in a virtualenv of its own.
 """
 
 from __future__ import annotations
+
+import os
 
 import nox
 
@@ -78,3 +80,14 @@ def stress(session: nox.Session) -> None:
 
 
 STRESS = "tests/unit/engine/test_reconcile_stress.py"
+
+
+@nox.session
+def soak(session: nox.Session) -> None:
+    """Days of simulated operator life on FakeCluster's virtual time (ANYOP_SOAK_DAYS, default
+    7; ANYOP_SOAK_SEED), with faults and restarts; prints the figures per simulated day."""
+    session.install("-e", ".[dev]")
+    env = {"ANYOP_SOAK_DAYS": os.environ.get("ANYOP_SOAK_DAYS", "7")}
+    test = "tests/unit/test_soak.py"
+    options = ["-s", "-p", "no:randomly", "-p", "no:logging"]  # the RSS is the operator's
+    session.run("pytest", *options, test, *session.posargs, env=env)

@@ -401,7 +401,10 @@ class SessionPool:
             )
         method = request.method.encode()
         head = route.head(request.method, request.path, params=request.params, extra=extra)
-        return await route.transport.fetch(route.origin, method, head=head, body=body)
+        connect = self.networking.connect_timeout
+        return await route.transport.fetch(
+            route.origin, method, head=head, body=body, connect_timeout=connect
+        )
 
     def build(self, session: Session, request: Request, timeout: httpx.Timeout) -> httpx.Request:
         """Build the HTTP request for a session's client (JSON body, timeouts, SNI name)."""

@@ -102,6 +102,9 @@ class Health:
         self.shard: Any = None
         """This replica's shard (an :class:`~anyop.engine.coordination.shards.Shard`), when the
         operator is sharded."""
+        self.limiter: anyio.CapacityLimiter | None = None
+        """The threads of sync handler calls (``settings.execution.max_workers``), once the
+        operator serves."""
         self._cache: tuple[float, int, dict[str, Any]] | None = None
         self._lock = anyio.Lock()
 

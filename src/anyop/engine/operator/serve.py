@@ -344,6 +344,8 @@ async def _serve_with(launch: Launch, client: KubeClient, metrics: Metrics | Non
     said: set[str] = set()  # discovery's warnings, not repeated by rediscoveries
     served = ServedResources(await served_resources(client, registry, said), said=said)
     limiter = _thread_limiter(settings)
+    if (health := current_health.get()) is not None:
+        health.limiter = limiter  # its waiting calls go to /metrics
     new_memo = functools.partial(copy.copy, launch.memo)  # a shallow copy for every object
     template = ResourceScope(
         client,
