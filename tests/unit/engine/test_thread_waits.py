@@ -117,6 +117,7 @@ async def test_an_operator_warns_and_exposes_its_sync_handlers_waiting_for_a_thr
     settings.execution.max_workers = 1
     port = free_port()
     settings.server.metrics_endpoint = f"http://127.0.0.1:{port}/metrics"
+    settings.server.metrics_insecure = True  # plain HTTP: the scrape here has no token
     fake = FakeCluster()
     fake.apply(CRD)
     fake.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}})
