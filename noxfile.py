@@ -1,10 +1,12 @@
-"""Developer sessions: `nox -s lint typecheck tests e2e bench docs`.
+"""Developer sessions: `nox -s lint typecheck tests e2e bench docs soak`.
 
 The README's two commands (scripts/demo, scripts/test) need no nox; these sessions are for
 working on anyop itself, each in a virtualenv of its own.
 """
 
 from __future__ import annotations
+
+import os
 
 import nox
 
@@ -81,3 +83,28 @@ def stress_sharding(session: nox.Session) -> None:
         "whatever_the_schedule",
         env={"ANYOP_SHARD_SEEDS": seeds},
     )
+
+
+@nox.session
+def stress(session: nox.Session) -> None:
+    """``@anyop.reconcile`` under 10,000 random schedules on FakeCluster with virtual time (5,000
+    per backend): `nox -s stress`, or `nox -s stress -- 500` for 500 per backend. The base seed
+    is printed; ``ANYOP_STRESS_SEED`` fixes it."""
+    session.install("-e", ".[dev]")
+    count = session.posargs[0] if session.posargs else "5000"
+    env = {"ANYOP_STRESS_COUNT": count}
+    session.run("pytest", "-q", "-s", "-p", "no:randomly", STRESS, env=env)
+
+
+STRESS = "tests/unit/engine/test_reconcile_stress.py"
+
+
+@nox.session
+def soak(session: nox.Session) -> None:
+    """Days of simulated operator life on FakeCluster's virtual time (ANYOP_SOAK_DAYS, default
+    7; ANYOP_SOAK_SEED), with faults and restarts; prints the figures per simulated day."""
+    session.install("-e", ".[dev]")
+    env = {"ANYOP_SOAK_DAYS": os.environ.get("ANYOP_SOAK_DAYS", "7")}
+    test = "tests/unit/test_soak.py"
+    options = ["-s", "-p", "no:randomly", "-p", "no:logging"]  # the RSS is the operator's
+    session.run("pytest", *options, test, *session.posargs, env=env)

@@ -179,7 +179,8 @@ class Handled:
         with httpx.Client(base_url=self._plane.server, verify=self._plane.ssl_context(),
                           timeout=httpx.Timeout(60, read=None)) as client:  # fmt: skip
             while not self._stop:
-                params = {"watch": "1", "resourceVersion": version, "timeoutSeconds": "60",
+                # Short watches: a closed counter's thread ends within seconds.
+                params = {"watch": "1", "resourceVersion": version, "timeoutSeconds": "2",
                           "allowWatchBookmarks": "true"}  # fmt: skip
                 try:
                     with client.stream("GET", self._url, params=params) as response:
@@ -204,6 +205,7 @@ class Handled:
 
     def close(self) -> None:
         self._stop = True
+        self._thread.join(timeout=30)
 
 
 def kex_url(namespace: str) -> str:

@@ -1,6 +1,7 @@
 """anyop: Kubernetes operators in Python on AnyIO structured concurrency, with Kopf's API.
 
-``import anyop as kopf`` gives Kopf's names with Kopf's meanings; see the README for what differs.
+``import anyop as kopf`` gives Kopf's names with Kopf's meanings; docs/migration.md says what
+differs.
 """
 
 import importlib

@@ -30,7 +30,12 @@ app.add_typer(controlplane_app, name="controlplane")
 
 WorkdirOption = Annotated[
     Path | None,
-    typer.Option("--workdir", help="Where its files go (default: ~/.cache/anyop/controlplane)."),
+    typer.Option(
+        "--workdir",
+        envvar="ANYOP_CONTROLPLANE_WORKDIR",
+        help="Where its files go (default: ~/.cache/anyop/controlplane; `up` exports it as "
+        "ANYOP_CONTROLPLANE_WORKDIR for the shell's later commands).",
+    ),
 ]
 
 
@@ -183,15 +188,26 @@ def run(
         typer.Option(
             "-L",
             "--liveness",
-            help="Serve probes, e.g. http://0.0.0.0:8080/healthz (/readyz, /metrics beside it).",
+            help="Serve probes, e.g. http://0.0.0.0:8080/healthz (/readyz beside it).",
         ),
     ] = None,
     metrics: Annotated[
         str | None,
         typer.Option(
-            "--metrics", help="Serve Prometheus metrics, e.g. http://0.0.0.0:9090/metrics."
+            "--metrics",
+            help=(
+                "Serve Prometheus metrics over HTTPS to readers the API server authorises, "
+                "e.g. https://0.0.0.0:8443/metrics."
+            ),
         ),
     ] = None,
+    metrics_insecure: Annotated[
+        bool,
+        typer.Option(
+            "--metrics-insecure",
+            help="Serve the metrics over plain HTTP to anyone instead (an http:// --metrics).",
+        ),
+    ] = False,
     verbose: VerboseOption = False,
     debug: DebugOption = False,
     quiet: QuietOption = False,
@@ -226,6 +242,7 @@ def run(
         settings.leadership.lease_namespace = lease_namespace or settings.leadership.lease_namespace
         settings.leadership.keep_watching = warm_standby or settings.leadership.keep_watching
         settings.sharding.enabled = bool(shards) or settings.sharding.enabled
+        settings.server.metrics_insecure = metrics_insecure or settings.server.metrics_insecure
         if shards:
             settings.sharding.lease_namespace = lease_namespace or settings.sharding.lease_namespace
             settings.sharding.group = lease_name or settings.sharding.group
@@ -416,11 +433,25 @@ def controlplane_up(
     \f
     Its positional parameters are its options: typer reads them from the signature.
     """
-    from anyop.testing.background import default_workdir, shell_exports, start_background
+    from anyop.testing.background import (
+        default_workdir,
+        owner_of,
+        read_env,
+        shell_exports,
+        start_background,
+    )
 
+    workdir = workdir or default_workdir()
+    owner = owner_of(workdir) if read_env(workdir) is not None else None
+    if owner is not None and not owner.is_here():
+        typer.echo(
+            f"anyop: reusing the control plane in {workdir} that another terminal started "
+            f"({owner.describe()}); `anyop controlplane down` here leaves it running.",
+            err=True,
+        )
     try:
         env = start_background(
-            workdir or default_workdir(),
+            workdir,
             apiserver_flags=apiserver_flag or (),
             etcd_flags=etcd_flag or (),
             controllers=controllers,
@@ -434,23 +465,55 @@ def controlplane_up(
 @controlplane_app.command("env")
 def controlplane_env(workdir: WorkdirOption = None) -> None:
     """Print the shell exports of the running control plane (KUBECONFIG and process ids)."""
-    from anyop.testing.background import default_workdir, read_env, shell_exports
+    from anyop.testing.background import (
+        default_workdir,
+        read_env,
+        running_elsewhere,
+        shell_exports,
+    )
 
-    env = read_env(workdir or default_workdir())
+    workdir = workdir or default_workdir()
+    env = read_env(workdir)
     if env is None:
-        typer.echo(
-            "anyop: no control plane is running; start one with `anyop controlplane up`.", err=True
-        )
+        typer.echo(_none_running(workdir, running_elsewhere(workdir)), err=True)
         raise typer.Exit(code=1)
     typer.echo(shell_exports(env))
 
 
-@controlplane_app.command("down")
-def controlplane_down(workdir: WorkdirOption = None) -> None:
-    """Stop the background control plane and remove its files."""
-    from anyop.testing.background import default_workdir, stop_background
+def _none_running(workdir: Path, elsewhere: list[Path]) -> str:
+    """What ``env`` says when no control plane runs in its workdir: where one runs, if any."""
+    if not elsewhere:
+        start = "`anyop controlplane up`"
+        return f"anyop: no control plane is running in {workdir}; start one with {start}."
+    where = " or ".join(f"`anyop controlplane env --workdir {path}`" for path in elsewhere)
+    return f"anyop: no control plane is running in {workdir}, but one runs elsewhere: {where}."
 
-    stopped = stop_background(workdir or default_workdir())
+
+@controlplane_app.command("down")
+def controlplane_down(
+    workdir: WorkdirOption = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Stop it even if another terminal started it.")
+    ] = False,
+) -> None:
+    """Stop the background control plane that this terminal started, and remove its files.
+
+    One that another terminal started (and still runs) is left running, with a message that
+    says who started it, unless ``--force`` is given.
+    """
+    from anyop.testing.background import default_workdir, owner_of, read_env, stop_background
+
+    workdir = workdir or default_workdir()
+    owner = owner_of(workdir) if read_env(workdir) is not None else None
+    if owner is not None and not force and not owner.is_here() and not owner.is_gone():
+        typer.echo(
+            f"anyop: the control plane in {workdir} was started by another terminal "
+            f"({owner.describe()}); it is left running. Stop it there, or with "
+            "`anyop controlplane down --force`.",
+            err=True,
+        )
+        raise typer.Exit(code=1)
+    stopped = stop_background(workdir)
     typer.echo(
         "Stopped the control plane." if stopped else "No control plane was running.", err=True
     )

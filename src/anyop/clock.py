@@ -32,7 +32,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["LoopClock", "suspended", "system_now", "use_loop_clock", "utcnow"]
+__all__ = ["LoopClock", "seconds_until", "suspended", "system_now", "use_loop_clock", "utcnow"]
 
 LoopClock = Callable[[], "tuple[Any, float] | None"]
 """The running event loop (anything weak-referenceable that identifies it) and its time now, or
@@ -49,13 +49,43 @@ def _no_loop() -> tuple[Any, float] | None:
     return None
 
 
+RESOLUTION = datetime.timedelta(microseconds=1)
+"""The resolution of the times the engine writes and compares (a :class:`datetime.datetime`)."""
+
+
 def suspended() -> float:
     """Seconds the machine has been suspended since it booted, where the system says
-    (``CLOCK_BOOTTIME`` counts them, ``CLOCK_MONOTONIC`` does not); ``0.0`` elsewhere."""
+    (``CLOCK_BOOTTIME`` counts them, ``CLOCK_MONOTONIC`` does not); ``0.0`` elsewhere.
+
+    The two clocks cannot be read at one instant: of three tries, the one with the narrowest
+    window between its reads is taken, so a pre-emption between them does not count as sleep.
+    """
     boottime = getattr(time, "CLOCK_BOOTTIME", None)
     if boottime is None:
         return 0.0
-    return time.clock_gettime(boottime) - time.monotonic()
+    readings = []
+    for _ in range(3):
+        before = time.monotonic()
+        booted = time.clock_gettime(boottime)
+        after = time.monotonic()
+        readings.append((after - before, booted - (before + after) / 2))
+    return min(readings)[1]
+
+
+def _slept(asleep: float) -> float:
+    """Seconds suspended since :func:`suspended` said ``asleep``, rounded to whole seconds: the
+    noise of reading two clocks (microseconds) never moves the wall clock, so virtual time
+    stays exact."""
+    return float(max(0, round(suspended() - asleep)))
+
+
+def seconds_until(when: datetime.datetime, now: datetime.datetime) -> float:
+    """Seconds to sleep from ``now`` until ``when`` so as never to wake before it (``0.0`` if it
+    has come): two :data:`RESOLUTION` more than the difference, since each of the two times was
+    rounded to it (by up to half of it) when it was read, and the wait is a float."""
+    if when <= now:
+        return 0.0
+    return (when - now + 2 * RESOLUTION).total_seconds()
 
 
 _loop_clock: LoopClock = _no_loop
@@ -86,5 +116,5 @@ def utcnow() -> datetime.datetime:
     started, wall, asleep = anchor
     # The loop's clock stands still while the machine sleeps (a suspended laptop or VM): the
     # wall clock does not, and other replicas read the times written here against theirs.
-    slept = max(0.0, suspended() - asleep)
+    slept = _slept(asleep)
     return wall + datetime.timedelta(seconds=now - started + slept)

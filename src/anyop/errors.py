@@ -66,7 +66,14 @@ class TransportError(AnyopError):
     """The API server could not be reached, or the connection broke mid-request.
 
     Retryable for idempotent requests. Wraps the transport's own exception as ``__cause__``.
+
+    Attributes:
+        origin: Which API server, and where its address and credentials come from (``the API
+            server https://... of the kubeconfig ..., context '...'``); the final error of a
+            request names it.
     """
+
+    origin: str | None = None
 
 
 class ApiError(AnyopError):

@@ -10,6 +10,7 @@ handler runs now; outside a handler, that is a LookupError.
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping
 from typing import Any
 
@@ -214,6 +215,7 @@ def label(
     *,
     forced: bool = False,
     nested: str | Iterable[str] | None = None,
+    force: bool | None = None,
 ) -> None:
     """Label the objects (and their existing ``nested`` structures, e.g. ``spec.template``).
 
@@ -221,7 +223,13 @@ def label(
         labels: The labels; ``None``: the current handler's object's labels.
         forced: Overwrite labels that the objects already have.
         nested: Dotted paths of nested objects (pod templates) to label too.
+        force: Kopf's deprecated name of ``forced`` (with a ``DeprecationWarning``); it wins.
     """
+    if force is not None:
+        warnings.warn(
+            "label(force=...) is deprecated: use label(forced=...).", DeprecationWarning, 2
+        )
+        forced = force
     if labels is None:
         labels = (_owner(None).get("metadata") or {}).get("labels") or {}
     paths = [nested] if isinstance(nested, str) else list(nested or [])

@@ -417,7 +417,8 @@ def convert(
 
 class ReconcileOptions(TypedDict, total=False):
     """Options of ``reconcile``: the selector's names, ``registry``, ``id``, ``param``, and
-    ``owns``, ``labels`` (of the children), ``resync`` (seconds), ``finalizer``."""
+    ``owns``, ``labels`` (of the children), ``resync`` (seconds), ``finalizer``,
+    ``status_changes``."""
 
     group: str | None
     version: str | None
@@ -433,6 +434,7 @@ class ReconcileOptions(TypedDict, total=False):
     labels: Mapping[str, str] | None
     resync: float | None
     finalizer: bool | None
+    status_changes: bool | None
 
 
 def reconcile(
@@ -447,10 +449,13 @@ def reconcile(
     The function is called with the object's latest state when it changes, when one of its
     children (objects of the ``owns`` resources whose controller ownerReference is the object)
     changes or disappears, when a returned :class:`~anyop.Requeue` is due, every ``resync``
-    seconds, and once per object at start; never twice at once for one object. It gets Kopf's
+    seconds, and once per object at start; never twice at once for one object. A change is
+    anything but the server's bookkeeping (``resourceVersion``, ``managedFields``) and the
+    reconciler's own writes; another client's change of ``status`` alone calls it only with
+    ``status_changes=True``. It gets Kopf's
     kwargs (``body``, ``spec``, ``meta``, ``status``, ``name``, ``namespace``, ``logger``,
     ``memo``, ``patch``...) plus ``children`` (owned resource name -> list of children) and
-    ``api`` (creates, patches and deletes children; see the README). ``labels=`` narrows the
+    ``api`` (creates, patches and deletes children; see docs/reconcile.md). ``labels=`` narrows the
     children's watches server-side (and is put on the children that ``api`` creates).
     """
 
@@ -478,6 +483,7 @@ def reconcile(
             child_labels=dict(labels) if labels else None,
             resync=resync,
             finalizer=bool(spec.get("finalizer", bool)),
+            status_changes=bool(spec.get("status_changes", bool)),
         )
         spec.registry().reconciling.append(handler)
         return fn

@@ -8,27 +8,24 @@ in time, then whatever is left is cancelled.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import socket
 import ssl
-import weakref
-from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.abc
-import anyio.lowlevel
 import sniffio
+
+from anyop.asyncio_server import CUT_WAIT, serve_hypercorn_asyncio
 
 __all__ = [
     "ASGIApp",
     "BoundAddress",
     "TLSFiles",
-    "is_cancelled_connection",
     "lifespan_ready",
     "serve_asgi",
 ]
@@ -126,69 +123,15 @@ async def _hypercorn(app: ASGIApp, config: Any, shutdown: anyio.Event) -> None:
 
         await trio_serve(app, config, shutdown_trigger=shutdown.wait)  # type: ignore[arg-type]
     else:
-        from hypercorn.asyncio import serve as asyncio_serve
-
-        await asyncio_serve(app, config, shutdown_trigger=shutdown.wait)  # type: ignore[arg-type]
-
-
-def is_cancelled_connection(context: Mapping[str, Any]) -> bool:
-    """Whether an asyncio error report is a stream server's connection task that was cancelled.
-
-    Python 3.11's stream servers report every connection task cancelled at their shutdown as
-    "Exception in callback StreamReaderProtocol...": when its graceful timeout ends, Hypercorn
-    cancels the connections that are still open (a client that sent half a request), which is
-    routine for a server that is stopping, not an error. Pure.
-    """
-    message = str(context.get("message", ""))
-    error = context.get("exception")
-    return isinstance(error, asyncio.CancelledError) and "StreamReaderProtocol" in message
-
-
-_quieted: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, list[Any]] = (
-    weakref.WeakKeyDictionary()
-)
-"""Per event loop: how many servers run, and the exception handler that was there before."""
-
-
-@contextlib.contextmanager
-def _quiet_cancelled_connections() -> Iterator[None]:
-    """While a server runs on asyncio, drop the loop's reports of cancelled connection tasks
-    (see :func:`is_cancelled_connection`); every other report goes where it went before."""
-    if sniffio.current_async_library() != "asyncio":
-        yield
-        return
-    loop = asyncio.get_running_loop()
-    state = _quieted.get(loop)
-    if state is None:
-        previous = loop.get_exception_handler()
-
-        def handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-            if is_cancelled_connection(context):
-                logger.debug("A connection still open at the server's exit was cancelled.")
-            elif previous is not None:
-                previous(loop, context)
-            else:
-                loop.default_exception_handler(context)
-
-        state = _quieted[loop] = [0, previous, handler]
-        loop.set_exception_handler(handler)
-    state[0] += 1
-    try:
-        yield
-    finally:
-        state[0] -= 1
-        if not state[0]:
-            del _quieted[loop]
-            if loop.get_exception_handler() is state[2]:
-                loop.set_exception_handler(state[1])
+        await serve_hypercorn_asyncio(app, config, shutdown)
 
 
 def _disconnecting_at(shutdown: anyio.Event, app: ASGIApp) -> ASGIApp:
     """``app``, whose requests see the client disconnect once the server stops.
 
     A request whose client sent half of its body would otherwise keep its connection busy until
-    Hypercorn's graceful timeout ends and its task is cancelled (on asyncio, with an error
-    report per connection). Seeing ``http.disconnect``, the app ends the request at once.
+    the graceful timeout ends and the connection is cut. Seeing ``http.disconnect``, the app
+    ends the request at once.
     """
 
     async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
@@ -262,23 +205,19 @@ async def serve_asgi(
         except Exception as error:
             if not hard_stop.cancel_called:
                 raise
-            # Stopped by force in the middle of its own shutdown: what it raises then (asyncio:
-            # an unfinished gather's InvalidStateError) is the stop, not a failure.
+            # Stopped by force in the middle of its own shutdown: what it raises then is the
+            # stop, not a failure.
             logger.debug("The server was stopped by force during its shutdown: %r", error)
         finally:
             finished.set()
 
-    with _quiet_cancelled_connections():
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(run)
-            task_status.started(bound)
-            try:
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        task_status.started(bound)
+        try:
+            await finished.wait()
+        finally:
+            shutdown.set()
+            with anyio.move_on_after(graceful_timeout + 1 + 2 * CUT_WAIT, shield=True):
                 await finished.wait()
-            finally:
-                shutdown.set()
-                with anyio.move_on_after(graceful_timeout + 1, shield=True):
-                    await finished.wait()
-                hard_stop.cancel()
-        with anyio.CancelScope(shield=True):  # the loop reports the cancelled connections
-            for _ in range(3):  # in the turns after their tasks end
-                await anyio.lowlevel.checkpoint()
+            hard_stop.cancel()

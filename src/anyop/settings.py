@@ -327,9 +327,26 @@ class ServerSettings(BaseModel):
 
     model_config = _MODEL
     liveness_endpoint: str | None = None
-    """E.g. ``http://0.0.0.0:8080/healthz``; ``/readyz`` and ``/metrics`` are served beside it."""
+    """E.g. ``http://0.0.0.0:8080/healthz``; ``/readyz`` is served beside it (plain HTTP, health
+    only)."""
     metrics_endpoint: str | None = None
-    """E.g. ``http://0.0.0.0:9090/metrics``: the Prometheus metrics on an address of their own."""
+    """E.g. ``https://0.0.0.0:8443/metrics``: the Prometheus metrics on an address of their own,
+    over HTTPS, to readers whose bearer token the API server authorises for ``get`` on the path
+    (a non-resource URL). ``http://`` needs ``metrics_insecure``."""
+    metrics_insecure: bool = False
+    """Serve the metrics over plain HTTP to anyone who reaches them (``--metrics-insecure``);
+    the endpoint must then be ``http://`` (or have no scheme)."""
+    metrics_certfile: str | None = None
+    """The metrics server's certificate (PEM), reloaded when it changes; without it (and
+    ``metrics_keyfile``), a self-signed certificate is made at start-up."""
+    metrics_keyfile: str | None = None
+    """The private key of ``metrics_certfile`` (PEM, unencrypted)."""
+    metrics_cert_check_interval: Seconds = Field(default=10.0, gt=0)
+    """Seconds between checks whether the certificate files changed."""
+    metrics_allow_ttl: Seconds = Field(default=60.0, ge=0)
+    """Seconds a reader's token, once authorised, is not reviewed again (0: every request)."""
+    metrics_deny_ttl: Seconds = Field(default=10.0, ge=0)
+    """Seconds a refused token (401, 403) is refused again without a review (0: never kept)."""
     backend: Literal["asyncio", "trio"] = "asyncio"
     """The backend of :func:`anyop.run` and ``anyop run`` when they are given none."""
 

@@ -81,7 +81,58 @@ SPROCKET_CRD: dict[str, Any] = {
         }],
     },
 }  # fmt: skip
-CRDS = (WIDGET_CRD, GADGET_CRD, SPROCKET_CRD)
+GIZMO_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": f"gizmos.{GROUP}"},
+    "spec": {
+        "group": GROUP,
+        "scope": "Namespaced",
+        "names": {"kind": "Gizmo", "plural": "gizmos"},
+        "versions": [{
+            "name": "v1", "served": True, "storage": True,
+            "subresources": {"status": {}, "scale": {
+                "specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}},
+            "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                "spec": {"type": "object", "x-kubernetes-validations": [
+                    {"rule": "!has(self.low) || !has(self.high) || self.low <= self.high",
+                     "message": "low must not exceed high"},
+                    {"rule": "!has(self.high) || self.high < 1000"},
+                ], "properties": {
+                    "low": {"type": "integer"},
+                    "high": {"type": "integer"},
+                    "fixed": {"type": "string", "x-kubernetes-validations": [
+                        {"rule": "self == oldSelf", "message": "fixed is immutable"}]},
+                    "replicas": {"type": "integer", "minimum": 0},
+                    "size": {"type": "integer", "minimum": 1, "maximum": 10, "default": 3},
+                    "ratio": {"type": "number", "minimum": 0, "maximum": 1,
+                              "exclusiveMinimum": True, "exclusiveMaximum": True},
+                    "name": {"type": "string", "minLength": 3, "maxLength": 8,
+                             "pattern": "^[a-z]+$"},
+                    "tags": {"type": "array", "minItems": 1, "maxItems": 3,
+                             "items": {"type": "string"}},
+                    "labels": {"type": "array", "x-kubernetes-list-type": "set",
+                               "items": {"type": "string"}},
+                    "mode": {"type": "string", "enum": ["fast", "slow"], "default": "slow"},
+                    "port": {"x-kubernetes-int-or-string": True},
+                    "when": {"type": "string", "format": "date-time"},
+                    "note": {"type": "string", "nullable": True},
+                    "plain": {"type": "string"},
+                    "options": {"type": "object", "default": {},
+                                "properties": {"retries": {"type": "integer", "default": 5},
+                                               "verbose": {"type": "boolean"}}},
+                    "items": {"type": "array", "items": {
+                        "type": "object", "required": ["key"], "properties": {
+                            "key": {"type": "string"},
+                            "weight": {"type": "integer", "default": 1}}}},
+                    "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                }},
+                "status": {"type": "object", "properties": {"replicas": {"type": "integer"}}},
+            }}},
+        }],
+    },
+}  # fmt: skip
+CRDS = (WIDGET_CRD, GADGET_CRD, SPROCKET_CRD, GIZMO_CRD)
 
 
 def pytest_configure(config: pytest.Config) -> None:

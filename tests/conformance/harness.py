@@ -65,6 +65,18 @@ class Target:
         tail = (f"/{name}" if name else "") + (f"/{sub}" if sub else "")
         return f"/apis/{GROUP}/v1/gadgets{tail}"
 
+    def gizmos(self, name: str = "", *, sub: str = "") -> str:
+        """The path of the namespace's Gizmos (a CR with a rich schema, status and scale)."""
+        tail = (f"/{name}" if name else "") + (f"/{sub}" if sub else "")
+        return f"/apis/{GROUP}/v1/namespaces/{self.namespace}/gizmos{tail}"
+
+    def apis(self, group_version: str, plural: str, name: str = "", *, sub: str = "",
+             namespaced: bool = True) -> str:  # fmt: skip
+        """A path of a named group's resource (in the scenario's namespace if ``namespaced``)."""
+        tail = (f"/{name}" if name else "") + (f"/{sub}" if sub else "")
+        where = f"/namespaces/{self.namespace}" if namespaced else ""
+        return f"/apis/{group_version}{where}/{plural}{tail}"
+
     # -- requests -------------------------------------------------------------------------------
 
     async def call(

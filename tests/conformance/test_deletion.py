@@ -152,3 +152,54 @@ async def test_a_recreated_object_gets_a_new_uid(conform: Conform) -> None:
         t.note("new uid", first["metadata"]["uid"] != second["metadata"]["uid"])
 
     await conform(scenario)
+
+
+async def test_marking_for_deletion_bumps_a_custom_resources_generation(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        metadata = {"name": "w", "finalizers": ["x.dev/f"]}
+        body = {"apiVersion": "conformance.anyop.dev/v1", "kind": "Widget",
+                "metadata": metadata, "spec": {"size": 1}}  # fmt: skip
+        await t.post(t.widgets(), body)
+        await t.delete(t.widgets("w"))
+        await t.patch(t.widgets("w"), {"spec": {"size": 2}})
+        await t.delete(t.widgets("w"))
+        await t.patch(t.widgets("w"), {"metadata": {"finalizers": None}})
+
+    await conform(scenario)
+
+
+async def test_marking_for_deletion_bumps_a_deployments_generation(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        body = {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "d", "finalizers": ["x.dev/f"]},
+            "spec": {
+                "selector": {"matchLabels": {"app": "d"}},
+                "template": {
+                    "metadata": {"labels": {"app": "d"}},
+                    "spec": {"containers": [{"name": "m", "image": "nginx"}]},
+                },
+            },
+        }
+        path = t.apis("apps/v1", "deployments")
+
+        def generation(d: Any) -> Any:
+            return d.get("metadata", {}).get("generation"), bool(
+                d.get("metadata", {}).get("deletionTimestamp")
+            )
+
+        await t.post(path, body, record=generation)
+        await t.delete(f"{path}/d", record=generation)
+        await t.patch(f"{path}/d", {"metadata": {"finalizers": None}}, record=generation)
+
+    await conform(scenario)
+
+
+async def test_marking_for_deletion_leaves_kinds_without_generation_alone(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await t.post(t.cm(), _cm("a", "x.dev/f"))
+        await t.delete(t.cm("a"))
+        await t.patch(t.cm("a"), {"metadata": {"finalizers": []}})
+
+    await conform(scenario)

@@ -49,7 +49,7 @@ def without(docs: list[dict[str, Any]], resource: str, verb: str | None) -> list
     """The documents with one rule, or one verb of it, taken away."""
     for doc in docs:
         for rule in list(doc.get("rules", [])):
-            if rule["resources"] == [resource]:
+            if rule.get("resources") == [resource]:
                 if verb is None:
                     doc["rules"].remove(rule)
                 else:

@@ -1,8 +1,14 @@
-"""/metrics of a running operator on the real control plane: counts match what was handled."""
+"""/metrics of a running operator on the real control plane: counts match what was handled.
+
+These scrape plain HTTP metrics (``metrics_insecure``): what they count is the point here; who
+may read them is tested in test_metrics_secure_e2e.py.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import socket
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -10,12 +16,13 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from tests.e2e.test_engine_e2e import DEADLINE, create, url, wait_for
-from tests.e2e.test_probes_e2e import operating
+from tests.e2e.test_probes_e2e import free_port, operating
 
 import anyop.on as on
 from anyop import TemporaryError
 from anyop.engine.operator.launch import operator
 from anyop.handlers.registry import OperatorRegistry
+from anyop.settings import OperatorSettings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("kopfexample_crd", "anyop_kubeconfig")]
 
@@ -35,6 +42,27 @@ def value(scraped: dict[tuple[str, frozenset[tuple[str, str]]], float], metric: 
     return sum(
         v for (n, ls), v in scraped.items() if n == metric and set(labels.items()) <= set(ls)
     )
+
+
+@contextlib.asynccontextmanager
+async def scraping(registry: OperatorRegistry, namespace: str) -> AsyncIterator[httpx.AsyncClient]:
+    """The operator with its metrics over plain HTTP on a free port, and a client for them."""
+    url = f"http://127.0.0.1:{free_port()}"
+    settings = OperatorSettings()
+    settings.server.metrics_endpoint = f"{url}/metrics"
+    settings.server.metrics_insecure = True
+    async with (
+        operating(registry, namespace, settings),
+        httpx.AsyncClient(base_url=url, timeout=DEADLINE) as scraper,
+    ):
+        with anyio.fail_after(DEADLINE):
+            while True:
+                try:
+                    await scraper.get("/metrics")
+                    break
+                except httpx.TransportError:
+                    await anyio.sleep(0.05)
+        yield scraper
 
 
 async def test_metrics_count_cycles_handler_runs_retries_requests_and_live_objects(
@@ -58,7 +86,7 @@ async def test_metrics_count_cycles_handler_runs_retries_requests_and_live_objec
     async def tick(**_: Any) -> None:
         pass
 
-    async with operating(registry, anyop_namespace) as probes:
+    async with scraping(registry, anyop_namespace) as scraper:
         for name in ("m-1", "m-2", "m-flaky"):
             await create(api, anyop_namespace, name)
         for name in ("m-1", "m-2", "m-flaky"):
@@ -66,7 +94,7 @@ async def test_metrics_count_cycles_handler_runs_retries_requests_and_live_objec
             await wait_for(api, path, lambda b: "flaky_fn" in b.get("status", {}))
         with anyio.fail_after(DEADLINE):
             while True:
-                response = await probes.get("/metrics")
+                response = await scraper.get("/metrics")
                 scraped = samples(response.text)
                 if value(scraped, "anyop_daemons", kind="timer") == 3:
                     break
@@ -89,12 +117,24 @@ async def test_metrics_count_cycles_handler_runs_retries_requests_and_live_objec
     assert value(scraped, "anyop_watch_last_event_age_seconds", controller=resource) < DEADLINE
 
 
+async def test_the_probes_serve_health_only(anyop_namespace: str) -> None:
+    registry = OperatorRegistry()
+    on.event("kopfexamples", registry=registry, id="seen")(lambda **_: None)
+    async with operating(registry, anyop_namespace) as probes:
+        health = await probes.get("/healthz")
+        metrics = await probes.get("/metrics")
+    assert health.status_code == 200
+    assert metrics.status_code == 404
+    assert "rest_client" not in metrics.text
+
+
 async def test_metrics_are_served_on_an_address_of_their_own(anyop_namespace: str) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = int(sock.getsockname()[1])
     stop = anyio.Event()
     registry = OperatorRegistry()
+    insecure = OperatorSettings.model_validate({"server": {"metrics_insecure": True}})
     on.event("kopfexamples", registry=registry, id="seen")(lambda **_: None)
     async with (
         anyio.create_task_group() as tg,
@@ -102,7 +142,7 @@ async def test_metrics_are_served_on_an_address_of_their_own(anyop_namespace: st
     ):
         tg.start_soon(lambda: operator(
             registry=registry, namespaces=[anyop_namespace], stop_flag=stop,
-            metrics_endpoint=f"http://127.0.0.1:{port}/metrics",
+            metrics_endpoint=f"http://127.0.0.1:{port}/metrics", settings=insecure,
         ))  # fmt: skip
         with anyio.fail_after(DEADLINE):
             while True:

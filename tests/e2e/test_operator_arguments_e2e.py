@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import json
 import threading
@@ -132,3 +133,30 @@ def test_run_takes_its_backend_from_the_settings(anyop_namespace: str, backend: 
     settings.peering.standalone = True
     anyop.run(registry=registry, settings=settings, namespaces=[anyop_namespace], stop_flag=stop)
     assert seen == [backend]
+
+
+def test_run_runs_in_the_asyncio_loop_it_is_given(anyop_namespace: str) -> None:
+    """Kopf's custom event loops: ``run(loop=uvloop.EventLoopPolicy().new_event_loop())``."""
+    import asyncio
+
+    registry = OperatorRegistry()
+    loop = asyncio.new_event_loop()
+    seen: list[bool] = []
+    stop = concurrent.futures.Future[None]()
+
+    @on.startup(registry=registry)
+    async def startup(**_: Any) -> None:
+        seen.append(asyncio.get_running_loop() is loop)
+        stop.set_result(None)
+
+    settings = anyop.OperatorSettings()
+    settings.peering.standalone = True
+    try:
+        anyop.run(
+            loop=loop, registry=registry, settings=settings, namespaces=[anyop_namespace],
+            stop_flag=stop,
+        )  # fmt: skip
+        assert not loop.is_closed()
+    finally:
+        loop.close()
+    assert seen == [True]

@@ -243,7 +243,9 @@ async def test_row37_the_watchdog_warns_while_the_loop_is_blocked_naming_the_han
                 warned_meanwhile.append(True)
         return "handled"
 
-    settings = OperatorSettings.model_validate({"execution": {"loop_lag_threshold": 0.3}})
+    settings = OperatorSettings.model_validate(
+        {"execution": {"loop_lag_threshold": 0.3}, "server": {"metrics_insecure": True}}
+    )
     metrics_at = f"http://127.0.0.1:{free_port()}/metrics"
     async with running(registry, ns, settings, metrics_endpoint=metrics_at):
         await create(api, ns, "blocker")

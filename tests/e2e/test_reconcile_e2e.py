@@ -11,8 +11,7 @@ import anyio.abc
 import httpx
 import pytest
 from tests.e2e.test_engine_e2e import DEADLINE, MERGE, delete_and_wait, running, url, wait_for
-from tests.e2e.test_metrics_e2e import samples, value
-from tests.e2e.test_probes_e2e import operating
+from tests.e2e.test_metrics_e2e import samples, scraping, value
 
 import anyop
 import anyop.on as on
@@ -224,7 +223,7 @@ async def test_metrics_count_the_calls_by_result_under_controller_runtimes_names
         return anyop.Requeue(after=60) if len(calls) == 2 else None
 
     controller = "kopfexamples.v1.kopf.dev/counted"
-    async with operating(registry, anyop_namespace) as probes:
+    async with scraping(registry, anyop_namespace) as scraper:
         await make(api, anyop_namespace, "counted", n=1)
         with anyio.fail_after(DEADLINE):
             while len(calls) < 2:
@@ -232,7 +231,7 @@ async def test_metrics_count_the_calls_by_result_under_controller_runtimes_names
         await api.patch(url(anyop_namespace, "counted"), json={"spec": {"n": 2}}, headers=MERGE)
         with anyio.fail_after(DEADLINE):
             while True:
-                scraped = samples((await probes.get("/metrics")).text)
+                scraped = samples((await scraper.get("/metrics")).text)
                 if value(scraped, "controller_runtime_reconcile_total", result="success"):
                     break
                 await anyio.sleep(0.1)
@@ -245,3 +244,43 @@ async def test_metrics_count_the_calls_by_result_under_controller_runtimes_names
     seconds = "controller_runtime_reconcile_time_seconds_count"
     assert value(scraped, seconds, controller=controller) == 3
     assert any(n == "workqueue_depth" and ("name", controller) in ls for n, ls in scraped)
+
+
+async def test_a_child_deleted_right_after_its_creation_is_put_back_without_a_timeout(
+    api: httpx.AsyncClient, anyop_namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The watch has shown its creation, then its deletion: the next call waits for nothing."""
+    registry, settings = OperatorRegistry(), OperatorSettings()
+    settings.reconciling.writes_timeout = 3600  # a wait for it would outlast the test's DEADLINE
+
+    @anyop.reconcile(
+        "kopfexamples", owns=["configmaps"], labels={"fresh": "yes"}, registry=registry
+    )
+    async def keep_one(children: Any, api: Any, **_: Any) -> None:
+        if not children["configmaps"]:
+            await api.create("configmaps", {"metadata": {"generateName": "fresh-"}})
+
+    base = f"/api/v1/namespaces/{anyop_namespace}/configmaps"
+    took: list[float] = []
+
+    async def new_child(gone: set[str]) -> str:
+        with anyio.fail_after(DEADLINE):
+            while True:
+                found = await children_of(api, anyop_namespace, "fresh=yes")
+                if names := {child["metadata"]["name"] for child in found} - gone:
+                    (name,) = names
+                    return name
+                await anyio.sleep(0.01)
+
+    async with running(registry, anyop_namespace, settings):
+        await make(api, anyop_namespace, "fresh")
+        gone: set[str] = set()
+        name = await new_child(gone)
+        for _ in range(20):
+            (await api.delete(f"{base}/{name}")).raise_for_status()  # right after its creation
+            gone.add(name)
+            started = anyio.current_time()
+            name = await new_child(gone)
+            took.append(anyio.current_time() - started)
+    took.sort()
+    print(f"put back in {took[len(took) // 2]:.3f}s (p50), {took[-1]:.3f}s (max) of {len(took)}")

@@ -50,7 +50,7 @@ def test_the_reconcile_example_keeps_replicas_as_configmaps(
     anyop_controlplane: LocalControlPlane, anyop_namespace: str, kopfexample_crd: str, backend: str
 ) -> None:
     plane, ns = anyop_controlplane, anyop_namespace
-    operator = LiveOperator(plane, EXAMPLE, ns, backend)
+    operator = LiveOperator(plane, EXAMPLE, ns, backend, "--verbose")
     try:
         apply_kex(plane, ns, "kex", replicas=3)  # scale up from nothing
         wait_for_names(plane, ns, {"kex-0", "kex-1", "kex-2"})
@@ -81,7 +81,7 @@ def test_the_reconcile_example_keeps_replicas_as_configmaps(
 
     # A restart while the spec changed converges without duplicates.
     apply_kex(plane, ns, "kex", replicas=4)
-    operator = LiveOperator(plane, EXAMPLE, ns, backend)
+    operator = LiveOperator(plane, EXAMPLE, ns, backend, "--verbose")
     try:
         wait_for_names(plane, ns, {f"kex-{i}" for i in range(4)})
         operator.wait_for(f"[{ns}/kex] Reconciler 'keep_replicas' succeeded.")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -19,6 +20,16 @@ from anyop.testing import KopfRunner, OperatorRunner, run_operator
 from anyop.testing.controlplane import LocalControlPlane
 
 EXAMPLE = str(Path(__file__).parents[2] / "examples" / "01-minimal" / "example.py")
+
+
+@pytest.fixture(autouse=True)
+def default_registry() -> Iterator[OperatorRegistry]:
+    """A default registry of the test's own: the files that ``anyop run`` loads register their
+    handlers there (a failing startup handler of one test must not start in the next)."""
+    before = anyop.get_default_registry()
+    anyop.set_default_registry(fresh := OperatorRegistry())
+    yield fresh
+    anyop.set_default_registry(before)
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])

@@ -317,7 +317,10 @@ def test_sharded_replicas_peer_without_conflict_freeze_together_and_report_their
     plane, ns, count = anyop_controlplane, anyop_namespace, 40
     source = ledger.parent / "sharded_operator.py"
     port = free_port()
-    first = Replica(plane, source, ns, backend, "-P", peering, "-L", f"http://127.0.0.1:{port}/h")
+    metrics_port = free_port()
+    scraped = ("--metrics", f"http://127.0.0.1:{metrics_port}/metrics", "--metrics-insecure")
+    probes = ("-L", f"http://127.0.0.1:{port}/h")
+    first = Replica(plane, source, ns, backend, "-P", peering, *probes, *scraped)
     second = Replica(plane, source, ns, backend, "-P", peering)
     replicas = [first, second]
     try:
@@ -330,7 +333,7 @@ def test_sharded_replicas_peer_without_conflict_freeze_together_and_report_their
             timeout=60,
         )
         mine = sum(1 for pid in running_daemons(found, set()).values() if pid == first.pid)
-        metrics = httpx.get(f"http://127.0.0.1:{port}/metrics").text
+        metrics = httpx.get(f"http://127.0.0.1:{metrics_port}/metrics").text
         assert metric(metrics, "anyop_shard_members") == 2
         assert metric(metrics, "anyop_shard_objects") == mine
         assert 0 < mine < count

@@ -95,6 +95,7 @@ async def test_row49_a_wrong_ca_bundle_at_runtime_is_an_x509_error_counted_and_w
     settings.admission.server = WebhookServer(addr="127.0.0.1", port=0, path="/hooks")
     settings.admission.managed = name
     settings.server.metrics_endpoint = f"http://127.0.0.1:{port}/metrics"
+    settings.server.metrics_insecure = True
     wrong = base64.b64encode(CertificateAuthority("someone-elses-ca").cert_pem).decode()
     caplog.set_level(logging.WARNING, "anyop.webhooks")
     async with (

@@ -44,10 +44,10 @@ class Snippet:
         return f"{self.path.relative_to(ROOT)}:{self.line}"
 
 
-def snippets(language: str) -> list[Snippet]:
-    """Every fenced block of that language in docs/**/*.md, in file and line order."""
+def snippets(language: str, paths: list[Path] | None = None) -> list[Snippet]:
+    """Every fenced block of that language in docs/**/*.md (or ``paths``), in order."""
     found = []
-    for path in sorted(DOCS.rglob("*.md")):
+    for path in sorted(DOCS.rglob("*.md")) if paths is None else paths:
         text = path.read_text()
         for match in FENCE.finditer(text):
             if match[1] == language:

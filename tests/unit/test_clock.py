@@ -6,10 +6,12 @@ from __future__ import annotations
 import datetime
 
 import anyio
+import hypothesis
 import pytest
 import time_machine
+from hypothesis import strategies as st
 
-from anyop.clock import system_now, utcnow
+from anyop.clock import seconds_until, system_now, utcnow
 
 HOUR = datetime.timedelta(hours=1)
 SLACK = datetime.timedelta(seconds=5)
@@ -68,3 +70,65 @@ async def test_the_time_the_machine_slept_is_added(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(anyop.clock, "suspended", lambda: asleep + 3600)
     after = utcnow()
     assert HOUR <= after - before < HOUR + SLACK
+
+
+@pytest.mark.anyio
+@pytest.mark.fake_time
+@pytest.mark.parametrize("noise", [-3e-6, 2e-6, 0.2, -0.2])
+async def test_the_noise_of_reading_two_clocks_never_moves_it(
+    monkeypatch: pytest.MonkeyPatch, noise: float
+) -> None:
+    import anyop.clock
+
+    asleep = anyop.clock.suspended()
+    before = utcnow()
+    monkeypatch.setattr(anyop.clock, "suspended", lambda: asleep + noise)
+    await anyio.sleep(60)  # virtual: exactly a minute
+    assert utcnow() - before == datetime.timedelta(minutes=1)
+
+
+def _wake(anchor: int, written: float, delay: float, elapsed: float) -> tuple[float, bool]:
+    """When the engine wakes for a retry written at loop time ``written`` with ``delay``, if it
+    looks at loop time ``written + elapsed * delay``; and whether the clock says it has come."""
+    # Each reading of the clock is rounded to a microsecond, whatever the loop's and the
+    # system's fractions (``anchor``, in microseconds).
+    wall = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+    wall += datetime.timedelta(microseconds=anchor)
+
+    def at(loop_time: float) -> datetime.datetime:  # what utcnow() says at that loop time
+        return wall + datetime.timedelta(seconds=loop_time)
+
+    delayed = at(written) + datetime.timedelta(seconds=delay)
+    now = written + elapsed * delay
+    woken = now + seconds_until(delayed, at(now))
+    return woken, at(woken) >= delayed
+
+
+@hypothesis.given(
+    anchor=st.integers(0, 10**6 - 1),
+    written=st.floats(0, 1e6),
+    delay=st.floats(1e-3, 1e5),
+    elapsed=st.floats(0, 1),
+)
+def test_a_wait_for_a_written_time_ends_when_the_clock_says_it_has_come(
+    anchor: int, written: float, delay: float, elapsed: float
+) -> None:
+    woken, come = _wake(anchor, written, delay, elapsed)
+    assert come  # no second wait for a microsecond
+    assert woken >= written + delay - 1.5e-6  # to the resolution of the times written
+
+
+@hypothesis.given(
+    anchor=st.integers(0, 10**6 - 1),
+    written=st.floats(0, 1e6),
+    delay=st.integers(1, 10**11).map(lambda microseconds: microseconds / 1e6),
+    elapsed=st.floats(0, 0.999),
+)
+def test_a_retry_slept_for_is_never_woken_before_its_delay(
+    anchor: int, written: float, delay: float, elapsed: float
+) -> None:
+    # TemporaryError(delay=60): a whole number of microseconds, slept for from a look at the
+    # clock at least a microsecond (its resolution) before it is due.
+    hypothesis.assume(elapsed * delay <= delay - 1e-6)
+    woken, _ = _wake(anchor, written, delay, elapsed)
+    assert woken >= written + delay

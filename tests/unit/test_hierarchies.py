@@ -31,6 +31,16 @@ def test_labels_are_added_without_overwriting_unless_forced() -> None:
     assert objs[0]["metadata"]["labels"]["a"] == "new"
 
 
+def test_kopfs_deprecated_force_overwrites_with_a_deprecation_warning() -> None:
+    objs: list[dict[str, Any]] = [{"kind": "Job", "metadata": {"labels": {"a": "old"}}}]
+    with pytest.warns(DeprecationWarning, match=r"label\(force=\.\.\.\) is deprecated"):
+        anyop.label(objs, {"a": "new"}, force=True)
+    assert objs[0]["metadata"]["labels"]["a"] == "new"
+    with pytest.warns(DeprecationWarning, match="use label"):
+        anyop.label(objs, {"a": "newer"}, forced=True, force=False)
+    assert objs[0]["metadata"]["labels"]["a"] == "new"
+
+
 @pytest.mark.usefixtures("in_handler")
 def test_nested_structures_are_labelled_only_if_they_exist() -> None:
     objs: list[dict[str, Any]] = [{"kind": "Job"}, {"kind": "Deployment", "spec": {"template": {}}}]

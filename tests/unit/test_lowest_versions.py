@@ -28,3 +28,34 @@ def pins() -> dict[str, str]:
 
 def test_every_floor_in_pyproject_is_pinned_for_the_lowest_versions_run() -> None:
     assert pins() == floors()
+
+
+def imported_modules() -> set[str]:
+    """The top-level modules that anyop's own code imports."""
+    import ast
+
+    found: set[str] = set()
+    for path in (ROOT / "src" / "anyop").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                found.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found.add(node.module.split(".")[0])
+    return found
+
+
+def test_every_runtime_dependency_is_imported_by_anyop() -> None:
+    import importlib.metadata
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = {_normal(re.split(r"[<>=\[;]", r)[0]) for r in project["dependencies"]}
+    distributions = importlib.metadata.packages_distributions()
+    used = {
+        _normal(dist) for module in imported_modules() for dist in distributions.get(module, [])
+    }
+    assert sorted(declared - used) == []
+
+
+def _normal(name: str) -> str:
+    """A distribution's name as the packaging specifications compare them."""
+    return re.sub(r"[-_.]+", "-", name.strip()).lower()

@@ -352,3 +352,17 @@ def test_subhandler_old_new_filters_need_an_update_parent(registry: OperatorRegi
     assert handler.field_needs_change
     assert handler.old == "a"
     assert handler.id == "u/create_fn"  # as in Kopf: sub-handler ids get no field suffix
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"on_failure": "later"}, "must be 'release' or 'keep'"),
+        ({"on_failure": "keep", "retries": 3}, "retries= and timeout= would give up"),
+    ],
+)
+def test_a_wrong_on_failure_is_refused_at_declaration(
+    options: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        on.delete("kopfexamples", registry=OperatorRegistry(), **options)(lambda **_: None)

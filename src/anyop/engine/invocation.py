@@ -8,19 +8,26 @@ loop or other objects, and never keeps the process alive after the operator has 
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
+import traceback
 from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
 from typing import Any, cast
 
 import anyio
+import sniffio
 
 from anyop.engine.executor import run_sync
+from anyop.errors import PermanentError
 from anyop.handlers.context import current_body
 from anyop.kube.inflight import unclaimed
 
 __all__ = [
     "DEFAULT_MAX_WORKERS",
+    "AsyncioOnTrioError",
+    "asyncio_on_trio",
     "calling",
     "current_body",
     "invoke",
@@ -82,7 +89,47 @@ async def invoke(
         abandoned and finishes on its own.
     """
     with use_context(body), unclaimed():  # no place in flight is held while the user's code runs
-        return await calling(fn, kwargs, limiter=limiter)
+        try:
+            return await calling(fn, kwargs, limiter=limiter)
+        except RuntimeError as error:
+            if (problem := asyncio_on_trio(fn, error)) is None:
+                raise
+            raise problem from None
+
+
+_ASYNCIO = str(Path(asyncio.__file__).parent)
+
+
+class AsyncioOnTrioError(PermanentError):
+    """A function uses asyncio while the operator runs on Trio: no retry can help it."""
+
+
+def asyncio_on_trio(fn: Callable[..., Any], error: BaseException) -> AsyncioOnTrioError | None:
+    """What to report instead of ``error``, if it is asyncio failing under Trio (else ``None``).
+
+    An async function that calls ``asyncio.sleep()`` (or anything that needs asyncio's running
+    loop) fails on Trio with ``RuntimeError: no running event loop`` from inside asyncio. That is
+    final for this function, and its traceback says nothing useful: the message names the
+    function and says what runs it.
+    """
+    if not isinstance(error, RuntimeError) or not _on_trio():
+        return None
+    frames = traceback.extract_tb(error.__traceback__)
+    if not any(frame.filename.startswith(_ASYNCIO) for frame in frames):
+        return None
+    name = getattr(fn, "__qualname__", None) or type(fn).__qualname__
+    return AsyncioOnTrioError(
+        f"{name}() uses asyncio ({error}), but the operator runs on Trio (--backend trio). "
+        f"Run the operator with --backend asyncio (the default), or use AnyIO's functions "
+        f"(anyio.sleep(), anyio.to_thread.run_sync(), ...), which run on both."
+    )
+
+
+def _on_trio() -> bool:
+    try:
+        return sniffio.current_async_library() == "trio"
+    except sniffio.AsyncLibraryNotFoundError:
+        return False
 
 
 def calling(

@@ -14,6 +14,7 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any, Required, TypedDict, cast
 
 from anyop.handlers.diffs import FieldSpec
+from anyop.handlers.field_selectors import parse_field_selector
 from anyop.handlers.filters import (
     MetaFilter,
     WhenFilterFn,
@@ -80,6 +81,7 @@ class _Behaviour(_Identity, total=False):
 
 
 class _MetaFilters(TypedDict, total=False):
+    field_selector: str | None
     labels: MetaFilter | None
     annotations: MetaFilter | None
     when: WhenFilterFn | None
@@ -106,15 +108,20 @@ class ResourceOptions(_Selecting, _Behaviour, _Filters, total=False):
 
 
 class ResumeOptions(ResourceOptions, total=False):
-    """Options of ``resume``: ``deleted=True`` also resumes objects being deleted."""
+    """Options of ``resume``: ``deleted=True`` also resumes objects being deleted;
+    ``failed_only=True`` resumes only objects whose last handling failed a handler."""
 
     deleted: bool | None
+    failed_only: bool | None
 
 
 class DeleteOptions(ResourceOptions, total=False):
-    """Options of ``delete``: ``optional=True`` adds no finalizer for it."""
+    """Options of ``delete``: ``optional=True`` adds no finalizer for it; ``on_failure="keep"``
+    keeps the finalizer while it fails (retried after its backoff), ``"release"`` (the default,
+    Kopf's) releases it once it has failed for good."""
 
     optional: bool | None
+    on_failure: str | None
 
 
 class UpdateOptions(ResourceOptions, _ChangeFilters, total=False):
@@ -256,6 +263,9 @@ class Declaration:
         if when is not None:
             check_callback(when, self.culprit)
         return {
+            "field_selector": parse_field_selector(
+                self.options.get("field_selector"), self.culprit
+            ),
             "labels": check_meta_filter("labels", self.options.get("labels"), self.culprit),
             "annotations": check_meta_filter(
                 "annotations", self.options.get("annotations"), self.culprit
@@ -286,9 +296,27 @@ class Declaration:
         flags: dict[str, Any] = {}
         if "deleted" in self.allowed:
             flags["deleted"] = bool(self.get("deleted", bool))
+        if "failed_only" in self.allowed:
+            flags["failed_only"] = bool(self.get("failed_only", bool))
         if "optional" in self.allowed:
             flags["requires_finalizer"] = not self.get("optional", bool)
+        if "on_failure" in self.allowed:
+            flags["keeps_finalizer_on_failure"] = self._keeps_finalizer_on_failure()
         return flags
+
+    def _keeps_finalizer_on_failure(self) -> bool:
+        """``on_failure="keep"``: never "failed for good", so no retries= or timeout= limits it."""
+        mode = self.get("on_failure", str) or "release"
+        if mode not in ("release", "keep"):
+            raise DeclarationValueError(
+                f"{self.culprit}: on_failure= must be 'release' or 'keep', not {mode!r}."
+            )
+        if mode == "keep" and (self.options.get("retries") or self.options.get("timeout")):
+            raise DeclarationValueError(
+                f"{self.culprit}: on_failure='keep' retries until the handler succeeds: "
+                f"retries= and timeout= would give up; pass on_failure='release' for them."
+            )
+        return mode == "keep"
 
     def operations(self) -> frozenset[str] | None:
         """The admission operations from ``operation=`` or ``operations=``."""

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from anyop.handlers.causes import ChangingCause, ResourceCause
 from anyop.handlers.diffs import FieldPath, parse_field, resolve
+from anyop.handlers.field_selectors import FieldSelector
 from anyop.handlers.selectors import DeclarationTypeError, DeclarationValueError
 
 __all__ = [
@@ -74,6 +75,8 @@ KwargsFactory = Callable[[], Mapping[str, Any]]
 class Filtered(Protocol):
     """What the filters need from a handler record."""
 
+    @property
+    def field_selector(self) -> FieldSelector | None: ...
     @property
     def labels(self) -> MetaFilter | None: ...
     @property
@@ -257,7 +260,8 @@ def prematch(handler: Filtered, cause: ResourceCause, kwargs_factory: KwargsFact
 
 def _matches(handler: Filtered, cause: ResourceCause, kwargs: _Kwargs, *, changes: bool) -> bool:
     return (
-        (not handler.labels or _matches_meta(handler.labels, _stanza(cause, "labels"), kwargs))
+        (handler.field_selector is None or handler.field_selector.matches(cause.body))
+        and (not handler.labels or _matches_meta(handler.labels, _stanza(cause, "labels"), kwargs))
         and (
             not handler.annotations
             or _matches_meta(handler.annotations, _stanza(cause, "annotations"), kwargs)

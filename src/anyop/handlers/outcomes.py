@@ -270,6 +270,13 @@ def _temporary(
     return _decision(state, outcome, now=now, message=str(final_error))
 
 
+def _backoff(handler: RetryPolicy, default_backoff: float) -> float:
+    backoff = handler.backoff if handler.backoff is not None else default_backoff
+    if isinstance(backoff, float) and backoff.is_integer():
+        return int(backoff)  # "60 seconds" in the log, as Kopf says it
+    return backoff
+
+
 def _arbitrary(
     handler: RetryPolicy,
     state: HandlerState,
@@ -280,9 +287,7 @@ def _arbitrary(
     subrefs: tuple[str, ...],
     default_backoff: float = DEFAULT_BACKOFF,
 ) -> Decision:
-    backoff = handler.backoff if handler.backoff is not None else default_backoff
-    if isinstance(backoff, float) and backoff.is_integer():
-        backoff = int(backoff)  # "60 seconds" in the log, as Kopf says it
+    backoff = _backoff(handler, default_backoff)
     timeout, retries = _exceeds(handler, state, backoff, now=now)
     prefix = f"{handler} failed with an exception and will"
     if mode is ErrorsMode.IGNORED:
@@ -306,6 +311,30 @@ def _arbitrary(
         return _decision(state, outcome, now=now, message=message, exc_info=error)
     outcome = Outcome(final=True, exception=final_error, subrefs=subrefs)
     return _decision(state, outcome, now=now, message=str(final_error), exc_info=error)
+
+
+def insist(
+    handler: RetryPolicy,
+    state: HandlerState,
+    decision: Decision,
+    *,
+    now: datetime.datetime,
+    default_backoff: float = DEFAULT_BACKOFF,
+) -> Decision:
+    """A deletion that waits for this handler (``on_failure="keep"``): a handler that failed for
+    good is retried after its backoff instead, and the finalizer stays meanwhile. Pure."""
+    outcome = decision.outcome
+    if not outcome.final or outcome.exception is None:
+        return decision
+    backoff = _backoff(handler, default_backoff)
+    retried = Outcome(
+        final=False, delay=backoff, exception=outcome.exception, subrefs=outcome.subrefs
+    )
+    message = (
+        f"{handler} failed, and the deletion waits for it to succeed (on_failure='keep'); "
+        f"retrying in {backoff} seconds: {_reason(outcome.exception)}"
+    )
+    return _decision(state, retried, now=now, message=message, exc_info=decision.exc_info)
 
 
 def cancelled_message(handler: RetryPolicy) -> str:

@@ -1,7 +1,7 @@
 """The progress of a cause's handlers across handling cycles, and the cycle's summary lines.
 
 :class:`HandlerState` is one handler's progress in memory (from a stored
-:class:`~anyop.storage.progress.ProgressRecord`, or from scratch); :class:`Progress` is all the
+:class:`~anyop.storage.progress.ParsedRecord`, or from scratch); :class:`Progress` is all the
 handlers of one object, with their purposes, from which the engine learns what is done, what is
 delayed and for how long, and what to log: ``Creation is processed: 1 succeeded; 0 failed.``
 
@@ -15,10 +15,11 @@ import datetime
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple, Protocol
 
+from anyop.clock import seconds_until
 from anyop.handlers.causes import TITLES, Reason
 from anyop.kube.patches import Patch
 from anyop.logs import redacted
-from anyop.storage.progress import ProgressRecord, ProgressStorage
+from anyop.storage.progress import ParsedRecord, ProgressStorage
 
 __all__ = [
     "FREE_MESSAGE",
@@ -95,7 +96,7 @@ class HandlerState:
     failure: bool = False
     message: str | None = None
     subrefs: tuple[str, ...] = ()
-    origin: ProgressRecord | None = None
+    origin: ParsedRecord | None = None
 
     @classmethod
     def from_scratch(cls, *, now: datetime.datetime, purpose: str | None = None) -> HandlerState:
@@ -103,7 +104,7 @@ class HandlerState:
         return cls(active=True, started=now, purpose=purpose)
 
     @classmethod
-    def from_record(cls, record: ProgressRecord, *, now: datetime.datetime) -> HandlerState:
+    def from_record(cls, record: ParsedRecord, *, now: datetime.datetime) -> HandlerState:
         """A handler as stored (inactive until the current cause selects it)."""
         return cls(
             active=False,
@@ -119,9 +120,9 @@ class HandlerState:
             origin=record,
         )
 
-    def to_record(self) -> ProgressRecord:
+    def to_record(self) -> ParsedRecord:
         """The record to store (``retries``, ``success``, ``failure`` always present, as Kopf)."""
-        return ProgressRecord(
+        return ParsedRecord(
             started=self.started,
             stopped=self.stopped,
             delayed=self.delayed,
@@ -226,7 +227,7 @@ class Progress(Mapping[str, HandlerState]):
         """Read the stored states of these handlers (those that have any)."""
         states: dict[str, HandlerState] = {}
         for handler_id in dict.fromkeys(handler.id for handler in handlers):
-            record = storage.fetch(key=handler_id, body=body)
+            record = storage.read(key=handler_id, body=body)
             if record is not None:
                 states[handler_id] = HandlerState.from_record(record, now=now)
         return cls(states)
@@ -309,9 +310,10 @@ class Progress(Mapping[str, HandlerState]):
         }
 
     def delays(self, now: datetime.datetime) -> list[float]:
-        """Seconds until each unfinished active handler is due (0 for the due ones)."""
+        """Seconds to wait for each unfinished active handler so as not to wake before it is due
+        (0 for the due ones; see :func:`anyop.clock.seconds_until`)."""
         return [
-            max(0.0, (state.delayed - now).total_seconds()) if state.delayed else 0.0
+            seconds_until(state.delayed, now) if state.delayed else 0.0
             for state in self._states.values()
             if state.active and not state.finished
         ]
@@ -326,7 +328,7 @@ class Progress(Mapping[str, HandlerState]):
         for handler_id, state in self._states.items():
             record = state.to_record()
             if record != state.origin:
-                storage.store(key=handler_id, record=record, body=body, patch=patch)
+                storage.write(key=handler_id, record=record, body=body, patch=patch)
         storage.flush()
 
     def purge(

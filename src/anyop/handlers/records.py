@@ -16,6 +16,7 @@ from typing import Any, ClassVar, NewType
 
 from anyop.handlers.causes import Activity, Reason, WebhookType
 from anyop.handlers.diffs import FieldPath
+from anyop.handlers.field_selectors import FieldSelector
 from anyop.handlers.filters import MetaFilter, WhenFilterFn
 from anyop.handlers.outcomes import ErrorsMode
 from anyop.handlers.selectors import DeclarationTypeError, DeclarationValueError, Selector
@@ -100,9 +101,12 @@ class ResourceHandler(Handler):
         when: The whole-object callback filter.
         field: The field that ``value=`` (and ``old=``/``new=``) check.
         value: The field's value filter (``None``: the field must be present).
+        field_selector: The field selector (checked here, and sent to the server where all
+            the resource's handlers share its terms).
     """
 
     selector: Selector | None = None
+    field_selector: FieldSelector | None = None
     labels: MetaFilter | None = None
     annotations: MetaFilter | None = None
     when: WhenFilterFn | None = None
@@ -124,7 +128,11 @@ class ResourceChangingHandler(ResourceHandler):
             mixed into any reason) and sub-handlers.
         initial: A resume handler: runs for objects first seen in this process.
         deleted: A resume handler that also runs for objects being deleted.
+        failed_only: A resume handler only for objects whose last finished cause failed a
+            handler (``failed_only=True``).
         requires_finalizer: A non-optional delete handler.
+        keeps_finalizer_on_failure: A delete handler with ``on_failure="keep"``: its failures
+            are retried after its backoff, and the deletion waits until it succeeds.
         field_needs_change: An update handler: its field must have changed.
         old: The filter of the field's old value.
         new: The filter of the field's new value.
@@ -133,7 +141,9 @@ class ResourceChangingHandler(ResourceHandler):
     reason: Reason | None = None
     initial: bool = False
     deleted: bool = False
+    failed_only: bool = False
     requires_finalizer: bool = False
+    keeps_finalizer_on_failure: bool = False
     field_needs_change: bool = False
     old: Any = None
     new: Any = None
@@ -204,6 +214,7 @@ class ReconcilingHandler(ResourceHandler):
             ``api`` kwarg puts on the children it creates).
         resync: Seconds after which an object is reconciled again without any change.
         finalizer: Keep the object until a call made while it is being deleted succeeds.
+        status_changes: Other clients' changes of the object's ``status`` alone call it too.
     """
 
     kind: ClassVar[str] = "Reconciler"
@@ -213,6 +224,7 @@ class ReconcilingHandler(ResourceHandler):
     child_labels: Mapping[str, str] | None = None
     resync: float | None = None
     finalizer: bool = False
+    status_changes: bool = False
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True, eq=False)

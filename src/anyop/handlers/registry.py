@@ -25,6 +25,7 @@ from anyop.handlers.causes import (
     WebhookType,
 )
 from anyop.handlers.diffs import FieldPath
+from anyop.handlers.field_selectors import FieldSelector, shared_field_selector
 from anyop.handlers.filters import KwargsFactory, LabelSelector, match, prematch
 from anyop.handlers.filters import server_side_selector as _server_side_selector
 from anyop.handlers.records import (
@@ -423,10 +424,22 @@ class OperatorRegistry:
 
     def label_selector(self, resource: Resource) -> LabelSelector | None:
         """The ``labelSelector`` that all of the resource's watching handlers share, if any."""
+        return _server_side_selector(self._watching_handlers(resource))
+
+    def field_selector(self, resource: Resource) -> FieldSelector | None:
+        """The ``fieldSelector`` terms that all of the resource's watching handlers share."""
+        handlers = self._watching_handlers(resource)
+        return shared_field_selector(handler.field_selector for handler in handlers)
+
+    def selects_on_server(self, resource: Resource) -> bool:
+        """Whether the resource's watch has a selector (so objects may leave the selection)."""
+        return bool(self.label_selector(resource) or self.field_selector(resource))
+
+    def _watching_handlers(self, resource: Resource) -> list[ResourceHandler]:
         handlers: list[ResourceHandler] = []
         for registry in (*self._resource_registries, self.reconciling):
             handlers.extend(registry.for_resource(resource))
-        return _server_side_selector(handlers)
+        return handlers
 
 
 class _Facts:

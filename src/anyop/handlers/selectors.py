@@ -9,6 +9,7 @@ reports the ambiguous and the unresolved ones for the engine to log with Kopf's 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import enum
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping
@@ -25,6 +26,7 @@ __all__ = [
     "Selector",
     "SelectorFn",
     "ambiguous_message",
+    "nearest_name",
     "nonpatchable_message",
     "nonwatchable_message",
     "resolve",
@@ -251,12 +253,40 @@ def ambiguous_message(resolution: Resolution) -> list[str]:
     ]
 
 
-def unresolved_message(resolution: Resolution) -> str | None:
-    """Kopf's warning for unresolved selectors, or ``None`` if all are resolved."""
+def unresolved_message(resolution: Resolution, resources: Collection[Resource] = ()) -> str | None:
+    """Kopf's warning for unresolved selectors, or ``None`` if all are resolved.
+
+    Each selector that looks like a typo of a discovered resource's name gets the nearest one:
+    ``Selector(any_name='databse') (did you mean databases.demo.example.com?)``.
+    """
     if not resolution.unresolved:
         return None
-    names = _names(resolution.unresolved)
+    names = ", ".join(
+        f"{selector!r} (did you mean {hint}?)" if (hint := nearest_name(selector, resources))
+        else repr(selector)
+        for selector in sorted(resolution.unresolved, key=repr)
+    )  # fmt: skip
     return f"Unresolved resources cannot be served (try creating their CRDs): {names}"
+
+
+def nearest_name(selector: Selector, resources: Collection[Resource]) -> str | None:
+    """The ``plural.group`` of the resource whose name is nearest to the selector's, if close."""
+    names = [selector.any_name, selector.plural, selector.singular, selector.kind]
+    wanted = next((n for n in [*names, selector.shortcut] if isinstance(n, str)), None)
+    if wanted is None:
+        return None
+    qualified = f"{wanted}.{selector.group}" if selector.group else wanted
+    candidates: dict[str, Resource] = {}
+    for resource in resources:
+        for name in (resource.plural, resource.singular, resource.kind, *resource.shortcuts):
+            if name:
+                key = f"{name}.{resource.group}" if selector.group else name
+                candidates.setdefault(key.lower(), resource)
+    close = difflib.get_close_matches(qualified.lower(), list(candidates), n=1, cutoff=0.75)
+    if not close:
+        return None
+    found = candidates[close[0]]
+    return f"{found.plural}.{found.group}" if found.group else found.plural
 
 
 def nonwatchable_message(resolution: Resolution) -> str | None:

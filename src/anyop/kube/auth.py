@@ -14,7 +14,7 @@ import dataclasses
 import functools
 import os
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -224,7 +224,11 @@ async def login_with_kubeconfig(**kwargs: Any) -> ConnectionInfo | None:
     if config is None:
         return None
     info = await config.connection_info()
-    return dataclasses.replace(info, priority=KUBECONFIG_PRIORITY, trust_env=_trust_env(kwargs))
+    source = kubeconfig_source(config.sources, config.context)
+    trust_env = _trust_env(kwargs)
+    return dataclasses.replace(
+        info, priority=KUBECONFIG_PRIORITY, trust_env=trust_env, source=source
+    )
 
 
 async def login_with_service_account(**kwargs: Any) -> ConnectionInfo | None:
@@ -241,7 +245,15 @@ async def login_with_service_account(**kwargs: Any) -> ConnectionInfo | None:
         return None
     info = await account.connection_info()
     trust_env = _trust_env(kwargs)
-    return dataclasses.replace(info, priority=SERVICE_ACCOUNT_PRIORITY, trust_env=trust_env)
+    source = f"the service account in {SERVICEACCOUNT_ROOT}"
+    priority = SERVICE_ACCOUNT_PRIORITY
+    return dataclasses.replace(info, priority=priority, trust_env=trust_env, source=source)
+
+
+def kubeconfig_source(paths: Sequence[str], context: str) -> str:
+    """How messages name a kubeconfig's credentials: its files and the context used."""
+    files = ", ".join(paths)
+    return f"the kubeconfig {files}, context {context!r}" if files else f"context {context!r}"
 
 
 def _existing_kubeconfig() -> KubeConfig | None:

@@ -170,6 +170,15 @@ class KubeClient:
         """Whether returned bodies keep ``metadata.managedFields``."""
         return self.sessions.keep_managed_fields
 
+    async def default_namespace(self) -> str | None:
+        """The current credentials' default namespace (waits for credentials, as requests do).
+
+        Raises:
+            LoginError: The vault is closed.
+        """
+        _, info = await self.sessions.vault.current()
+        return info.default_namespace
+
     async def __aenter__(self) -> Self:
         return self
 

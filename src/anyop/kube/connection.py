@@ -14,7 +14,7 @@ import os
 import ssl
 import tempfile
 from collections.abc import Iterator, Mapping
-from dataclasses import KW_ONLY, dataclass, fields
+from dataclasses import KW_ONLY, dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import SplitResult, urlsplit
@@ -56,6 +56,8 @@ class ConnectionInfo:
         expiration: When the credentials stop working; a naive datetime is in UTC.
         tls_server_name: The name to expect in (and send via SNI for) the server's certificate,
             when it differs from the host in ``server``.
+        source: Where the credentials come from, for messages (``the kubeconfig ~/.kube/config,
+            context 'kind'``); not compared (anyop only).
     """
 
     server: str
@@ -77,6 +79,7 @@ class ConnectionInfo:
     priority: int = 0
     expiration: datetime | None = None
     tls_server_name: str | None = None
+    source: str | None = field(default=None, compare=False)
 
     def __repr__(self) -> str:
         """Show the fields that are set, with every secret replaced by ``<hidden>``."""

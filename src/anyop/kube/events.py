@@ -33,6 +33,7 @@ def event_body(
     message: str,
     settings: OperatorSettings,
     now: datetime.datetime | None = None,
+    default_namespace: str | None = None,
 ) -> Body:
     """Build the ``v1/Event`` about an object. Pure.
 
@@ -43,8 +44,12 @@ def event_body(
         message: The text; longer than 1024 characters, its middle is cut out.
         settings: ``settings.posting`` names the reporter and the event name prefix.
         now: The time of the event (default: the UTC clock).
+        default_namespace: Where an Event about a cluster-scoped object goes (the current
+            credentials' ``ConnectionInfo.default_namespace``); ``default`` if ``None``.
     """
-    namespace = (obj.get("metadata") or {}).get("namespace") or _CLUSTER_NAMESPACE
+    namespace = (
+        (obj.get("metadata") or {}).get("namespace") or default_namespace or _CLUSTER_NAMESPACE
+    )
     moment = now or datetime.datetime.now(datetime.UTC)
     posting = settings.posting
     return {
@@ -91,8 +96,10 @@ async def post_event(
 ) -> None:
     """Post an Event about ``obj``; on failure, log a warning and return.
 
-    Events about cluster-scoped objects go to the ``default`` namespace. Events about Events
-    are never posted (that way lie loops).
+    Events about cluster-scoped objects go to the current credentials' default namespace
+    (``ConnectionInfo.default_namespace``: the kubeconfig context's, or the service account's
+    own), else to ``default``, as in Kopf. Events about Events are never posted (that way lie
+    loops).
 
     Args:
         client: The API client.
@@ -107,10 +114,11 @@ async def post_event(
     """
     if _is_event(obj):
         return
-    body = event_body(
-        obj, type=type, reason=reason, message=message, settings=settings or client.settings
-    )
     try:
+        body = event_body(
+            obj, type=type, reason=reason, message=message, settings=settings or client.settings,
+            default_namespace=await client.default_namespace(),
+        )  # fmt: skip
         await client.create(EVENTS, body)
     except Exception as exc:
         logger.warning(
@@ -119,7 +127,7 @@ async def post_event(
             exc,
             type,
             reason,
-            body["message"],
+            _middle_cut(message, MAX_MESSAGE_LENGTH),
         )
 
 

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import anyio
+import anyio.abc
 
 from anyop._jsons import compact
 from anyop.errors import ConfigError
@@ -224,15 +225,39 @@ async def run_exec_plugin(
     env = {**(os.environ if environ is None else environ), **dict(spec.env)}
     env["KUBERNETES_EXEC_INFO"] = exec_info(spec, cluster_info)
     try:
-        with anyio.fail_after(EXEC_TIME_LIMIT):
-            result = await anyio.run_process(
-                [spec.command, *spec.args], env=env, stdin=subprocess.DEVNULL, check=False
+        # The spawn itself is never cancelled halfway: a child started but not yet handed over
+        # would be left running and unreaped.
+        with anyio.CancelScope(shield=True):
+            process = await anyio.open_process(
+                [spec.command, *spec.args], env=env, stdin=subprocess.DEVNULL
             )
-    except TimeoutError as exc:
-        raise ConfigError(f"{spec.where}: {spec.command!r} ran over {EXEC_TIME_LIMIT:g} s") from exc
     except OSError as exc:
         hint = f"\n{spec.install_hint.strip()}" if spec.install_hint else ""
         raise ConfigError(f"{spec.where}: cannot run {spec.command!r}: {exc}{hint}") from exc
-    if result.returncode != 0:
-        raise ConfigError(describe_failure(spec, result.returncode, result.stderr))
-    return parse_exec_credential(spec, result.stdout)
+    async with process:  # on leaving early (the time limit, a stop): killed and reaped
+        try:
+            with anyio.fail_after(EXEC_TIME_LIMIT):
+                stdout, stderr = await _communicate(process)
+                returncode = await process.wait()
+        except TimeoutError as exc:
+            process.kill()
+            message = f"{spec.where}: {spec.command!r} ran over {EXEC_TIME_LIMIT:g} s"
+            raise ConfigError(message) from exc
+    if returncode != 0:
+        raise ConfigError(describe_failure(spec, returncode, stderr))
+    return parse_exec_credential(spec, stdout)
+
+
+async def _communicate(process: anyio.abc.Process) -> tuple[bytes, bytes]:
+    """Everything the process writes to its stdout and stderr, until it closes them."""
+    chunks: tuple[list[bytes], list[bytes]] = ([], [])
+
+    async def drain(stream: anyio.abc.ByteReceiveStream | None, into: list[bytes]) -> None:
+        if stream is not None:
+            async for chunk in stream:
+                into.append(chunk)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(drain, process.stdout, chunks[0])
+        tg.start_soon(drain, process.stderr, chunks[1])
+    return b"".join(chunks[0]), b"".join(chunks[1])

@@ -125,13 +125,18 @@ class Patch(dict[str, Any]):
 
     Args:
         src: The initial content; if it is a :class:`Patch`, its ``fns`` are copied too.
+        body: The body that the patch is for (Kopf's): :meth:`as_json_patch` uses it when it
+            is given none.
     """
 
-    __slots__ = ("fns",)  # no __dict__: every cycle makes patches, most of them empty
+    __slots__ = ("body", "fns")  # no __dict__: every cycle makes patches, most of them empty
 
-    def __init__(self, src: Mapping[str, Any] | None = None, /) -> None:
+    def __init__(
+        self, src: Mapping[str, Any] | None = None, /, body: Mapping[str, Any] | None = None
+    ) -> None:
         super().__init__(src or {})
         self.fns: list[PatchFn] = list(src.fns) if isinstance(src, Patch) else []
+        self.body = body
 
     def __bool__(self) -> bool:
         return len(self) > 0 or bool(self.fns)
@@ -160,13 +165,32 @@ class Patch(dict[str, Any]):
         """The ``status`` stanza."""
         return PatchView(self, ("status",))
 
-    def as_json_patch(self, body: Mapping[str, Any]) -> list[JsonPatchOp]:
+    def as_json_patch(self, body: Mapping[str, Any] | None = None) -> list[JsonPatchOp]:
         """Express the merge part and the fns together as one JSON patch against ``body``.
 
         Used by mutating webhooks, whose responses must be JSON patches. No ``test`` op is added.
+        Without ``body`` (here or in ``Patch(body=...)``), as in Kopf: every value is a
+        ``replace`` and every ``None`` a ``remove``.
+
+        Raises:
+            ValueError: There are ``fns`` but no body to apply them to.
         """
+        body = self.body if body is None else body
+        if body is None:
+            if self.fns:
+                raise ValueError("A patch with fns needs a body: pass Patch(body=...).")
+            return _ops_of_merge(self, ()) if self else []
         merged = merge(body, self)
         return json_patch_diff(body, _apply_fns(merged, self.fns))
+
+
+def _ops_of_merge(patch: Any, path: tuple[str, ...]) -> list[JsonPatchOp]:
+    """The JSON patch of a merge-patch alone: ``replace`` each value, ``remove`` each ``None``."""
+    if patch is None:
+        return [{"op": "remove", "path": pointer(path)}]
+    if isinstance(patch, Mapping) and patch:
+        return [op for key, value in patch.items() for op in _ops_of_merge(value, (*path, key))]
+    return [{"op": "replace", "path": pointer(path), "value": patch}]
 
 
 def merge(body: Any, patch: Any) -> Any:

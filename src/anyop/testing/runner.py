@@ -14,7 +14,10 @@ among the arguments). Leaving the block asks it to stop gracefully and waits for
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
+import logging
 import threading
+from collections.abc import Iterator
 from types import TracebackType
 from typing import Any, Self
 
@@ -74,7 +77,8 @@ class OperatorRunner:
         thread_flags.stop_flag, thread_flags.ready_flag = self._stop, self._ready
         thread_flags.registry, thread_flags.settings = self.registry, self.settings
         try:
-            self._result = CliRunner().invoke(app, *self.args, **self.kwargs)
+            with _logging_restored():
+                self._result = CliRunner().invoke(app, *self.args, **self.kwargs)
         except BaseException as error:  # a broken invocation: the test sees it
             self.future.set_exception(error)
             raise
@@ -133,6 +137,27 @@ class OperatorRunner:
             return None
         error = self._result.exception
         return error if isinstance(error, BaseException) else None
+
+
+@contextlib.contextmanager
+def _logging_restored() -> Iterator[None]:
+    """Put the logging configuration back as it was after the CLI configured its own (its
+    handler writes to the runner's capture, which is closed when the CLI exits)."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    levels = {name: logging.getLogger(name).level for name in logging.root.manager.loggerDict}
+    try:
+        yield
+    finally:
+        for handler in list(root.handlers):
+            if handler not in handlers:
+                root.removeHandler(handler)
+        for handler in handlers:
+            if handler not in root.handlers:
+                root.addHandler(handler)
+        root.setLevel(level)
+        for name, was in levels.items():
+            logging.getLogger(name).setLevel(was)
 
 
 KopfRunner = OperatorRunner

@@ -6,7 +6,8 @@ own (``host.k3d.internal``, ``host.minikube.internal``, ``host.docker.internal``
 is a plain :class:`~anyop.webhooks.server.WebhookServer`. It never tunnels.
 
 Tunnels (Kopf's ``WebhookNgrokTunnel``, and ``WebhookAutoTunnel`` where no local cluster is
-recognised) need an external tunnelling service; anyop has none, and says so.
+recognised) need an external tunnelling service; anyop has none, and says so when one is served
+(making one is allowed, as in Kopf, where servers are built passively).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import logging
 import ssl
 import urllib.parse
 from collections.abc import AsyncGenerator, Iterable
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from cryptography import x509
 
@@ -140,11 +141,44 @@ def _no_tunnels(name: str) -> NoReturn:
     )
 
 
-class WebhookNgrokTunnel:
-    """Kopf's ngrok tunnel: not provided; making one raises a ConfigError that says why."""
+def _refused(name: str) -> Iterable[WebhookClientConfig]:
+    """No client config ever: the tunnel named ``name`` is refused when served."""
+    _no_tunnels(name)
 
-    def __init__(self, *_: Any, **__: Any) -> None:
-        _no_tunnels("WebhookNgrokTunnel")
+
+class WebhookNgrokTunnel:
+    """Kopf's ngrok tunnel: it can be made (with Kopf's arguments), but not served.
+
+    Making one only keeps its arguments, so code that builds every kind of server and then
+    picks one still runs. Served (set as ``settings.admission.server``), it raises a
+    :class:`~anyop.errors.ConfigError` that says why and what to use instead.
+    """
+
+    def __init__(
+        self,
+        *,
+        addr: str | None = None,
+        port: int | None = None,
+        path: str | None = None,
+        token: str | None = None,
+        region: str | None = None,
+        binary: str | None = None,
+    ) -> None:
+        self.addr = addr
+        self.port = port
+        self.path = path
+        self.token = token
+        self.region = region
+        self.binary = binary
+
+    async def __call__(self, fn: WebhookFn) -> AsyncGenerator[WebhookClientConfig, None]:
+        """Refuse to serve: anyop has no tunnels.
+
+        Raises:
+            ConfigError: always, naming the servers that anyop can run.
+        """
+        for config in _refused("WebhookNgrokTunnel"):
+            yield config
 
 
 class WebhookAutoTunnel(WebhookAutoServer):

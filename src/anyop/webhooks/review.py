@@ -15,7 +15,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal, Protocol, TypedDict
 
 from anyop._jsons import compact
@@ -27,6 +27,7 @@ __all__ = [
     "AdmissionRequest",
     "Headers",
     "Operation",
+    "RequestHeaders",
     "ReviewError",
     "SSLPeer",
     "UserInfo",
@@ -49,6 +50,35 @@ OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
 
 Headers = Mapping[str, str]
 """The HTTP headers of a review request."""
+
+
+class RequestHeaders(Mapping[str, str]):
+    """A request's headers for handlers: names match in any case (``headers["User-Agent"]``).
+
+    HTTP header names are case-insensitive; ASGI servers give them in lower case. Kopf's
+    handlers read them as sent (``User-Agent``): both spellings find the header here.
+    """
+
+    __slots__ = ("_items",)
+
+    def __init__(self, headers: Mapping[str, str] | None = None) -> None:
+        self._items = {name.lower(): value for name, value in (headers or {}).items()}
+
+    def __getitem__(self, name: str) -> str:
+        return self._items[name.lower()]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.lower() in self._items
+
+    def __repr__(self) -> str:
+        return f"RequestHeaders({self._items!r})"
+
 
 SSLPeer = Mapping[str, Any]
 """The verified client certificate, as :meth:`ssl.SSLSocket.getpeercert` returns it."""

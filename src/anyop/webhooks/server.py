@@ -14,7 +14,6 @@ import dataclasses
 import functools
 import logging
 import ssl
-import tempfile
 from collections.abc import AsyncGenerator, Collection
 from pathlib import Path
 from types import TracebackType
@@ -30,7 +29,7 @@ from anyop.webhooks.app import (
     DEFAULT_MAX_CONCURRENCY,
     AdmissionApp,
 )
-from anyop.webhooks.certs import CertificateAuthority, KeyPair
+from anyop.webhooks.certs import KeyPair
 from anyop.webhooks.handshakes import HandshakeFailures, current_handshake_failures
 from anyop.webhooks.managed import WebhookClientConfig
 from anyop.webhooks.review import WebhookFn
@@ -38,8 +37,8 @@ from anyop.webhooks.tls import (
     CertificateFiles,
     ClientVerification,
     check_certificate,
-    reload,
-    san_hosts,
+    follow_files,
+    self_signed_context,
     server_context,
 )
 
@@ -203,7 +202,13 @@ class WebhookServer:
             bound: BoundAddress = await tg.start(serve)
             if context is not None and self.certfile and self.pkeyfile and not self.context:
                 files = CertificateFiles(Path(self.certfile), Path(self.pkeyfile))
-                tg.start_soon(self._follow_files, context, files)
+                follow = functools.partial(
+                    follow_files,
+                    interval=self.file_check_interval,
+                    password=self.password,
+                    what="webhook",
+                )
+                tg.start_soon(follow, context, files)
             logger.info("Webhook server listens at %s.", bound.url(app.path))
             yield self._client_config(bound, app.path, ca_pem)
             await anyio.sleep_forever()
@@ -239,32 +244,19 @@ class WebhookServer:
         Returns:
             The certificate with its key, and the CA certificate (the ``caBundle``), all PEM.
         """
-        sans = san_hosts([self.advertised_host, self.listen_addr, *self.extra_sans])
-        ca = CertificateAuthority("anyop-webhook-ca")
-        return ca.issue(sans[0] if sans else "localhost", sans=sans, server=True), ca.cert_pem
+        _, pair, ca_pem = self._generated()
+        return pair, ca_pem
+
+    def _generated(self) -> tuple[ssl.SSLContext, KeyPair, bytes]:
+        hosts = [self.advertised_host, self.listen_addr, *self.extra_sans]
+        return self_signed_context(
+            hosts, ca_name="anyop-webhook-ca", verification=self.verification
+        )
 
     def _self_signed(self) -> tuple[ssl.SSLContext, bytes]:
-        pair, ca_pem = self.generate_certificate()
+        context, pair, ca_pem = self._generated()
         check_certificate(pair.cert_pem, self.advertised_host, ca_pem=ca_pem)
-        return self._context_from(pair), ca_pem
-
-    def _context_from(self, pair: KeyPair) -> ssl.SSLContext:
-        with tempfile.TemporaryDirectory(prefix="anyop-webhook-") as folder:
-            certfile, keyfile = Path(folder) / "tls.crt", Path(folder) / "tls.key"
-            pair.write(certfile, keyfile)
-            return server_context(certfile, keyfile, password=None, verification=self.verification)
-
-    async def _follow_files(self, context: ssl.SSLContext, files: CertificateFiles) -> None:
-        """Load the certificate files into the context whenever they change."""
-        while True:
-            await anyio.sleep(self.file_check_interval)
-            if files.changed():
-                try:
-                    reload(context, files.certfile, keyfile=files.keyfile, password=self.password)
-                except (ssl.SSLError, OSError) as e:
-                    logger.error("The changed webhook certificate cannot be loaded: %s", e)
-                else:
-                    logger.info("The webhook certificate changed on disk and is reloaded.")
+        return context, ca_pem
 
     def _client_config(
         self, bound: BoundAddress, path: str, ca_pem: bytes | None

@@ -11,7 +11,11 @@
 - :func:`certificate_names` and :func:`check_certificate` check that a certificate covers the
   host that the API servers are told to call, so a bad setup fails at startup, not per request.
 - :class:`CertificateFiles` notices changed certificate files; :func:`reload` loads them into the
-  running context: new handshakes use the new certificate, open connections keep the old one.
+  running context: new handshakes use the new certificate, open connections keep the old one;
+  :func:`follow_files` does both for as long as a server runs.
+- :func:`self_signed_context` makes a CA and a serving certificate it issued, in memory.
+
+The metrics server (:mod:`anyop.engine.operator.metrics_server`) serves with the same contexts.
 """
 
 from __future__ import annotations
@@ -20,17 +24,21 @@ import contextvars
 import datetime
 import hashlib
 import ipaddress
+import logging
 import ssl
 import sys
+import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 
 from anyop.errors import ConfigError
+from anyop.webhooks.certs import CertificateAuthority, KeyPair
 from anyop.webhooks.handshakes import current_handshake_failures, peer_of
 
 __all__ = [
@@ -40,10 +48,15 @@ __all__ = [
     "certificate_names",
     "check_certificate",
     "current_sslpeer",
+    "follow_files",
+    "pair_context",
     "reload",
     "san_hosts",
+    "self_signed_context",
     "server_context",
 ]
+
+logger = logging.getLogger("anyop.webhooks")
 
 current_sslpeer: contextvars.ContextVar[Mapping[str, Any] | None] = contextvars.ContextVar(
     "anyop_sslpeer", default=None
@@ -132,6 +145,60 @@ def reload(context: ssl.SSLContext, certfile: Path, *, keyfile: Path, password: 
         ssl.SSLError: The files do not form a valid certificate and key (the old ones stay).
     """
     context.load_cert_chain(str(certfile), str(keyfile), password=password)
+
+
+def pair_context(pair: KeyPair, *, verification: ClientVerification) -> ssl.SSLContext:
+    """A serving context with a certificate held in memory (written to a private temporary
+    folder only while it is loaded: :mod:`ssl` loads certificates from files)."""
+    with tempfile.TemporaryDirectory(prefix="anyop-tls-") as folder:
+        certfile, keyfile = Path(folder) / "tls.crt", Path(folder) / "tls.key"
+        pair.write(certfile, keyfile)
+        return server_context(certfile, keyfile, password=None, verification=verification)
+
+
+def self_signed_context(
+    hosts: Iterable[str | None], *, ca_name: str, verification: ClientVerification
+) -> tuple[ssl.SSLContext, KeyPair, bytes]:
+    """A new CA, a serving certificate it issued for ``hosts`` (see :func:`san_hosts`), and a
+    serving context with that certificate.
+
+    Returns:
+        The context, the certificate with its key, and the CA certificate (PEM).
+    """
+    sans = san_hosts(hosts)
+    ca = CertificateAuthority(ca_name)
+    pair = ca.issue(sans[0] if sans else "localhost", sans=sans, server=True)
+    return pair_context(pair, verification=verification), pair, ca.cert_pem
+
+
+async def follow_files(
+    context: ssl.SSLContext,
+    files: CertificateFiles,
+    *,
+    interval: float,
+    password: str | None,
+    what: str,
+) -> None:
+    """Load the certificate files into the serving context whenever they change; forever.
+
+    A change that cannot be loaded is logged and the previous certificate stays in use.
+
+    Args:
+        context: The running server's context.
+        files: The certificate files to look at every ``interval`` seconds.
+        interval: Seconds between looks.
+        password: The private key's password.
+        what: The server's name in the log lines, e.g. ``"webhook"``.
+    """
+    while True:
+        await anyio.sleep(interval)
+        if files.changed():
+            try:
+                reload(context, files.certfile, keyfile=files.keyfile, password=password)
+            except (ssl.SSLError, OSError) as e:
+                logger.error("The changed %s certificate cannot be loaded: %s", what, e)
+            else:
+                logger.info("The %s certificate changed on disk and is reloaded.", what)
 
 
 def san_hosts(hosts: Iterable[str | None]) -> list[str]:

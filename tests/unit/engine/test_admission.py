@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 from typing import Any
 
 import anyio
@@ -12,7 +13,7 @@ import pytest
 import anyop.on as on
 from anyop.engine.cycle.object_memories import Memories
 from anyop.engine.operator.admission_reviews import Reviewer, open_admission
-from anyop.errors import AdmissionError, ConfigError, TemporaryError
+from anyop.errors import AdmissionError, ConfigError, PermanentError, TemporaryError
 from anyop.handlers.causes import WebhookType
 from anyop.handlers.registry import OperatorRegistry
 from anyop.kube.resources import Resource
@@ -66,7 +67,8 @@ async def test_handlers_get_the_admission_kwargs() -> None:
     assert seen["dryrun"] is True
     assert seen["userinfo"] == {"username": "alice"}
     assert seen["headers"] == {"authorization": "Bearer t"}
-    assert seen["sslpeer"] is None
+    assert seen["headers"]["Authorization"] == "Bearer t"  # any case, as Kopf's handlers read it
+    assert seen["sslpeer"] == {}  # no client certificate: an empty mapping, as in Kopf
     assert seen["old"] == OLD
     assert seen["new"] == NEW
     assert [tuple(item)[:2] for item in seen["diff"]] == [("change", ("spec", "v"))]
@@ -101,6 +103,7 @@ async def test_a_known_object_gets_its_own_memo_and_a_creation_a_memo_of_its_own
 async def test_an_error_denies_and_the_admission_error_wins(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.INFO, logger="anyop")
     registry = OperatorRegistry()
 
     @on.validate("kopfexamples", registry=registry, id="a")
@@ -116,10 +119,28 @@ async def test_an_error_denies_and_the_admission_error_wins(
     assert answer["response"]["status"] == {"message": "not like this", "code": 422}
     answer = await reviewer(registry)(review(), webhook="a")
     assert answer["response"]["status"] == {"message": "later", "code": 500}
-    denial = [r for r in caplog.records if "'b' failed" in r.getMessage()]
-    assert [r.getMessage() for r in denial] == ["Webhook 'b' failed permanently: not like this"]
-    assert denial[0].exc_info is None  # a denial as meant: Kopf's one line, no traceback
+    denial = [r for r in caplog.records if "'b'" in r.getMessage()]
+    assert [r.getMessage() for r in denial] == ["Webhook 'b' denied: not like this"]
+    assert denial[0].levelno == logging.INFO  # a denial as meant: normal operation
+    assert denial[0].exc_info is None
     assert any("'a' failed with an exception." in r.getMessage() for r in caplog.records)
+
+
+async def test_a_permanent_error_that_is_no_admission_error_is_logged_as_a_failure(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    registry = OperatorRegistry()
+
+    @on.validate("kopfexamples", registry=registry, id="c")
+    def c(**_: Any) -> None:
+        raise PermanentError("broken")
+
+    answer = await reviewer(registry)(review())
+    assert answer["response"]["allowed"] is False
+    failures = [r for r in caplog.records if "'c'" in r.getMessage()]
+    assert [(r.levelno, r.getMessage()) for r in failures] == [
+        (logging.ERROR, "Webhook 'c' failed permanently: broken")
+    ]
 
 
 async def test_mutations_are_patched_but_not_on_deletion_nor_by_validators() -> None:

@@ -335,3 +335,56 @@ def test_what_sees_more_than_the_essence_makes_echoes_loud(
     registry = creating(OperatorRegistry())
     declare(registry)
     assert not registry.echoes_are_quiet(RESOURCE)
+
+
+class KeepingServer(Server):
+    """As :class:`Server`, but a patch that changes nothing keeps the resourceVersion (as
+    kube-apiserver does): its answer then carries the version of whoever wrote last."""
+
+    async def patch(self, resource: Resource, payload: Any, **_: Any) -> dict[str, Any]:
+        self.patches.append(payload)
+        self.meanwhile(self.current)
+        before = copy.deepcopy(self.current)
+        self.current = merge(copy.deepcopy(self.current), payload)
+        if self.current != before:
+            version = int(self.current["metadata"]["resourceVersion"]) + 1
+            self.current["metadata"]["resourceVersion"] = str(version)
+        return copy.deepcopy(self.current)
+
+
+def test_a_write_that_changes_nothing_does_not_swallow_another_clients_change() -> None:
+    """An event handler's patch changes nothing; another client's spec change landed just before
+    it, so the answer carries that change's version: its event still gets a full cycle."""
+    registry = creating(OperatorRegistry())
+    updates: list[Any] = []
+    on.update("kopfexamples", registry=registry, id="update_fn")(
+        lambda new, **_: updates.append(new["spec"])
+    )
+    on.event("kopfexamples", registry=registry, id="event_fn")(
+        lambda patch, **_: patch.status.update(seen=True)  # the same every time
+    )
+    settings = OperatorSettings()
+    server = KeepingServer(body(), lambda _: None)
+    client: Any = server
+    rec = Reconciler(client, RESOURCE, registry, settings, persistence_for(RESOURCE, settings))
+
+    versions: list[str] = []
+
+    def another_change(current: dict[str, Any]) -> None:
+        current["spec"] = {"field": "changed"}
+        versions.append(str(int(current["metadata"]["resourceVersion"]) + 1))
+        current["metadata"]["resourceVersion"] = versions[-1]
+
+    async def main() -> None:
+        slot = ObjectSlot(uid="u1")
+        await create_then_echo_in(rec, server, slot)
+        server.meanwhile = another_change  # lands before the event handler's no-op write
+        again = copy.deepcopy(server.current)
+        await rec(slot, Observed(again, type="MODIFIED"))
+        server.meanwhile = lambda _: None
+        assert server.current["spec"] == {"field": "changed"}
+        assert server.current["metadata"]["resourceVersion"] == versions[0]  # a no-op write
+        await rec(slot, Observed(copy.deepcopy(server.current), type="MODIFIED"))  # its event
+
+    anyio.run(main)
+    assert updates == [{"field": "changed"}]

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import anyop
+from anyop.engine.reconciling import children as children_module
 from anyop.engine.reconciling.child_writes import Written, echoes, seen, written
 from anyop.engine.reconciling.children import ChildrenIndex, controller_uid, not_older
 from anyop.engine.reconciling.decisions import (
@@ -44,6 +45,7 @@ def test_reconcile_registers_a_reconciler_with_its_owned_resources_and_options()
         labels={"app": "x"},
         resync=30,
         finalizer=True,
+        status_changes=True,
         registry=registry,
         id="keep",
     )
@@ -55,7 +57,7 @@ def test_reconcile_registers_a_reconciler_with_its_owned_resources_and_options()
     assert handler.owned_names == ("configmaps", "secrets")
     assert [s.any_name for s in handler.owns] == ["configmaps", "secrets"]
     assert handler.child_labels == {"app": "x"}
-    assert (handler.resync, handler.finalizer) == (30, True)
+    assert (handler.resync, handler.finalizer, handler.status_changes) == (30, True, True)
     assert registry.reconciling.selectors() <= registry.watched_selectors()
 
 
@@ -69,6 +71,7 @@ def test_reconcile_registers_a_reconciler_with_its_owned_resources_and_options()
         ({"resync": 0}, "resync= must be positive"),
         ({"resync": "often"}, "resync= has a wrong type"),
         ({"finalizer": "yes"}, "finalizer= has a wrong type"),
+        ({"status_changes": 1}, "status_changes= has a wrong type"),
         ({"retries": 3}, "unknown options ['retries']"),
     ],
 )
@@ -109,6 +112,7 @@ def test_none_succeeds_and_waits_for_changes_or_the_resync() -> None:
     done = verdict(None, resync=30)
     assert (done.succeeded, done.delay, done.throttled, done.result) == (True, 30, False, "success")
     assert done.message == "Reconciler 'r' succeeded."
+    assert done.level == logging.DEBUG  # a routine call: only with --verbose
 
 
 def test_a_requeue_calls_again_after_its_delay_unless_something_changes_sooner() -> None:
@@ -196,6 +200,22 @@ def test_a_write_is_seen_once_the_index_shows_its_version_or_its_deletion() -> N
     assert seen(deletion, index)
     index.update("configmaps", child("c1", "p", "8"), deleted=True)
     assert seen(deletion, index)
+
+
+def test_a_created_child_deleted_since_by_anyone_is_seen() -> None:
+    index = ChildrenIndex(["configmaps"])
+    create = written("configmaps", child("c1", "p", "5"))
+    index.update("configmaps", child("c1", "p", "9"), deleted=True)  # before the create's answer
+    assert seen(create, index)  # its deletion came after every earlier state of it
+    assert not seen(written("configmaps", child("c2", "p", "5")), index)
+
+
+def test_the_index_remembers_only_the_latest_deletions(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(children_module, "GONE_KEPT", 2)
+    index = ChildrenIndex(["configmaps"])
+    for uid in ("c1", "c2", "c3"):
+        index.update("configmaps", child(uid, "p", "5"), deleted=True)
+    assert [index.gone("configmaps", uid) for uid in ("c1", "c2", "c3")] == [False, True, True]
 
 
 # -- the finalizer and the children's bodies ------------------------------------------------------

@@ -45,10 +45,12 @@ def parent(version: str = "1", **extra: Any) -> dict[str, Any]:
 
 
 class Server:
-    """Answers writes as the API server would, with a new resourceVersion each time."""
+    """Answers writes as the API server would, with a new resourceVersion each time, applied to
+    :attr:`current` (the parent as the test last made it)."""
 
     def __init__(self) -> None:
         self.version = 10
+        self.current = parent()
         self.patches: list[tuple[Any, str | None]] = []
         self.created: list[dict[str, Any]] = []
 
@@ -58,9 +60,10 @@ class Server:
 
     async def patch(self, resource: Resource, payload: Any, **options: Any) -> dict[str, Any]:
         self.patches.append((payload, options.get("subresource")))
-        answer: dict[str, Any] = merge(copy.deepcopy(parent()), payload)
+        answer: dict[str, Any] = merge(copy.deepcopy(self.current), payload)
         answer["metadata"]["resourceVersion"] = self._next()
-        return answer
+        self.current = answer
+        return copy.deepcopy(answer)
 
     async def create(self, resource: Resource, body: dict[str, Any]) -> dict[str, Any]:
         child = copy.deepcopy(body)
@@ -124,9 +127,14 @@ async def test_the_echo_of_its_own_status_write_calls_nothing_but_a_newer_change
         controller.observe(parent("11", status={"seen": True}), deleted=False)  # our echo
         await anyio.wait_all_tasks_blocked()
         assert len(calls) == 1
-        controller.observe(parent("12", status={"seen": True}), deleted=False)  # someone else
+        controller.observe(parent("12", status={"seen": False}), deleted=False)  # not a change
         await anyio.wait_all_tasks_blocked()
-        assert [c["version"] for c in calls] == ["1", "12"]
+        assert len(calls) == 1  # another client's change of the status alone
+        changed = parent("13", status={"seen": True}, spec={"replicas": 2})
+        server.current = changed
+        controller.observe(changed, deleted=False)  # someone else
+        await anyio.wait_all_tasks_blocked()
+        assert [c["version"] for c in calls] == ["1", "13"]
         tg.cancel_scope.cancel()
 
 
@@ -158,7 +166,7 @@ async def test_a_childs_change_calls_its_parent_after_the_previous_writes_are_se
         controller.observe(parent("1"), deleted=False)
         await anyio.wait_all_tasks_blocked()
         assert len(server.created) == 1
-        controller.observe(parent("2"), deleted=False)  # a change before the watch shows it
+        controller.observe(parent("2", spec={"replicas": 2}), deleted=False)  # before the child
         await anyio.wait_all_tasks_blocked()
         assert len(calls) == 1  # the second call waits for the child
         child = server.created[0]
@@ -187,6 +195,7 @@ async def test_a_finalizer_is_added_first_and_released_after_a_call_while_deleti
         assert server.patches == [(added, None)]
         deleting = parent("20")
         deleting["metadata"] |= {"deletionTimestamp": "now", "finalizers": [final]}
+        server.current = deleting
         controller.observe(deleting, deleted=False)
         await anyio.wait_all_tasks_blocked()
         assert len(calls) == 2

@@ -59,6 +59,24 @@ async def test_what_cannot_be_served_is_named_and_left_out(
     assert "watchedonlies" not in nonpatchable[0]
 
 
+async def test_a_resource_name_with_a_typo_is_warned_about_with_the_nearest_served_name(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def discover(client: Any) -> list[Resource]:
+        return DISCOVERED
+
+    monkeypatch.setattr(served, "discover", discover)
+    registry = OperatorRegistry()
+    on.create("kopfexampels", registry=registry)(lambda **_: None)
+    with caplog.at_level(logging.WARNING, logger="anyop"):
+        resources = await served.served_resources(None, registry)  # type: ignore[arg-type]
+    assert resources == []
+    assert caplog.messages == [
+        "Unresolved resources cannot be served (try creating their CRDs): "
+        "Selector(any_name='kopfexampels') (did you mean kopfexamples.kopf.dev?)"
+    ]
+
+
 async def test_a_rediscovery_does_not_repeat_the_warnings_that_still_hold(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextvars
 import threading
+from collections.abc import Iterator
 
 import anyio
 import pytest
@@ -15,8 +16,15 @@ pytestmark = pytest.mark.anyio
 VAR: contextvars.ContextVar[str] = contextvars.ContextVar("VAR", default="unset")
 
 
-async def test_results_errors_and_context_variables_cross_over() -> None:
-    pool = DaemonThreads()
+@pytest.fixture
+def pool() -> Iterator[DaemonThreads]:
+    """A pool of its own, closed after the test: its idle threads exit at once."""
+    threads = DaemonThreads()
+    yield threads
+    threads.close()
+
+
+async def test_results_errors_and_context_variables_cross_over(pool: DaemonThreads) -> None:
     assert await pool.run(lambda: 42) == 42
     with pytest.raises(ZeroDivisionError):
         await pool.run(lambda: 1 / 0)
@@ -24,15 +32,15 @@ async def test_results_errors_and_context_variables_cross_over() -> None:
     assert await pool.run(VAR.get) == "from the loop"
 
 
-async def test_threads_are_daemon_threads_and_reused_when_idle() -> None:
-    pool = DaemonThreads()
+async def test_threads_are_daemon_threads_and_reused_when_idle(pool: DaemonThreads) -> None:
     names = [await pool.run(lambda: threading.current_thread()) for _ in range(5)]
     assert pool.started == 1
     assert all(thread.daemon for thread in names)
 
 
-async def test_the_pool_grows_when_all_threads_are_busy_and_the_limiter_bounds_it() -> None:
-    pool = DaemonThreads()
+async def test_the_pool_grows_when_all_threads_are_busy_and_the_limiter_bounds_it(
+    pool: DaemonThreads,
+) -> None:
     release, three_run = threading.Event(), threading.Event()
     running: list[int] = []
     peak = 0
@@ -60,8 +68,7 @@ async def test_the_pool_grows_when_all_threads_are_busy_and_the_limiter_bounds_i
     assert pool.started == 3
 
 
-async def test_a_cancelled_call_leaves_its_thread_running_on_its_own() -> None:
-    pool = DaemonThreads()
+async def test_a_cancelled_call_leaves_its_thread_running_on_its_own(pool: DaemonThreads) -> None:
     started, release, finished = threading.Event(), threading.Event(), threading.Event()
 
     def stuck() -> None:

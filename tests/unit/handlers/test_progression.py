@@ -31,7 +31,7 @@ from anyop.handlers.progression import (
     title,
 )
 from anyop.kube.patches import Patch
-from anyop.storage.progress import AnnotationsProgressStorage, ProgressRecord
+from anyop.storage.progress import AnnotationsProgressStorage, ParsedRecord
 
 NOW = datetime.datetime(2024, 1, 1, 12, 0, 0, tzinfo=datetime.UTC)
 LATER = NOW + datetime.timedelta(seconds=30)
@@ -67,8 +67,8 @@ def test_outcomes_move_handlers_towards_done() -> None:
     )
     assert progress["a"].success
     assert progress["b"].sleeping(NOW)
-    assert progress.delays(NOW) == [30.0]
-    assert progress.delay(NOW + datetime.timedelta(seconds=10)) == 20.0
+    assert progress.delays(NOW) == [30.000002]  # two microseconds more: never woken early
+    assert progress.delay(NOW + datetime.timedelta(seconds=10)) == 20.000002
     assert progress.awakened([A, B], now=NOW) == []
     assert progress.awakened([A, B], now=LATER) == [B]
     progress = progress.with_outcomes({"b": Outcome(final=True, exception=ValueError())}, now=LATER)
@@ -97,7 +97,7 @@ def test_stored_states_are_inactive_until_selected_again() -> None:
 
 
 def test_unchanged_records_are_not_rewritten() -> None:
-    record = ProgressRecord(started=NOW, purpose="create", retries=0, success=False, failure=False)
+    record = ParsedRecord(started=NOW, purpose="create", retries=0, success=False, failure=False)
     body = {"metadata": {"annotations": {"kopf.zalando.org/a": record.to_json()}}}
     progress = Progress.from_storage(body=body, storage=STORAGE, handlers=[A], now=NOW)
     patch = Patch()
@@ -172,7 +172,7 @@ def test_states_round_trip_through_records() -> None:
 
 
 def test_records_without_a_start_get_the_current_time() -> None:
-    restored = HandlerState.from_record(ProgressRecord(), now=NOW)
+    restored = HandlerState.from_record(ParsedRecord(), now=NOW)
     assert restored.started == NOW
     assert restored.retries == 0
     assert not restored.finished

@@ -228,6 +228,33 @@ def test_unresolved_selectors_are_reported() -> None:
     assert ambiguous_message(resolution) == []
 
 
+@pytest.mark.parametrize(
+    ("selector", "meant"),
+    [
+        (Selector("kopfexampels"), "kopfexamples.kopf.dev"),
+        (Selector("KopfExampel"), "kopfexamples.kopf.dev"),
+        (Selector("kopfexample.kopf.dve"), "kopfexamples.kopf.dev"),
+        (Selector(plural="componentstatus"), "componentstatuses"),
+    ],
+)
+def test_an_unresolved_name_with_a_typo_gets_the_nearest_served_name(
+    selector: Selector, meant: str
+) -> None:
+    resolution = resolve([selector], CLUSTER)
+    assert unresolved_message(resolution, CLUSTER) == (
+        "Unresolved resources cannot be served (try creating their CRDs): "
+        f"{selector!r} (did you mean {meant}?)"
+    )
+
+
+def test_an_unresolved_name_far_from_every_served_one_gets_no_guess() -> None:
+    resolution = resolve([Selector("kopf.dev", "missings"), Selector("databases")], CLUSTER)
+    assert unresolved_message(resolution, CLUSTER) == (
+        "Unresolved resources cannot be served (try creating their CRDs): "
+        "Selector(any_name='databases'), Selector(group='kopf.dev', any_name='missings')"
+    )
+
+
 def test_nonwatchable_resources_are_not_served_and_nonpatchable_are_reported() -> None:
     resolution = resolve([Selector("bindings"), Selector("componentstatuses")], CLUSTER)
     assert resolution.nonwatchable == {Resource("", "v1", "bindings")}

@@ -101,9 +101,10 @@ def api() -> Iterator[respx.MockRouter]:
         yield router
 
 
-async def client_for(api: respx.Router) -> KubeClient:
+async def client_for(api: respx.Router, default_namespace: str | None = None) -> KubeClient:
     vault = Vault()
-    await vault.populate({"t": ConnectionInfo(SERVER, token="t")})
+    info = ConnectionInfo(SERVER, token="t", default_namespace=default_namespace)
+    await vault.populate({"t": info})
     factory = lambda info, ctx: httpx.MockTransport(api.async_handler)  # noqa: E731
     no_waits = OperatorSettings.model_validate({"networking": {"error_backoffs": (0.001,)}})
     return open_client(vault, settings=no_waits, transport_factory=factory)
@@ -116,6 +117,18 @@ async def test_an_event_is_posted_to_the_objects_namespace(api: respx.MockRouter
         await post_event(client, obj=KEX, type="Normal", reason="Created", message="Hi")
     assert api.calls.call_count == route.call_count == 1
     assert json.loads(route.calls.last.request.content)["involvedObject"]["name"] == "kex1"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("default_namespace", "posted_to"), [("ops", "ops"), (None, "default")])
+async def test_events_about_cluster_scoped_objects_go_to_the_credentials_default_namespace(
+    api: respx.MockRouter, default_namespace: str | None, posted_to: str
+) -> None:
+    route = api.post(f"/api/v1/namespaces/{posted_to}/events").respond(201, json={})
+    async with await client_for(api, default_namespace) as client:
+        await post_event(client, obj=NAMESPACE, type="Normal", reason="Seen", message="Hi")
+    assert api.calls.call_count == route.call_count == 1
+    assert json.loads(route.calls.last.request.content)["metadata"]["namespace"] == posted_to
 
 
 @pytest.mark.anyio

@@ -281,3 +281,25 @@ def test_a_patch_is_slotted_and_its_copies_keep_their_fns() -> None:
 
 def _drop_field(body: MutableMapping[str, Any]) -> None:
     body.pop("field", None)
+
+
+def test_a_patch_made_with_kopfs_body_argument_is_expressed_against_that_body() -> None:
+    body = {"metadata": {"labels": {"x": "1"}}, "spec": {"items": [1]}}
+    patch = Patch({"spec": {"injected": 123}, "metadata": {"labels": {"x": None}}}, body=body)
+    assert patch.as_json_patch() == [
+        {"op": "remove", "path": "/metadata/labels/x"},
+        {"op": "add", "path": "/spec/injected", "value": 123},
+    ]
+
+
+def test_a_patch_without_a_body_replaces_its_values_and_removes_its_nones_as_kopfs() -> None:
+    patch = Patch({"spec": {"a/b": 1, "c": None}, "status": {"d": {}}})
+    assert patch.as_json_patch() == [
+        {"op": "replace", "path": "/spec/a~1b", "value": 1},
+        {"op": "remove", "path": "/spec/c"},
+        {"op": "replace", "path": "/status/d", "value": {}},
+    ]
+    assert Patch().as_json_patch() == []
+    patch.fns.append(_drop_field)
+    with pytest.raises(ValueError, match=r"pass Patch\(body=\.\.\.\)"):
+        patch.as_json_patch()

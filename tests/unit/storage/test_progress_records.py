@@ -9,7 +9,7 @@ import pytest
 
 from anyop.storage.progress_records import (
     CorruptRecordError,
-    ProgressRecord,
+    ParsedRecord,
     StorageWarning,
     WarningsKeeper,
     format_timestamp,
@@ -41,7 +41,7 @@ def test_timestamps_with_or_without_zones_parse_to_aware_utc(text: str) -> None:
 
 
 def test_records_serialise_compactly_in_kopf_key_order_without_nones() -> None:
-    record = ProgressRecord(
+    record = ParsedRecord(
         started=NOW, delayed=NOW, purpose="update", retries=1, success=False, failure=False,
         message="Not ready.", subrefs=("fn/b", "fn/a"),
     )  # fmt: skip
@@ -53,20 +53,20 @@ def test_records_serialise_compactly_in_kopf_key_order_without_nones() -> None:
 
 
 def test_verbose_records_keep_none_fields() -> None:
-    assert ProgressRecord(retries=0).to_dict(verbose=True) == {
+    assert ParsedRecord(retries=0).to_dict(verbose=True) == {
         "started": None, "stopped": None, "delayed": None, "purpose": None, "retries": 0,
         "success": None, "failure": None, "message": None, "subrefs": None,
     }  # fmt: skip
 
 
 def test_records_round_trip_through_json() -> None:
-    record = ProgressRecord(started=NOW, stopped=NOW, retries=3, success=True, subrefs=("a",))
-    assert ProgressRecord.from_json(record.to_json()) == record
+    record = ParsedRecord(started=NOW, stopped=NOW, retries=3, success=True, subrefs=("a",))
+    assert ParsedRecord.from_json(record.to_json()) == record
 
 
 def test_kopf_records_and_unknown_fields_are_read() -> None:
     text = '{"started":"2020-02-14T16:58:25.396364","retries":0,"future":"field"}'
-    assert ProgressRecord.from_json(text) == ProgressRecord(started=NOW, retries=0)
+    assert ParsedRecord.from_json(text) == ParsedRecord(started=NOW, retries=0)
 
 
 @pytest.mark.parametrize(
@@ -87,13 +87,13 @@ def test_kopf_records_and_unknown_fields_are_read() -> None:
 )
 def test_corrupt_records_raise_a_dedicated_error(text: str) -> None:
     with pytest.raises(CorruptRecordError):
-        ProgressRecord.from_json(text)
+        ParsedRecord.from_json(text)
 
 
 @pytest.mark.parametrize("value", [None, 5, {"a": 1}])
 def test_records_must_be_json_strings(value: Any) -> None:
     with pytest.raises(CorruptRecordError, match="JSON string"):
-        ProgressRecord.from_json(value)
+        ParsedRecord.from_json(value)
 
 
 def test_warnings_are_kept_until_drained_and_bounded() -> None:

@@ -12,14 +12,14 @@ from anyop.kube.patches import Patch
 from anyop.storage.progress import (
     AnnotationsProgressStorage,
     MultiProgressStorage,
-    ProgressRecord,
+    ParsedRecord,
     ProgressStorage,
     SmartProgressStorage,
     StatusProgressStorage,
 )
 
 NOW = datetime.datetime(2020, 1, 1, tzinfo=datetime.UTC)
-RECORD = ProgressRecord(started=NOW, purpose="create", retries=0, success=False, failure=False)
+RECORD = ParsedRecord(started=NOW, purpose="create", retries=0, success=False, failure=False)
 JSON = RECORD.to_json()
 
 
@@ -30,46 +30,46 @@ def annotated(annotations: dict[str, Any]) -> dict[str, Any]:
 def test_annotations_storage_uses_kopf_keys_with_a_kopf_prefix() -> None:
     storage = AnnotationsProgressStorage(prefix="kopf.zalando.org")
     patch = Patch()
-    storage.store(key="update_fn/s2/z1", record=RECORD, body={}, patch=patch)
+    storage.write(key="update_fn/s2/z1", record=RECORD, body={}, patch=patch)
     assert patch.meta.annotations == {"kopf.zalando.org/update_fn.s2.z1": JSON}
 
 
 def test_annotations_storage_defaults_to_anyop_keys_with_a_marker() -> None:
     patch = Patch()
-    AnnotationsProgressStorage().store(key="create_fn", record=RECORD, body={}, patch=patch)
+    AnnotationsProgressStorage().write(key="create_fn", record=RECORD, body={}, patch=patch)
     assert patch.meta.annotations == {"anyop.dev/create_fn": JSON, "anyop.dev/kopf-managed": "yes"}
 
 
 def test_annotations_storage_fetches_what_it_stored() -> None:
     storage = AnnotationsProgressStorage()
     body = annotated({"anyop.dev/create_fn": JSON})
-    assert storage.fetch(key="create_fn", body=body) == RECORD
-    assert storage.fetch(key="other", body=body) is None
-    assert storage.fetch(key="create_fn", body={}) is None
+    assert storage.read(key="create_fn", body=body) == RECORD
+    assert storage.read(key="other", body=body) is None
+    assert storage.read(key="create_fn", body={}) is None
 
 
 def test_long_ids_are_hashed_to_at_most_63_characters() -> None:
     storage = AnnotationsProgressStorage(prefix="kopf.zalando.org")
     long_id = "create_fn/" + "item" * 20
     patch = Patch()
-    storage.store(key=long_id, record=RECORD, body={}, patch=patch)
+    storage.write(key=long_id, record=RECORD, body={}, patch=patch)
     keys = list(patch.meta.annotations)
     assert all(len(key.split("/", 1)[1]) <= 63 for key in keys)
     assert len(keys) == 2  # v2 and v1 differ for such a long id
-    assert storage.fetch(key=long_id, body=annotated(dict(patch.meta.annotations))) == RECORD
+    assert storage.read(key=long_id, body=annotated(dict(patch.meta.annotations))) == RECORD
 
 
 def test_v1_keys_of_older_operators_are_read() -> None:
     storage = AnnotationsProgressStorage(prefix="kopf.zalando.org")
     long_id = "handler_" + "a" * 50
     v1_key = storage.naming.make_v1_key(long_id)
-    assert storage.fetch(key=long_id, body=annotated({v1_key: JSON})) == RECORD
+    assert storage.read(key=long_id, body=annotated({v1_key: JSON})) == RECORD
 
 
 def test_verbose_storage_keeps_none_fields() -> None:
     patch = Patch()
     storage = AnnotationsProgressStorage(prefix="kopf.zalando.org", verbose=True)
-    storage.store(key="fn", record=ProgressRecord(retries=1), body={}, patch=patch)
+    storage.write(key="fn", record=ParsedRecord(retries=1), body={}, patch=patch)
     assert '"stopped":null' in patch.meta.annotations["kopf.zalando.org/fn"]
 
 
@@ -77,7 +77,7 @@ def test_verbose_storage_keeps_none_fields() -> None:
 def test_corrupt_annotations_are_absent_with_a_warning(corrupt: str) -> None:
     storage = AnnotationsProgressStorage(prefix="kopf.zalando.org")
     body = annotated({"kopf.zalando.org/create_fn": corrupt})
-    assert storage.fetch(key="create_fn", body=body) is None
+    assert storage.read(key="create_fn", body=body) is None
     (warning,) = storage.drain_warnings()
     assert warning.where == "annotation 'kopf.zalando.org/create_fn'"
     assert storage.drain_warnings() == []
@@ -88,14 +88,14 @@ def test_a_corrupt_v2_key_falls_back_to_a_readable_v1_key() -> None:
     long_id = "handler_" + "a" * 50
     keys = storage.naming.make_keys(long_id)
     body = annotated({keys[0]: "garbage", keys[1]: JSON})
-    assert storage.fetch(key=long_id, body=body) == RECORD
+    assert storage.read(key=long_id, body=body) == RECORD
     assert len(storage.drain_warnings()) == 1
 
 
 def test_purge_removes_stored_keys_and_cancels_pending_writes() -> None:
     storage = AnnotationsProgressStorage(prefix="kopf.zalando.org")
     patch = Patch()
-    storage.store(key="pending", record=RECORD, body={}, patch=patch)
+    storage.write(key="pending", record=RECORD, body={}, patch=patch)
     storage.purge(key="pending", body={}, patch=patch)
     storage.purge(key="stored", body=annotated({"kopf.zalando.org/stored": JSON}), patch=patch)
     storage.purge(key="absent", body={}, patch=patch)
@@ -132,18 +132,18 @@ def test_clear_removes_the_storage_annotations_from_an_essence() -> None:
 def test_status_storage_keeps_records_as_objects_with_explicit_nones() -> None:
     storage = StatusProgressStorage()
     patch = Patch()
-    storage.store(key="create_fn/item1", record=RECORD, body={}, patch=patch)
+    storage.write(key="create_fn/item1", record=RECORD, body={}, patch=patch)
     record = patch["status"]["anyop"]["progress"]["create_fn/item1"]
     assert record["purpose"] == "create"
     assert record["delayed"] is None
     body = {"status": {"anyop": {"progress": {"create_fn/item1": record}}}}
-    assert storage.fetch(key="create_fn/item1", body=body) == RECORD
+    assert storage.read(key="create_fn/item1", body=body) == RECORD
 
 
 def test_status_storage_with_kopf_legacy_layout() -> None:
     storage = StatusProgressStorage(name="kopf")
     body = {"status": {"kopf": {"progress": {"fn": {"started": "2020-01-01T00:00:00"}}}}}
-    assert storage.fetch(key="fn", body=body) == ProgressRecord(started=NOW)
+    assert storage.read(key="fn", body=body) == ParsedRecord(started=NOW)
     assert storage.field == ("status", "kopf", "progress")
     assert storage.touch_field == ("status", "kopf", "dummy")
 
@@ -151,7 +151,7 @@ def test_status_storage_with_kopf_legacy_layout() -> None:
 def test_status_storage_treats_corrupt_records_as_absent_with_a_warning() -> None:
     storage = StatusProgressStorage()
     body = {"status": {"anyop": {"progress": {"fn": "oops"}}}}
-    assert storage.fetch(key="fn", body=body) is None
+    assert storage.read(key="fn", body=body) is None
     (warning,) = storage.drain_warnings()
     assert "status.anyop.progress" in warning.where
 
@@ -187,15 +187,15 @@ def test_multi_storage_reads_the_first_found_and_writes_all() -> None:
     annotations = AnnotationsProgressStorage(prefix="kopf.zalando.org")
     status = StatusProgressStorage(name="kopf")
     storage = MultiProgressStorage([annotations, status])
-    older = ProgressRecord(started=NOW, retries=5)
+    older = ParsedRecord(started=NOW, retries=5)
     body = {
         "metadata": {"annotations": {"kopf.zalando.org/fn": JSON}},
         "status": {"kopf": {"progress": {"fn": older.to_dict()}}},
     }
-    assert storage.fetch(key="fn", body=body) == RECORD
-    assert storage.fetch(key="fn", body={"status": body["status"]}) == older
+    assert storage.read(key="fn", body=body) == RECORD
+    assert storage.read(key="fn", body={"status": body["status"]}) == older
     patch = Patch()
-    storage.store(key="fn", record=RECORD, body={}, patch=patch)
+    storage.write(key="fn", record=RECORD, body={}, patch=patch)
     assert "kopf.zalando.org/fn" in patch.meta.annotations
     assert "fn" in patch["status"]["kopf"]["progress"]
 
@@ -208,16 +208,16 @@ def test_multi_storage_collects_warnings_of_all_storages() -> None:
         "metadata": {"annotations": {"kopf.zalando.org/fn": "{"}},
         "status": {"kopf": {"progress": {"fn": []}}},
     }
-    assert storage.fetch(key="fn", body=body) is None
+    assert storage.read(key="fn", body=body) is None
     assert len(storage.drain_warnings()) == 2
 
 
 def test_smart_storage_reads_legacy_status_but_writes_only_annotations() -> None:
     storage = SmartProgressStorage(name="kopf", prefix="kopf.zalando.org")
     legacy = {"status": {"kopf": {"progress": {"fn": RECORD.to_dict()}}}}
-    assert storage.fetch(key="fn", body=legacy) == RECORD
+    assert storage.read(key="fn", body=legacy) == RECORD
     patch = Patch()
-    storage.store(key="fn", record=RECORD, body={}, patch=patch)
+    storage.write(key="fn", record=RECORD, body={}, patch=patch)
     storage.touch(body={}, patch=patch, value="now")
     assert "status" not in patch
     assert set(patch.meta.annotations) == {"kopf.zalando.org/fn", "kopf.zalando.org/touch-dummy"}
@@ -245,3 +245,43 @@ class KopfStyleStorage(StatusProgressStorage):
 def test_a_storage_written_for_kopf_overrides_clear_unchanged() -> None:
     storage = MultiProgressStorage([KopfStyleStorage(), AnnotationsProgressStorage()])
     assert storage.clear(essence={"spec": {}, "scratch": 1}) == {"spec": {}}
+
+
+class _DictStorage(ProgressStorage):
+    """A storage written for Kopf: it keeps Kopf's records as they come, in a dict."""
+
+    def __init__(self, kept: dict[str, Any]) -> None:
+        self.kept = kept
+
+    def fetch(self, *, key: str, body: Mapping[str, Any]) -> Any:
+        return self.kept.get(key)
+
+    def store(self, *, key: str, record: Any, body: Mapping[str, Any], patch: Patch) -> None:
+        self.kept[key] = record
+
+    def purge(self, *, key: str, body: Mapping[str, Any], patch: Patch) -> None:
+        self.kept.pop(key, None)
+
+    def touch(self, *, body: Mapping[str, Any], patch: Patch, value: str | None) -> None:
+        pass
+
+
+def test_a_kopf_storage_gets_kopfs_record_with_every_key_and_strings_for_times() -> None:
+    storage = _DictStorage({})
+    storage.write(key="fn", record=RECORD, body={}, patch=Patch())
+    assert storage.kept["fn"] == {
+        "started": "2020-01-01T00:00:00.000000", "stopped": None, "delayed": None,
+        "purpose": "create", "retries": 0, "success": False, "failure": False,
+        "message": None, "subrefs": None,
+    }  # fmt: skip
+    assert storage.read(key="fn", body={}) == RECORD
+
+
+def test_a_kopf_storages_unreadable_record_is_absent_with_a_warning() -> None:
+    storage = _DictStorage({"fn": {"retries": "many"}, "other": "text"})
+    assert storage.read(key="fn", body={}) is None
+    assert storage.read(key="other", body={}) is None
+    warnings = [str(warning) for warning in storage.drain_warnings()]
+    assert len(warnings) == 2
+    assert "the record of 'fn' in _DictStorage" in warnings[0]
+    assert "'retries' is malformed" in warnings[0]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import stat
+import sys
 from pathlib import Path
 
 import pytest
@@ -137,3 +139,101 @@ def test_a_failed_build_step_shows_the_command_and_its_last_lines(
     assert "exit code 3" in message
     assert "go mod download -json k8s.io/kubernetes@" in message
     assert "fatal: no route to the proxy" in message
+
+
+def test_the_build_steps_group_the_kubernetes_commands_then_etcd_then_kwok() -> None:
+    every = [
+        "kwok",
+        "etcd",
+        "kubectl",
+        "kube-scheduler",
+        "kube-apiserver",
+        "kube-controller-manager",
+    ]
+    assert assets.build_steps(every) == [
+        ("kube-apiserver", "kubectl", "kube-controller-manager", "kube-scheduler"),
+        ("etcd",),
+        ("kwok",),
+    ]
+    assert assets.build_steps(["kwok"]) == [("kwok",)]
+    assert assets.build_steps([]) == []
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"), [(0.4, "0 s"), (45, "45 s"), (60, "1 min 00 s"), (508, "8 min 28 s")]
+)
+def test_elapsed_time_reads_as_minutes_and_seconds(seconds: float, text: str) -> None:
+    assert assets.elapsed_text(seconds) == text
+
+
+def test_the_first_build_says_which_step_of_how_many(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("ANYOP_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(assets, "_go", lambda: "go")
+
+    def build(*args: object, **kwargs: object) -> None:
+        heartbeat = assets._heartbeat.get()
+        assert heartbeat is not None
+        heartbeat()  # what a long go command says every HEARTBEAT seconds
+
+    for step in ("_build_kubernetes", "_build_etcd", "_build_kwok"):
+        monkeypatch.setattr(assets, step, build)
+    assets.build_assets(cluster=True)
+    lines = [
+        re.sub(r"\d+ s elapsed", "N s elapsed", line)
+        for line in capsys.readouterr().err.splitlines()
+    ]
+    kube = "kube-apiserver, kubectl, kube-controller-manager, kube-scheduler"
+    assert lines[0].startswith("[anyop] Building the local cluster's binaries from Go modules in 3")
+    assert "a one-time cost" in lines[0]
+    assert lines[1:-1] == [
+        f"[anyop] [1/3] {kube}: building (N s elapsed)",
+        f"[anyop] [1/3] {kube}: still building (N s elapsed)",
+        f"[anyop] [1/3] {kube}: built (N s elapsed)",
+        "[anyop] [2/3] etcd: building (N s elapsed)",
+        "[anyop] [2/3] etcd: still building (N s elapsed)",
+        "[anyop] [2/3] etcd: built (N s elapsed)",
+        "[anyop] [3/3] kwok: building (N s elapsed)",
+        "[anyop] [3/3] kwok: still building (N s elapsed)",
+        "[anyop] [3/3] kwok: built (N s elapsed)",
+    ]
+    assert lines[-1].startswith("[anyop] The binaries are built, in ")
+    assert lines[-1].endswith(f", into {tmp_path / 'bin'}.")
+
+
+def test_the_progress_says_the_time_elapsed_since_the_build_began(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    now = [100.0]
+    progress = assets.BuildProgress(2, 100.0, tmp_path, clock=lambda: now[0])
+    with progress.step(("kube-apiserver", "kubectl")):
+        now[0] += 150
+        progress.still()
+        now[0] += 150
+    with progress.step(("etcd",)):
+        now[0] += 208
+    progress.finish()
+    assert capsys.readouterr().err.splitlines() == [
+        "[anyop] [1/2] kube-apiserver, kubectl: building (0 s elapsed)",
+        "[anyop] [1/2] kube-apiserver, kubectl: still building (2 min 30 s elapsed)",
+        "[anyop] [1/2] kube-apiserver, kubectl: built (5 min 00 s elapsed)",
+        "[anyop] [2/2] etcd: building (5 min 00 s elapsed)",
+        "[anyop] [2/2] etcd: built (8 min 28 s elapsed)",
+        f"[anyop] The binaries are built, in 8 min 28 s, into {tmp_path}.",
+    ]
+
+
+def test_a_long_build_command_says_it_is_still_building(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(assets, "HEARTBEAT", 0.05)
+    beats: list[None] = []
+    token = assets._heartbeat.set(lambda: beats.append(None))
+    try:
+        out = assets._run([sys.executable, "-c", "import time; time.sleep(0.5); print('ok')"],
+                          tmp_path, log=True)  # fmt: skip
+    finally:
+        assets._heartbeat.reset(token)
+    assert out == "ok\n"
+    assert len(beats) >= 2

@@ -65,9 +65,21 @@ async def test_an_unreachable_api_server_guesses_nothing() -> None:
     assert await guess_cluster_host("http://127.0.0.1:8080") is None
 
 
-def test_tunnels_are_refused_with_what_to_use_instead() -> None:
+def test_a_tunnel_is_made_passively_with_kopfs_arguments() -> None:
+    tunnel = anyop.WebhookNgrokTunnel(
+        addr="127.0.0.1", port=9443, path="/hooks", token="x", region="eu", binary="/bin/ngrok"
+    )
+    assert (tunnel.addr, tunnel.port, tunnel.path) == ("127.0.0.1", 9443, "/hooks")
+    assert (tunnel.token, tunnel.region, tunnel.binary) == ("x", "eu", "/bin/ngrok")
+
+
+async def test_a_served_tunnel_is_refused_with_what_to_use_instead() -> None:
+    async def review(*_: Any, **__: Any) -> dict[str, Any]:
+        return {}
+
     with pytest.raises(ConfigError, match="anyop has no webhook tunnels"):
-        anyop.WebhookNgrokTunnel(token="x")
+        async for _ in anyop.WebhookNgrokTunnel(token="x")(review):
+            pass
 
 
 async def test_the_auto_tunnel_without_a_local_cluster_is_refused() -> None:

@@ -124,6 +124,8 @@ class PeeringKeeper:
                 task_status.started()
                 await self._serve_forever(changed, verdict)
         finally:
+            if self.paused:  # this namespace is no longer served (deleted): it pauses nothing
+                self.gate.resume(self._key)
             with anyio.move_on_after(GOODBYE_TIMEOUT, shield=True):
                 await self._patch(removal_patch([self.identity]), quiet=True)
 

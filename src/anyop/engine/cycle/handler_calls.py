@@ -35,6 +35,7 @@ from anyop.handlers.outcomes import (
     Happening,
     decide,
     deliver_results,
+    insist,
     precheck,
     returned,
 )
@@ -177,11 +178,11 @@ class HandlerCalls:
         outcomes: dict[str, Outcome] = {}
         for handler in due:
             state = progress[handler.id]
+            backoff = self.settings.execution.default_backoff
             decision = precheck(handler, state, now=utcnow())
             if decision is None:
                 started = time.monotonic()
                 happening = await self._invoke(cycle, cause, handler, state=state)
-                backoff = self.settings.execution.default_backoff
                 decision = decide(handler, state, happening, now=utcnow(), default_backoff=backoff)
                 observe_handler(
                     self.metrics,
@@ -190,6 +191,8 @@ class HandlerCalls:
                     outcome=decision.outcome,
                     started=started,
                 )
+            if cause.deleted and handler.keeps_finalizer_on_failure:
+                decision = insist(handler, state, decision, now=utcnow(), default_backoff=backoff)
             self._log(decision, cycle.logger)
             outcomes[handler.id] = decision.outcome
         return outcomes

@@ -6,6 +6,7 @@ only reads the body, invokes the user's functions, logs Kopf's lines and writes 
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
 import time
@@ -17,7 +18,7 @@ import anyio
 from anyop.engine.cycle.handler_calls import Cycle, HandlerCalls, utcnow
 from anyop.engine.cycle.object_slots import Backpressure, CycleResult, Echo, ObjectSlot, Settled
 from anyop.engine.cycle.patch_writer import Endpoint, apply_patch
-from anyop.engine.cycle.state_records import StateRecords
+from anyop.engine.cycle.state_records import StateRecords, last_cause_failed
 from anyop.engine.daemons.spawner import Spawner
 from anyop.engine.indexer import Indexer
 from anyop.engine.invocation import invoke
@@ -29,6 +30,7 @@ from anyop.handlers.causes import (
     detect_changing_cause,
     settled_by,
 )
+from anyop.handlers.diffs import remove_empty_stanzas
 from anyop.handlers.filters import KwargsFactory
 from anyop.handlers.outcomes import deliver_results
 from anyop.handlers.progression import (
@@ -62,6 +64,7 @@ from anyop.storage.finalizers import (
     has_finalizer,
     is_deletion_ongoing,
 )
+from anyop.storage.progress import ProgressStorage
 
 __all__ = ["Observed", "Reconciler"]
 
@@ -85,6 +88,20 @@ class Observed(dict[str, Any]):
         self.listed = listed
         self.consumed = False
         """Whether the event handlers have seen it (a delayed re-run must not repeat them)."""
+
+
+def _cleared(progress: ProgressStorage, essence: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The essence without the progress storage's fields, and without the stanzas left empty.
+
+    A storage written for Kopf may leave ``annotations: {}`` behind where it removed its own;
+    the stored essence is read without empty stanzas, so the built one must be too.
+    """
+    cleared = progress.clear(essence=essence)
+    if cleared is essence:
+        return essence
+    cleaned = copy.deepcopy(dict(cleared))  # the storage may keep what it returned
+    remove_empty_stanzas(cleaned)
+    return cleaned
 
 
 def _version(body: Mapping[str, Any]) -> str:
@@ -286,8 +303,17 @@ class Reconciler(HandlerCalls, StateRecords):
             # progress on it, as Kopf keeps none on objects its filters leave out.
             return await self._write(cycle, body, delay=None)
         handlers = self.registry.changing.select(cause, factory)
+        if any(handler.failed_only for handler in handlers):
+            handlers = self._unless_unfailed(cause, handlers)
         held = alive and cause.deleted
         return await self._handle(cycle, cause, handlers, store_essence=corrupt, held=held)
+
+    def _unless_unfailed(
+        self, cause: ChangingCause, handlers: Sequence[ResourceChangingHandler]
+    ) -> list[ResourceChangingHandler]:
+        """The handlers, but the ``failed_only`` ones where the last cause failed no handler."""
+        failed = last_cause_failed(cause.body, self.persistence.progress)
+        return [handler for handler in handlers if failed or not handler.failed_only]
 
     async def _gone(self, cycle: Cycle, body: Mapping[str, Any]) -> CycleResult:
         """Forget a deleted object, or one that left the watch's label selector.
@@ -313,11 +339,11 @@ class Reconciler(HandlerCalls, StateRecords):
 
         The API server sends the DELETED of an object that left the selection with its state
         from before the change (its old labels still match): only the server can tell it from
-        a deletion without finalizers, so the object is read when the watch has a label selector
+        a deletion without finalizers, so the object is read when the watch has a selector
         (and for the relist's DELETED of objects that vanished, which carries no labels).
         """
         deleting = (body.get("metadata") or {}).get("deletionTimestamp")
-        if deleting or not self.registry.label_selector(self.resource):
+        if deleting or not self.registry.selects_on_server(self.resource):
             return None
         try:
             return await self.client.find(self.resource, body)
@@ -332,8 +358,8 @@ class Reconciler(HandlerCalls, StateRecords):
             cycle.logger.warning(str(warning))
         extra = self.registry.extra_fields(self.resource)
         built = storage.diffbase.build(body=body, extra_fields=extra)
-        new = storage.progress.clear(essence=built)
-        old = None if stored.essence is None else storage.progress.clear(essence=stored.essence)
+        new = _cleared(storage.progress, built)
+        old = None if stored.essence is None else _cleared(storage.progress, stored.essence)
         observed = body if isinstance(body, Observed) else None
         cause = detect_changing_cause(
             resource=self.resource,

@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from anyop.engine.cycle.handler_calls import Cycle, Logger
+from anyop.engine.cycle.handler_calls import Cycle, Logger, utcnow
 from anyop.engine.cycle.patch_writer import Endpoint
 from anyop.handlers.causes import ChangingCause
 from anyop.handlers.progression import Progress, superseded_message
@@ -24,8 +24,33 @@ from anyop.logs import object_logger
 from anyop.storage.defaults import Persistence, anyop_storages, written_first
 from anyop.storage.diffbase import EssenceTooLargeError, StatusDiffBaseStorage, status_was_pruned
 from anyop.storage.finalizers import allow_deletion
+from anyop.storage.progress import ParsedRecord, ProgressStorage
 
-__all__ = ["StateRecords"]
+__all__ = ["FAILURES_KEY", "StateRecords", "last_cause_failed", "note_failures"]
+
+FAILURES_KEY = "anyop-failures"
+"""The progress storage's key of the note of which handlers the last finished cause failed."""
+
+
+def note_failures(
+    cause: ChangingCause, progress: Progress, patch: Patch, storage: ProgressStorage
+) -> None:
+    """Note the handlers that the finished cause failed (for ``@on.resume(failed_only=True)``);
+    a cause that failed none removes the note. Kept by the progress storage, as a record whose
+    ``subrefs`` are the failed handlers' ids."""
+    failed = tuple(sorted(key for key in progress if progress[key].failure))
+    if failed:
+        note = ParsedRecord(purpose=cause.reason, failure=True, subrefs=failed, stopped=utcnow())
+        storage.write(key=FAILURES_KEY, record=note, body=cause.body, patch=patch)
+    elif storage.read(key=FAILURES_KEY, body=cause.body) is not None:
+        storage.purge(key=FAILURES_KEY, body=cause.body, patch=patch)
+    storage.flush()
+
+
+def last_cause_failed(body: Mapping[str, Any], storage: ProgressStorage) -> bool:
+    """Whether the object's last finished cause failed a handler (see :func:`note_failures`)."""
+    note = storage.read(key=FAILURES_KEY, body=body)
+    return note is not None and bool(note.failure)
 
 
 class StateRecords:
@@ -99,6 +124,7 @@ class StateRecords:
         # Done: the purge would take back every record that storing them put into the patch.
         owned = self.registry.changing.for_resource(self.resource)
         progress.purge(body=cause.body, patch=patch, storage=storage, handlers=owned)
+        note_failures(cause, progress, patch, storage)
         return stored
 
     def _store_diffbase(self, cause: ChangingCause, patch: Patch) -> bool:

@@ -37,7 +37,7 @@ from anyop.engine.cycle.handler_calls import Cycle, common_kwargs, observe_handl
 from anyop.engine.cycle.patch_writer import apply_patch
 from anyop.engine.daemons.daemon_runs import ObjectDaemons, Run, RunEvent, TimerClock
 from anyop.engine.indexer import Indexer
-from anyop.engine.invocation import calling, invoke, is_async, use_context
+from anyop.engine.invocation import asyncio_on_trio, calling, invoke, is_async, use_context
 from anyop.engine.object_groups import ObjectHosts
 from anyop.engine.schedule import Schedule
 from anyop.errors import ApiError, InvalidError
@@ -391,7 +391,7 @@ class Spawner:
                         limiter=limiter,
                     )
             except Exception as error:
-                happening = Failed(error)
+                happening = Failed(asyncio_on_trio(handler.fn, error) or error)
             else:
                 happening = returned(result)
             backoff = self.settings.execution.default_backoff

@@ -36,7 +36,7 @@ from anyop.engine.operator.conversion_reviews import (
     configure_conversions,
     plan_conversions,
 )
-from anyop.errors import ConfigError, PermanentError
+from anyop.errors import AdmissionError, ConfigError, PermanentError
 from anyop.handlers.causes import WebhookCause, WebhookType
 from anyop.handlers.diffs import diff
 from anyop.handlers.records import ResourceWebhookHandler
@@ -52,6 +52,7 @@ from anyop.webhooks.managed import WebhookClientConfig, apply_configuration, bui
 from anyop.webhooks.review import (
     AdmissionRequest,
     Headers,
+    RequestHeaders,
     ReviewError,
     SSLPeer,
     WebhookFn,
@@ -170,8 +171,8 @@ class Reviewer:
         admission = {
             "warnings": warnings,
             "userinfo": request.userinfo,
-            "headers": dict(headers or {}),
-            "sslpeer": sslpeer,
+            "headers": RequestHeaders(headers),
+            "sslpeer": dict(sslpeer or {}),  # empty without a client certificate, as in Kopf
             "reason": cause.reason,
         }
         kwargs = common_kwargs(
@@ -201,7 +202,10 @@ class Reviewer:
         with anyio.move_on_after(deadline) as timer:
             try:
                 await invoke(handler.fn, kwargs, limiter=self.limiter, body=request.body)
-            except PermanentError as error:  # AdmissionError among them: a denial, as meant
+            except AdmissionError as error:  # a denial, as meant: normal operation
+                kwargs["logger"].info(f"{handler} denied: {error}")
+                return error
+            except PermanentError as error:
                 kwargs["logger"].error(f"{handler} failed permanently: {error}")
                 return error
             except Exception as error:  # every error denies; the user's traceback is logged

@@ -28,7 +28,7 @@ from anyop.kube.events import post_event
 from anyop.logs import objects_logger
 from anyop.settings import OperatorSettings
 
-__all__ = ["EventPoster", "event", "exception", "info", "warn"]
+__all__ = ["EventPoster", "event", "exception", "info", "unheeded_posting_level", "warn"]
 
 logger = logging.getLogger("anyop.engine")
 
@@ -126,7 +126,14 @@ class EventPoster:
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[None]:
-        """Make this poster the one of ``anyop.event()`` and, if enabled, of object loggers."""
+        """Make this poster the one of ``anyop.event()`` and, if enabled, of object loggers.
+
+        A ``settings.posting.level`` that nothing heeds (log records are not posted) is warned
+        about: a Kopf file that sets it expects Events that anyop does not post by default.
+        """
+        unheeded = unheeded_posting_level(self._settings)
+        if unheeded is not None:
+            logger.warning(unheeded)
         token = current_poster.set(self)
         handler = _LoggingHandler(self) if self._settings.posting.loggers else None
         if handler is not None:
@@ -138,6 +145,21 @@ class EventPoster:
             if handler is not None:
                 objects_logger.removeHandler(handler)
             current_poster.reset(token)
+
+
+def unheeded_posting_level(settings: OperatorSettings) -> str | None:
+    """The warning for a ``posting.level`` that was set while log records are not posted."""
+    posting = settings.posting
+    if "level" not in posting.model_fields_set or (posting.loggers and posting.enabled):
+        return None
+    level = logging.getLevelName(posting.level)
+    if not posting.enabled:
+        return f"settings.posting.level is {level}, but posting is off (settings.posting.enabled)."
+    return (
+        f"settings.posting.level is {level}, but log records are not posted as Events: "
+        "settings.posting.loggers is off (the default, as in Kopf 1.45). "
+        "Set settings.posting.loggers = True to post them."
+    )
 
 
 class _LoggingHandler(logging.Handler):

@@ -1,6 +1,7 @@
 """Liveness and readiness endpoints: ``/healthz`` and ``/readyz`` on Hypercorn.
 
-``/metrics`` is served beside them (see :mod:`anyop.metrics`), or on an address of its own.
+They expose nothing but health, over plain HTTP (for the kubelet). The metrics are served on
+an address of their own, securely by default (:mod:`.metrics_server`).
 
 ``/healthz`` runs the ``@anyop.on.probe`` handlers (their results are cached for
 :data:`PROBE_CACHE` seconds, as in Kopf) and answers their results as JSON; it answers 500 while a
@@ -19,7 +20,7 @@ import contextvars
 import json
 import logging
 import urllib.parse
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -32,7 +33,6 @@ from anyop.handlers.causes import Activity
 from anyop.handlers.indexes import OperatorIndexes
 from anyop.handlers.registry import OperatorRegistry
 from anyop.kube.watchstate import WatchState
-from anyop.metrics import Metrics, content_type
 from anyop.servers import BoundAddress, Receive, Scope, Send, lifespan_ready, serve_asgi
 from anyop.settings import OperatorSettings
 
@@ -40,9 +40,9 @@ __all__ = [
     "PROBE_CACHE",
     "Health",
     "current_health",
-    "metrics_app",
     "probes_app",
-    "serve_metrics",
+    "respond",
+    "respond_bytes",
     "serve_probes",
     "watch_problem",
 ]
@@ -102,6 +102,9 @@ class Health:
         self.shard: Any = None
         """This replica's shard (an :class:`~anyop.engine.coordination.shards.Shard`), when the
         operator is sharded."""
+        self.limiter: anyio.CapacityLimiter | None = None
+        """The threads of sync handler calls (``settings.execution.max_workers``), once the
+        operator serves."""
         self._cache: tuple[float, int, dict[str, Any]] | None = None
         self._lock = anyio.Lock()
 
@@ -161,10 +164,8 @@ def _address(endpoint: str) -> tuple[str, int, str]:
     return url.hostname or "0.0.0.0", url.port, url.path
 
 
-def probes_app(
-    health: Health, *, liveness_path: str = "/healthz", metrics: Metrics | None = None
-) -> Any:
-    """The ASGI app of the probe endpoints, and of ``/metrics`` if ``metrics`` are given."""
+def probes_app(health: Health, *, liveness_path: str = "/healthz") -> Any:
+    """The ASGI app of the probe endpoints: the liveness path and ``/readyz``, nothing else."""
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -175,41 +176,34 @@ def probes_app(
             code, document = await health.liveness()
         elif path == "/readyz":
             code, document = (200, {"ready": True}) if health.ready else (503, {"ready": False})
-        elif path == "/metrics" and metrics is not None:
-            await _respond_bytes(send, 200, body=metrics.render(), content_type=content_type())
-            return
         else:
             code, document = 404, {"error": f"no such endpoint: {path}"}
-        await _respond(send, code, document)
+        await respond(send, code, document)
 
     return app
 
 
-def metrics_app(metrics: Metrics, *, path: str = "/metrics") -> Any:
-    """The ASGI app of a metrics endpoint of its own (``--metrics``)."""
-
-    async def app(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await lifespan_ready(receive, send)
-        elif scope.get("path", "") == path:
-            await _respond_bytes(send, 200, body=metrics.render(), content_type=content_type())
-        else:
-            await _respond(send, 404, {"error": f"no such endpoint: {scope.get('path')}"})
-
-    return app
-
-
-async def _respond(send: Send, code: int, document: Mapping[str, Any]) -> None:
+async def respond(send: Send, code: int, document: Mapping[str, Any]) -> None:
+    """Answer an HTTP request with a JSON document."""
     body = json.dumps(document, default=repr).encode()
-    await _respond_bytes(send, code, body=body, content_type="application/json")
+    await respond_bytes(send, code, body=body, content_type="application/json")
 
 
-async def _respond_bytes(send: Send, code: int, *, body: bytes, content_type: str) -> None:
-    headers = [
+async def respond_bytes(
+    send: Send,
+    code: int,
+    *,
+    body: bytes,
+    content_type: str,
+    headers: Sequence[tuple[bytes, bytes]] = (),
+) -> None:
+    """Answer an HTTP request with a body of bytes (and more headers, if given)."""
+    fields = [
         (b"content-type", content_type.encode()),
         (b"content-length", str(len(body)).encode()),
+        *headers,
     ]
-    await send({"type": "http.response.start", "status": code, "headers": headers})
+    await send({"type": "http.response.start", "status": code, "headers": fields})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -217,30 +211,15 @@ async def serve_probes(
     health: Health,
     endpoint: str,
     *,
-    metrics: Metrics | None = None,
     task_status: anyio.abc.TaskStatus[BoundAddress] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve ``/healthz`` (or the endpoint's path), ``/readyz`` and ``/metrics`` until cancelled.
+    """Serve ``/healthz`` (or the endpoint's path) and ``/readyz`` until cancelled.
 
     Args:
         health: What to report.
         endpoint: E.g. ``http://0.0.0.0:8080/healthz`` (port 0 picks a free one).
-        metrics: Served at ``/metrics`` too, if given.
         task_status: Receives the bound address once listening.
     """
     host, port, path = _address(endpoint)
-    app = probes_app(health, liveness_path=path or "/healthz", metrics=metrics)
+    app = probes_app(health, liveness_path=path or "/healthz")
     await serve_asgi(app, host=host, port=port, task_status=task_status)
-
-
-async def serve_metrics(
-    metrics: Metrics,
-    endpoint: str,
-    *,
-    task_status: anyio.abc.TaskStatus[BoundAddress] = anyio.TASK_STATUS_IGNORED,
-) -> None:
-    """Serve the metrics alone at an endpoint such as ``http://0.0.0.0:9090/metrics``."""
-    host, port, path = _address(endpoint)
-    await serve_asgi(
-        metrics_app(metrics, path=path or "/metrics"), host=host, port=port, task_status=task_status
-    )

@@ -8,17 +8,18 @@ the chosen backend, and turns SIGINT/SIGTERM into a graceful stop (a second sign
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import functools
 import gc
 import importlib
 import importlib.util
-import inspect
 import logging
 import os
 import signal
 import sys
 import threading
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,8 @@ def load_sources(paths: Sequence[str | Path] = (), modules: Sequence[str] = ()) 
     """Import the operator's code: files by path, modules by name (``anyop run app.py -m pkg``).
 
     Raises:
-        ConfigError: A file does not exist or a module cannot be imported (named in the message).
+        ConfigError: A file does not exist, a module cannot be imported (named in the message),
+            or the code has a syntax error (``file:line: SyntaxError: message``).
     """
     for path in map(Path, paths):
         if not path.is_file():
@@ -55,12 +57,24 @@ def load_sources(paths: Sequence[str | Path] = (), modules: Sequence[str] = ()) 
         folder = str(path.parent.resolve())
         if folder not in sys.path:  # for its sibling modules, after (never shadowing) the rest
             sys.path.append(folder)
-        spec.loader.exec_module(module)
+        try:
+            spec.loader.exec_module(module)
+        except SyntaxError as e:
+            raise ConfigError(syntax_error_line(e)) from None
     for name in modules:
         try:
             importlib.import_module(name)
+        except SyntaxError as e:
+            raise ConfigError(syntax_error_line(e)) from None
         except ImportError as e:
             raise ConfigError(f"Cannot import the operator module {name!r}: {e}") from e
+
+
+def syntax_error_line(error: SyntaxError) -> str:
+    """One line for a syntax error, as compilers print them: ``file:line: SyntaxError: msg``."""
+    where = ":".join(str(part) for part in (error.filename, error.lineno) if part is not None)
+    kind = type(error).__name__  # IndentationError and TabError are SyntaxErrors too
+    return f"{where}: {kind}: {error.msg}" if where else f"{kind}: {error.msg}"
 
 
 def _module_name(path: Path) -> str:
@@ -73,23 +87,90 @@ def _module_name(path: Path) -> str:
     return name
 
 
+FLAG_POLL_INTERVAL = 0.1
+"""Seconds between looks at a flag with nothing to await here (a thread's, another loop's)."""
+
+
 async def _wait_flag(flag: Any) -> None:
-    """Wait until a Kopf-style flag is set: an AnyIO/asyncio/threading event or a future."""
-    if isinstance(flag, threading.Event):
-        while not flag.is_set():  # noqa: ASYNC110
-            await anyio.sleep(0.1)  # a thread's event offers nothing to await
-    elif inspect.isawaitable(flag):
-        await flag
-    else:
-        await flag.wait()
+    """Wait until a Kopf-style flag is set.
+
+    Kopf's flag types: an asyncio future or event, a ``concurrent.futures.Future``, a
+    ``threading.Event``; and AnyIO's (or Trio's) events. What belongs to the running asyncio
+    loop is awaited; what belongs to another thread or loop (or is asyncio's on Trio) is looked
+    at every :data:`FLAG_POLL_INTERVAL` seconds.
+
+    Raises:
+        ConfigError: The flag is of none of these types.
+    """
+    if _awaitable_here(flag):
+        if isinstance(flag, asyncio.Future):
+            await asyncio.wait([flag])  # a cancelled future is set too, as in Kopf
+        else:
+            await flag.wait()
+        return
+    is_set = _flag_state(flag)
+    while not is_set():  # noqa: ASYNC110  (nothing to await: another thread's or loop's flag)
+        await anyio.sleep(FLAG_POLL_INTERVAL)
+
+
+def _running_asyncio_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:  # on Trio, or in no loop at all
+        return None
+
+
+def _flag_loop(flag: Any) -> asyncio.AbstractEventLoop | None:
+    """The asyncio loop that an asyncio future or event belongs to (``None``: not bound yet)."""
+    if isinstance(flag, asyncio.Future):
+        return flag.get_loop()
+    loop: asyncio.AbstractEventLoop | None = getattr(flag, "_loop", None)  # bound at first wait
+    return loop
+
+
+def _awaitable_here(flag: Any) -> bool:
+    """Whether waiting for the flag can be awaited in the running task (not only polled)."""
+    if isinstance(flag, asyncio.Future | asyncio.Event):
+        running = _running_asyncio_loop()
+        return running is not None and _flag_loop(flag) in (None, running)
+    if isinstance(flag, threading.Event | concurrent.futures.Future):
+        return False
+    return callable(getattr(flag, "wait", None))  # AnyIO's or Trio's events
+
+
+def _flag_state(flag: Any) -> Callable[[], bool]:
+    if isinstance(flag, threading.Event | asyncio.Event):
+        return flag.is_set
+    if isinstance(flag, concurrent.futures.Future | asyncio.Future):
+        return flag.done
+    raise _unknown_flag(flag)
+
+
+def _unknown_flag(flag: Any) -> ConfigError:
+    return ConfigError(
+        f"A stop or ready flag must be an asyncio future or event, a concurrent.futures.Future, "
+        f"a threading.Event, or an AnyIO event; got {type(flag).__name__}."
+    )
 
 
 def _set_flag(flag: Any) -> None:
-    if hasattr(flag, "set_result"):
+    """Set a Kopf-style flag from the operator's task, safely for another thread's loop."""
+    if isinstance(flag, asyncio.Future | asyncio.Event):
+        loop = _flag_loop(flag)
+        if loop is not None and loop.is_running() and loop is not _running_asyncio_loop():
+            loop.call_soon_threadsafe(_set_now, flag)
+            return
+    _set_now(flag)
+
+
+def _set_now(flag: Any) -> None:
+    if isinstance(flag, asyncio.Future | concurrent.futures.Future):
         if not flag.done():
             flag.set_result(None)
-    else:
+    elif callable(getattr(flag, "set", None)):
         flag.set()
+    else:
+        raise _unknown_flag(flag)
 
 
 async def operator(
@@ -279,12 +360,19 @@ async def _watch_signals(
             stop.set()
 
 
-def run(*, backend: str | None = None, **kwargs: Any) -> None:
+def run(
+    *, backend: str | None = None, loop: asyncio.AbstractEventLoop | None = None, **kwargs: Any
+) -> None:
     """Run the operator in a new event loop of ``backend`` until SIGINT or SIGTERM (or a flag).
 
     Accepts the keyword arguments of :func:`operator`. Signal handlers are installed only when
     called from the main thread. Without ``backend``, ``settings.server.backend`` says which
-    (``asyncio`` unless ``ANYOP_SERVER__BACKEND`` says otherwise).
+    (``asyncio`` unless ``ANYOP_SERVER__BACKEND`` says otherwise). With ``loop`` (Kopf's, e.g.
+    ``uvloop.EventLoopPolicy().new_event_loop()``), the operator runs on asyncio in that loop,
+    which stays open afterwards.
+
+    Raises:
+        ConfigError: ``loop`` is given with ``backend="trio"``.
 
     As it owns the process, it tunes the cyclic garbage collector for an operator's heap:
 
@@ -302,11 +390,19 @@ def run(*, backend: str | None = None, **kwargs: Any) -> None:
     """
     if kwargs.get("settings") is None:
         kwargs["settings"] = settings_from_environ()
-    backend = backend or kwargs["settings"].server.backend
+    if loop is not None and backend not in (None, "asyncio"):
+        raise ConfigError(
+            f"run(loop=...) runs the operator on that asyncio loop, not on {backend}: pass "
+            f"either the loop or backend={backend!r}."
+        )
+    backend = "asyncio" if loop is not None else backend or kwargs["settings"].server.backend
     gc.freeze()
     with _COLLECTOR:
         try:
-            anyio.run(_serve_until_signalled, kwargs, backend=backend)
+            if loop is not None:
+                loop.run_until_complete(_serve_until_signalled(kwargs))
+            else:
+                anyio.run(_serve_until_signalled, kwargs, backend=backend)
         except BaseExceptionGroup as group:
             raise single_error(group) from None
 

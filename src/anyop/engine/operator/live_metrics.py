@@ -3,7 +3,8 @@
 The counters (cycles, handler runs, API requests) are incremented where things happen (see
 :mod:`anyop.metrics`); the gauges here cost nothing between scrapes: objects and busy workers per
 resource (and per reconciler), running daemons and timers, and each watch-stream's restarts,
-relists, whether it is streaming, and the age of the last thing it received.
+relists, whether it is streaming, and the age of the last thing it received; the sync handler
+calls waiting for a free thread, the busy threads and their limit.
 """
 
 from __future__ import annotations
@@ -78,6 +79,8 @@ class LiveCollector:
                     depth.add_metric([reconciler.name, labels[1]], reconciler.workers.busy)
         yield from (objects, depth, daemons, restarts, relists, streaming, age)
         yield from _shard_metrics(self.health.shard)
+        if self.health.limiter is not None:
+            yield from _thread_metrics(self.health.limiter)
 
 
 def _shard_metrics(shard: Any) -> Iterator[Metric]:
@@ -93,6 +96,23 @@ def _shard_metrics(shard: Any) -> Iterator[Metric]:
     )
     settled.add_metric([], 1 if shard.state.settled else 0)
     yield from (size, members, settled)
+
+
+def _thread_metrics(limiter: anyio.CapacityLimiter) -> Iterator[Metric]:
+    """The sync calls' threads: calls waiting for one, busy ones, and their limit."""
+    stats = limiter.statistics()
+    waiting = GaugeMetricFamily(
+        "anyop_sync_calls_waiting",
+        "Sync handler calls waiting for a free thread (settings.execution.max_workers).",
+    )
+    waiting.add_metric([], stats.tasks_waiting)
+    busy = GaugeMetricFamily("anyop_sync_threads_busy", "Threads running sync handler calls.")
+    busy.add_metric([], stats.borrowed_tokens)
+    limit = GaugeMetricFamily(
+        "anyop_sync_threads_limit", "Threads that sync handler calls may use at once."
+    )
+    limit.add_metric([], stats.total_tokens)
+    yield from (waiting, busy, limit)
 
 
 def _runs(watched: Watched) -> dict[str, int]:

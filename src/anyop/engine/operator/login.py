@@ -12,7 +12,7 @@ yields nothing new, the vault is closed: waiting and later requests fail with
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from anyop.engine.operator.activities import ActivityError, run_activity
@@ -26,7 +26,14 @@ from anyop.kube.auth import Vault, login_with_kubeconfig, login_with_service_acc
 from anyop.kube.connection import ConnectionInfo
 from anyop.settings import OperatorSettings
 
-__all__ = ["BUILTIN_LOGINS", "authenticate", "check_credentials", "keep_logged_in", "login"]
+__all__ = [
+    "BUILTIN_LOGINS",
+    "authenticate",
+    "check_credentials",
+    "credentials_in_use",
+    "keep_logged_in",
+    "login",
+]
 
 logger = logging.getLogger("anyop.activities.authentication")
 
@@ -95,7 +102,17 @@ async def authenticate(
     accepted = await vault.replace(found)
     if not accepted:
         raise LoginError(_nothing_usable(bool(found), builtin=handlers is BUILTIN_LOGINS))
+    logger.info(credentials_in_use(found))
     return accepted
+
+
+def credentials_in_use(found: Mapping[str, ConnectionInfo]) -> str:
+    """Which credentials requests use (the highest priority), and where they come from."""
+    key, info = max(found.items(), key=lambda item: item[1].priority)
+    source = info.source or f"the login handler {key!r}"
+    others = len(found) - 1
+    spare = f" ({others} more in reserve)" if others else ""
+    return f"Using the credentials of {source} for {info.server}{spare}."
 
 
 async def login(registry: OperatorRegistry | None = None) -> Vault:

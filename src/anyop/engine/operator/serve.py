@@ -14,13 +14,12 @@ import logging
 import re
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
 
 from anyop.engine.coordination.pause_gate import Gate, first_of
-from anyop.engine.coordination.peering_keeper import hold_peering
 from anyop.engine.cycle.handler_calls import current_lifecycle
 from anyop.engine.cycle.object_memories import Memories
 from anyop.engine.executor import current_execution
@@ -28,9 +27,10 @@ from anyop.engine.indexer import Indexer, operator_indexes
 from anyop.engine.invocation import DEFAULT_MAX_WORKERS
 from anyop.engine.operator.activities import run_activity
 from anyop.engine.operator.event_poster import EventPoster
-from anyop.engine.operator.health import Health, current_health, serve_metrics, serve_probes
+from anyop.engine.operator.health import Health, current_health, serve_probes
 from anyop.engine.operator.login import authenticate, keep_logged_in
 from anyop.engine.operator.loop_watchdog import watch_loop_lag
+from anyop.engine.operator.peering_scopes import hold_peering_where_served
 from anyop.engine.resource.serve_resource import ResourceScope, current_reports
 from anyop.engine.serving.namespace_follower import NamespacePatterns, serve_namespaces
 from anyop.engine.serving.scope_groups import (
@@ -47,12 +47,17 @@ from anyop.handlers.lifecycles import LifeCycleFn
 from anyop.handlers.registry import OperatorRegistry, get_default_registry
 from anyop.handlers.stop_reasons import DaemonStoppingReason
 from anyop.kube.auth import Vault
-from anyop.kube.client import open_client
+from anyop.kube.client import KubeClient, open_client
 from anyop.kube.config import pod_namespace
 from anyop.kube.resources import Resource
 from anyop.metrics import Metrics, current_metrics
+from anyop.servers import BoundAddress
 from anyop.settings import OperatorSettings
 from anyop.threads import DaemonThreads, current_threads
+
+if TYPE_CHECKING:  # imported when used: only operators that serve metrics need them
+    from anyop.engine.operator.metrics_access import MetricsAccess
+    from anyop.engine.operator.metrics_server import MetricsAddress
 
 __all__ = [
     "CLEANUP_TIMEOUT",
@@ -108,16 +113,20 @@ async def serve(
             logins from the kubeconfig and the service account) fill a new vault, and run again
             whenever the API server rejects all of its credentials (see :mod:`.login`).
         indexes: The indexes to fill, when the caller shares them with its own activities.
-        liveness_endpoint: Serve ``/healthz``, ``/readyz`` and ``/metrics`` there (a URL such as
+        liveness_endpoint: Serve ``/healthz`` and ``/readyz`` there (a URL such as
             ``http://0.0.0.0:8080/healthz``); ``settings.server.liveness_endpoint`` if ``None``.
-        metrics_endpoint: Serve ``/metrics`` on an address of its own;
-            ``settings.server.metrics_endpoint`` if ``None``.
+        metrics_endpoint: Serve the metrics there (``https://0.0.0.0:8443/metrics``: to
+            readers that the API server authorises; ``http://`` only with
+            ``settings.server.metrics_insecure``); ``settings.server.metrics_endpoint`` if
+            ``None``.
         lifecycle: Orders the handlers of this operator's cycles instead of the default one
             (:func:`anyop.set_default_lifecycle`).
 
     Raises:
         ActivityError: A startup handler failed for good: nothing is served.
         LoginError: No login handler returned usable credentials.
+        ConfigError: The metrics endpoint is plain HTTP without ``metrics_insecure`` (or
+            malformed), or its certificate cannot be loaded.
 
     Guarantees:
         The probes (if any) are served from before the startup handlers until the end. The
@@ -137,14 +146,15 @@ async def serve(
     ready = ready_event or anyio.Event()
     health = Health(registry, settings, memo=memo, indexes=indexes)
     endpoint = liveness_endpoint or settings.server.liveness_endpoint
-    metrics_at = metrics_endpoint or settings.server.metrics_endpoint
-    metrics = _served_metrics(health) if endpoint or metrics_at else current_metrics.get()
+    metrics_at = _metrics_serving(metrics_endpoint or settings.server.metrics_endpoint, settings)
+    metrics = _served_metrics(health) if metrics_at else current_metrics.get()
     activity = functools.partial(
         run_activity, registry, settings=settings, memo=memo, indexes=indexes
     )
     starting = Starting(stop)
     scopes = _scopes(settings, namespaces, clusterwide)
-    launch = Launch(registry, settings, memo, indexes, scopes, stop, ready, starting)
+    access = metrics_at.access if metrics_at else None
+    launch = Launch(registry, settings, memo, indexes, scopes, stop, ready, starting, access)
     health_token, metrics_token = current_health.set(health), current_metrics.set(metrics)
     reports_token = current_reports.set(health.watching)
     execution_token = current_execution.set(settings.execution)  # sync code runs in its executor
@@ -155,9 +165,9 @@ async def serve(
         async with _unwrapped(), anyio.create_task_group() as root:
             root.start_soon(starting.watch)
             if endpoint:
-                await root.start(functools.partial(serve_probes, metrics=metrics), health, endpoint)
-            if metrics_at:
-                await root.start(serve_metrics, metrics, metrics_at)
+                await root.start(serve_probes, health, endpoint)
+            if metrics_at and metrics is not None:
+                await root.start(metrics_at.serve, metrics)
             with starting.scope:
                 await activity(Activity.STARTUP)
                 lag = settings.execution.loop_lag_threshold  # as the startup handlers left it
@@ -232,6 +242,48 @@ class Starting:
             self.scope.cancel()
 
 
+@dataclasses.dataclass(frozen=True)
+class _MetricsServing:
+    """How the metrics are served: where, and who may read them (``None``: anyone)."""
+
+    address: MetricsAddress
+    settings: OperatorSettings
+    access: MetricsAccess | None
+
+    async def serve(
+        self,
+        metrics: Metrics,
+        *,
+        task_status: anyio.abc.TaskStatus[BoundAddress] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        from anyop.engine.operator.metrics_server import serve_metrics
+
+        server = self.settings.server
+        await serve_metrics(metrics, self.address, server, self.access, task_status=task_status)
+
+
+def _metrics_serving(endpoint: str | None, settings: OperatorSettings) -> _MetricsServing | None:
+    """How to serve the metrics, if at all; checked before anything starts.
+
+    The metrics server is imported only by operators that serve metrics.
+
+    Raises:
+        ConfigError: See :func:`~anyop.engine.operator.metrics_server.metrics_address`.
+    """
+    if not endpoint:
+        return None
+    from anyop.engine.operator.metrics_access import MetricsAccess
+    from anyop.engine.operator.metrics_server import metrics_address
+
+    server = settings.server
+    address = metrics_address(endpoint, insecure=server.metrics_insecure)
+    access = None
+    if address.secure:
+        ttls = dict(allow_ttl=server.metrics_allow_ttl, deny_ttl=server.metrics_deny_ttl)
+        access = MetricsAccess(path=address.path, **ttls)
+    return _MetricsServing(address, settings, access)
+
+
 def _served_metrics(health: Health) -> Metrics:
     """Metrics for an operator that serves them (imports prometheus-client only then)."""
     from anyop.engine.operator.live_metrics import operator_metrics
@@ -257,6 +309,9 @@ class Launch:
     stop: anyio.Event
     ready: anyio.Event
     starting: Starting
+    metrics_access: MetricsAccess | None = None
+    """The metrics' :class:`~anyop.engine.operator.metrics_access.MetricsAccess`, if they are
+    served securely: it reviews their readers with the operator's client once logged in."""
 
 
 async def _serve_logging_in(launch: Launch, vault: Vault | None) -> None:
@@ -275,37 +330,53 @@ async def _serve_logging_in(launch: Launch, vault: Vault | None) -> None:
 
 
 async def _serve_logged_in(launch: Launch, vault: Vault) -> None:
-    registry, settings, memo = launch.registry, launch.settings, launch.memo
+    settings = launch.settings
     metrics = current_metrics.get()
     observer = metrics.request if metrics is not None else None
     async with open_client(vault, settings=settings, observer=observer) as client:
-        said: set[str] = set()  # discovery's warnings, not repeated by rediscoveries
-        served = ServedResources(await served_resources(client, registry, said), said=said)
-        limiter = _thread_limiter(settings)
-        new_memo = functools.partial(copy.copy, memo)  # a shallow copy for every object
-        template = ResourceScope(
-            client,
-            Resource("", "v1", "-"),
-            None,
-            registry,
-            settings,
-            new_memo=new_memo,
-            memories=Memories(new_memo),  # kept across the pauses, as long as serve() runs
-            limiter=limiter,
-            indexer=Indexer(registry, settings, limiter=limiter, indexes=launch.indexes),
-            metrics=metrics,
-            stop_reason=functools.partial(_stop_reason, launch.stop),
-        )
-        poster = EventPoster(client, settings)
-        posted = anyio.Event()
-        with poster.installed():
-            async with anyio.create_task_group() as posting:
-                posting.start_soon(poster.run, posted)
-                try:
-                    async with _admission(template, registry, limiter):
-                        await _serve_gated(launch, template, served)
-                finally:
-                    posted.set()  # queued Events get a moment to be posted
+        with _reviewing(launch.metrics_access, client):
+            await _serve_with(launch, client, metrics)
+
+
+async def _serve_with(launch: Launch, client: KubeClient, metrics: Metrics | None) -> None:
+    """Serve with the operator's client (logged in): discovery, Events, admission, scopes."""
+    registry, settings = launch.registry, launch.settings
+    said: set[str] = set()  # discovery's warnings, not repeated by rediscoveries
+    served = ServedResources(await served_resources(client, registry, said), said=said)
+    limiter = _thread_limiter(settings)
+    if (health := current_health.get()) is not None:
+        health.limiter = limiter  # its waiting calls go to /metrics
+    new_memo = functools.partial(copy.copy, launch.memo)  # a shallow copy for every object
+    template = ResourceScope(
+        client,
+        Resource("", "v1", "-"),
+        None,
+        registry,
+        settings,
+        new_memo=new_memo,
+        memories=Memories(new_memo),  # kept across the pauses, as long as serve() runs
+        limiter=limiter,
+        indexer=Indexer(registry, settings, limiter=limiter, indexes=launch.indexes),
+        metrics=metrics,
+        stop_reason=functools.partial(_stop_reason, launch.stop),
+    )
+    poster = EventPoster(client, settings)
+    posted = anyio.Event()
+    with poster.installed():
+        async with anyio.create_task_group() as posting:
+            posting.start_soon(poster.run, posted)
+            try:
+                async with _admission(template, registry, limiter):
+                    await _serve_gated(launch, template, served)
+            finally:
+                posted.set()  # queued Events get a moment to be posted
+
+
+def _reviewing(
+    access: MetricsAccess | None, client: KubeClient
+) -> contextlib.AbstractContextManager[None]:
+    """While the block runs, the metrics' readers are reviewed with ``client`` (if secure)."""
+    return contextlib.nullcontext() if access is None else access.using(client)
 
 
 def _admission(
@@ -381,13 +452,11 @@ async def _serve_gated(launch: Launch, template: ResourceScope, served: ServedRe
     async with anyio.create_task_group() as holders:
         shared = settings.peering.shared or settings.sharding.enabled
         peering = settings.peering.model_copy(update={"clusterwide": clusterwide, "shared": shared})
-        if exact is None and not clusterwide and not peering.standalone:
-            if peering.mandatory:
-                raise ConfigError("Peering needs exact namespace names (or -A), not patterns.")
-            logger.debug("Peering works with exact namespace names only: running standalone.")
-            peering.standalone = True
-        peered = None if clusterwide else exact
-        await holders.start(functools.partial(hold_peering, client, peering, peered, gate=gate))
+        hold = functools.partial(
+            hold_peering_where_served, client, peering, scopes.patterns,
+            clusterwide=clusterwide, gate=gate,
+        )  # fmt: skip
+        await holders.start(hold)
         if settings.leadership.enabled:
             # Imported only by operators that elect a leader.
             from anyop.engine.coordination.lease_keeper import hold_leadership

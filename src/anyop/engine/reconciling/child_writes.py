@@ -46,12 +46,15 @@ def written(name: str, response: Mapping[str, Any], *, deleted: bool = False) ->
 
 
 def seen(write: Written, index: ChildrenIndex) -> bool:
-    """Whether the index shows the write: a created or patched child at its version or newer,
-    a deleted one gone or being deleted."""
+    """Whether the watch has shown the write: a created or patched child at its version or
+    newer, or deleted since (by anyone: its deletion comes after the write); a deleted one
+    gone or being deleted."""
     child = index.child(write.name, write.uid)
     if write.deleted:
         return child is None or bool((child.get("metadata") or {}).get("deletionTimestamp"))
-    return child is not None and not_older(version_of(child), write.version)
+    if child is None:
+        return index.gone(write.name, write.uid)
+    return not_older(version_of(child), write.version)
 
 
 def echoes(writes: Sequence[Written], name: str, body: Mapping[str, Any], *, deleted: bool) -> bool:

@@ -6,10 +6,14 @@ which parents a change concerns, so that only those are reconciled.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["ChildrenIndex", "controller_uid", "not_older", "version_of"]
+__all__ = ["GONE_KEPT", "ChildrenIndex", "controller_uid", "not_older", "version_of"]
+
+GONE_KEPT = 10_000
+"""How many of the latest deletions the index remembers (see :meth:`ChildrenIndex.gone`)."""
 
 
 def controller_uid(body: Mapping[str, Any]) -> str | None:
@@ -45,13 +49,15 @@ class ChildrenIndex:
 
     Guarantees:
         A child is under at most one parent: the one its controller reference names now. Memory
-        is bounded by the live children of the watched scope.
+        is bounded by the live children of the watched scope, plus the uids of the latest
+        :data:`GONE_KEPT` deletions.
     """
 
     def __init__(self, names: Sequence[str]) -> None:
         self.names = tuple(names)
         self._parents: dict[str, dict[str, dict[str, Mapping[str, Any]]]] = {}
         self._parent_of: dict[tuple[str, str], str] = {}
+        self._gone: OrderedDict[tuple[str, str], None] = OrderedDict()
 
     def update(self, name: str, body: Mapping[str, Any], *, deleted: bool) -> set[str]:
         """Take a child's new state (or its disappearance); return the uids of the parents it
@@ -61,6 +67,8 @@ class ChildrenIndex:
         before = self._parent_of.pop(key, None)
         if before is not None:
             self._drop(before, name, uid)
+        if deleted:
+            self._bury(key)
         owner = None if deleted else controller_uid(body)
         if owner is not None:
             self._parent_of[key] = owner
@@ -74,6 +82,17 @@ class ChildrenIndex:
             kinds.pop(name, None)
         if not kinds:
             self._parents.pop(parent, None)
+
+    def _bury(self, key: tuple[str, str]) -> None:
+        self._gone[key] = None
+        self._gone.move_to_end(key)
+        while len(self._gone) > GONE_KEPT:
+            self._gone.popitem(last=False)
+
+    def gone(self, name: str, uid: str) -> bool:
+        """Whether the watch has shown the child's deletion (among the latest
+        :data:`GONE_KEPT`): every earlier state of it has been shown, too."""
+        return (name, uid) in self._gone
 
     def child(self, name: str, uid: str) -> Mapping[str, Any] | None:
         """A child's latest known state, if it is indexed."""

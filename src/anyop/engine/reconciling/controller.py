@@ -35,6 +35,7 @@ from anyop.engine.reconciling.children import (
     version_of,
 )
 from anyop.engine.reconciling.decisions import Verdict, finalizer_patch, judge, label_selector
+from anyop.engine.reconciling.echoes import after_write, meaning
 from anyop.errors import AnyopError, ConflictError
 from anyop.handlers.causes import ResourceCause
 from anyop.handlers.outcomes import Requeue
@@ -110,14 +111,13 @@ class _Object:
 
     failures: int = 0
     """Failed calls in a row (the backoff's step)."""
-    own: set[str] = dataclasses.field(default_factory=set)
-    """The resourceVersions that our own writes of the object made (their echoes call nothing)."""
-    writing: bool = False
-    """A write of the object is in flight: its echo may come before its response."""
-    held: Mapping[str, Any] | None = None
-    """A body that came while writing, dispatched after the response unless it is our echo."""
+    handled: Mapping[str, Any] | None = None
+    """The meaning (:func:`.meaning`) of the state that the running or last call saw, as its
+    own writes left it: a state that means this calls nothing."""
+    writing: list[Mapping[str, Any]] = dataclasses.field(default_factory=list)
+    """The meanings that our writes in flight will leave (their echoes may come first)."""
     writes: list[Written] = dataclasses.field(default_factory=list)
-    """The previous call's writes of children, until the watch shows them."""
+    """The running or previous call's writes of children, until the watch shows them."""
     deadline: float = 0.0
     """When to stop waiting for them and read the children from the API."""
 
@@ -130,9 +130,12 @@ class Controller:
         handler: The reconciler.
 
     Guarantees:
-        An object is dispatched on each change of it (not on the echo of a write of its own
-        call), of a child (by controller reference) or a child's disappearance, and once after
-        the children are listed. Calls see every child that earlier calls wrote through ``api``.
+        An object is dispatched on each change of it, of a child (by controller reference) or a
+        child's disappearance, and once after the children are listed. A change of the object
+        is decided by content (:mod:`.echoes`): the echoes of its own calls' writes call
+        nothing, any other change does, whatever its resourceVersion. Calls see every child
+        that earlier calls wrote through ``api``; no call starts for an object whose deletion
+        the watch has shown.
     """
 
     def __init__(self, scope: ControllerScope, handler: ReconcilingHandler) -> None:
@@ -162,13 +165,16 @@ class Controller:
             self._dispatch(uid, body)
             return
         self._parents[uid] = body
-        state = self._objects.get(uid)
-        if state is not None and state.writing:
-            state.held = body  # our write's response decides (see _write)
-        elif state is not None and version_of(body) in state.own:
-            state.own = {v for v in state.own if not not_older(version_of(body), v)}
-        else:
+        if not self._handled(uid, body):
             self._dispatch(uid, body)
+
+    def _handled(self, uid: str, body: Mapping[str, Any]) -> bool:
+        """Whether a state means what a call has seen or what our own writes leave."""
+        state = self._objects.get(uid)
+        if state is None or state.handled is None:
+            return False
+        now = meaning(body, status=self.handler.status_changes)
+        return now == state.handled or now in state.writing
 
     def release(self, uid: str, deadline: float = math.inf) -> None:
         """Hand the object over to another replica (sharding): its children's events no longer
@@ -229,6 +235,7 @@ class Controller:
             self._objects.pop(slot.uid, None)
             return CycleResult(gone=True, deleted=True)
         state = self._objects.setdefault(slot.uid, _Object())
+        state.handled = meaning(body, status=self.handler.status_changes)
         started = time.monotonic()
         try:
             verdict = await self._call(slot, body, state)
@@ -254,13 +261,16 @@ class Controller:
         if deleting and not (self.handler.finalizer and holds):
             return None  # the garbage collector takes the children
         if self.handler.finalizer and not deleting and not holds:
-            body = await self._write(slot.uid, finalizer_patch(body, finalizer, keep=True))
+            body = await self._write(slot.uid, body, finalizer_patch(body, finalizer, keep=True))
         if self.scope.indexer is not None:
             await self.scope.indexer.ready.wait()
         children = await self._children(slot.uid, body, state)
+        if slot.uid not in self._parents:
+            return None  # its deletion came while the call waited for its children
         api = ChildrenApi(
             self.scope.client, body, self.scope.owned, labels=self.handler.child_labels
         )
+        state.writes = api.writes  # their echoes call nothing while the call runs, too
         patch = Patch()
         kwargs = self._kwargs(slot, body, patch=patch) | {"children": children, "api": api}
         outcome: object
@@ -276,7 +286,7 @@ class Controller:
         if patch:
             body = await self._patch(slot.uid, body, patch)
         if verdict.succeeded and deleting:
-            await self._write(slot.uid, finalizer_patch(body, finalizer, keep=False))
+            await self._write(slot.uid, body, finalizer_patch(body, finalizer, keep=False))
         return verdict
 
     def _judge(self, outcome: object, state: _Object) -> Verdict:
@@ -349,21 +359,30 @@ class Controller:
         main = dict(patch)
         status = main.pop("status", None) if "status" in self.scope.resource.subresources else None
         if main:
-            body = await self._write(uid, main)
+            body = await self._write(uid, body, main)
         if status is not None:
-            body = await self._write(uid, {"status": status}, subresource="status")
+            body = await self._write(uid, body, {"status": status}, subresource="status")
         return body
 
     async def _write(
-        self, uid: str, patch: Mapping[str, Any] | None, *, subresource: str | None = None
+        self,
+        uid: str,
+        called: Mapping[str, Any],
+        patch: Mapping[str, Any] | None,
+        *,
+        subresource: str | None = None,
     ) -> Mapping[str, Any]:
-        """Patch the object; its echo calls nothing (a newer change that came meanwhile does)."""
-        body = self._parents.get(uid, {})
+        """Patch the object; its echo calls nothing, but any other change does: one that came
+        meanwhile, or one that the answer carries (a write that changes nothing answers with the
+        current state, whoever made it)."""
+        body = self._parents.get(uid) or called
         if patch is None:
             return body
         state = self._objects.setdefault(uid, _Object())
         metadata = body.get("metadata") or {}
-        state.writing = True
+        status = self.handler.status_changes
+        expected = after_write(state.handled or meaning(body, status=status), patch, status=status)
+        state.writing.append(expected)
         try:
             answer = await self.scope.client.patch(
                 self.scope.resource,
@@ -373,16 +392,21 @@ class Controller:
                 subresource=subresource,
             )
         finally:
-            state.writing, held, state.held = False, state.held, None
-        version = version_of(answer)
-        if uid in self._parents and not_older(version, version_of(self._parents[uid])):
+            state.writing.remove(expected)
+        if _uid(answer) != uid:  # deleted, and another object made under its name meanwhile
+            self._redo(_uid(answer))  # which our write has just changed
+            return body
+        state.handled = expected
+        if uid in self._parents and not_older(version_of(answer), version_of(self._parents[uid])):
             self._parents[uid] = answer
-        if held is not None and version_of(held) != version:
-            state.own.add(version)
-            self._dispatch(uid, held)  # someone else's change came while we wrote
-        elif held is None:
-            state.own.add(version)
+        if meaning(answer, status=status) != expected:
+            self._dispatch(uid, answer)  # someone else's change landed before ours
         return answer
+
+    def _redo(self, uid: str) -> None:
+        """Call an object again, if it is known: a write meant for another one changed it."""
+        if uid in self._parents:
+            self._dispatch(uid, self._parents[uid])
 
 
 def _uid(body: Mapping[str, Any]) -> str:

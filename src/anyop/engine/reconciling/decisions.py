@@ -44,7 +44,7 @@ class Verdict:
         delay: Call again after this many seconds without any change; ``None``: on changes only.
         throttled: Changes do not shorten the ``delay`` (a backoff after a failure).
         result: How the metrics count it: ``success``, ``requeue_after`` or ``error``.
-        level: The log level of ``message``.
+        level: The log level of ``message`` (``DEBUG`` for a success: a routine call).
         message: Kopf's kind of line about it.
         exc_info: Log the exception's traceback.
     """
@@ -80,10 +80,10 @@ def judge(
     backoff = backoff_delay(failures, settings, jitter=jitter)
     match outcome:
         case None:
-            return Verdict(True, resync, False, "success", logging.INFO, f"{name} succeeded.")
+            return Verdict(True, resync, False, "success", logging.DEBUG, f"{name} succeeded.")
         case Requeue(after=after):
             text = f"{name} succeeded; requeued in {after:g} seconds."
-            return Verdict(True, after, False, "requeue_after", logging.INFO, text)
+            return Verdict(True, after, False, "requeue_after", logging.DEBUG, text)
         case TemporaryError(delay=delay):
             text = f"{name} failed temporarily: {outcome}"
             wait = backoff if delay is None else delay

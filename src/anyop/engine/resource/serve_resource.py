@@ -179,13 +179,15 @@ class ResourceScope:
         )
 
     def watcher(self) -> Watcher:
-        """The list+watch stream, filtered by the handlers' common label selector."""
-        selector = self.registry.label_selector(self.resource)
+        """The list+watch stream, filtered by the handlers' common label and field selectors."""
+        labels = self.registry.label_selector(self.resource)
+        fields = self.registry.field_selector(self.resource)
         return Watcher(
             self.client,
             self.resource,
             namespace=self.namespace,
-            label_selector=str(selector) if selector else None,
+            label_selector=str(labels) if labels else None,
+            field_selector=str(fields) if fields else None,
             settings=self.settings,
         )
 

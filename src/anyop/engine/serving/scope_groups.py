@@ -109,8 +109,9 @@ async def served_resources(
         said: The warnings of the previous discovery: those are not logged again (it is
             updated in place to the warnings of this one).
     """
-    resolution = resolve(registry.watched_selectors(), await discover(client))
-    messages = [unresolved_message(resolution), *ambiguous_message(resolution)]
+    discovered = await discover(client)
+    resolution = resolve(registry.watched_selectors(), discovered)
+    messages = [unresolved_message(resolution, discovered), *ambiguous_message(resolution)]
     messages.append(nonwatchable_message(resolution))
     stateful = frozenset(r for r in resolution.nonpatchable if registry.keeps_state(r))
     if stateful:

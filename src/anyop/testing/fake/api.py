@@ -43,6 +43,8 @@ class ApiRequest:
         query: Query parameters (the first value of each).
         content_type: The ``Content-Type`` without parameters.
         body: The raw body.
+        user_agent: The ``User-Agent``: its product names the field manager of a write that
+            names none.
     """
 
     method: str
@@ -50,6 +52,12 @@ class ApiRequest:
     query: Mapping[str, str] = dataclasses.field(default_factory=dict)
     content_type: str = "application/json"
     body: bytes = b""
+    user_agent: str = ""
+
+    @property
+    def manager(self) -> str:
+        """The field manager: ``fieldManager``, else the user agent's product."""
+        return self.query.get("fieldManager") or self.user_agent.split("/")[0][:128]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -113,13 +121,47 @@ def _dispatch(store: Store, request: ApiRequest, address: str) -> ApiResponse | 
         return ApiResponse(404, _TEXT_404)
     kind = store.kind(route.group, route.version, route.plural)
     if kind is None:
-        raise no_such_resource()
+        return _no_route(store.custom_group(route.group, route.version))
+    if _out_of_scope(kind, route, request.method):
+        return _no_route(kind.custom)
     if route.subresource is not None and not _has_subresource(kind, route.subresource):
+        if not kind.custom and route.subresource not in kind.subresources:
+            raise no_such_resource()
         raise not_found(kind.plural, kind.group, route.name or "")
     namespace = route.namespace if kind.namespaced else None
     if route.name is None:
         return _collection(store, kind, request, namespace=namespace)
     return _member(store, Ref(kind, namespace, route.name), request, route=route)
+
+
+def _no_route(custom: bool) -> ApiResponse:
+    """No API path: the CRD handler passes it on to the bare 404, the built-in API's router
+    answers a ``Status``."""
+    if custom:
+        return ApiResponse(404, _TEXT_404)
+    raise no_such_resource()
+
+
+def _out_of_scope(kind: Kind, route: Route, method: str) -> bool:
+    """A path of the wrong scope: a cluster-scoped kind under a namespace, or a namespaced
+    kind's object (or a write to its collection) without one. Lists and watches of all
+    namespaces are the exception."""
+    if route.namespace is not None:
+        return not kind.namespaced
+    if not kind.namespaced:
+        return False
+    if route.name is not None:
+        return True
+    if method == "GET":
+        return False
+    if kind.custom:
+        return True
+    _not_allowed_raise()
+    return False
+
+
+def _not_allowed_raise() -> None:
+    raise StatusError(_not_allowed().document)
 
 
 def _has_subresource(kind: Kind, subresource: str) -> bool:
@@ -154,7 +196,9 @@ def _collection(
         case "GET":
             return ApiResponse(200, store.list(kind, _list_query(kind, namespace, request.query)))
         case "POST":
-            created = writes.create(store, kind, _json(request), namespace=namespace)
+            created = writes.create(
+                store, kind, _json(request), namespace=namespace, manager=request.manager
+            )
             return ApiResponse(201, created)
         case "DELETE" if kind != NAMESPACE_KIND:
             query = _list_query(kind, namespace, request.query)
@@ -172,11 +216,14 @@ def _member(store: Store, ref: Ref, request: ApiRequest, *, route: Route) -> Api
         case "GET":
             return ApiResponse(200, store.get(ref.kind, ref.namespace, ref.name))
         case "PUT":
-            replaced = writes.replace(store, ref, _json(request), subresource=route.subresource)
+            replaced = writes.replace(
+                store, ref, _json(request), subresource=route.subresource, manager=request.manager
+            )
             return ApiResponse(200, replaced)
         case "PATCH" if request.content_type == writes.APPLY and route.subresource is None:
             manager = request.query.get("fieldManager", "")
-            code, applied = apply(store, ref, document=request.body, manager=manager)
+            force = request.query.get("force", "").lower() in _TRUE
+            code, applied = apply(store, ref, document=request.body, manager=manager, force=force)
             return ApiResponse(code, applied)
         case "PATCH":
             patched = writes.patch(
@@ -185,6 +232,7 @@ def _member(store: Store, ref: Ref, request: ApiRequest, *, route: Route) -> Api
                 content_type=request.content_type,
                 document=request.body,
                 subresource=route.subresource,
+                manager=request.manager,
             )
             return ApiResponse(200, patched)
         case "DELETE" if route.subresource is None:

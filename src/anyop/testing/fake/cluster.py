@@ -7,6 +7,7 @@ through an httpx transport, or over a loopback socket for subprocesses and other
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import datetime
 import functools
@@ -35,6 +36,7 @@ from anyop.testing.fake.faults import FaultPlan
 from anyop.testing.fake.history import Change
 from anyop.testing.fake.inprocess_transport import FakeTransport
 from anyop.testing.fake.loopback_server import serve_loopback
+from anyop.testing.fake.loopback_tls import loopback_certificates
 from anyop.testing.fake.routing import routed
 from anyop.testing.fake.store import Store
 from anyop.testing.fake.trace import Trace
@@ -71,9 +73,9 @@ class FakeCluster:
         same requests).
 
     Caveats:
-        No other controllers: pods get no defaults and stay Pending, Deployments make no
-        ReplicaSets. No authorization: every request is an admin's. ``docs/testing.md`` lists
-        where it differs from a real cluster on purpose.
+        No other controllers: pods stay Pending, Deployments make no ReplicaSets. No
+        authorization: every request is an admin's. ``docs/testing.md`` lists where it differs
+        from a real cluster.
     """
 
     def __init__(
@@ -93,6 +95,9 @@ class FakeCluster:
         self.store = Store(seed=seed, history_limit=history_limit, clock=self._now)
         self.server_url: str | None = None
         """The loopback URL while :meth:`serve` runs."""
+        self.certificate_authority: bytes | None = None
+        """The PEM of the CA that signed the loopback server's certificate (``serve(tls=True)``);
+        ``ssl.create_default_context(cadata=fake.certificate_authority.decode())`` trusts it."""
         self.url = BASE_URL
         """The URL of in-process clients (see :meth:`client` and :meth:`routed`)."""
         self.faults = FaultPlan()
@@ -194,16 +199,32 @@ class FakeCluster:
     # -- serving over a socket ------------------------------------------------------------------
 
     async def serve(
-        self, *, port: int = 0, task_status: TaskStatus[str] = anyio.TASK_STATUS_IGNORED
+        self,
+        *,
+        port: int = 0,
+        tls: bool = False,
+        task_status: TaskStatus[str] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Serve the API on 127.0.0.1 until cancelled: ``url = await tg.start(fake.serve)``."""
+        """Serve the API on 127.0.0.1 until cancelled: ``url = await tg.start(fake.serve)``.
+
+        With ``tls=True``, over HTTPS with a certificate of a new CA (see
+        :attr:`certificate_authority`; :meth:`write_kubeconfig` puts it in the kubeconfig).
+        """
+        context = None
+        if tls:
+            certificates = loopback_certificates()
+            self.certificate_authority = certificates.ca_pem
+            context = certificates.server_context()
 
         async def ready(*, task_status: TaskStatus[int]) -> None:
-            await serve_loopback(self.respond, port=port, task_status=task_status)
+            await serve_loopback(
+                self.respond, port=port, ssl_context=context, task_status=task_status
+            )
 
         async with anyio.create_task_group() as tg:
             bound = await tg.start(ready)
-            self.server_url = f"http://127.0.0.1:{bound}"
+            scheme = "https" if tls else "http"
+            self.server_url = f"{scheme}://127.0.0.1:{bound}"
             task_status.started(self.server_url)
 
     def write_kubeconfig(self, path: str | os.PathLike[str], *, in_process: bool = False) -> Path:
@@ -222,7 +243,7 @@ class FakeCluster:
         config = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "fake", "cluster": {"server": server}}],
+            "clusters": [{"name": "fake", "cluster": self._kubeconfig_cluster(server)}],
             "users": [{"name": "fake", "user": {"token": "fake"}}],
             "contexts": [
                 {"name": "fake", "context": {"cluster": "fake", "user": "fake"}},
@@ -232,6 +253,13 @@ class FakeCluster:
         target = Path(path)
         target.write_text(json.dumps(config, indent=2))
         return target
+
+    def _kubeconfig_cluster(self, server: str) -> dict[str, Any]:
+        cluster: dict[str, Any] = {"server": server}
+        if server.startswith("https:") and self.certificate_authority is not None:
+            data = base64.b64encode(self.certificate_authority).decode()
+            cluster["certificate-authority-data"] = data
+        return cluster
 
     # -- direct access, for tests ---------------------------------------------------------------
 

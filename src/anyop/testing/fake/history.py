@@ -8,11 +8,11 @@ resume from a resourceVersion and a paginated list can read the state as of its 
 from __future__ import annotations
 
 import collections
-import copy
 import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from anyop.testing.fake.json_copy import json_copy
 from anyop.testing.fake.label_selectors import Selector
 from anyop.testing.fake.statuses import expired
 
@@ -148,7 +148,7 @@ def visible_change(change: Change, matches: Filter | Selector) -> tuple[str, Bod
     if now:
         return ("ADDED", change.obj)
     if before and change.old is not None:
-        old = copy.deepcopy(change.old)
+        old = json_copy(change.old)
         old["metadata"]["resourceVersion"] = str(change.rv)
         return ("DELETED", old)
     return None

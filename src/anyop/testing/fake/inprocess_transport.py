@@ -21,10 +21,13 @@ Responder = Callable[[ApiRequest], Awaitable["ApiResponse | AsyncIterator[bytes]
 :class:`~anyop.testing.fake.faults.ConnectionDropped` to cut the connection."""
 
 
-def api_request_of(method: str, target: httpx.URL, *, content_type: str, body: bytes) -> ApiRequest:
+def api_request_of(
+    method: str, target: httpx.URL, *, content_type: str, body: bytes, user_agent: str = ""
+) -> ApiRequest:
     """The API request of an HTTP request (the first value of each query parameter)."""
     query = {key: target.params[key] for key in target.params}
-    return ApiRequest(method, target.path, query, content_type.split(";")[0].strip(), body)
+    kind = content_type.split(";")[0].strip()
+    return ApiRequest(method, target.path, query, kind, body, user_agent=user_agent)
 
 
 class _Body(httpx.AsyncByteStream):
@@ -63,7 +66,11 @@ class FakeTransport(httpx.AsyncBaseTransport):
         await anyio.lowlevel.checkpoint()
         content_type = request.headers.get("content-type", "application/json")
         api_request = api_request_of(
-            request.method, request.url, content_type=content_type, body=body
+            request.method,
+            request.url,
+            content_type=content_type,
+            body=body,
+            user_agent=request.headers.get("user-agent", ""),
         )
         try:
             answer = await self._respond(api_request)

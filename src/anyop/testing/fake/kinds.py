@@ -14,6 +14,8 @@ import hashlib
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from anyop.testing.fake.openapi_catalog import Resource, catalog
+
 __all__ = [
     "BUILTIN_KINDS",
     "CRD_KIND",
@@ -51,6 +53,9 @@ class Kind:
         storage_version: The version stored in etcd, if not ``version``.
         fields: Selectable fields besides ``metadata.name`` and ``metadata.namespace``.
         scale: A custom resource's ``scale`` subresource (its replicas' and selector's paths).
+        subresources: A built-in kind's subresources, as its API paths have them.
+        verbs: A built-in kind's verbs, as its API paths have them (all verbs if empty).
+        defaults: A custom resource's schema has defaults (applied to objects when read too).
     """
 
     group: str
@@ -69,6 +74,9 @@ class Kind:
     storage_version: str = ""
     fields: tuple[str, ...] = ()
     scale: Mapping[str, str] | None = None
+    subresources: tuple[str, ...] = ()
+    verbs: tuple[str, ...] = ()
+    defaults: bool = False
 
     @property
     def api_version(self) -> str:
@@ -94,7 +102,7 @@ class Kind:
             "singularName": self.singular,
             "namespaced": self.namespaced,
             "kind": self.kind,
-            "verbs": list(_CUSTOM_VERBS if self.custom else _cluster_verbs(self)),
+            "verbs": list(_CUSTOM_VERBS if self.custom else self.verbs or _cluster_verbs(self)),
         }
         if self.short_names:
             entry["shortNames"] = list(self.short_names)
@@ -138,6 +146,7 @@ NAMESPACE_KIND = Kind(
     namespaced=False,
     status=True,
     short_names=("ns",),
+    subresources=("finalize", "status"),
 )
 """Namespaces: cluster-scoped, with a ``/status`` subresource."""
 
@@ -153,11 +162,13 @@ CRD_KIND = Kind(
     short_names=("crd", "crds"),
     categories=("api-extensions",),
     storage_version="v1beta1",
+    subresources=("status",),
 )
 """CustomResourceDefinitions: applying one serves its kinds."""
 
+ADMISSION = "admissionregistration.k8s.io"
 MUTATING_KIND = Kind(
-    "admissionregistration.k8s.io",
+    ADMISSION,
     "v1",
     "mutatingwebhookconfigurations",
     "mutatingwebhookconfiguration",
@@ -166,7 +177,7 @@ MUTATING_KIND = Kind(
     generation=True,
 )
 VALIDATING_KIND = Kind(
-    "admissionregistration.k8s.io",
+    ADMISSION,
     "v1",
     "validatingwebhookconfigurations",
     "validatingwebhookconfiguration",
@@ -176,66 +187,106 @@ VALIDATING_KIND = Kind(
 )
 """Admission webhook configurations: the fake calls their webhooks."""
 
-BUILTIN_KINDS: tuple[Kind, ...] = (
-    NAMESPACE_KIND,
-    Kind("", "v1", "configmaps", "configmap", "ConfigMap", short_names=("cm",)),
-    Kind("", "v1", "secrets", "secret", "Secret"),
-    Kind(
-        "",
-        "v1",
-        "events",
-        "event",
-        "Event",
-        short_names=("ev",),
-        fields=(
-            "involvedObject.apiVersion",
-            "involvedObject.fieldPath",
-            "involvedObject.kind",
-            "involvedObject.name",
-            "involvedObject.namespace",
-            "involvedObject.resourceVersion",
-            "involvedObject.uid",
-            "reason",
-            "reportingComponent",
-            "source",
-            "type",
-        ),
-    ),
-    Kind(
-        "",
-        "v1",
-        "pods",
-        "pod",
-        "Pod",
-        fields=(
-            "spec.nodeName",
-            "spec.restartPolicy",
-            "spec.schedulerName",
-            "spec.serviceAccountName",
-            "status.phase",
-            "status.podIP",
-        ),
-        status=True,
-        generation=True,
-        short_names=("po",),
-        categories=("all",),
-    ),
-    Kind(
-        "",
-        "v1",
-        "services",
-        "service",
-        "Service",
-        status=True,
-        short_names=("svc",),
-        categories=("all",),
-    ),
-    Kind("coordination.k8s.io", "v1", "leases", "lease", "Lease"),
-    CRD_KIND,
-    MUTATING_KIND,
-    VALIDATING_KIND,
-)
-"""The built-in kinds served from the start."""
+_GENERATION = {
+    ("", "pods"), ("", "podtemplates"), ("", "replicationcontrollers"),
+    ("apps", "daemonsets"), ("apps", "deployments"), ("apps", "replicasets"),
+    ("apps", "statefulsets"), ("batch", "cronjobs"), ("batch", "jobs"),
+    ("discovery.k8s.io", "endpointslices"), ("networking.k8s.io", "ingresses"),
+    ("networking.k8s.io", "ingressclasses"), ("networking.k8s.io", "networkpolicies"),
+    ("policy", "poddisruptionbudgets"), ("scheduling.k8s.io", "priorityclasses"),
+    *((ADMISSION, plural) for plural in (
+        "mutatingadmissionpolicies", "mutatingadmissionpolicybindings",
+        "mutatingwebhookconfigurations", "validatingadmissionpolicies",
+        "validatingadmissionpolicybindings", "validatingwebhookconfigurations")),
+}  # fmt: skip
+"""Built-in kinds whose strategies keep ``metadata.generation`` (Kubernetes' Go code)."""
+
+_EXTRAS: Mapping[tuple[str, str], Mapping[str, tuple[str, ...]]] = {
+    ("", "configmaps"): {"short_names": ("cm",)},
+    ("", "events"): {"short_names": ("ev",), "fields": (
+        "involvedObject.apiVersion", "involvedObject.fieldPath", "involvedObject.kind",
+        "involvedObject.name", "involvedObject.namespace", "involvedObject.resourceVersion",
+        "involvedObject.uid", "reason", "reportingComponent", "source", "type")},
+    ("", "pods"): {"short_names": ("po",), "categories": ("all",), "fields": (
+        "spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
+        "status.phase", "status.podIP")},
+    ("", "services"): {"short_names": ("svc",), "categories": ("all",)},
+    ("", "serviceaccounts"): {"short_names": ("sa",)},
+    ("", "nodes"): {"short_names": ("no",)},
+    ("", "endpoints"): {"short_names": ("ep",)},
+    ("", "persistentvolumeclaims"): {"short_names": ("pvc",)},
+    ("", "persistentvolumes"): {"short_names": ("pv",)},
+    ("", "replicationcontrollers"): {"short_names": ("rc",), "categories": ("all",)},
+    ("", "resourcequotas"): {"short_names": ("quota",)},
+    ("", "limitranges"): {"short_names": ("limits",)},
+    ("", "secrets"): {"fields": ("type",)},
+    ("apps", "deployments"): {"short_names": ("deploy",), "categories": ("all",)},
+    ("apps", "replicasets"): {"short_names": ("rs",), "categories": ("all",)},
+    ("apps", "statefulsets"): {"short_names": ("sts",), "categories": ("all",)},
+    ("apps", "daemonsets"): {"short_names": ("ds",), "categories": ("all",)},
+    ("batch", "jobs"): {"categories": ("all",)},
+    ("batch", "cronjobs"): {"short_names": ("cj",), "categories": ("all",)},
+    ("events.k8s.io", "events"): {"short_names": ("ev",)},
+    ("networking.k8s.io", "ingresses"): {"short_names": ("ing",)},
+    ("networking.k8s.io", "networkpolicies"): {"short_names": ("netpol",)},
+    ("policy", "poddisruptionbudgets"): {"short_names": ("pdb",)},
+    ("scheduling.k8s.io", "priorityclasses"): {"short_names": ("pc",)},
+    ("autoscaling", "horizontalpodautoscalers"): {"short_names": ("hpa",), "categories": ("all",)},
+}  # fmt: skip
+"""What discovery shows of a kind beyond its API paths: short names, categories, and the fields
+its field selectors take besides the name and namespace."""
+
+_BUILTIN_SCALE = {
+    "specReplicasPath": ".spec.replicas",
+    "statusReplicasPath": ".status.replicas",
+    "labelSelectorPath": ".spec.selector",
+}
+"""Where the ``scale`` subresource of workloads (Deployments, ReplicaSets, StatefulSets,
+ReplicationControllers) reads and writes: its selector is the spec's, as a string."""
+
+_VIRTUAL = {("", "componentstatuses")}
+"""Resources the API server computes instead of storing: not served."""
+
+_FIXED = {
+    (kind.group, kind.plural): kind
+    for kind in (NAMESPACE_KIND, CRD_KIND, MUTATING_KIND, VALIDATING_KIND)
+}
+
+
+def _builtin(resource: Resource) -> Kind:
+    key = (resource.group, resource.plural)
+    if key in _FIXED:
+        return _FIXED[key]
+    extras = _EXTRAS.get(key, {})
+    return Kind(
+        resource.group,
+        resource.version,
+        resource.plural,
+        resource.kind.lower(),
+        resource.kind,
+        namespaced=resource.namespaced,
+        status="status" in resource.subresources,
+        generation=key in _GENERATION,
+        short_names=extras.get("short_names", ()),
+        categories=extras.get("categories", ()),
+        fields=extras.get("fields", ()),
+        subresources=tuple(resource.subresources),
+        verbs=resource.verbs,
+        scale=_BUILTIN_SCALE if "scale" in resource.subresources else None,
+    )
+
+
+def _builtin_kinds() -> tuple[Kind, ...]:
+    return tuple(
+        _builtin(resource)
+        for resource in catalog().resources
+        if "get" in resource.verbs and (resource.group, resource.plural) not in _VIRTUAL
+    )
+
+
+BUILTIN_KINDS: tuple[Kind, ...] = _builtin_kinds()
+"""The built-in kinds served from the start: every resource of the vendored OpenAPI catalog
+that stores objects."""
 
 
 def kinds_of_crd(crd: Mapping[str, Any]) -> list[Kind]:
@@ -269,7 +320,16 @@ def kinds_of_crd(crd: Mapping[str, Any]) -> list[Kind]:
                 short_names=tuple(names.get("shortNames") or ()),
                 categories=tuple(names.get("categories") or ()),
                 schema=schema,
+                defaults=_has_defaults(schema),
                 crd=str((crd.get("metadata") or {}).get("name", "")),
             )
         )
     return kinds
+
+
+def _has_defaults(schema: Any) -> bool:
+    if isinstance(schema, Mapping):
+        return "default" in schema or any(_has_defaults(value) for value in schema.values())
+    if isinstance(schema, list):
+        return any(_has_defaults(item) for item in schema)
+    return False

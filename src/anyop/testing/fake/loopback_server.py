@@ -7,12 +7,14 @@ writes. Runs in the caller's task group on Trio or asyncio.
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import AsyncIterator
 
 import anyio
 import h11
 import httpx
-from anyio.abc import ByteStream, SocketAttribute, TaskStatus
+from anyio.abc import ByteStream, Listener, SocketAttribute, TaskStatus
+from anyio.streams.tls import TLSListener
 
 from anyop.testing.fake.api import ApiResponse
 from anyop.testing.fake.faults import ConnectionDropped
@@ -28,16 +30,21 @@ async def serve_loopback(
     *,
     host: str = "127.0.0.1",
     port: int = 0,
+    ssl_context: ssl.SSLContext | None = None,
     task_status: TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve the fake API on ``host:port`` until cancelled.
+    """Serve the fake API on ``host:port`` until cancelled (over TLS with ``ssl_context``).
 
     Use it as ``port = await tg.start(serve_loopback, respond)``: it reports the bound port
     once it accepts connections.
     """
-    listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
+    tcp = await anyio.create_tcp_listener(local_host=host, local_port=port)
+    bound = int(tcp.extra(SocketAttribute.local_port))
+    listener: Listener[ByteStream] = tcp
+    if ssl_context is not None:
+        listener = TLSListener(tcp, ssl_context, standard_compatible=False)
     async with listener:
-        task_status.started(int(listener.extra(SocketAttribute.local_port)))
+        task_status.started(bound)
 
         async def serve_one(stream: ByteStream) -> None:
             await _serve_connection(stream, respond)
@@ -60,7 +67,10 @@ async def _serve_connection(stream: ByteStream, respond: Responder) -> None:
             content_type = headers.get(b"content-type", b"application/json").decode()
             target = httpx.URL(request.target.decode())
             method = request.method.decode()
-            api_request = api_request_of(method, target, content_type=content_type, body=body)
+            agent = headers.get(b"user-agent", b"").decode(errors="replace")
+            api_request = api_request_of(
+                method, target, content_type=content_type, body=body, user_agent=agent
+            )
             try:
                 answer = await respond(api_request)
             except ConnectionDropped:

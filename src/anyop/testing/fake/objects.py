@@ -6,14 +6,14 @@ Pure. :func:`prepare_create` and :func:`prepare_update` return the object to sto
 
 from __future__ import annotations
 
-import copy
 import random
 import re
 from collections.abc import Mapping
 from typing import Any
 
+from anyop.testing.fake.json_copy import json_copy
 from anyop.testing.fake.kinds import Kind
-from anyop.testing.fake.schemas import prune, violations
+from anyop.testing.fake.schemas import default, prune, violations
 from anyop.testing.fake.statuses import Cause, invalid
 
 __all__ = [
@@ -73,12 +73,31 @@ def _name_causes(kind: Kind, name: str) -> list[tuple[str, Cause]]:
     return [("metadata.name", {"reason": "FieldValueInvalid", "message": message})]
 
 
-def _custom_checks(kind: Kind, body: Body, name: str) -> Body:
-    """Prune a custom resource by its schema and refuse it on type errors."""
-    pruned = prune(body, kind.schema)
-    if causes := violations(pruned, kind.schema):
+def _custom_checks(
+    kind: Kind,
+    body: Body,
+    name: str,
+    old: Mapping[str, Any] | None = None,
+    *,
+    subresource: str | None = None,
+) -> Body:
+    """Default and prune a custom resource by its schema and refuse it on schema errors (and
+    broken validation rules; transition rules against ``old``, the stored object)."""
+    pruned = prune(default(body, kind.schema), kind.schema)
+    if causes := violations(pruned, kind.schema, old, scale=kind.scale):
+        if subresource == "status":
+            causes = [_within_status(field, cause) for field, cause in causes]
         raise invalid(kind.kind, kind.group, name, causes=causes)
     return pruned
+
+
+def _within_status(field: str, cause: Cause) -> tuple[str, Cause]:
+    """The status subresource validates the status alone: its messages name paths in it."""
+    if not field.startswith("status."):
+        return field, cause
+    inner = field.removeprefix("status.")
+    message = cause["message"].replace(f"{field} in body", f"{inner} in body")
+    return field, {**cause, "message": message}
 
 
 def prepare_create(
@@ -89,7 +108,7 @@ def prepare_create(
     Raises:
         StatusError: 422, the name is missing or invalid, or the schema refuses the object.
     """
-    obj = copy.deepcopy(dict(body))
+    obj = json_copy(dict(body))
     obj["apiVersion"], obj["kind"] = kind.api_version, kind.kind
     metadata = obj["metadata"] = dict(obj.get("metadata") or {})
     name = str(metadata.get("name") or "")
@@ -110,9 +129,9 @@ def prepare_create(
 
 
 def _omit_empty(obj: Body) -> Body:
-    """Drop empty top-level and metadata maps and lists, as typed kinds serialise them
-    (``omitempty``); deeper empty values may be meaningful (``subresources: {status: {}}``)."""
-    kept = {key: value for key, value in obj.items() if value != {} and value != []}
+    """Drop empty metadata maps and lists, as typed kinds serialise them (``omitempty``); the
+    rest was decoded by its Go type already (:mod:`anyop.testing.fake.typed_decoding`)."""
+    kept = dict(obj)
     metadata = kept.get("metadata") or {}
     kept["metadata"] = {
         key: value for key, value in metadata.items() if value != {} and value != []
@@ -174,16 +193,16 @@ def prepare_update(
         StatusError: 422, a finalizer was added during deletion or the schema refuses it.
     """
     if subresource == "status":
-        obj = copy.deepcopy(dict(old))
+        obj = json_copy(dict(old))
         obj.pop("status", None)
         if "status" in new:
-            obj["status"] = copy.deepcopy(new["status"])
+            obj["status"] = json_copy(new["status"])
     else:
-        obj = copy.deepcopy(dict(new))
+        obj = json_copy(dict(new))
         if kind.status:
             obj.pop("status", None)
             if "status" in old:
-                obj["status"] = copy.deepcopy(old["status"])
+                obj["status"] = json_copy(old["status"])
     obj["apiVersion"], obj["kind"] = kind.api_version, kind.kind
     metadata = obj["metadata"] = dict(obj.get("metadata") or {})
     old_meta = old.get("metadata") or {}
@@ -196,9 +215,9 @@ def prepare_update(
     if causes := _finalizer_causes(old, obj):
         raise invalid(kind.kind, kind.group, name, causes=causes)
     if kind.custom:
-        obj = _custom_checks(kind, obj, name)
+        obj = _custom_checks(kind, obj, name, old, subresource=subresource)
     if kind.generation and _essence(kind, obj) != _essence(kind, old):
-        metadata["generation"] = int(old_meta.get("generation") or 0) + 1
+        obj["metadata"]["generation"] = int(old_meta.get("generation") or 0) + 1
     if kind.plural == "namespaces" and not kind.group:
         # Only /finalize changes a namespace's spec.finalizers (and all else but its status).
         source = new if subresource == "finalize" else old

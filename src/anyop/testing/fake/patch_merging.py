@@ -6,9 +6,11 @@ Pure; inputs are never modified. :class:`PatchFailed` means a JSON patch could n
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Mapping
+import json
+from collections.abc import Callable, Mapping
 from typing import Any
+
+from anyop.testing.fake.json_copy import json_copy
 
 __all__ = ["PatchFailed", "apply_json_patch", "apply_merge_patch", "apply_strategic_patch"]
 
@@ -23,7 +25,7 @@ class PatchFailed(ValueError):
 def apply_merge_patch(target: Any, patch: Any) -> Any:
     """Apply a JSON merge patch: maps merge recursively, ``None`` deletes, the rest replaces."""
     if not isinstance(patch, Mapping):
-        return copy.deepcopy(patch)
+        return json_copy(patch)
     result = dict(target) if isinstance(target, Mapping) else {}
     for key, value in patch.items():
         if value is None:
@@ -115,7 +117,7 @@ def _apply_op(document: Any, op: Mapping[str, Any]) -> Any:
     tokens = _tokens(op.get("path"))
     if kind in ("add", "replace", "test") and "value" not in op:
         raise PatchFailed(f"{kind} needs a value")
-    value = copy.deepcopy(op.get("value"))
+    value = json_copy(op.get("value"))
     match kind:
         case "add":
             return _add(document, tokens, value)
@@ -134,7 +136,7 @@ def _apply_op(document: Any, op: Mapping[str, Any]) -> Any:
             moved = _remove(document, _tokens(op.get("from")))
             return _add(document, tokens, moved)
         case "copy":
-            copied = copy.deepcopy(_get(document, _tokens(op.get("from"))))
+            copied = json_copy(_get(document, _tokens(op.get("from"))))
             return _add(document, tokens, copied)
     raise PatchFailed(f"unknown operation: {kind!r}")
 
@@ -147,7 +149,7 @@ def apply_json_patch(target: Any, patch: Any) -> Any:
     """
     if not isinstance(patch, list):
         raise PatchFailed("a JSON patch is a list of operations")
-    document = copy.deepcopy(target)
+    document = json_copy(target)
     for op in patch:
         if not isinstance(op, Mapping):
             raise PatchFailed("an operation is an object")
@@ -173,70 +175,196 @@ _MERGE_KEYS: Mapping[tuple[str, ...], str | None] = {
 
 _DELETE_PREFIX = "$deleteFromPrimitiveList/"
 _ORDER_PREFIX = "$setElementOrder/"
+_RETAIN = "$retainKeys"
+
+Resolve = Callable[[Mapping[str, Any]], Mapping[str, Any]]
+"""Follows a schema's ``$ref`` (the schemas of built-in kinds refer to each other by name)."""
 
 
-def apply_strategic_patch(target: Any, patch: Any) -> Any:
+def apply_strategic_patch(
+    target: Any,
+    patch: Any,
+    schema: Mapping[str, Any] | None = None,
+    resolve: Resolve | None = None,
+) -> Any:
     """Apply a strategic merge patch as the API server does for built-in kinds.
 
-    Maps merge and ``None`` deletes; lists the Kubernetes types mark as merging (containers
-    by name, ports, owner references by uid, finalizers as a set, ...) merge by key; other
-    lists are replaced. ``$patch: replace|delete`` and ``$deleteFromPrimitiveList`` work;
-    ``$setElementOrder`` is accepted and ignored.
+    Maps merge and ``None`` deletes; lists whose schema says ``x-kubernetes-patch-strategy:
+    merge`` merge (maps by their ``x-kubernetes-patch-merge-key``, scalars as a set), other
+    lists are replaced. Merged lists are ordered as the API server orders them: the stored
+    items in their order, the patch's in its order, merged by the stored order (so new items
+    come before the stored ones they are compared with). ``$patch: replace|delete``,
+    ``$deleteFromPrimitiveList``, ``$setElementOrder`` and ``$retainKeys`` work.
+
+    Args:
+        target: The stored object.
+        patch: The patch.
+        schema: The OpenAPI schema of the kind; without it, a table of the lists operators
+            patch most (containers, ports, owner references, finalizers, conditions).
+        resolve: Follows ``$ref`` in ``schema``.
     """
-    return _strategic(target, patch, ())
+    walker = _Walker(schema, resolve or (lambda node: node))
+    return walker.merge(target, patch, walker.root)
 
 
-def _strategic(target: Any, patch: Any, path: tuple[str, ...]) -> Any:
-    if not isinstance(patch, Mapping):
-        return copy.deepcopy(patch)
-    directive = patch.get("$patch")
-    if directive == "delete":
-        return None
-    body = {key: value for key, value in patch.items() if key != "$patch"}
-    if directive == "replace":
-        return copy.deepcopy(body)
-    result = dict(target) if isinstance(target, Mapping) else {}
-    for key, value in body.items():
-        if key.startswith(_ORDER_PREFIX):
-            continue
-        if key.startswith(_DELETE_PREFIX):
-            field = key.removeprefix(_DELETE_PREFIX)
-            gone = set(map(str, value or ()))
-            result[field] = [item for item in result.get(field) or () if str(item) not in gone]
-        elif value is None:
-            result.pop(key, None)
-        else:
-            merged = _strategic_value(result.get(key), value, (*path, key))
-            if merged is None:
+class _Walker:
+    """Strategic merging guided by a schema (or the fallback table, by path)."""
+
+    def __init__(self, schema: Mapping[str, Any] | None, resolve: Resolve) -> None:
+        self.schema = schema
+        self.resolve = resolve
+        self.root: Any = schema if schema is not None else ()
+
+    def child(self, where: Any, key: str) -> Any:
+        if self.schema is None:
+            return (*where, key)
+        if where is None:
+            return None
+        node = self.resolve(where)
+        properties = node.get("properties") or {}
+        if key in properties:
+            return properties[key]
+        extra = node.get("additionalProperties")
+        return extra if isinstance(extra, Mapping) else None
+
+    def items(self, where: Any) -> Any:
+        if self.schema is None:
+            return where
+        return None if where is None else self.resolve(where).get("items")
+
+    def strategy(self, where: Any) -> tuple[bool, str | None]:
+        """Whether the list at ``where`` merges, and by which key (``None``: scalars)."""
+        if self.schema is None:
+            return (where in _MERGE_KEYS), _MERGE_KEYS.get(where)
+        if where is None:
+            return False, None
+        node = self.resolve(where)
+        merges = "merge" in str(node.get("x-kubernetes-patch-strategy", "")).split(",")
+        return merges, node.get("x-kubernetes-patch-merge-key")
+
+    def merge(self, target: Any, patch: Any, where: Any) -> Any:
+        if not isinstance(patch, Mapping):
+            return json_copy(patch)
+        directive = patch.get("$patch")
+        if directive == "delete":
+            return None
+        body = {key: value for key, value in patch.items() if key != "$patch"}
+        if directive == "replace":
+            return json_copy(
+                {k: v for k, v in body.items() if not k.startswith(("$", _ORDER_PREFIX))}
+            )
+        result = dict(target) if isinstance(target, Mapping) else {}
+        orders = {
+            key.removeprefix(_ORDER_PREFIX): value
+            for key, value in body.items()
+            if key.startswith(_ORDER_PREFIX)
+        }
+        for key, value in body.items():
+            if key.startswith(_ORDER_PREFIX) or key == _RETAIN:
+                continue
+            if key.startswith(_DELETE_PREFIX):
+                field = key.removeprefix(_DELETE_PREFIX)
+                gone = [json.dumps(item) for item in value or ()]
+                kept = [i for i in result.get(field) or () if json.dumps(i) not in gone]
+                result[field] = kept
+            elif value is None:
                 result.pop(key, None)
             else:
-                result[key] = merged
+                merged = self.value(result.get(key), value, self.child(where, key), orders.get(key))
+                if merged is None:
+                    result.pop(key, None)
+                else:
+                    result[key] = merged
+        if isinstance(body.get(_RETAIN), list):
+            retained = set(body[_RETAIN])
+            result = {key: value for key, value in result.items() if key in retained}
+        return result
+
+    def value(self, current: Any, value: Any, where: Any, order: Any) -> Any:
+        if isinstance(value, list):
+            merges, key = self.strategy(where)
+            if merges:
+                old = current if isinstance(current, list) else []
+                return self.merge_list(old, value, where, key, order)
+            return json_copy(value)
+        return self.merge(current, value, where)
+
+    def merge_list(
+        self, current: list[Any], patch: list[Any], where: Any, key: str | None, order: Any
+    ) -> list[Any]:
+        if key is None or not any(isinstance(item, Mapping) for item in (*current, *patch)):
+            merged = list(current)
+            seen = [json.dumps(item) for item in merged]
+            for item in patch:
+                if json.dumps(item) not in seen:
+                    merged.append(item)
+                    seen.append(json.dumps(item))
+            patch_order = order if isinstance(order, list) else patch
+            return _ordered(merged, patch_order, current, lambda item: json.dumps(item))
+        items = self.items(where)
+        merged = [json_copy(item) for item in current]
+        for item in patch:
+            if not isinstance(item, Mapping):
+                continue
+            index = next(
+                (i for i, old in enumerate(merged)
+                 if isinstance(old, Mapping) and old.get(key) == item.get(key)),
+                None,
+            )  # fmt: skip
+            if item.get("$patch") == "delete":
+                gone = item.get(key)
+                merged = [
+                    old for old in merged if not (isinstance(old, Mapping) and old.get(key) == gone)
+                ]
+            elif item.get("$patch") == "replace":
+                return [json_copy({k: v for k, v in i.items() if k != "$patch"})
+                        for i in patch if isinstance(i, Mapping)]  # fmt: skip
+            elif index is None:
+                merged.append(self.merge({}, item, items))
+            else:
+                merged[index] = self.merge(merged[index], item, items)
+        patch_order = order if isinstance(order, list) else patch
+        return _ordered(merged, patch_order, current, lambda item: _key_of(item, key))
+
+
+def _key_of(item: Any, key: str) -> str:
+    return json.dumps(item.get(key) if isinstance(item, Mapping) else item)
+
+
+def _ordered(
+    merged: list[Any], patch: list[Any], server: list[Any], identity: Callable[[Any], str]
+) -> list[Any]:
+    """The API server's order of a merged list: the items the patch names in the patch's
+    order and the others in the stored order, interleaved by the stored order."""
+    patch_ids = [identity(item) for item in patch if not _deleting(item)]
+    server_ids = [identity(item) for item in server]
+    named = sorted((i for i in merged if identity(i) in patch_ids),
+                   key=lambda i: patch_ids.index(identity(i)))  # fmt: skip
+    rest = sorted((i for i in merged if identity(i) not in patch_ids),
+                  key=lambda i: server_ids.index(identity(i)) if identity(i) in server_ids
+                  else len(server_ids))  # fmt: skip
+    # Interleave: a stored item goes first where it was stored before the patch's next item;
+    # items new to the list come as soon as they are compared.
+    result: list[Any] = []
+    left, right = 0, 0
+    while left < len(rest) or right < len(named):
+        if right >= len(named):
+            result.append(rest[left])
+            left += 1
+        elif left >= len(rest):
+            result.append(named[right])
+            right += 1
+        else:
+            lid, rid = identity(rest[left]), identity(named[right])
+            both = lid in server_ids and rid in server_ids
+            if both and server_ids.index(lid) < server_ids.index(rid):
+                result.append(rest[left])
+                left += 1
+            else:
+                result.append(named[right])
+                right += 1
     return result
 
 
-def _strategic_value(current: Any, value: Any, path: tuple[str, ...]) -> Any:
-    if isinstance(value, list) and path in _MERGE_KEYS:
-        return _merge_list(current if isinstance(current, list) else [], value, path)
-    return _strategic(current, value, path)
-
-
-def _merge_list(current: list[Any], patch: list[Any], path: tuple[str, ...]) -> list[Any]:
-    """Merge a list by key: the patch's items first (in its order), then the untouched ones."""
-    key = _MERGE_KEYS[path]
-    if key is None:
-        patched = list(dict.fromkeys(patch))
-        return patched + [item for item in current if item not in patched]
-    by_key = {old.get(key): old for old in current if isinstance(old, Mapping)}
-    merged, touched = [], set()
-    for item in patch:
-        if not isinstance(item, Mapping):
-            continue
-        touched.add(item.get(key))
-        if item.get("$patch") != "delete":
-            merged.append(_strategic(by_key.get(item.get(key), {}), item, path))
-    rest = [
-        copy.deepcopy(old)
-        for old in current
-        if not (isinstance(old, Mapping) and old.get(key) in touched)
-    ]
-    return merged + rest
+def _deleting(item: Any) -> bool:
+    return isinstance(item, Mapping) and item.get("$patch") == "delete"

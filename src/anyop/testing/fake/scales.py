@@ -7,12 +7,12 @@ Pure but for :func:`rescale`, which writes to the store.
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Mapping
 from typing import Any
 
 from anyop.testing.fake import writes
+from anyop.testing.fake.json_copy import json_copy
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.patch_merging import PatchFailed, apply_json_patch, apply_merge_patch
 from anyop.testing.fake.statuses import (
@@ -39,6 +39,22 @@ def _read(body: Mapping[str, Any], path: str) -> Any:
     return value
 
 
+def selector_text(selector: Mapping[str, Any]) -> str:
+    """A label selector as a string (``a=b,c in (d,e)``), as a workload's Scale shows it."""
+    parts = [f"{key}={value}" for key, value in sorted((selector.get("matchLabels") or {}).items())]
+    words = {"In": "in", "NotIn": "notin"}
+    for expression in selector.get("matchExpressions") or ():
+        key, operator = expression.get("key"), expression.get("operator")
+        values = ",".join(sorted(expression.get("values") or ()))
+        if operator in words:
+            parts.append(f"{key} {words[operator]} ({values})")
+        elif operator == "Exists":
+            parts.append(str(key))
+        elif operator == "DoesNotExist":
+            parts.append(f"!{key}")
+    return ",".join(sorted(parts))
+
+
 def scale_of(kind: Kind, body: Mapping[str, Any]) -> Body:
     """The object's Scale."""
     paths = kind.scale or {}
@@ -47,6 +63,8 @@ def scale_of(kind: Kind, body: Mapping[str, Any]) -> Body:
     status: Body = {"replicas": int(_read(body, paths.get("statusReplicasPath", "")) or 0)}
     if selector := paths.get("labelSelectorPath"):
         found = _read(body, selector)
+        if isinstance(found, Mapping):
+            found = selector_text(found)
         if found is not None:
             status["selector"] = found
     return {
@@ -62,15 +80,21 @@ def with_replicas(kind: Kind, body: Mapping[str, Any], scale: Mapping[str, Any])
     """The object with the Scale's ``spec.replicas`` written to its ``specReplicasPath``.
 
     Raises:
-        StatusError: 422, the replicas are not a non-negative integer.
+        StatusError: 422, the replicas are not an integer.
     """
     replicas = (scale.get("spec") or {}).get("replicas")
-    if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+    # Negative replicas are the custom resource's validation's to refuse (by its schema, then
+    # as "should be a non-negative integer"), as the API server validates the updated object.
+    if (
+        not isinstance(replicas, int)
+        or isinstance(replicas, bool)
+        or (replicas < 0 and not kind.custom)
+    ):
         message = f"Invalid value: {replicas!r}: must be greater than or equal to 0"
         cause = {"reason": "FieldValueInvalid", "message": message}
         name = str(body["metadata"].get("name", ""))
         raise invalid("Scale", "autoscaling", name, causes=[("spec.replicas", cause)])
-    result = copy.deepcopy(dict(body))
+    result = json_copy(dict(body))
     *parents, last = _path((kind.scale or {}).get("specReplicasPath", ".spec.replicas"))
     target = result
     for part in parents:

@@ -7,14 +7,19 @@ does before storing; :func:`violations` lists the type and ``required`` errors i
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from anyop.testing.fake.cel_rules import RULES, rule_causes, unset
+from anyop.testing.fake.json_copy import json_copy
 from anyop.testing.fake.statuses import Cause
 
-__all__ = ["prune", "violations"]
+__all__ = ["default", "fill_defaults", "prune", "violations"]
 
 _PRESERVE = "x-kubernetes-preserve-unknown-fields"
+_INT_OR_STRING = "x-kubernetes-int-or-string"
 _ROOT_KEPT = ("apiVersion", "kind", "metadata")
 
 
@@ -94,39 +99,278 @@ def _has_type(value: Any, wanted: str) -> bool:
 
 
 def violations(
-    body: Mapping[str, Any], schema: Mapping[str, Any] | None
+    body: Mapping[str, Any],
+    schema: Mapping[str, Any] | None,
+    old: Mapping[str, Any] | None = None,
+    *,
+    scale: Mapping[str, Any] | None = None,
 ) -> list[tuple[str, Cause]]:
-    """The schema errors of a (pruned) custom resource: ``(field path, cause)`` pairs."""
+    """The schema errors of a (pruned) custom resource: ``(field path, cause)`` pairs.
+
+    ``old`` is the stored object of an update: the ``x-kubernetes-validations`` rules that use
+    ``oldSelf`` (transition rules) are checked against it. ``scale`` is the CRD's ``scale``
+    subresource: its replicas must be integers from 0 to 2^31-1.
+    """
     if schema is None:
-        return []
+        return _scale_causes(body, scale)
     rest = {key: value for key, value in body.items() if key not in _ROOT_KEPT}
-    return list(_check(rest, schema, ""))
+    before: Any = unset()
+    if old is not None:
+        before = {key: value for key, value in old.items() if key not in _ROOT_KEPT}
+    causes = list(_check(rest, schema, "", before, rules=False))
+    causes += _scale_causes(body, scale)
+    if not _has_rules(schema):
+        return causes
+    if any(cause["reason"] in _BLOCKING for _, cause in causes):
+        # The API server does not evaluate the rules of an object with such errors.
+        return [*causes, ("<nil>", {"reason": "FieldValueInvalid", "message": _UNCHECKED})]
+    return causes + list(_check(rest, schema, "", before, rules=True))
 
 
-def _check(value: Any, schema: Mapping[str, Any], path: str) -> Iterator[tuple[str, Cause]]:
+def _scale_causes(
+    body: Mapping[str, Any], scale: Mapping[str, Any] | None
+) -> list[tuple[str, Cause]]:
+    causes: list[tuple[str, Cause]] = []
+    for key in ("specReplicasPath", "statusReplicasPath"):
+        path = str((scale or {}).get(key) or "")
+        if not path:
+            continue
+        node: Any = body
+        for part in path.lstrip(".").split("."):
+            node = node.get(part) if isinstance(node, Mapping) else None
+        if node is None:
+            continue
+        if isinstance(node, bool) or not isinstance(node, int):
+            kind = _type_name(node)
+            detail = f"{path} accessor error: {node} is of the type {kind}, expected int64"
+            causes.append(_invalid(path, 0, detail))
+        elif node < 0:
+            causes.append(_invalid(path, node, "should be a non-negative integer"))
+        elif node > 2**31 - 1:
+            causes.append(_invalid(path, node, "should be less than or equal to 2147483647"))
+    return causes
+
+
+_BLOCKING = ("FieldValueNotSupported", "FieldValueRequired", "FieldValueTooLong",
+             "FieldValueTooMany", "FieldValueTypeInvalid")  # fmt: skip
+_UNCHECKED = (
+    "Invalid value: null: some validation rules were not checked because the object was "
+    "invalid; correct the existing errors to complete validation"
+)
+
+
+def _has_rules(schema: Any) -> bool:
+    if isinstance(schema, Mapping):
+        return bool(schema.get(RULES)) or any(_has_rules(value) for value in schema.values())
+    if isinstance(schema, list):
+        return any(_has_rules(item) for item in schema)
+    return False
+
+
+def _go_value(value: Any) -> str:
+    """A value as Go's ``%v`` prints a JSON number (integral floats without a fraction)."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        return str(int(value))
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _shown(value: Any) -> str:
+    """A bad value as a field error prints it: strings quoted, numbers plain, else JSON."""
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, (bool, int, float)):
+        return _go_value(value)
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _invalid(path: str, value: Any, detail: str) -> tuple[str, Cause]:
+    message = f"Invalid value: {_shown(value)}: {detail}"
+    return path, {"reason": "FieldValueInvalid", "message": message}
+
+
+def _check(
+    value: Any, schema: Mapping[str, Any], path: str, old: Any, *, rules: bool
+) -> Iterator[tuple[str, Cause]]:
+    """The causes of ``value`` at ``path``: of the schema's keywords, or (``rules``) of its
+    ``x-kubernetes-validations``."""
     wanted = schema.get("type")
-    if path and isinstance(wanted, str) and not _has_type(value, wanted):
+    if value is None and schema.get("nullable"):
+        return
+    if rules:
+        yield from _check_rules(value, schema, path, old)
+        return
+    if schema.get(_INT_OR_STRING):
+        if not isinstance(value, (int, str)) or isinstance(value, bool):
+            got = _type_name(value)
+            message = (f'Invalid value: "{got}": {path} in body must be of type '
+                       f'integer,string: "{got}"')  # fmt: skip
+            yield path, {"reason": "FieldValueTypeInvalid", "message": message}
+            return
+    elif path and isinstance(wanted, str) and not _has_type(value, wanted):
         got = _type_name(value)
         message = f'Invalid value: "{got}": {path} in body must be of type {wanted}: "{got}"'
         yield path, {"reason": "FieldValueTypeInvalid", "message": message}
         return
-    if path and "enum" in schema and value not in schema["enum"]:
-        choices = ", ".join(f'"{choice}"' for choice in schema["enum"])
-        shown = f'"{value}"' if isinstance(value, str) else str(value)
-        message = f"Unsupported value: {shown}: supported values: {choices}"
+    if path:
+        yield from _keywords(value, schema, path)
+    yield from _children(value, schema, path, old, rules=False)
+
+
+def _check_rules(
+    value: Any, schema: Mapping[str, Any], path: str, old: Any
+) -> Iterator[tuple[str, Cause]]:
+    yield from _children(value, schema, path, old, rules=True)
+    if schema.get(RULES):
+        yield from rule_causes(value, schema, path, old=old)
+
+
+def _children(
+    value: Any, schema: Mapping[str, Any], path: str, old: Any, *, rules: bool
+) -> Iterator[tuple[str, Cause]]:
+    if isinstance(value, Mapping):
+        yield from _check_object(value, schema, path, old, rules=rules)
+    elif isinstance(value, list) and isinstance(schema.get("items"), Mapping):
+        olds = old if isinstance(old, list) and len(old) == len(value) else None
+        for index, item in enumerate(value):
+            inner = olds[index] if olds is not None else unset()
+            yield from _check(item, schema["items"], f"{path}[{index}]", inner, rules=rules)
+
+
+def _keywords(value: Any, schema: Mapping[str, Any], path: str) -> Iterator[tuple[str, Cause]]:
+    """The value keywords, in the order kube-openapi's validators check them."""
+    if isinstance(value, str):
+        yield from _string_keywords(value, schema, path)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        yield from _number_keywords(value, schema, path)
+    if isinstance(value, list):
+        yield from _list_keywords(value, schema, path)
+    if "enum" in schema and value not in schema["enum"]:
+        choices = ", ".join(
+            json.dumps(choice) if isinstance(choice, str) else _shown(choice)
+            for choice in schema["enum"]
+        )
+        message = f"Unsupported value: {_shown(value)}: supported values: {choices}"
         yield path, {"reason": "FieldValueNotSupported", "message": message}
     if isinstance(value, Mapping):
-        yield from _check_object(value, schema, path)
-    elif isinstance(value, list) and isinstance(schema.get("items"), Mapping):
+        yield from _object_keywords(value, schema, path)
+
+
+def _string_keywords(
+    value: str, schema: Mapping[str, Any], path: str
+) -> Iterator[tuple[str, Cause]]:
+    yield from _string_first(value, schema, path)
+    format_ = schema.get("format")
+    if isinstance(format_, str) and not _formatted(value, format_):
+        message = f'Invalid value: "{value}": {path} in body must be of type {format_}: "{value}"'
+        yield path, {"reason": "FieldValueTypeInvalid", "message": message}
+
+
+def _string_first(value: str, schema: Mapping[str, Any], path: str) -> Iterator[tuple[str, Cause]]:
+    """Length and pattern: kube-openapi reports the first of them that fails."""
+    length = len(value)
+    if "maxLength" in schema and length > int(schema["maxLength"]):
+        limit = int(schema["maxLength"])
+        unit = "byte" if limit == 1 else "bytes"
+        message = f"Too long: may not be more than {limit} {unit}"
+        yield path, {"reason": "FieldValueTooLong", "message": message}
+    elif "minLength" in schema and length < int(schema["minLength"]):
+        detail = f"{path} in body should be at least {int(schema['minLength'])} chars long"
+        yield _invalid(path, value, detail)
+    elif "pattern" in schema and re.search(str(schema["pattern"]), value) is None:
+        yield _invalid(path, value, f"{path} in body should match '{schema['pattern']}'")
+
+
+def _number_keywords(
+    value: float, schema: Mapping[str, Any], path: str
+) -> Iterator[tuple[str, Cause]]:
+    if "multipleOf" in schema and schema["multipleOf"] and value % schema["multipleOf"]:
+        yield _invalid(path, value, f"{path} in body should be a multiple of "
+                                    f"{_go_value(schema['multipleOf'])}")  # fmt: skip
+    if "maximum" in schema:
+        limit = schema["maximum"]
+        if schema.get("exclusiveMaximum") and value >= limit:
+            yield _invalid(path, value, f"{path} in body should be less than {_go_value(limit)}")
+        elif value > limit:
+            detail = f"{path} in body should be less than or equal to {_go_value(limit)}"
+            yield _invalid(path, value, detail)
+    if "minimum" in schema:
+        limit = schema["minimum"]
+        if schema.get("exclusiveMinimum") and value <= limit:
+            detail = f"{path} in body should be greater than {_go_value(limit)}"
+            yield _invalid(path, value, detail)
+        elif value < limit:
+            detail = f"{path} in body should be greater than or equal to {_go_value(limit)}"
+            yield _invalid(path, value, detail)
+
+
+def _list_keywords(
+    value: list[Any], schema: Mapping[str, Any], path: str
+) -> Iterator[tuple[str, Cause]]:
+    if "minItems" in schema and len(value) < int(schema["minItems"]):
+        detail = f"{path} in body should have at least {int(schema['minItems'])} items"
+        yield _invalid(path, len(value), detail)
+    if "maxItems" in schema and len(value) > int(schema["maxItems"]):
+        limit = int(schema["maxItems"])
+        unit = "item" if limit == 1 else "items"
+        message = f"Too many: {len(value)}: must have at most {limit} {unit}"
+        yield path, {"reason": "FieldValueTooMany", "message": message}
+    if schema.get("uniqueItems"):
+        seen = [json.dumps(item, sort_keys=True) for item in value]
+        if len(set(seen)) != len(seen):
+            yield _invalid(path, "", f"{path} in body shouldn't contain duplicates")
+    if schema.get("x-kubernetes-list-type") == "set":
+        seen = [json.dumps(item, sort_keys=True) for item in value]
         for index, item in enumerate(value):
-            yield from _check(item, schema["items"], f"{path}[{index}]")
+            if seen[index] in seen[:index]:
+                message = f"Duplicate value: {_shown(item)}"
+                yield f"{path}[{index}]", {"reason": "FieldValueDuplicate", "message": message}
+
+
+def _object_keywords(
+    value: Mapping[str, Any], schema: Mapping[str, Any], path: str
+) -> Iterator[tuple[str, Cause]]:
+    if "maxProperties" in schema and len(value) > int(schema["maxProperties"]):
+        limit = int(schema["maxProperties"])
+        unit = "item" if limit == 1 else "items"
+        message = f"Too many: {len(value)}: must have at most {limit} {unit}"
+        yield path, {"reason": "FieldValueTooMany", "message": message}
+    if "minProperties" in schema and len(value) < int(schema["minProperties"]):
+        detail = f"{path} in body should have at least {int(schema['minProperties'])} properties"
+        yield _invalid(path, len(value), detail)
+
+
+_FORMATS: Mapping[str, re.Pattern[str]] = {
+    "date-time": re.compile(
+        r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$"
+    ),
+    "date": re.compile(r"^\d{4}-\d{2}-\d{2}$"),
+    "uuid": re.compile(
+        r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?"
+        r"[0-9a-fA-F]{12}$"
+    ),
+    "ipv4": re.compile(
+        r"^((25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}"
+        r"(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$"
+    ),
+    "hostname": re.compile(
+        r"^[a-zA-Z0-9]([-a-zA-Z0-9]{0,62})(\.[a-zA-Z0-9]([-a-zA-Z0-9]{0,62}))*\.?$"
+    ),
+    "email": re.compile(r"^[^@\s]+@[^@\s]+$"),
+    "byte": re.compile(r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"),
+}
+"""The formats kube-openapi checks (others are accepted as any string)."""
+
+
+def _formatted(value: str, format_: str) -> bool:
+    pattern = _FORMATS.get(format_)
+    return pattern is None or pattern.match(value) is not None
 
 
 def _check_object(
-    value: Mapping[str, Any], schema: Mapping[str, Any], path: str
+    value: Mapping[str, Any], schema: Mapping[str, Any], path: str, old: Any, *, rules: bool
 ) -> Iterator[tuple[str, Cause]]:
     prefix = f"{path}." if path else ""
-    for name in schema.get("required") or ():
+    for name in () if rules else schema.get("required") or ():
         if name not in value:
             yield f"{prefix}{name}", {"reason": "FieldValueRequired", "message": "Required value"}
     properties: Mapping[str, Any] = schema.get("properties") or {}
@@ -136,4 +380,39 @@ def _check_object(
         if sub is None and isinstance(additional, Mapping):
             sub = additional
         if sub is not None:
-            yield from _check(item, sub, f"{prefix}{key}")
+            before = old.get(key, unset()) if isinstance(old, Mapping) else unset()
+            yield from _check(item, sub, f"{prefix}{key}", before, rules=rules)
+
+
+def default(body: Mapping[str, Any], schema: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A copy of a custom resource with its schema's defaults filled in, as the API server fills
+    them when it reads an object: a missing field (or a null one that is not ``nullable``) of an
+    object that is there gets the field's ``default``; defaults fill in below defaults too."""
+    result = json_copy(dict(body))
+    if schema is not None:
+        _default(result, schema)
+    return result
+
+
+def fill_defaults(body: dict[str, Any], schema: Mapping[str, Any]) -> None:
+    """Fill in a schema's defaults in place (see :func:`default`)."""
+    _default(body, schema)
+
+
+def _default(value: Any, schema: Mapping[str, Any]) -> None:
+    if isinstance(value, dict):
+        properties: Mapping[str, Any] = schema.get("properties") or {}
+        for key, sub in properties.items():
+            missing = key not in value or (value[key] is None and not sub.get("nullable"))
+            if missing and "default" in sub:
+                value[key] = json_copy(sub["default"])
+        additional = schema.get("additionalProperties")
+        for key, item in value.items():
+            sub = properties.get(key)
+            if sub is None and isinstance(additional, Mapping):
+                sub = additional
+            if sub is not None:
+                _default(item, sub)
+    elif isinstance(value, list) and isinstance(schema.get("items"), Mapping):
+        for item in value:
+            _default(item, schema["items"])

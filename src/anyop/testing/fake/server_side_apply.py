@@ -1,18 +1,44 @@
-"""Server-side apply (``application/apply-patch+yaml``), the part anyop's client uses.
+"""Server-side apply (``application/apply-patch+yaml``) and the field ownership of every write.
 
-Sync. See :func:`apply` for what is left out on purpose.
+Sync. :func:`apply` merges an applied configuration into the object as the API server's
+structured merge does: by the kind's list types (map-lists by their keys, sets, atomic lists),
+with ``metadata.managedFields`` recording who owns what; a field another manager owns and the
+configuration changes is a conflict (409) unless ``force=true`` takes it over, and a field the
+manager applied before and applies no more is removed (when no one else owns it).
+``managed_fields.owners_after_update`` keeps the ownership of the other writes (create,
+replace, patch): their manager takes the fields they change.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
 import yaml
 
 from anyop.testing.fake import writes
-from anyop.testing.fake.patch_merging import apply_merge_patch
-from anyop.testing.fake.statuses import bad_request, invalid
+from anyop.testing.fake.field_ownership import (
+    Path,
+    Shape,
+    fields_of,
+    from_fields_v1,
+    path_text,
+    remove_path,
+    values_of,
+)
+from anyop.testing.fake.json_copy import json_copy
+from anyop.testing.fake.kinds import Kind
+from anyop.testing.fake.managed_fields import (
+    MISSING,
+    entries_of,
+    new_entry,
+    rebuilt,
+    same_owner,
+    shape_of,
+    status_mode,
+)
+from anyop.testing.fake.statuses import StatusError, bad_request, invalid, status_body
 from anyop.testing.fake.store import Ref, Store, shown
 
 __all__ = ["apply"]
@@ -20,29 +46,73 @@ __all__ = ["apply"]
 Body = dict[str, Any]
 
 
-def apply(store: Store, ref: Ref, *, document: bytes, manager: str) -> tuple[int, Body]:
-    """Server-side apply, in part: create the object from the applied configuration if it is
-    missing (201), else merge the configuration into it as a merge patch would (200).
+# -- apply --------------------------------------------------------------------------------------
 
-    Deliberately left out: ``managedFields`` (no field ownership, so no conflicts between
-    managers, and ``force`` changes nothing), and the list merge keys of ``listType: map``
-    (lists are replaced whole).
 
-    Raises:
-        StatusError: 400 (an undecodable body, another kind or name), 404 (no namespace),
-            422 (no ``fieldManager``, or the object is invalid).
-    """
-    if not manager:
-        message = "Required value: is required for apply patch"
-        cause = {"reason": "FieldValueRequired", "message": message}
-        raise invalid("PatchOptions", "meta.k8s.io", "", causes=[("fieldManager", cause)])
+def _merge(live: Any, config: Any, where: Any, shape: Shape) -> Any:
+    """The applied configuration merged into the live value, by the schema's structure."""
+    if isinstance(config, Mapping) and isinstance(live, Mapping) and not shape.atomic_map(where):
+        result = dict(live)
+        for key, value in config.items():
+            result[key] = _merge(live.get(key, MISSING), value, shape.child(where, key), shape)
+        return result
+    if isinstance(config, list) and isinstance(live, list):
+        kind, keys = shape.list_type(where)
+        items = shape.items(where)
+        if kind == "map" and keys:
+
+            def key_of(item: Any) -> Any:
+                return tuple(item.get(k) for k in keys) if isinstance(item, Mapping) else item
+
+            result_list = [json_copy(item) for item in live]
+            for item in config:
+                index = next((i for i, old in enumerate(result_list)
+                              if key_of(old) == key_of(item)), None)  # fmt: skip
+                if index is None:
+                    result_list.append(json_copy(item))
+                else:
+                    result_list[index] = _merge(result_list[index], item, items, shape)
+            return result_list
+        if kind == "set":
+            return list(live) + [item for item in config if item not in live]
+    return json_copy(config)
+
+
+def _conflict(conflicts: list[tuple[str, Path]]) -> StatusError:
+    causes = [{"reason": "FieldManagerConflict", "message": f"conflict with {m}",
+               "field": path_text(p)} for m, p in conflicts]  # fmt: skip
+    if len(conflicts) == 1:
+        manager, path = conflicts[0]
+        text = f"Apply failed with 1 conflict: conflict with {manager}: {path_text(path)}"
+    else:
+        lines = []
+        for manager in sorted({m for m, _ in conflicts}):
+            lines.append(f"conflicts with {manager}:")
+            lines += [f"- {path_text(p)}" for m, p in conflicts if m == manager]
+        text = f"Apply failed with {len(conflicts)} conflicts: " + "\n".join(lines)
+    return StatusError(status_body(409, "Conflict", text, details={"causes": causes}))
+
+
+def _who(entry: Mapping[str, Any]) -> str:
+    """A manager as conflicts name it (an updater with its API version)."""
+    name = json.dumps(entry.get("manager", ""))
+    if entry.get("subresource"):
+        name = f"{name} with subresource {json.dumps(entry['subresource'])}"
+    if entry.get("operation") == "Update":
+        return f"{name} using {entry.get('apiVersion')}"
+    return name
+
+
+def _configuration(document: bytes, kind: Kind, ref: Ref) -> Body:
     try:
-        body = yaml.safe_load(document)
-    except yaml.YAMLError as exc:
-        raise bad_request(f"error decoding YAML: {exc}") from None
+        body = json.loads(document)  # what clients mostly send (JSON is YAML), and fast
+    except ValueError:
+        try:
+            body = yaml.safe_load(document)
+        except yaml.YAMLError as exc:
+            raise bad_request(f"error decoding YAML: {exc}") from None
     if not isinstance(body, Mapping):
         raise bad_request("the applied configuration is not an object")
-    kind = ref.kind
     if (body.get("apiVersion"), body.get("kind")) != (kind.api_version, kind.kind):
         given = f"{body.get('apiVersion')}, Kind={body.get('kind')}"
         raise bad_request(f"the applied configuration is a {given}, not a {kind.kind}")
@@ -50,10 +120,58 @@ def apply(store: Store, ref: Ref, *, document: bytes, manager: str) -> tuple[int
     if metadata.get("name", ref.name) != ref.name:
         raise bad_request("the name of the applied configuration does not match the URL")
     metadata["name"] = ref.name
+    return {**body, "metadata": metadata}
+
+
+def apply(
+    store: Store, ref: Ref, *, document: bytes, manager: str, force: bool = False
+) -> tuple[int, Body]:
+    """Server-side apply: create the object from the configuration if it is missing (201), else
+    merge the configuration into it (200), with field ownership, conflicts and ``force``.
+
+    Raises:
+        StatusError: 400 (an undecodable body, another kind or name), 404 (no namespace),
+            409 (a conflict with another manager's fields, without ``force``), 422 (no
+            ``fieldManager``, or the object is invalid).
+    """
+    if not manager:
+        message = "Required value: is required for apply patch"
+        cause = {"reason": "FieldValueRequired", "message": message}
+        raise invalid("PatchOptions", "meta.k8s.io", "", causes=[("fieldManager", cause)])
+    kind = ref.kind
+    config = _configuration(document, kind, ref)
+    shape = shape_of(kind)
+    mode = status_mode(kind, None)
+    applied = fields_of(config, shape, status=mode)
     if (ref.namespace or "", ref.name) not in store.objects[(kind.group, kind.plural)]:
-        return 201, writes.create(
-            store, kind, {**body, "metadata": metadata}, namespace=ref.namespace
-        )
+        entries = [new_entry(kind, manager, "Apply", store.now(), None, applied)]
+        return 201, writes.create(store, kind, config, namespace=ref.namespace, owners=entries)
     stored = store.find(kind, ref.namespace, ref.name)
-    merged = apply_merge_patch(shown(kind, stored), {**body, "metadata": metadata})
-    return 200, writes.update(store, kind, stored, new=merged, subresource=None)
+    live = shown(kind, stored)
+    entries = entries_of(live)
+    owned = [from_fields_v1(entry.get("fieldsV1")) for entry in entries]
+    merged = _merge(live, config, shape.schema, shape)
+    live_values = values_of(live, shape, status=mode)
+    wanted = values_of(config, shape, status=mode)
+    changing = {p for p in applied if live_values.get(p, MISSING) != wanted.get(p, MISSING)}
+    mine = next((i for i, e in enumerate(entries) if same_owner(e, manager, "Apply", None)), None)
+    conflicts = [(_who(entry), path) for i, entry in enumerate(entries) if i != mine
+                 for path in sorted(owned[i] & changing)]  # fmt: skip
+    if conflicts and not force:
+        raise _conflict(conflicts)
+    if force:
+        owned = [fields if i == mine else fields - changing for i, fields in enumerate(owned)]
+    previous = owned[mine] if mine is not None else set()
+    others = set().union(*(f for i, f in enumerate(owned) if i != mine))
+    for path in sorted(previous - applied - others, key=len):  # an item before its fields
+        remove_path(merged, path)
+    if mine is None:
+        entries.append(new_entry(kind, manager, "Apply", store.now(), None, applied))
+        owned.append(applied)
+    else:
+        owned[mine] = applied
+        if previous != applied or changing:
+            entries[mine]["time"] = store.now()
+    new_entries = rebuilt(kind, entries, owned)
+    result = writes.update(store, kind, stored, new=merged, subresource=None, owners=new_entries)
+    return 200, result

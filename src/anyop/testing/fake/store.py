@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import binascii
 import collections
-import copy
 import dataclasses
 import json
 import random
@@ -26,8 +25,10 @@ from anyop.testing.fake.history import (
     storage_key,
     visible_change,
 )
+from anyop.testing.fake.json_copy import json_copy
 from anyop.testing.fake.kinds import BUILTIN_KINDS, NAMESPACE_KIND, Kind
 from anyop.testing.fake.label_selectors import Selector
+from anyop.testing.fake.schemas import fill_defaults
 from anyop.testing.fake.statuses import (
     StatusError,
     bad_request,
@@ -178,6 +179,14 @@ class Store:
         stored = [kind for kind in found if not kind.storage_version]
         return (stored or found)[0] if found else None
 
+    def custom_group(self, group: str, version: str) -> bool:
+        """Whether a group version is served for CRDs."""
+        return any(
+            kind.custom
+            for kind in self.kinds.values()
+            if (kind.group, kind.version) == (group, version)
+        )
+
     def groups(self) -> set[tuple[str, str]]:
         """The served ``(group, version)`` pairs."""
         return {(kind.group, kind.version) for kind in self.kinds.values()}
@@ -196,11 +205,11 @@ class Store:
             StatusError: 409, a substitute's old object changed meanwhile.
         """
         if self.dry_run:
-            raise WouldCommit(kind, type_, copy.deepcopy(obj), old=copy.deepcopy(old))
+            raise WouldCommit(kind, type_, json_copy(obj), old=json_copy(old))
         if self.substitute is not None:
             obj = self._substituted(kind, obj, old)
         self.rv += 1
-        obj = copy.deepcopy(obj)
+        obj = json_copy(obj)
         obj["metadata"]["resourceVersion"] = str(self.rv)
         objects = self.objects[(kind.group, kind.plural)]
         change = Change(self.rv, (kind.group, kind.plural), type_, obj, old)
@@ -219,7 +228,7 @@ class Store:
                     self._queued.popleft()
             finally:
                 self._queued.clear()
-        return copy.deepcopy(obj)
+        return json_copy(obj)
 
     def _control(self, change: Change) -> None:
         """Let the controllers act on a change; a write they are refused is kept in
@@ -237,7 +246,7 @@ class Store:
         metadata = obj["metadata"]
         if (old or {}).get("metadata", {}).get("resourceVersion") != expected:
             raise conflict(kind.plural, kind.group, str(metadata.get("name")))
-        result = copy.deepcopy(replacement)
+        result = json_copy(replacement)
         kept = {key: metadata[key] for key in _SERVER_SET if key in metadata}
         result["metadata"] = {**(result.get("metadata") or {}), **kept}
         result["apiVersion"], result["kind"] = obj["apiVersion"], obj["kind"]
@@ -345,9 +354,12 @@ def _rk(kind: Kind) -> ResourceKey:
 
 
 def shown(kind: Kind, body: Mapping[str, Any]) -> Body:
-    """A copy of a stored object as served in the kind's version."""
-    result = copy.deepcopy(dict(body))
+    """A copy of a stored object as served in the kind's version (a custom resource with the
+    defaults of its schema: the API server defaults what it reads from storage too)."""
+    result = json_copy(dict(body))
     result["apiVersion"] = kind.api_version
+    if kind.defaults and kind.schema is not None:
+        fill_defaults(result, kind.schema)
     return result
 
 

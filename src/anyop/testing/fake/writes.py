@@ -7,17 +7,26 @@ Sync. Each function checks the request against the stored state, prepares the ne
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
+from anyop.testing.fake import go_json
+from anyop.testing.fake.builtin_rules import (
+    admitted,
+    create_causes,
+    defaulted,
+    error_group,
+    update_causes,
+)
 from anyop.testing.fake.kinds import CRD_KIND, NAMESPACE_KIND, Kind, kinds_of_crd
+from anyop.testing.fake.managed_fields import owners_after_update
 from anyop.testing.fake.objects import (
     generated_name,
     is_same,
     prepare_create,
     prepare_update,
 )
+from anyop.testing.fake.openapi_catalog import catalog
 from anyop.testing.fake.patch_merging import (
     PatchFailed,
     apply_json_patch,
@@ -39,6 +48,7 @@ from anyop.testing.fake.statuses import (
     unsupported_media_type,
 )
 from anyop.testing.fake.store import ListQuery, Ref, Store, shown
+from anyop.testing.fake.typed_decoding import decode, decode_metadata
 
 __all__ = [
     "APPLY",
@@ -46,6 +56,7 @@ __all__ = [
     "MERGE",
     "STRATEGIC",
     "create",
+    "decoded",
     "delete",
     "delete_collection",
     "patch",
@@ -62,6 +73,46 @@ STRATEGIC = "application/strategic-merge-patch+json"
 APPLY = "application/apply-patch+yaml"
 
 
+def decoded(kind: Kind, body: Mapping[str, Any]) -> Body:
+    """A request's object as the API server reads it: a built-in one into its Go type (unknown
+    fields dropped, wrong types refused), a custom resource's metadata into ``ObjectMeta``.
+
+    Raises:
+        StatusError: 400, a built-in object does not decode.
+    """
+    metadata = body.get("metadata")
+    if isinstance(metadata, Mapping) and "managedFields" in metadata:
+        # The server keeps the field ownership itself: what a request sends there is dropped.
+        body = {**body, "metadata": {k: v for k, v in metadata.items() if k != "managedFields"}}
+    if kind.custom:
+        if not isinstance(body.get("metadata"), Mapping):
+            return dict(body)
+        return {**body, "metadata": decode_metadata(body["metadata"])}
+    return defaulted(kind, decode(kind.group, kind.version, kind.kind, body))
+
+
+def _empty_status(kind: Kind, obj: Body) -> Body:
+    """The status a create resets, as the kind's Go type serialises it when empty."""
+    empty = decode(kind.group, kind.version, kind.kind, {}).get("status")
+    return obj if empty is None else {**obj, "status": empty}
+
+
+def _service_ip(store: Store) -> str:
+    """A free address of the service network (10.0.0.0/24; .1 is the ``kubernetes`` service's)."""
+    taken = {
+        str((body.get("spec") or {}).get("clusterIP"))
+        for body in store.objects[("", "services")].values()
+    }
+    free = [f"10.0.0.{host}" for host in range(2, 255) if f"10.0.0.{host}" not in taken]
+    return store.rng.choice(free)
+
+
+def _served(kind: Kind, committed: Body) -> Body:
+    """The answer of a write: the copy that the commit returned, in the kind's version."""
+    committed["apiVersion"] = kind.api_version
+    return committed
+
+
 def _check_namespace(store: Store, ref: Ref) -> None:
     kind, namespace = ref.kind, ref.namespace
     if not kind.namespaced or namespace is None:
@@ -73,8 +124,19 @@ def _check_namespace(store: Store, ref: Ref) -> None:
         raise forbidden_terminating(kind.plural, kind.group, ref.name, namespace=namespace)
 
 
-def create(store: Store, kind: Kind, body: Mapping[str, Any], *, namespace: str | None) -> Body:
+def create(
+    store: Store,
+    kind: Kind,
+    body: Mapping[str, Any],
+    *,
+    namespace: str | None,
+    manager: str | None = None,
+    owners: list[Body] | None = None,
+) -> Body:
     """Create an object; with ``generateName``, under a new name.
+
+    ``manager`` (the request's field manager) comes to own the object's fields in
+    ``managedFields``; ``owners`` are those entries as they are (server-side apply's).
 
     Raises:
         StatusError: 400 (namespace mismatch), 403 (terminating namespace), 404 (no namespace),
@@ -82,6 +144,7 @@ def create(store: Store, kind: Kind, body: Mapping[str, Any], *, namespace: str 
     """
     if not isinstance(body, Mapping):
         raise bad_request("the body of the request is not a JSON object")
+    body = decoded(kind, body)
     metadata = dict(body.get("metadata") or {})
     if metadata.get("resourceVersion"):
         message = "resourceVersion should not be set on objects to be created"
@@ -102,13 +165,23 @@ def create(store: Store, kind: Kind, body: Mapping[str, Any], *, namespace: str 
         now=store.now(),
     )
     obj = _crd_defaults(kind, obj)
+    if causes := create_causes(kind, obj):
+        raise invalid(kind.kind, error_group(kind), name, causes=causes)
+    if kind.status and not kind.custom and "status" not in obj:
+        obj = _empty_status(kind, obj)
+    obj = admitted(kind, obj, service_ip=lambda: _service_ip(store))
+    if owners is None and manager is not None:
+        owners = owners_after_update(kind, None, obj, manager=manager, subresource=None,
+                                     now=store.now())  # fmt: skip
+    if owners:
+        obj["metadata"]["managedFields"] = owners
     _check_namespace(store, Ref(kind, namespace, name))
     if (namespace or "", name) in store.objects[(kind.group, kind.plural)]:
         raise already_exists(kind.plural, kind.group, name)
     created = store.commit(kind, "ADDED", obj, old=None)
     if kind == CRD_KIND:
         _establish(store, created)
-    return shown(kind, created)
+    return _served(kind, created)
 
 
 def _establish(store: Store, crd: Body) -> None:
@@ -165,23 +238,66 @@ def check_version(kind: Kind, stored: Mapping[str, Any], given: Any) -> None:
 
 
 def update(
-    store: Store, kind: Kind, stored: Body, *, new: Mapping[str, Any], subresource: str | None
+    store: Store,
+    kind: Kind,
+    stored: Body,
+    *,
+    new: Mapping[str, Any],
+    subresource: str | None,
+    manager: str | None = None,
+    owners: list[Body] | None = None,
 ) -> Body:
     """Store ``new`` in place of ``stored`` (a replace or patch already checked); an object being
     deleted whose last finalizer goes is deleted.
 
+    ``manager`` (the request's field manager) takes over the fields it changes in
+    ``managedFields``; ``owners`` are the new entries as they are (server-side apply's); with
+    neither, the ownership stays as it was.
+
     Raises:
         StatusError: 422, as :func:`~anyop.testing.fake.objects.prepare_update` refuses it.
     """
-    obj = prepare_update(kind, stored, new, subresource=subresource)
-    if is_same(stored, obj):
+    obj = prepare_update(kind, stored, decoded(kind, new), subresource=subresource)
+    if causes := update_causes(kind, stored, obj):
+        raise invalid(kind.kind, error_group(kind), stored["metadata"]["name"], causes=causes)
+    if owners is None and manager is not None:
+        owners = owners_after_update(kind, stored, obj, manager=manager,
+                                     subresource=subresource, now=store.now())  # fmt: skip
+    if owners is None:
+        owners = list(stored["metadata"].get("managedFields") or [])
+    if owners:
+        obj["metadata"]["managedFields"] = owners
+    if is_same(stored, obj) and _same_owners(stored, obj):
         return shown(kind, stored)
     metadata = obj["metadata"]
     if metadata.get("deletionTimestamp") and not _finalizers(kind, obj):
         store.commit(kind, "DELETED", stored, old=stored)  # watches see the last stored state
         obj["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"]
         return shown(kind, obj)  # the final removal answers with the last stored version
-    return shown(kind, store.commit(kind, "MODIFIED", obj, old=stored))
+    committed = store.commit(kind, "MODIFIED", obj, old=stored)
+    if kind == CRD_KIND:
+        _reserve(store, committed)
+    return _served(kind, committed)
+
+
+def _reserve(store: Store, crd: Body) -> None:
+    """Serve an updated CRD's kinds as it now defines them (schemas, versions, subresources)."""
+    name = crd["metadata"]["name"]
+    if not any(kind.crd == name for kind in store.kinds.values()):
+        return  # not established (yet): nothing served to update
+    store.unserve(name)
+    for served in kinds_of_crd(crd):
+        store.serve(served)
+
+
+def _same_owners(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Whether the ownership is the same but for the times of the entries."""
+
+    def timeless(obj: Mapping[str, Any]) -> list[Any]:
+        entries = (obj.get("metadata") or {}).get("managedFields") or []
+        return [{k: v for k, v in entry.items() if k != "time"} for entry in entries]
+
+    return timeless(old) == timeless(new)
 
 
 def _finalizers(kind: Kind, obj: Body) -> list[str]:
@@ -193,7 +309,12 @@ def _finalizers(kind: Kind, obj: Body) -> list[str]:
 
 
 def replace(
-    store: Store, ref: Ref, body: Mapping[str, Any], *, subresource: str | None = None
+    store: Store,
+    ref: Ref,
+    body: Mapping[str, Any],
+    *,
+    subresource: str | None = None,
+    manager: str | None = None,
 ) -> Body:
     """Replace an object (PUT), or its status.
 
@@ -217,7 +338,7 @@ def replace(
         causes = [("metadata.resourceVersion", cause)]
         raise invalid(kind.plural, kind.group, name, causes=causes)
     check_version(kind, stored, version)
-    return update(store, kind, stored, new=body, subresource=subresource)
+    return update(store, kind, stored, new=body, subresource=subresource, manager=manager)
 
 
 def patched(kind: Kind, stored: Body, *, content_type: str, document: bytes) -> Any:
@@ -225,24 +346,40 @@ def patched(kind: Kind, stored: Body, *, content_type: str, document: bytes) -> 
     if content_type not in accepted or content_type == APPLY:
         raise unsupported_media_type(accepted)
     try:
-        patch = json.loads(document)
-    except ValueError as exc:
-        raise bad_request(f"error decoding patch: {exc}") from None
+        patch = go_json.loads(document)
+    except go_json.GoJSONError as exc:
+        # The strategic merge patcher passes the decoder's error on bare; the others prefix it.
+        prefix = "" if content_type == STRATEGIC else "error decoding patch: "
+        raise bad_request(f"{prefix}{exc}") from None
     current = shown(kind, stored)
     if content_type == JSON_PATCH:
+        if not isinstance(patch, list):
+            error = go_json.unmarshal_type_error(patch, "[]handlers.jsonPatchOp")
+            raise bad_request(f"error decoding patch: {error}")
         try:
             return apply_json_patch(current, patch)
         except PatchFailed:
             raise rejected_patch() from None
     if not isinstance(patch, Mapping):
-        raise bad_request("error decoding patch: a merge patch is a JSON object")
+        error = go_json.unmarshal_type_error(patch, "map[string]interface {}")
+        prefix = "" if content_type == STRATEGIC else "error decoding patch: "
+        raise bad_request(f"{prefix}{error}")
     if content_type == STRATEGIC:
-        return apply_strategic_patch(current, patch)
+        books = catalog()
+        name = books.schema_name(kind.group, kind.version, kind.kind)
+        schema = books.schemas.get(name or "")
+        return apply_strategic_patch(current, patch, schema, lambda s: books.resolve(s)[0])
     return apply_merge_patch(current, patch)
 
 
 def patch(
-    store: Store, ref: Ref, *, content_type: str, document: bytes, subresource: str | None = None
+    store: Store,
+    ref: Ref,
+    *,
+    content_type: str,
+    document: bytes,
+    subresource: str | None = None,
+    manager: str | None = None,
 ) -> Body:
     """Patch an object, or its status, with a merge, JSON or strategic merge patch.
 
@@ -256,7 +393,7 @@ def patch(
     if not isinstance(result, Mapping):
         raise rejected_patch()
     check_version(kind, stored, (result.get("metadata") or {}).get("resourceVersion"))
-    return update(store, kind, stored, new=result, subresource=subresource)
+    return update(store, kind, stored, new=result, subresource=subresource, manager=manager)
 
 
 def delete(store: Store, ref: Ref, options: Mapping[str, Any]) -> Body:
@@ -285,12 +422,14 @@ def delete(store: Store, ref: Ref, options: Mapping[str, Any]) -> Body:
         _delete_dependents(store, kind, stored)
         return success(name, kind.group, kind.plural, uid=metadata["uid"])
     marked = {**stored, "metadata": {**metadata, "deletionTimestamp": store.now()}}
+    if int(metadata.get("generation") or 0) > 0:  # controllers see the deletion as a change
+        marked["metadata"]["generation"] = int(metadata["generation"]) + 1
     if not is_namespace:
         marked["metadata"]["deletionGracePeriodSeconds"] = 0
         marked["metadata"]["finalizers"] = finalizers
     else:
         marked["status"] = {**stored.get("status", {}), "phase": "Terminating"}
-    return shown(kind, store.commit(kind, "MODIFIED", marked, old=stored))
+    return _served(kind, store.commit(kind, "MODIFIED", marked, old=stored))
 
 
 def _check_preconditions(kind: Kind, stored: Body, preconditions: Mapping[str, Any]) -> None:

@@ -63,12 +63,13 @@ def test_json_patch_replace_of_a_missing_key_adds_it_as_the_api_server_does() ->
     assert apply_json_patch({}, [{"op": "replace", "path": "/x", "value": 1}]) == {"x": 1}
 
 
-def test_strategic_merge_merges_lists_by_key_with_the_patch_items_first() -> None:
+def test_strategic_merge_merges_lists_by_key_ordered_as_the_api_server_orders_them() -> None:
     target = {"spec": {"containers": [{"name": "a", "image": "1"}, {"name": "b", "image": "1"}]}}
     patch = {"spec": {"containers": [{"name": "b", "image": "2"}, {"name": "c", "image": "3"}]}}
     merged = apply_strategic_patch(target, patch)
+    # a was stored before b; c is new and comes after b, which the patch names first.
     assert [(c["name"], c["image"]) for c in merged["spec"]["containers"]] == [
-        ("b", "2"), ("c", "3"), ("a", "1"),
+        ("a", "1"), ("b", "2"), ("c", "3"),
     ]  # fmt: skip
 
 

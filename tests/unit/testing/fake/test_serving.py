@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -50,6 +51,29 @@ async def test_loopback_server_answers_any_http_client_via_its_kubeconfig(tmp_pa
         tg.cancel_scope.cancel()
     assert url.startswith("http://127.0.0.1:")
     assert [json.loads(line)["type"] for line in body.splitlines()] == ["ADDED"]
+
+
+async def test_loopback_server_serves_https_with_the_ca_in_its_kubeconfig(tmp_path: Path) -> None:
+    import base64
+    import ssl
+
+    fake = FakeCluster()
+    async with anyio.create_task_group() as tg:
+        url = await tg.start(functools.partial(fake.serve, tls=True))
+        cluster = json.loads(fake.write_kubeconfig(tmp_path / "kubeconfig").read_text())[
+            "clusters"
+        ][0]["cluster"]
+        ca = base64.b64decode(cluster["certificate-authority-data"]).decode()
+        trusting = ssl.create_default_context(cadata=ca)
+        async with httpx.AsyncClient(base_url=cluster["server"], verify=trusting) as api:
+            await _namespace(api)
+            created = await api.post("/api/v1/namespaces/ns/configmaps", json=CM)
+        async with httpx.AsyncClient(base_url=url) as untrusting:  # the system's CAs only
+            with pytest.raises(httpx.ConnectError):
+                await untrusting.get("/api/v1/namespaces")
+        tg.cancel_scope.cancel()
+    assert url.startswith("https://127.0.0.1:")
+    assert created.status_code == 201
 
 
 async def test_anyops_own_client_works_through_the_transport_factory() -> None:

@@ -41,7 +41,7 @@ def _cm(name: str, **metadata: Any) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, **metadata}}
 
 
-async def test_apply_creates_then_merges_and_needs_a_field_manager() -> None:
+async def test_apply_creates_then_replaces_the_managers_fields_and_needs_a_manager() -> None:
     _, api = _fake()
     async with api:
         params = {"fieldManager": "me"}
@@ -53,7 +53,8 @@ async def test_apply_creates_then_merges_and_needs_a_field_manager() -> None:
         wrong = await api.patch(f"{CMS}/a", json={**_cm("a"), "kind": "Secret"},
                                 params=params, headers=APPLY)  # fmt: skip
     assert made.status_code == 201
-    assert (merged.status_code, merged.json()["data"]) == (200, {"x": "1", "y": "2"})
+    # "x" was the manager's alone: applying without it removes it.
+    assert (merged.status_code, merged.json()["data"]) == (200, {"y": "2"})
     assert unmanaged.status_code == 422
     assert wrong.status_code == 400
 
@@ -105,7 +106,7 @@ async def test_finalize_changes_a_namespaces_spec_finalizers_and_get_is_not_allo
 
 async def test_a_dry_run_answers_without_storing_and_events_select_by_their_object() -> None:
     _, api = _fake()
-    about = {"name": "kex", "kind": "KopfExample"}
+    about = {"name": "kex", "kind": "KopfExample", "namespace": "ns"}
     event = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e"},
              "involvedObject": about, "reason": "Done"}  # fmt: skip
     async with api:

@@ -1,0 +1,434 @@
+"""What kube-apiserver's Go code does to built-in kinds beyond their schemas (what operators meet).
+
+Pure. :func:`defaulted` fills in the defaults of Kubernetes' defaulting functions (a Service's
+type, session affinity and ports; pod templates' and containers' fields; Deployments',
+StatefulSets', DaemonSets', ReplicaSets', Jobs' and CronJobs' specs; a Secret's type) and folds a
+Secret's ``stringData`` into ``data``. :func:`create_causes` and :func:`update_causes` list the
+validation errors (422) of ConfigMaps' keys, Leases' numbers, immutable ConfigMaps and Secrets,
+and Pods' specs.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from anyop.testing.fake.kinds import Kind
+from anyop.testing.fake.statuses import Cause
+
+__all__ = ["admitted", "create_causes", "defaulted", "error_group", "update_causes"]
+
+Body = dict[str, Any]
+Causes = list[tuple[str, Cause]]
+
+# -- defaults -----------------------------------------------------------------------------------
+
+
+def _container(container: Any) -> None:
+    if not isinstance(container, dict):
+        return
+    if not container.get("imagePullPolicy"):
+        image = str(container.get("image") or "")
+        tag = "" if "@" in image else image.rpartition("/")[2].partition(":")[2]
+        container["imagePullPolicy"] = "Always" if tag in ("", "latest") else "IfNotPresent"
+    container.setdefault("terminationMessagePath", "/dev/termination-log")
+    container.setdefault("terminationMessagePolicy", "File")
+    container.setdefault("resources", {})
+    for port in container.get("ports") or ():
+        if isinstance(port, dict):
+            port.setdefault("protocol", "TCP")
+
+
+def _pod_spec(spec: Any) -> None:
+    if not isinstance(spec, dict):
+        return
+    for key in ("containers", "initContainers", "ephemeralContainers"):
+        for container in spec.get(key) or ():
+            _container(container)
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("securityContext", {})
+    spec.setdefault("schedulerName", "default-scheduler")
+
+
+def _template(spec: Mapping[str, Any]) -> None:
+    template = spec.get("template")
+    if isinstance(template, dict):
+        template.setdefault("metadata", {})
+        _pod_spec(template.setdefault("spec", {}))
+
+
+def _deployment(obj: Body) -> None:
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("replicas", 1)
+    strategy = spec.setdefault("strategy", {})
+    strategy.setdefault("type", "RollingUpdate")
+    if strategy["type"] == "RollingUpdate":
+        rolling = strategy.setdefault("rollingUpdate", {})
+        rolling.setdefault("maxUnavailable", "25%")
+        rolling.setdefault("maxSurge", "25%")
+    spec.setdefault("revisionHistoryLimit", 10)
+    spec.setdefault("progressDeadlineSeconds", 600)
+    _template(spec)
+
+
+def _stateful_set(obj: Body) -> None:
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("podManagementPolicy", "OrderedReady")
+    strategy = spec.setdefault("updateStrategy", {})
+    if not strategy.get("type"):
+        strategy["type"] = "RollingUpdate"
+        strategy.setdefault("rollingUpdate", {})
+    if strategy["type"] == "RollingUpdate" and isinstance(strategy.get("rollingUpdate"), dict):
+        strategy["rollingUpdate"].setdefault("partition", 0)
+    policy = spec.setdefault("persistentVolumeClaimRetentionPolicy", {})
+    policy.setdefault("whenDeleted", "Retain")
+    policy.setdefault("whenScaled", "Retain")
+    spec.setdefault("replicas", 1)
+    spec.setdefault("revisionHistoryLimit", 10)
+    _template(spec)
+
+
+def _daemon_set(obj: Body) -> None:
+    spec = obj.setdefault("spec", {})
+    strategy = spec.setdefault("updateStrategy", {})
+    strategy.setdefault("type", "RollingUpdate")
+    if strategy["type"] == "RollingUpdate":
+        rolling = strategy.setdefault("rollingUpdate", {})
+        rolling.setdefault("maxUnavailable", 1)
+        rolling.setdefault("maxSurge", 0)
+    spec.setdefault("revisionHistoryLimit", 10)
+    _template(spec)
+
+
+def _replica_set(obj: Body) -> None:
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("replicas", 1)
+    _template(spec)
+
+
+def _job_spec(spec: Body) -> None:
+    if spec.get("completions") is None and spec.get("parallelism") is None:
+        spec["completions"] = 1
+    spec.setdefault("parallelism", 1)
+    spec.setdefault("backoffLimit", 2147483647 if spec.get("backoffLimitPerIndex") else 6)
+    spec.setdefault("completionMode", "NonIndexed")
+    spec.setdefault("suspend", False)
+    spec.setdefault(
+        "podReplacementPolicy", "Failed" if spec.get("podFailurePolicy") else "TerminatingOrFailed"
+    )
+    spec.setdefault("manualSelector", False)
+    _template(spec)
+
+
+def _job(obj: Body) -> None:
+    spec = obj.setdefault("spec", {})
+    labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels")
+    if labels and not obj["metadata"].get("labels"):
+        obj["metadata"]["labels"] = dict(labels)
+    _job_spec(spec)
+
+
+def _cron_job(obj: Body) -> None:
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("concurrencyPolicy", "Allow")
+    spec.setdefault("suspend", False)
+    spec.setdefault("successfulJobsHistoryLimit", 3)
+    spec.setdefault("failedJobsHistoryLimit", 1)
+    job = (spec.get("jobTemplate") or {}).get("spec")
+    if isinstance(job, dict):
+        _template(job)
+
+
+def _pod(obj: Body) -> None:
+    spec = obj.setdefault("spec", {})
+    _pod_spec(spec)
+    spec.setdefault("enableServiceLinks", True)
+
+
+def _service(obj: Body) -> None:
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("sessionAffinity", "None")
+    if spec["sessionAffinity"] == "None":
+        spec.pop("sessionAffinityConfig", None)
+    elif spec["sessionAffinity"] == "ClientIP":
+        config = spec.setdefault("sessionAffinityConfig", {}).setdefault("clientIP", {})
+        config.setdefault("timeoutSeconds", 10800)
+    spec.setdefault("type", "ClusterIP")
+    for port in spec.get("ports") or ():
+        if isinstance(port, dict):
+            port.setdefault("protocol", "TCP")
+            if port.get("targetPort") in (None, 0, ""):
+                port["targetPort"] = port.get("port")
+    if spec["type"] in ("NodePort", "LoadBalancer"):
+        spec.setdefault("externalTrafficPolicy", "Cluster")
+    if spec["type"] in ("NodePort", "LoadBalancer", "ClusterIP"):
+        spec.setdefault("internalTrafficPolicy", "Cluster")
+    if spec["type"] == "LoadBalancer":
+        spec.setdefault("allocateLoadBalancerNodePorts", True)
+    obj.setdefault("status", {}).setdefault("loadBalancer", {})
+
+
+def _secret(obj: Body) -> None:
+    if not obj.get("type"):
+        obj["type"] = "Opaque"
+    written = obj.pop("stringData", None)
+    if isinstance(written, Mapping) and written:
+        data = dict(obj.get("data") or {})
+        for key, value in written.items():
+            data[key] = base64.b64encode(str(value).encode()).decode()
+        obj["data"] = data
+
+
+def _null_times(*fields: str) -> Callable[[Body], None]:
+    """Timestamps of non-pointer Go types: an unset one is serialised as ``null``."""
+
+    def fill(obj: Body) -> None:
+        for field in fields:
+            if obj.get(field) is None:
+                obj[field] = None
+
+    return fill
+
+
+_DEFAULTERS: Mapping[tuple[str, str], Callable[[Body], None]] = {
+    ("", "Event"): _null_times("firstTimestamp", "lastTimestamp", "eventTime"),
+    ("events.k8s.io", "Event"): _null_times(
+        "deprecatedFirstTimestamp", "deprecatedLastTimestamp", "eventTime"
+    ),
+    ("", "Pod"): _pod,
+    ("", "Service"): _service,
+    ("", "Secret"): _secret,
+    ("", "ReplicationController"): _replica_set,
+    ("", "PodTemplate"): lambda obj: _template(obj),
+    ("apps", "Deployment"): _deployment,
+    ("apps", "StatefulSet"): _stateful_set,
+    ("apps", "DaemonSet"): _daemon_set,
+    ("apps", "ReplicaSet"): _replica_set,
+    ("batch", "Job"): _job,
+    ("batch", "CronJob"): _cron_job,
+}
+
+
+def defaulted(kind: Kind, obj: Mapping[str, Any]) -> Body:
+    """A decoded built-in object with the defaults of Kubernetes' defaulting functions (which
+    run whenever the API server decodes an object, so on updates too), filled in place: the
+    decoded object is the decoder's own."""
+    result = dict(obj)
+    defaulter = _DEFAULTERS.get((kind.group, kind.kind))
+    if defaulter is not None:
+        result.setdefault("metadata", {})
+        defaulter(result)
+    return result
+
+
+_NOT_READY_TOLERATIONS = [
+    {
+        "key": f"node.kubernetes.io/{taint}",
+        "operator": "Exists",
+        "effect": "NoExecute",
+        "tolerationSeconds": 300,
+    }
+    for taint in ("not-ready", "unreachable")
+]
+
+
+def _qos_class(spec: Mapping[str, Any]) -> str:
+    resources = [
+        (container.get("resources") or {})
+        for key in ("containers", "initContainers")
+        for container in spec.get(key) or ()
+        if isinstance(container, Mapping)
+    ]
+    if not any(r.get("requests") or r.get("limits") for r in resources):
+        return "BestEffort"
+    guaranteed = all(
+        (r.get("limits") or {}).get(name)
+        and (r.get("requests") or {}).get(name, "") in ((r.get("limits") or {}).get(name), "")
+        for r in resources
+        for name in ("cpu", "memory")
+    )
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+def admitted(kind: Kind, obj: Mapping[str, Any], *, service_ip: Callable[[], str]) -> Body:
+    """A new built-in object as the API server's create path and default admission plugins
+    leave it: a Pod with its priority, the not-ready and unreachable tolerations and a pending
+    status; a DaemonSet with its template generation annotation; a Service (but a headless one)
+    with a cluster IP from ``service_ip()``."""
+    result = dict(obj)  # a new object of the create path's own: filled in place
+    if (kind.group, kind.kind) == ("", "Pod"):
+        spec = result.setdefault("spec", {})
+        spec.setdefault("priority", 0)
+        spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+        tolerations = list(spec.get("tolerations") or ())
+        keys = {t.get("key") for t in tolerations if isinstance(t, Mapping)}
+        tolerations += [t for t in _NOT_READY_TOLERATIONS if t["key"] not in keys]
+        spec["tolerations"] = tolerations
+        result["status"] = {"phase": "Pending", "qosClass": _qos_class(spec)}
+    elif (kind.group, kind.kind) == ("apps", "DaemonSet"):
+        annotations = result["metadata"].setdefault("annotations", {})
+        annotations["deprecated.daemonset.template.generation"] = "1"
+    elif (kind.group, kind.kind) == ("", "Service"):
+        spec = result.setdefault("spec", {})
+        if spec.get("type") != "ExternalName":
+            if not spec.get("clusterIP"):
+                spec["clusterIP"] = service_ip()
+            spec.setdefault("clusterIPs", [spec["clusterIP"]])
+            if spec["clusterIP"] != "None" or spec.get("selector"):
+                spec.setdefault("ipFamilies", ["IPv4"])
+            spec.setdefault("ipFamilyPolicy", "SingleStack")
+    return result
+
+
+# -- validation ---------------------------------------------------------------------------------
+
+_CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+_CONFIG_KEY_HINT = (
+    "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. "
+    "'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')"
+)
+_IMMUTABLE = "field is immutable when `immutable` is set"
+
+
+def _invalid(field: str, value: Any, detail: str) -> tuple[str, Cause]:
+    shown = json.dumps(value) if not isinstance(value, bool) else str(value).lower()
+    return field, {"reason": "FieldValueInvalid", "message": f"Invalid value: {shown}: {detail}"}
+
+
+def _forbidden(field: str, detail: str) -> tuple[str, Cause]:
+    return field, {"reason": "FieldValueForbidden", "message": f"Forbidden: {detail}"}
+
+
+def _config_keys(obj: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:
+    for bag in ("data", "binaryData"):
+        for key in obj.get(bag) or {}:
+            if len(key) > 253:
+                yield _invalid(f"{bag}[{key}]", key, "must be no more than 253 characters")
+            if not _CONFIG_KEY.match(key):
+                yield _invalid(f"{bag}[{key}]", key, _CONFIG_KEY_HINT)
+            if key in (".", "..") or key.startswith(".."):
+                yield _invalid(f"{bag}[{key}]", key, "must not start with '..'")
+            if bag == "data" and key in (obj.get("binaryData") or {}):
+                yield _invalid(f"{bag}[{key}]", key, "duplicate of key present in binaryData")
+
+
+def _lease(obj: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:
+    spec = obj.get("spec") or {}
+    duration, transitions = spec.get("leaseDurationSeconds"), spec.get("leaseTransitions")
+    if duration is not None and duration <= 0:
+        yield _invalid("spec.leaseDurationSeconds", duration, "must be greater than 0")
+    if transitions is not None and transitions < 0:
+        yield _invalid("spec.leaseTransitions", transitions, "must be greater than or equal to 0")
+    if spec.get("preferredHolder") and not spec.get("strategy"):
+        yield _forbidden("spec.preferredHolder", "may only be specified if `strategy` is defined")
+
+
+def _required(field: str) -> tuple[str, Cause]:
+    return field, {"reason": "FieldValueRequired", "message": "Required value"}
+
+
+def _event(kind: Kind, obj: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:
+    """Kubernetes' checks of every Event (of either API): the involved object's namespace, and
+    what an Event with an ``eventTime`` must have."""
+    new_api = kind.group == "events.k8s.io"
+    involved = (obj.get("regarding") if new_api else obj.get("involvedObject")) or {}
+    theirs = str(involved.get("namespace") or "")
+    ours = str((obj.get("metadata") or {}).get("namespace") or "")
+    where = "involvedObject.namespace"
+    if not obj.get("eventTime"):
+        if (not theirs and ours not in ("", "default")) or (theirs and theirs != ours):
+            yield _invalid(where, theirs, "does not match event.namespace")
+        return
+    if not theirs and ours not in ("default", "kube-system"):
+        yield _invalid(where, theirs, "does not match event.namespace")
+    controller = "reportingController" if new_api else "reportingComponent"
+    field_of = {"reportingController": controller, "reportingInstance": "reportingInstance",
+                "action": "action", "reason": "reason"}  # fmt: skip
+    for internal, field in field_of.items():
+        source = (
+            internal
+            if new_api
+            else {"reportingController": "reportingComponent"}.get(internal, internal)
+        )
+        if not obj.get(source):
+            yield _required(field)
+
+
+def error_group(kind: Kind) -> str:
+    """The group that refusals name: events.k8s.io Events are validated as core Events."""
+    return "" if (kind.group, kind.kind) == ("events.k8s.io", "Event") else kind.group
+
+
+def create_causes(kind: Kind, obj: Mapping[str, Any]) -> Causes:
+    """The validation errors of a new built-in object (beyond its name's)."""
+    if kind.custom:
+        return []
+    match (kind.group, kind.kind):
+        case ("", "ConfigMap") | ("", "Secret"):
+            return list(_config_keys(obj))
+        case ("coordination.k8s.io", "Lease"):
+            return list(_lease(obj))
+        case ("", "Event") | ("events.k8s.io", "Event"):
+            return list(_event(kind, obj))
+    return []
+
+
+_POD_MUTABLE = ("activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds")
+
+
+def _pod_spec_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Whether a Pod's spec changed beyond what may change (images, and a few fields)."""
+
+    def fixed(spec: Mapping[str, Any]) -> Any:
+        kept = {k: v for k, v in spec.items() if k not in _POD_MUTABLE}
+        for key in ("containers", "initContainers"):
+            kept[key] = [
+                {k: v for k, v in item.items() if k != "image"}
+                if isinstance(item, Mapping)
+                else item
+                for item in spec.get(key) or ()
+            ]
+        return kept
+
+    return bool(fixed(old.get("spec") or {}) != fixed(new.get("spec") or {}))
+
+
+def update_causes(kind: Kind, old: Mapping[str, Any], new: Mapping[str, Any]) -> Causes:
+    """The validation errors of an update of a built-in object."""
+    if kind.custom:
+        return []
+    causes = create_causes(kind, new)
+    match (kind.group, kind.kind):
+        case ("", "ConfigMap") | ("", "Secret"):
+            causes = _immutable(kind, old, new) + causes
+        case ("", "Pod") if _pod_spec_changed(old, new):
+            causes.insert(0, _forbidden("spec", _POD_SPEC_HINT))
+    return causes
+
+
+_POD_SPEC_HINT = (
+    "pod updates may not change fields other than `spec.containers[*].image`,"
+    "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` "
+    "(only additions to existing tolerations),`spec.terminationGracePeriodSeconds` "
+    "(allow it to be set to 1 if it was previously negative)"
+)
+
+
+def _immutable(kind: Kind, old: Mapping[str, Any], new: Mapping[str, Any]) -> Causes:
+    causes: Causes = []
+    if kind.kind == "Secret" and old.get("type") != new.get("type"):
+        causes.append(_invalid("type", new.get("type") or "", "field is immutable"))
+    if not old.get("immutable"):
+        return causes
+    if not new.get("immutable"):
+        causes.append(_forbidden("immutable", _IMMUTABLE))
+    if (old.get("data") or {}) != (new.get("data") or {}):
+        causes.append(_forbidden("data", _IMMUTABLE))
+    if kind.kind == "ConfigMap" and (old.get("binaryData") or {}) != (new.get("binaryData") or {}):
+        causes.append(_forbidden("binaryData", _IMMUTABLE))
+    return causes

@@ -1,0 +1,88 @@
+"""``x-kubernetes-validations``: CRD validation rules in CEL, evaluated with cel-python.
+
+Pure. :func:`rule_causes` evaluates the rules of one schema node against a value (``self``) and,
+on updates, the old value (``oldSelf``: rules that use it are transition rules, skipped when
+there is no old value); a rule that does not hold gives kube-apiserver's cause:
+``Invalid value: failed rule: <rule>`` (or the rule's ``message``; a scalar's value is shown
+too: ``Invalid value: "b": ...``), on the node's path
+plus the rule's ``fieldPath``, with the rule's ``reason``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from anyop.testing.fake.statuses import Cause
+
+__all__ = ["RULES", "CelUnavailable", "rule_causes"]
+
+RULES = "x-kubernetes-validations"
+_UNSET = object()
+_REASON_TEXT = {
+    "FieldValueInvalid": "Invalid value",
+    "FieldValueForbidden": "Forbidden",
+    "FieldValueRequired": "Required value",
+    "FieldValueDuplicate": "Duplicate value",
+}
+
+
+class CelUnavailable(RuntimeError):
+    """A CRD has ``x-kubernetes-validations`` but cel-python is not installed."""
+
+
+@functools.cache
+def _program(rule: str) -> Any:
+    try:
+        import celpy
+    except ImportError:  # pragma: no cover - cel-python is a test dependency
+        raise CelUnavailable(
+            "FakeCluster evaluates x-kubernetes-validations with cel-python: "
+            "install it (pip install 'anyop[test]' or pip install cel-python)"
+        ) from None
+    environment = celpy.Environment()
+    return environment.program(environment.compile(rule))
+
+
+def _holds(rule: str, value: Any, old: Any) -> tuple[bool, str]:
+    from celpy.adapter import json_to_cel
+    from celpy.evaluation import CELEvalError
+
+    activation = {"self": json_to_cel(value)}
+    if old is not _UNSET:
+        activation["oldSelf"] = json_to_cel(old)
+    try:
+        result = _program(rule).evaluate(activation)
+    except CELEvalError as exc:
+        return False, str(exc.args[0] if exc.args else exc)
+    if isinstance(result, CELEvalError):
+        return False, str(result.args[0] if result.args else result)
+    return bool(result), ""
+
+
+def rule_causes(
+    value: Any, schema: Mapping[str, Any], path: str, *, old: Any = _UNSET
+) -> Iterator[tuple[str, Cause]]:
+    """The causes of the rules of ``schema`` that ``value`` breaks."""
+    for rule in schema.get(RULES) or ():
+        text = str(rule.get("rule", ""))
+        if "oldSelf" in text and old is _UNSET and not rule.get("optionalOldSelf"):
+            continue
+        holds, error = _holds(text, value, old)
+        if holds:
+            continue
+        detail = error or str(rule.get("message") or f"failed rule: {text}")
+        where = path + str(rule.get("fieldPath") or "")
+        reason = str(rule.get("reason") or "FieldValueInvalid")
+        label = _REASON_TEXT.get(reason, "Invalid value")
+        shown = f"{label}: {detail}"
+        if reason == "FieldValueInvalid" and not isinstance(value, (Mapping, list)):
+            shown = f"{label}: {json.dumps(value)}: {detail}"
+        yield (where or "<nil>"), {"reason": reason, "message": shown}
+
+
+def unset() -> Any:
+    """The marker of "no old value" (a create)."""
+    return _UNSET

@@ -1,0 +1,131 @@
+"""Who owns which fields of an object (``metadata.managedFields``), kept by every write.
+
+Pure. The helpers of :mod:`anyop.testing.fake.server_side_apply`, and
+:func:`owners_after_update` for the other writes (create, replace, patch): their manager (the
+``fieldManager`` parameter, else the user agent's product) takes the fields they change, which
+the other managers lose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from anyop.testing.fake.field_ownership import (
+    Path,
+    Shape,
+    from_fields_v1,
+    to_fields_v1,
+    values_of,
+)
+from anyop.testing.fake.kinds import Kind
+from anyop.testing.fake.openapi_catalog import catalog
+
+__all__ = [
+    "MISSING",
+    "entries_of",
+    "new_entry",
+    "owners_after_update",
+    "rebuilt",
+    "same_owner",
+    "shape_of",
+    "status_mode",
+]
+
+Body = dict[str, Any]
+MISSING = object()
+"""A path's value where the path is not there."""
+
+
+def shape_of(kind: Kind) -> Shape:
+    """The structure of a kind's objects: its CRD schema, or its OpenAPI schema."""
+    if kind.custom:
+        return Shape(kind.schema, lambda node: node)
+    books = catalog()
+    name = books.schema_name(kind.group, kind.version, kind.kind)
+    return Shape(books.schemas.get(name or ""), lambda node: books.resolve(node)[0])
+
+
+def status_mode(kind: Kind, subresource: str | None) -> str:
+    """What of ``status`` a write by ``subresource`` owns (see ``field_ownership``)."""
+    if subresource == "status":
+        return "only"
+    return "skip" if kind.status else "keep"
+
+
+def entries_of(obj: Mapping[str, Any] | None) -> list[Body]:
+    """A copy of an object's ``managedFields`` entries."""
+    if obj is None:
+        return []
+    found = (obj.get("metadata") or {}).get("managedFields") or []
+    return [dict(entry) for entry in found if isinstance(entry, Mapping)]
+
+
+def new_entry(
+    kind: Kind, manager: str, operation: str, now: str, subresource: str | None, fields: set[Path]
+) -> Body:
+    """One ``managedFields`` entry."""
+    entry: Body = {
+        "manager": manager,
+        "operation": operation,
+        "apiVersion": kind.api_version,
+        "time": now,
+        "fieldsType": "FieldsV1",
+        "fieldsV1": to_fields_v1(fields),
+    }
+    if subresource:
+        entry["subresource"] = subresource
+    return entry
+
+
+def same_owner(entry: Mapping[str, Any], manager: str, operation: str, sub: str | None) -> bool:
+    """Whether an entry is the one of this manager, operation and subresource."""
+    return (entry.get("manager"), entry.get("operation"), entry.get("subresource")) == (
+        manager,
+        operation,
+        sub or None,
+    )
+
+
+def rebuilt(kind: Kind, entries: list[Body], owned: list[set[Path]]) -> list[Body]:
+    """The entries with their new field sets; those left without fields go."""
+    kept = []
+    for entry, fields in zip(entries, owned, strict=True):
+        if fields:
+            kept.append({**entry, "fieldsV1": to_fields_v1(fields)})
+    return kept
+
+
+def owners_after_update(
+    kind: Kind,
+    old: Mapping[str, Any] | None,
+    new: Mapping[str, Any],
+    *,
+    manager: str,
+    subresource: str | None,
+    now: str,
+) -> list[Body]:
+    """The ``managedFields`` after a create or an update by ``manager``: it owns the fields it
+    changed (all of a new object's), which the other managers lose; removed fields go."""
+    shape = shape_of(kind)
+    mode = status_mode(kind, subresource)
+    before = values_of(old, shape, status=mode) if old is not None else {}
+    after = values_of(new, shape, status=mode)
+    changed = {
+        p for p in before.keys() | after.keys() if before.get(p, MISSING) != after.get(p, MISSING)
+    }
+    entries = entries_of(old)
+    owned = [from_fields_v1(entry.get("fieldsV1")) - changed for entry in entries]
+    taken = {p for p in changed if p in after}
+    mine = next(
+        (i for i, e in enumerate(entries) if same_owner(e, manager, "Update", subresource)), None
+    )
+    if not taken:
+        return rebuilt(kind, entries, owned)
+    if mine is None:
+        entries.append(new_entry(kind, manager, "Update", now, subresource, set()))
+        owned.append(set())
+        mine = len(entries) - 1
+    owned[mine] |= taken
+    entries[mine]["time"] = now
+    return rebuilt(kind, entries, owned)

@@ -1,0 +1,267 @@
+"""Built-in objects decoded as kube-apiserver decodes them into its Go types.
+
+Pure. The API server reads a built-in object's JSON into the Go struct of its kind: a field of
+the wrong JSON type or a timestamp Go cannot parse refuses the request (400, with Go's message),
+and fields the type does not have are dropped (the default ``fieldValidation=Warn`` only warns).
+:func:`decode` does both by the kind's schema in the vendored OpenAPI catalog.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from anyop.testing.fake.go_times import RFC3339, RFC3339_MICRO, time_error
+from anyop.testing.fake.json_copy import json_copy
+from anyop.testing.fake.openapi_catalog import Catalog, Schema, catalog
+from anyop.testing.fake.statuses import StatusError, bad_request
+
+__all__ = ["decode", "decode_metadata"]
+
+_META = "io.k8s.apimachinery.pkg.apis.meta.v1."
+_TIMES = {f"{_META}Time": RFC3339, f"{_META}MicroTime": RFC3339_MICRO}
+_INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
+_QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+_INT_LIMITS = {"int32": 2**31, "int64": 2**63}
+
+
+class _DecodeError(Exception):
+    """The first error Go's decoder saves (it goes on decoding, keeping only the first)."""
+
+
+@dataclasses.dataclass
+class _Context:
+    """Go's decoder error context: the innermost struct and the JSON field names to here."""
+
+    struct: str = ""
+    fields: tuple[str, ...] = ()
+    error: str = ""
+
+    def type_error(self, got: str, go_type: str) -> None:
+        if self.error:
+            return
+        if self.struct or self.fields:
+            where = f"{self.struct}.{'.'.join(self.fields)}"
+            self.error = (
+                f"json: cannot unmarshal {got} into Go struct field {where} of type {go_type}"
+            )
+        else:
+            self.error = f"json: cannot unmarshal {got} into Go value of type {go_type}"
+
+    def other_error(self, message: str) -> None:
+        if not self.error:
+            self.error = message
+
+
+def _json_name(value: Any) -> str:
+    match value:
+        case bool():
+            return "bool"
+        case int() | float():
+            return "number"
+        case str():
+            return "string"
+        case list():
+            return "array"
+    return "object"
+
+
+def _go_type(books: Catalog, schema: Schema) -> str:
+    resolved, name = books.resolve(schema)
+    if name:
+        package, _, short = name.rpartition(".")
+        return f"{package.rpartition('.')[2]}.{short}"
+    match resolved.get("type"):
+        case "array":
+            return "[]" + _go_type(books, resolved.get("items") or {})
+        case "object":
+            extra = resolved.get("additionalProperties")
+            inner = _go_type(books, extra) if isinstance(extra, Mapping) else "interface {}"
+            return f"map[string]{inner}"
+        case "integer":
+            return str(resolved.get("format") or "int64")
+        case "number":
+            return "float64"
+        case "boolean":
+            return "bool"
+        case "string":
+            return "[]uint8" if resolved.get("format") == "byte" else "string"
+    return "interface {}"
+
+
+def _value(books: Catalog, value: Any, schema: Schema, ctx: _Context) -> Any:
+    """Decode one value by its schema: the kept (pruned) value; errors go into ``ctx``."""
+    if value is None:
+        return None
+    resolved, name = books.resolve(schema)
+    if name in _TIMES:
+        return _time(value, _TIMES[name], ctx)
+    if name == _INT_OR_STRING:
+        if not isinstance(value, (str, int)) or isinstance(value, bool):
+            ctx.other_error(
+                f"json: cannot unmarshal {_json_name(value)} into Go value of type int32"
+            )
+        return value
+    if name == _QUANTITY:
+        return value
+    kind = resolved.get("type")
+    if kind == "object" or (kind is None and "properties" in resolved):
+        return _object(books, value, resolved, name, schema, ctx)
+    if kind == "array":
+        if not isinstance(value, list):
+            ctx.type_error(_json_name(value), _go_type(books, schema))
+            return value
+        items = resolved.get("items") or {}
+        return [_value(books, item, items, ctx) for item in value]
+    return _scalar(value, resolved, ctx, go_type=lambda: _go_type(books, schema))
+
+
+def _time(value: Any, layout: str, ctx: _Context) -> Any:
+    if not isinstance(value, str):
+        ctx.other_error(f"json: cannot unmarshal {_json_name(value)} into Go value of type string")
+        return value
+    error = time_error(layout, value)
+    if error is not None:
+        ctx.other_error(error)
+    return value
+
+
+def _object(
+    books: Catalog, value: Any, resolved: Schema, name: str, schema: Schema, ctx: _Context
+) -> Any:
+    if not isinstance(value, Mapping):
+        ctx.type_error(_json_name(value), _go_type(books, schema))
+        return value
+    properties: Mapping[str, Any] = resolved.get("properties") or {}
+    extra = resolved.get("additionalProperties")
+    if not properties and not isinstance(extra, Mapping):
+        return dict(value)  # free-form (e.g. a RawExtension's object)
+    if isinstance(extra, Mapping) and not properties:
+        return {key: _value(books, item, extra, ctx) for key, item in value.items()}
+    kept: dict[str, Any] = {}
+    struct = name.rpartition(".")[2] if name else ctx.struct
+    for key, item in value.items():
+        sub = properties.get(key)
+        if sub is None:
+            continue  # an unknown field: dropped (and warned about)
+        inner = _Context(struct, (*ctx.fields, key), ctx.error)
+        decoded = _value(books, item, sub, inner)
+        ctx.error = ctx.error or inner.error
+        if decoded is not None and not (decoded in ({}, []) and _collection(books, sub)):
+            kept[key] = decoded  # Go leaves out nulls, and empty maps and lists (omitempty)
+    for key, sub in _defaulted_properties(resolved):
+        if key not in kept:
+            kept[key] = _value(books, json_copy(sub["default"]), sub, _Context(struct))
+    return kept
+
+
+_DEFAULTED: dict[int, list[tuple[str, Schema]]] = {}
+
+
+def _defaulted_properties(resolved: Schema) -> list[tuple[str, Schema]]:
+    """The properties of a (catalog) schema whose fields come back when missing."""
+    key = id(resolved)
+    found = _DEFAULTED.get(key)
+    if found is None:
+        properties: Mapping[str, Any] = resolved.get("properties") or {}
+        found = [(name, sub) for name, sub in properties.items() if _serialised_default(sub)]
+        _DEFAULTED[key] = found
+    return found
+
+
+def _collection(books: Catalog, schema: Schema) -> bool:
+    resolved, name = books.resolve(schema)
+    if name:
+        return False
+    return resolved.get("type") == "array" or isinstance(
+        resolved.get("additionalProperties"), Mapping
+    )
+
+
+def _serialised_default(schema: Schema) -> bool:
+    """Whether a missing field comes back anyway: the schema gives a default for the fields Go
+    always serialises (a struct's ``{}``, a non-``omitempty`` number's ``0``) and for declared
+    defaults (a port's ``TCP``); a list's comes back as ``null``, which is left out here."""
+    value = schema.get("default")
+    return value is not None and not isinstance(value, (list, tuple))
+
+
+def _scalar(value: Any, resolved: Schema, ctx: _Context, *, go_type: Callable[[], str]) -> Any:
+    match resolved.get("type"):
+        case "string":
+            if not isinstance(value, str):
+                ctx.type_error(_json_name(value), go_type())
+            elif resolved.get("format") == "byte":
+                _base64(value, ctx)
+        case "boolean":
+            if not isinstance(value, bool):
+                ctx.type_error(_json_name(value), go_type())
+        case "integer":
+            _integer(value, go_type, ctx)
+        case "number":
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                ctx.type_error(_json_name(value), go_type())
+    return value
+
+
+def _integer(value: Any, go_type: Callable[[], str], ctx: _Context) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        ctx.type_error(_json_name(value), go_type())
+        return
+    if isinstance(value, float):
+        ctx.type_error(f"number {value}", go_type())
+    elif not -(2**31) <= value < 2**31:  # only then the type's size matters
+        limit = _INT_LIMITS.get(go_type(), 2**63)
+        if not -limit <= value < limit:
+            ctx.type_error(f"number {value}", go_type())
+
+
+def _base64(value: str, ctx: _Context) -> None:
+    try:
+        base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        offset = next(
+            (
+                i
+                for i, c in enumerate(value)
+                if not (c.isalnum() and c.isascii()) and c not in "+/="
+            ),
+            len(value) - len(value) % 4,
+        )
+        ctx.other_error(f"illegal base64 data at input byte {offset}")
+
+
+def decode(group: str, version: str, kind: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    """A built-in object as its Go type keeps it: unknown fields dropped.
+
+    Objects of kinds the catalog has no schema for come back as they are.
+
+    Raises:
+        StatusError: 400, a field has the wrong JSON type or a timestamp does not parse.
+    """
+    books = catalog()
+    name = books.schema_name(group, version, kind)
+    if name is None:
+        return dict(body)
+    ctx = _Context()
+    kept = _object(books, body, books.schemas[name], name, {"$ref": name}, ctx)
+    if ctx.error:
+        raise _refused(kind, version, ctx.error)
+    for key in ("apiVersion", "kind"):
+        if key in body:
+            kept[key] = body[key]
+    return dict(kept)
+
+
+def decode_metadata(metadata: Any) -> Any:
+    """An object's ``metadata`` as ``ObjectMeta`` keeps it (what custom resources keep)."""
+    books = catalog()
+    name = f"{_META}ObjectMeta"
+    return _object(books, metadata, books.schemas[name], name, {"$ref": name}, _Context())
+
+
+def _refused(kind: str, version: str, error: str) -> StatusError:
+    return bad_request(f'{kind} in version "{version}" cannot be handled as a {kind}: {error}')

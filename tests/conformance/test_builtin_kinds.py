@@ -1,0 +1,410 @@
+"""Conformance: built-in kinds as Kubernetes defines them: decoding, validation, defaults,
+transformations, the kinds served, and routing by scope."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from tests.conformance.conftest import Conform
+from tests.conformance.harness import GROUP, STRATEGIC, Target
+
+pytestmark = pytest.mark.anyio
+
+COORDINATION = "coordination.k8s.io/v1"
+
+
+def _cm(name: str, **fields: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, **fields}
+
+
+def _lease(name: str, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": COORDINATION, "kind": "Lease", "metadata": {"name": name}, "spec": spec}
+
+
+def _secret(name: str, **fields: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, **fields}
+
+
+def _pod_spec(*containers: tuple[str, str]) -> dict[str, Any]:
+    return {"containers": [{"name": name, "image": image} for name, image in containers]}
+
+
+def _without_ips(document: Any) -> Any:
+    """A Service with its allocated addresses masked (each server picks its own)."""
+    if isinstance(document, dict) and document.get("kind") == "Service":
+        spec = dict(document.get("spec") or {})
+        for key in ("clusterIP", "clusterIPs"):
+            if key in spec and spec[key] not in ("None", ["None"]):
+                spec[key] = "<allocated>"
+        return {**document, "spec": spec}
+    return document
+
+
+# -- class 4: decoding and validation of built-in kinds -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{"data": {"x": 1}}, {"data": ["x"]}, {"data": {"x": True}}, {"binaryData": {"x": "!!"}}],
+    ids=["number", "list", "bool", "bad-base64"],
+)
+async def test_a_configmap_whose_data_is_not_strings_is_400(
+    conform: Conform, fields: dict[str, Any]
+) -> None:
+    async def scenario(t: Target) -> None:
+        await t.post(t.cm(), _cm("a", **fields))
+
+    await conform(scenario)
+
+
+async def test_a_configmap_key_must_be_a_valid_config_key(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await t.post(t.cm(), _cm("a", data={"bad key": "x"}))
+
+    await conform(scenario)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"renewTime": "2024-01-01T00:00:00Z"},
+        {"acquireTime": "yesterday"},
+        {"renewTime": "2024-13-01T00:00:00.000000Z"},
+        {"leaseDurationSeconds": "15"},
+        {"leaseDurationSeconds": 1.5},
+        {"holderIdentity": 7},
+    ],
+    ids=["no-microseconds", "not-a-time", "month-13", "string-number", "fraction", "number-name"],
+)
+async def test_a_lease_with_a_field_of_the_wrong_type_or_format_is_400(
+    conform: Conform, spec: dict[str, Any]
+) -> None:
+    async def scenario(t: Target) -> None:
+        await t.post(t.apis(COORDINATION, "leases"), _lease("l", **spec))
+
+    await conform(scenario)
+
+
+async def test_a_lease_with_microsecond_times_is_stored_as_sent(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        lease = _lease(
+            "l",
+            holderIdentity="me",
+            leaseDurationSeconds=15,
+            leaseTransitions=0,
+            acquireTime="2024-01-01T00:00:00.000000Z",
+            renewTime="2024-01-01T00:00:01.123456Z",
+        )
+        made = await t.post(t.apis(COORDINATION, "leases"), lease)
+        t.note("times", made["spec"].get("renewTime"))
+
+    await conform(scenario)
+
+
+@pytest.mark.parametrize(
+    "spec", [{"leaseDurationSeconds": 0}, {"leaseTransitions": -1}], ids=["duration", "transitions"]
+)
+async def test_a_lease_with_out_of_range_numbers_is_422(
+    conform: Conform, spec: dict[str, Any]
+) -> None:
+    async def scenario(t: Target) -> None:
+        await t.post(t.apis(COORDINATION, "leases"), _lease("l", **spec))
+
+    await conform(scenario)
+
+
+async def test_an_immutable_configmap_refuses_changes_to_its_data(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await t.post(t.cm(), _cm("a", data={"x": "1"}, immutable=True))
+        await t.patch(t.cm("a"), {"data": {"x": "2"}})
+        await t.patch(t.cm("a"), {"immutable": False})
+        await t.patch(t.cm("a"), {"metadata": {"labels": {"ok": "yes"}}})
+
+    await conform(scenario)
+
+
+async def test_an_immutable_secret_refuses_changes_to_its_data(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await t.post(t.core("secrets"), _secret("s", data={"x": "MQ=="}, immutable=True))
+        await t.patch(t.core("secrets", "s"), {"data": {"x": "Mg=="}})
+
+    await conform(scenario)
+
+
+async def test_a_secret_type_cannot_change(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await t.post(t.core("secrets"), _secret("s", type="x.dev/one"))
+        await t.patch(t.core("secrets", "s"), {"type": "x.dev/two"})
+
+    await conform(scenario)
+
+
+async def test_unknown_fields_of_built_in_kinds_are_dropped(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        body = _cm("a", data={"x": "1"}, bogus={"y": 1})
+        body["metadata"]["unknown"] = "z"
+        await t.post(t.cm(), body)
+        await t.patch(t.cm("a"), {"other": 1, "data": {"y": "2"}})
+
+    await conform(scenario)
+
+
+async def test_a_pod_spec_change_is_refused_but_its_image_may_change(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        body = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p"},
+            "spec": _pod_spec(("main", "busybox:1.36")),
+        }
+        await t.post(t.core("pods"), body, record=lambda d: d.get("metadata", {}).get("name"))
+        image = {"spec": {"containers": [{"name": "main", "image": "busybox:1.37"}]}}
+        await t.patch(
+            t.core("pods", "p"),
+            image,
+            ct=STRATEGIC,
+            record=lambda d: d["spec"]["containers"][0]["image"],
+        )
+        await t.patch(
+            t.core("pods", "p"),
+            {"spec": {"hostname": "other"}},
+            record=lambda d: (
+                d.get("reason"),
+                d.get("details", {}).get("causes", [{}])[0].get("field"),
+            ),
+        )
+
+    await conform(scenario)
+
+
+# -- class 5: the kinds served ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "group_version",
+    [
+        "apps/v1",
+        "events.k8s.io/v1",
+        "batch/v1",
+        "rbac.authorization.k8s.io/v1",
+        "policy/v1",
+        "networking.k8s.io/v1",
+        "discovery.k8s.io/v1",
+    ],
+)
+async def test_a_group_version_operators_use_is_discovered(
+    conform: Conform, group_version: str
+) -> None:
+    async def scenario(t: Target) -> None:
+        def shown(d: Any) -> Any:
+            return sorted(
+                (r["name"], r["namespaced"], r["kind"], sorted(r["verbs"])) for r in d["resources"]
+            )
+
+        await t.get(f"/apis/{group_version}", record=shown)
+
+    await conform(scenario)
+
+
+async def test_a_deployment_is_stored_with_its_defaults(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        body = {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "d"},
+            "spec": {
+                "selector": {"matchLabels": {"app": "d"}},
+                "template": {
+                    "metadata": {"labels": {"app": "d"}},
+                    "spec": _pod_spec(("main", "nginx")),
+                },
+            },
+        }
+        await t.post(t.apis("apps/v1", "deployments"), body)
+        await t.get(t.apis("apps/v1", "deployments", "d"))
+
+    await conform(scenario)
+
+
+@pytest.mark.parametrize("plural", ["statefulsets", "daemonsets", "replicasets"])
+async def test_other_workloads_are_stored_with_their_defaults(
+    conform: Conform, plural: str
+) -> None:
+    async def scenario(t: Target) -> None:
+        kind = {
+            "statefulsets": "StatefulSet",
+            "daemonsets": "DaemonSet",
+            "replicasets": "ReplicaSet",
+        }[plural]
+        spec: dict[str, Any] = {
+            "selector": {"matchLabels": {"app": "w"}},
+            "template": {
+                "metadata": {"labels": {"app": "w"}},
+                "spec": _pod_spec(("main", "nginx:1.27")),
+            },
+        }
+        if plural == "statefulsets":
+            spec["serviceName"] = "w"
+        body = {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": "w"}, "spec": spec}
+        await t.post(t.apis("apps/v1", plural), body)
+
+    await conform(scenario)
+
+
+async def test_a_cronjob_is_stored_with_its_defaults(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        template = {"spec": {"restartPolicy": "Never", **_pod_spec(("main", "busybox:1.36"))}}
+        body = {
+            "apiVersion": "batch/v1",
+            "kind": "CronJob",
+            "metadata": {"name": "c"},
+            "spec": {"schedule": "*/5 * * * *", "jobTemplate": {"spec": {"template": template}}},
+        }
+        await t.post(t.apis("batch/v1", "cronjobs"), body)
+
+    await conform(scenario)
+
+
+async def test_an_events_k8s_io_event_is_served(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        body = {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {"name": "e"},
+            "eventTime": "2024-01-01T00:00:00.000000Z",
+            "reason": "Tested",
+            "action": "Testing",
+            "reportingController": "x.dev/tester",
+            "reportingInstance": "tester-1",
+            "type": "Normal",
+            "note": "hello",
+            "regarding": {"kind": "ConfigMap", "name": "a", "apiVersion": "v1"},
+        }
+        await t.post(t.apis("events.k8s.io/v1", "events"), body)
+        body["regarding"]["namespace"] = t.namespace
+        await t.post(t.apis("events.k8s.io/v1", "events"), body)
+        await t.get(t.apis("events.k8s.io/v1", "events", "e"))
+
+    await conform(scenario)
+
+
+async def test_rbac_roles_and_bindings_are_served(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        rbac = "rbac.authorization.k8s.io/v1"
+        role = {
+            "apiVersion": rbac,
+            "kind": "Role",
+            "metadata": {"name": "r"},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}],
+        }
+        binding = {
+            "apiVersion": rbac,
+            "kind": "RoleBinding",
+            "metadata": {"name": "b"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "r"},
+            "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": t.namespace}],
+        }
+        await t.post(t.apis(rbac, "roles"), role)
+        await t.post(t.apis(rbac, "rolebindings"), binding)
+
+    await conform(scenario)
+
+
+# -- class 6: the API server's transformations and defaults ----------------------------------------
+
+
+async def test_a_secrets_string_data_is_merged_into_its_data(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        body = _secret("s", data={"a": "MQ=="}, stringData={"a": "two", "b": "three"})
+        await t.post(t.core("secrets"), body)
+        await t.patch(t.core("secrets", "s"), {"stringData": {"c": "four"}})
+
+    await conform(scenario)
+
+
+async def test_a_service_gets_its_defaults_and_a_cluster_ip(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        body = {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "s"},
+            "spec": {
+                "selector": {"app": "s"},
+                "ports": [{"port": 80}, {"name": "b", "port": 81, "targetPort": "http"}],
+            },
+        }
+        body["spec"]["ports"][0]["name"] = "a"
+        made = await t.post(t.core("services"), body, record=_without_ips)
+        t.note("ip in range", made["spec"]["clusterIP"].startswith("10.0.0."))
+
+    await conform(scenario)
+
+
+async def test_a_headless_service_keeps_no_cluster_ip(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        body = {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "h"},
+            "spec": {"clusterIP": "None", "selector": {"app": "h"}, "ports": [{"port": 80}]},
+        }
+        await t.post(t.core("services"), body)
+
+    await conform(scenario)
+
+
+async def test_a_pod_is_stored_with_its_defaults(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        body = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p"},
+            "spec": _pod_spec(("main", "busybox:1.36"), ("side", "busybox")),
+        }
+        await t.post(t.core("pods"), body)
+
+    await conform(scenario)
+
+
+# -- class 7: routing by scope ---------------------------------------------------------------------
+
+
+async def test_a_cluster_scoped_kind_under_a_namespace_is_404(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await t.get(f"/api/v1/namespaces/{t.namespace}/namespaces/{t.namespace}")
+        await t.get(f"/apis/rbac.authorization.k8s.io/v1/namespaces/{t.namespace}/clusterroles")
+        await t.get(f"/apis/{GROUP}/v1/namespaces/{t.namespace}/gadgets")
+
+    await conform(scenario)
+
+
+async def test_a_namespaced_object_on_a_cluster_path_is_404(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await t.post(t.cm(), _cm("a"))
+        await t.get("/api/v1/configmaps/a")
+        await t.get(f"/apis/{GROUP}/v1/widgets/a")
+
+    await conform(scenario)
+
+
+async def test_writes_to_a_namespaced_kind_on_a_cluster_path_are_refused(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await t.post("/api/v1/configmaps", _cm("a"))
+        await t.delete("/api/v1/configmaps")
+        body = {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": {"name": "w"}}
+        await t.post(f"/apis/{GROUP}/v1/widgets", body)
+
+    await conform(scenario)
+
+
+async def test_lists_of_namespaced_kinds_on_cluster_paths_span_namespaces(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await t.post(t.cm(), _cm("a"))
+        await t.get(
+            "/api/v1/configmaps",
+            params={"fieldSelector": f"metadata.namespace={t.namespace}"},
+            record=lambda d: [i["metadata"]["name"] for i in d["items"]],
+        )
+
+    await conform(scenario)

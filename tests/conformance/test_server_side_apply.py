@@ -1,0 +1,157 @@
+"""Conformance: server-side apply: field ownership, conflicts, force, removal of fields."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from tests.conformance.conftest import Conform
+from tests.conformance.harness import GROUP, Target
+
+pytestmark = pytest.mark.anyio
+
+APPLY = "application/apply-patch+yaml"
+
+
+def _cm(**data: str) -> bytes:
+    return json.dumps(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": data}
+    ).encode()
+
+
+def _owners(d: Any) -> Any:
+    """The body without its managedFields, and who owns what (times left out)."""
+    if d.get("kind") == "Status":
+        return d
+    entries = d["metadata"].get("managedFields") or []
+    owners = sorted(
+        (e["manager"], e["operation"], json.dumps(e.get("fieldsV1"), sort_keys=True))
+        for e in entries
+    )
+    return {
+        "data": d.get("data"),
+        "spec": d.get("spec"),
+        "labels": d["metadata"].get("labels"),
+        "owners": owners,
+    }
+
+
+async def _apply(t: Target, path: str, body: bytes, manager: str, *, force: bool = False) -> Any:
+    params = {"fieldManager": manager, **({"force": "true"} if force else {})}
+    return await t.patch(path, body, ct=APPLY, params=params, record=_owners)
+
+
+async def test_apply_creates_and_records_the_owner(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await _apply(t, t.cm("a"), _cm(x="1", y="2"), "one")
+        await _apply(t, t.cm("a"), _cm(x="1", y="2"), "one")
+
+    await conform(scenario)
+
+
+async def test_another_manager_changing_an_owned_field_conflicts(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await _apply(t, t.cm("a"), _cm(x="1", y="2"), "one")
+        await _apply(t, t.cm("a"), _cm(x="9"), "two")
+        await _apply(t, t.cm("a"), _cm(x="9", y="8"), "two")
+
+    await conform(scenario)
+
+
+async def test_applying_the_same_value_shares_the_field(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await _apply(t, t.cm("a"), _cm(x="1"), "one")
+        await _apply(t, t.cm("a"), _cm(x="1", z="3"), "two")
+
+    await conform(scenario)
+
+
+async def test_force_takes_the_field_over(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await _apply(t, t.cm("a"), _cm(x="1", y="2"), "one")
+        await _apply(t, t.cm("a"), _cm(x="9"), "two", force=True)
+        await _apply(t, t.cm("a"), _cm(y="2"), "one")
+
+    await conform(scenario)
+
+
+async def test_fields_a_manager_stops_applying_are_removed(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await _apply(t, t.cm("a"), _cm(x="1", y="2", z="3"), "one")
+        await _apply(t, t.cm("a"), _cm(z="3"), "two")
+        await _apply(t, t.cm("a"), _cm(x="1"), "one")
+
+    await conform(scenario)
+
+
+async def test_an_update_takes_ownership_and_conflicts_with_appliers(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await _apply(t, t.cm("a"), _cm(x="1"), "one")
+        await t.patch(
+            t.cm("a"), {"data": {"x": "2"}}, params={"fieldManager": "editor"}, record=_owners
+        )
+        await _apply(t, t.cm("a"), _cm(x="3"), "one")
+
+    await conform(scenario)
+
+
+async def test_apply_merges_containers_by_name(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        def deployment(*containers: str) -> bytes:
+            return json.dumps(
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "metadata": {"name": "d"},
+                    "spec": {
+                        "selector": {"matchLabels": {"app": "d"}},
+                        "template": {
+                            "metadata": {"labels": {"app": "d"}},
+                            "spec": {
+                                "containers": [{"name": n, "image": f"{n}:1"} for n in containers]
+                            },
+                        },
+                    },
+                }
+            ).encode()
+
+        def names(d: Any) -> Any:
+            if d.get("kind") == "Status":
+                return d
+            return [c["name"] for c in d["spec"]["template"]["spec"]["containers"]]
+
+        path = t.apis("apps/v1", "deployments", "d")
+        await t.patch(
+            path, deployment("a", "b"), ct=APPLY, params={"fieldManager": "one"}, record=names
+        )
+        await t.patch(path, deployment("c"), ct=APPLY, params={"fieldManager": "two"}, record=names)
+        await t.patch(path, deployment("a"), ct=APPLY, params={"fieldManager": "one"}, record=names)
+
+    await conform(scenario)
+
+
+async def test_apply_to_a_custom_resource_conflicts_and_removes(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        def widget(**spec: Any) -> bytes:
+            return json.dumps(
+                {
+                    "apiVersion": f"{GROUP}/v1",
+                    "kind": "Widget",
+                    "metadata": {"name": "w"},
+                    "spec": spec,
+                }
+            ).encode()
+
+        await _apply(t, t.widgets("w"), widget(size=1, color="red"), "one")
+        await _apply(t, t.widgets("w"), widget(size=2), "two")
+        await _apply(t, t.widgets("w"), widget(size=1), "one")
+
+    await conform(scenario)
+
+
+async def test_apply_without_a_field_manager_is_422(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await t.patch(t.cm("a"), _cm(x="1"), ct=APPLY)
+
+    await conform(scenario)
