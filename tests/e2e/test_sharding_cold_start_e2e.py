@@ -14,7 +14,7 @@ from bench.shard_cold_start import describe, run
 
 from anyop.testing.controlplane import LocalControlPlane
 
-OBJECTS = int(os.environ.get("ANYOP_TEST_COLD_OBJECTS", "2000"))
+OBJECTS = int(os.environ.get("ANYOP_TEST_COLD_OBJECTS", "600"))  # bench.shard_cold_start: 2,000
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
