@@ -102,10 +102,10 @@ def _environ_leaks(before: Snapshot) -> list[str]:
 
 def _new_threads(before: Snapshot) -> list[threading.Thread]:
     deadline = time.monotonic() + THREAD_GRACE
-    new = [t for t in threading.enumerate() if t not in before.threads]
+    new = [t for t in threading.enumerate() if t not in before.threads and not _pooled(t)]
     for thread in new:
         thread.join(max(0.0, deadline - time.monotonic()))
-    return [t for t in new if t.is_alive() and not _pooled(t)]
+    return [t for t in new if t.is_alive()]
 
 
 def _pooled(thread: threading.Thread) -> bool:
