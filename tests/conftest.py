@@ -3,11 +3,18 @@ process-wide state behind (``tests/leaks.py``)."""
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from collections.abc import Iterator
 
 import hypothesis
 import pytest
 from tests.leaks import leaks, snapshot
+
+# cel-python's parser (lark) puts a handler on its logger when first imported, bound to the
+# sys.stderr of that moment: imported here, that is the real one, not a test's capture.
+with contextlib.redirect_stderr(sys.__stderr__), contextlib.suppress(ImportError):
+    import celpy  # noqa: F401
 
 hypothesis.settings.register_profile(
     "anyop",
