@@ -281,8 +281,10 @@ async def test_row38_ten_thousand_objects_at_startup_are_listed_in_pages_and_han
     assert after < before * 1.1  # nothing kept from the relist
     # Nor much more while it lists: an unchanged object's cycle writes nothing and its worker
     # exits at once, so the relist never holds a worker and a body per object (it did, for
-    # `idle_timeout`, peaking at over twice the settled memory).
-    assert peak < before * 1.25
+    # `idle_timeout`, peaking at over twice the settled memory). How many pages' bodies are in
+    # flight at once depends on the machine's speed (Trio at 2,000 objects: 1.23-1.28x seen), so
+    # the bound sits between that and the defect's 2x.
+    assert peak < before * 1.5
 
 
 async def change_all_while_blind(fake: MeteredCluster, count: int) -> None:
