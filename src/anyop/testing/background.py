@@ -3,7 +3,7 @@
 Its processes are detached and its facts are kept in ``state.json`` in its workdir, so that later
 commands, other shells and tests can find it, inject faults into it by pid, and stop it.
 
-A control plane belongs to the terminal that started it (its session): ``up`` in another
+A control plane belongs to the terminal that started it (its ``getsid``): ``up`` in another
 terminal reuses it and says so, and ``down`` there leaves it running (unless forced or its
 terminal is gone). Every running one is also listed in the cache (``controlplanes/``), so that
 ``env`` can point to one that runs in another workdir.
@@ -45,16 +45,16 @@ WORKDIR_VARIABLE = "ANYOP_CONTROLPLANE_WORKDIR"
 
 @dataclasses.dataclass(frozen=True)
 class Owner:
-    """Who started a background control plane: the terminal's session, and when.
+    """Who started a background control plane: the terminal (its ``getsid``), and when.
 
     Attributes:
-        session: The session id of the ``up`` command (its terminal's shell session).
+        sid: The POSIX ``getsid()`` of the ``up`` command (its terminal's shell).
         pid: The ``up`` command's process id.
         tty: Its terminal, if it had one.
         started: When, in UTC (ISO 8601).
     """
 
-    session: int
+    sid: int
     pid: int
     tty: str | None
     started: str
@@ -70,17 +70,17 @@ class Owner:
         return cls(os.getsid(0), os.getpid(), tty, started)
 
     def describe(self) -> str:
-        """``session 123 on /dev/pts/4 (pid 456), at 2026-11-28 07:30:00 UTC``."""
+        """``sid 123 on /dev/pts/4 (pid 456), at 2026-11-28 07:30:00 UTC``."""
         on = f" on {self.tty}" if self.tty else ""
-        return f"session {self.session}{on} (pid {self.pid}), at {self.started}"
+        return f"sid {self.sid}{on} (pid {self.pid}), at {self.started}"
 
     def is_here(self) -> bool:
-        """Whether this process runs in the owner's session (the same terminal)."""
-        return os.getsid(0) == self.session
+        """Whether this process runs under the owner's ``sid`` (the same terminal)."""
+        return os.getsid(0) == self.sid
 
     def is_gone(self) -> bool:
-        """Whether the owner's terminal is gone (its session leader has exited)."""
-        return not process_is_running(self.session)
+        """Whether the owner's terminal is gone (the leader of its ``sid`` has exited)."""
+        return not process_is_running(self.sid)
 
 
 def default_workdir() -> Path:

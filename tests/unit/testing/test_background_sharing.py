@@ -67,8 +67,8 @@ def stand_in(
         "KUBECONFIG": str(workdir / "kubeconfig"),
     }
     here = Owner.current()
-    session = processes[0].pid if other_terminal else here.session  # its own session leader
-    owner = Owner(session, processes[0].pid, "/dev/pts/9" if other_terminal else None, "now")
+    sid = processes[0].pid if other_terminal else here.sid  # its own sid's leader
+    owner = Owner(sid, processes[0].pid, "/dev/pts/9" if other_terminal else None, "now")
     record_background(workdir, env, owner)
     return Plane(workdir, processes, env)
 
@@ -120,8 +120,8 @@ def test_down_stops_a_plane_whose_terminal_is_gone(
     gone = subprocess.Popen([sys.executable, "-c", "pass"], start_new_session=True)
     gone.wait(timeout=30)  # a terminal that was closed: its session leader has exited
     state = plane.workdir / "state.json"
-    state.write_text(state.read_text().replace(f'"session": {plane.processes[0].pid}',
-                                               f'"session": {gone.pid}'))  # fmt: skip
+    state.write_text(state.read_text().replace(f'"sid": {plane.processes[0].pid}',
+                                               f'"sid": {gone.pid}'))  # fmt: skip
     result = anyop(cache, "controlplane", "down", "--workdir", str(plane.workdir))
     assert (result.returncode, result.stderr) == (0, "Stopped the control plane.\n")
 
