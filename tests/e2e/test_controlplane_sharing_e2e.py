@@ -56,7 +56,7 @@ def test_down_in_another_terminal_leaves_it_running_until_that_terminal_closes(
 
     refused = anyop("controlplane", "down", "--workdir", str(workdir))
     assert refused.returncode == 1
-    assert f"was started by another terminal (session {shell.pid}" in refused.stderr
+    assert f"was started by another terminal (sid {shell.pid}" in refused.stderr
     assert read_env(workdir) is not None  # still running
 
     reused = anyop("controlplane", "up", "--workdir", str(workdir))

@@ -87,7 +87,7 @@ def test_down_leaves_running_a_plane_that_another_terminal_started_and_says_who(
     plane = stand_in(started, tmp_path / "plane", other_terminal=True)
     result = anyop(cache, "controlplane", "down", "--workdir", str(plane.workdir))
     assert result.returncode == 1
-    who = f"session {plane.processes[0].pid} on /dev/pts/9"
+    who = f"sid {plane.processes[0].pid} on /dev/pts/9"
     assert f"was started by another terminal ({who}" in result.stderr
     assert "it is left running" in result.stderr
     assert plane.runs()
