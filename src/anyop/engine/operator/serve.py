@@ -30,6 +30,7 @@ from anyop.engine.operator.event_poster import EventPoster
 from anyop.engine.operator.health import Health, current_health, serve_probes
 from anyop.engine.operator.login import authenticate, keep_logged_in
 from anyop.engine.operator.loop_watchdog import watch_loop_lag
+from anyop.engine.operator.metrics_serving import metrics_serving, served_metrics
 from anyop.engine.operator.peering_scopes import hold_peering_where_served
 from anyop.engine.resource.serve_resource import ResourceScope, current_reports
 from anyop.engine.serving.namespace_follower import NamespacePatterns, serve_namespaces
@@ -51,13 +52,11 @@ from anyop.kube.client import KubeClient, open_client
 from anyop.kube.config import pod_namespace
 from anyop.kube.resources import Resource
 from anyop.metrics import Metrics, current_metrics
-from anyop.servers import BoundAddress
 from anyop.settings import OperatorSettings
 from anyop.threads import DaemonThreads, current_threads
 
 if TYPE_CHECKING:  # imported when used: only operators that serve metrics need them
     from anyop.engine.operator.metrics_access import MetricsAccess
-    from anyop.engine.operator.metrics_server import MetricsAddress
 
 __all__ = [
     "CLEANUP_TIMEOUT",
@@ -146,8 +145,8 @@ async def serve(
     ready = ready_event or anyio.Event()
     health = Health(registry, settings, memo=memo, indexes=indexes)
     endpoint = liveness_endpoint or settings.server.liveness_endpoint
-    metrics_at = _metrics_serving(metrics_endpoint or settings.server.metrics_endpoint, settings)
-    metrics = _served_metrics(health) if metrics_at else current_metrics.get()
+    metrics_at = metrics_serving(metrics_endpoint or settings.server.metrics_endpoint, settings)
+    metrics = served_metrics(health) if metrics_at else current_metrics.get()
     activity = functools.partial(
         run_activity, registry, settings=settings, memo=memo, indexes=indexes
     )
@@ -240,55 +239,6 @@ class Starting:
         if not self._serving:
             logger.info("Stop is requested while starting. Cancelling the start-up.")
             self.scope.cancel()
-
-
-@dataclasses.dataclass(frozen=True)
-class _MetricsServing:
-    """How the metrics are served: where, and who may read them (``None``: anyone)."""
-
-    address: MetricsAddress
-    settings: OperatorSettings
-    access: MetricsAccess | None
-
-    async def serve(
-        self,
-        metrics: Metrics,
-        *,
-        task_status: anyio.abc.TaskStatus[BoundAddress] = anyio.TASK_STATUS_IGNORED,
-    ) -> None:
-        from anyop.engine.operator.metrics_server import serve_metrics
-
-        server = self.settings.server
-        await serve_metrics(metrics, self.address, server, self.access, task_status=task_status)
-
-
-def _metrics_serving(endpoint: str | None, settings: OperatorSettings) -> _MetricsServing | None:
-    """How to serve the metrics, if at all; checked before anything starts.
-
-    The metrics server is imported only by operators that serve metrics.
-
-    Raises:
-        ConfigError: See :func:`~anyop.engine.operator.metrics_server.metrics_address`.
-    """
-    if not endpoint:
-        return None
-    from anyop.engine.operator.metrics_access import MetricsAccess
-    from anyop.engine.operator.metrics_server import metrics_address
-
-    server = settings.server
-    address = metrics_address(endpoint, insecure=server.metrics_insecure)
-    access = None
-    if address.secure:
-        ttls = dict(allow_ttl=server.metrics_allow_ttl, deny_ttl=server.metrics_deny_ttl)
-        access = MetricsAccess(path=address.path, **ttls)
-    return _MetricsServing(address, settings, access)
-
-
-def _served_metrics(health: Health) -> Metrics:
-    """Metrics for an operator that serves them (imports prometheus-client only then)."""
-    from anyop.engine.operator.live_metrics import operator_metrics
-
-    return operator_metrics(health)
 
 
 async def relay(wait: Callable[[], Awaitable[Any]], then: Callable[[], Any]) -> None:
