@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 from typing import Any
 
 from anyop.errors import ConfigError, LoginError
@@ -26,6 +27,9 @@ __all__ = ["AiohttpSession", "login_via_async_client", "login_via_client", "logi
 
 PIGGYBACKING_PRIORITY = 10
 """The priority of these credentials, as high as anyop's own kubeconfig login's."""
+
+BEARER_KEY = "BearerToken"
+"""Where the client libraries keep the ``Authorization`` header (``authorization`` until 2023)."""
 
 Logger = logging.Logger | logging.LoggerAdapter[logging.Logger]
 
@@ -94,13 +98,13 @@ def login_via_client(*, logger: Logger, **_: Any) -> ConnectionInfo | None:
         logger.debug("Logging in with the kubernetes client's in-cluster configuration.")
     except config.ConfigException:
         try:
-            config.load_kube_config()
+            config.load_kube_config(config_file=_kubeconfig_now())
             logger.debug("Logging in with the kubernetes client's kubeconfig.")
         except config.ConfigException as error:
             message = "The kubernetes client found neither an in-cluster config nor a kubeconfig"
             raise LoginError(f"{message}: {error}") from error
     configuration = client.Configuration.get_default_copy()
-    header = configuration.get_api_key_with_prefix("authorization")
+    header = configuration.get_api_key_with_prefix(BEARER_KEY, alias="authorization")
     return _from_configuration(configuration, header)
 
 
@@ -122,14 +126,22 @@ async def login_via_async_client(*, logger: Logger, **_: Any) -> ConnectionInfo 
         logger.debug("Logging in with kubernetes_asyncio's in-cluster configuration.")
     except config.ConfigException:
         try:
-            await config.load_kube_config()
+            await config.load_kube_config(config_file=_kubeconfig_now())
             logger.debug("Logging in with kubernetes_asyncio's kubeconfig.")
         except config.ConfigException as error:
             message = "kubernetes_asyncio found neither an in-cluster config nor a kubeconfig"
             raise LoginError(f"{message}: {error}") from error
     configuration = client.Configuration.get_default_copy()
-    header = await configuration.get_api_key_with_prefix("authorization")  # a coroutine here
+    header = await configuration.get_api_key_with_prefix(BEARER_KEY, alias="authorization")
     return _from_configuration(configuration, header)
+
+
+def _kubeconfig_now() -> str | None:
+    """``KUBECONFIG`` as it is now: the client libraries read it once, when first imported.
+
+    ``None`` lets them fall back to ``~/.kube/config``.
+    """
+    return os.environ.get("KUBECONFIG") or None
 
 
 def _from_configuration(configuration: Any, header: str | None) -> ConnectionInfo:
