@@ -7,12 +7,14 @@ prints one line per layer (lint/types, unit, conformance, e2e, lowest versions) 
 and counts, then the totals of all tests (``N passed, N failed, N skipped``). A pytest run's
 tests are put in their layer by their path (``tests/unit``, ``tests/conformance``,
 ``tests/e2e``); the layer's time is its tests' own time (set-up and teardown included), the
-run's wall time where the run is a layer of its own.
+run's wall time where the run is a layer of its own. Runs side by side (``main-1``, ``main-2``)
+are added up, with their wall time on a line of their own.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
@@ -60,22 +62,28 @@ def _layer_of(case: ET.Element) -> str:
     return LAYERS.get(parts[1], "other") if len(parts) > 1 and parts[0] == "tests" else "other"
 
 
-def from_junit(path: Path, *, as_layer: str | None, seconds: float, rc: int) -> list[Layer]:
-    """The layers of one pytest run: by the tests' paths, or all as ``as_layer``."""
+def from_junit(
+    paths: Iterable[Path], *, as_layer: str | None, seconds: float, rc: int
+) -> list[Layer]:
+    """The layers of one pytest run (or of runs side by side): by the tests' paths, or all as
+    ``as_layer``."""
     layers: dict[str, Layer] = {}
-    try:
-        cases = ET.parse(path).getroot().iter("testcase")
-    except (OSError, ET.ParseError):
-        return [Layer(as_layer or "tests", seconds=seconds, rc=rc or 1, tested=False)]
-    for case in cases:
-        name = as_layer or _layer_of(case)
-        layer = layers.setdefault(name, Layer(name))
-        setattr(layer, _outcome(case), getattr(layer, _outcome(case)) + 1)
-        layer.seconds += float(case.get("time") or 0.0)
+    for path in paths:
+        try:
+            cases = list(ET.parse(path).getroot().iter("testcase"))
+        except (OSError, ET.ParseError):
+            name = as_layer or "tests"
+            layers.setdefault(name, Layer(name, tested=False)).rc = rc or 1
+            continue
+        for case in cases:
+            name = as_layer or _layer_of(case)
+            layer = layers.setdefault(name, Layer(name))
+            setattr(layer, _outcome(case), getattr(layer, _outcome(case)) + 1)
+            layer.seconds += float(case.get("time") or 0.0)
     if as_layer is not None:
         layers.setdefault(as_layer, Layer(as_layer)).seconds = seconds
     for layer in layers.values():
-        layer.rc = rc
+        layer.rc = layer.rc or rc
     return sorted(
         layers.values(),
         key=lambda layer: (
@@ -87,8 +95,14 @@ def from_junit(path: Path, *, as_layer: str | None, seconds: float, rc: int) -> 
 
 
 def parse(lines: Iterable[str]) -> list[Layer]:
-    """The layers named in ``scripts/test``'s log, in its order."""
+    """The layers named in ``scripts/test``'s log, in its order.
+
+    Runs side by side (``NAME-1``, ``NAME-2``, ...) count as one: their tests' times add up in
+    the layers, and a line ``NAME (N runs)`` shows their wall time, from the first start to the
+    last end.
+    """
     layers: list[Layer] = []
+    runs: dict[str, list[tuple[float, float, int, Path]]] = {}
     for line in lines:
         kind, *fields = line.split()
         if kind == "step":
@@ -97,9 +111,16 @@ def parse(lines: Iterable[str]) -> list[Layer]:
             layers.append(Layer(name, seconds, rc=int(rc), tested=False))
         elif kind == "junit":
             name, start, end, rc, report = fields
-            seconds = float(end) - float(start)
-            as_layer = None if name == "main" else name
-            layers += from_junit(Path(report), as_layer=as_layer, seconds=seconds, rc=int(rc))
+            base = re.sub(r"-\d+$", "", name)
+            runs.setdefault(base, []).append((float(start), float(end), int(rc), Path(report)))
+    for base, entries in runs.items():
+        wall = max(end for _, end, _, _ in entries) - min(start for start, _, _, _ in entries)
+        rc = max((rc for _, _, rc, _ in entries), default=0)
+        reports = [report for _, _, _, report in entries]
+        as_layer = None if base == "main" else base
+        layers += from_junit(reports, as_layer=as_layer, seconds=wall, rc=rc)
+        if len(entries) > 1:
+            layers.append(Layer(f"{base} ({len(entries)} runs)", wall, rc=rc, tested=False))
     return layers
 
 

@@ -7,6 +7,7 @@ module on ``PYTHONPATH`` makes ``import kopf`` import anyop, as ``import anyop a
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -37,8 +38,15 @@ def kopf_examples() -> Path:
         with tarfile.open(archives[0]) as archive:
             prefix = f"kopf-{KOPF_VERSION}/examples/"
             members = [m for m in archive.getmembers() if m.name.startswith(prefix)]
-            archive.extractall(CACHE / "unpacked", members=members, filter="data")
-    (CACHE / "unpacked" / f"kopf-{KOPF_VERSION}" / "examples").rename(examples)
+            CACHE.mkdir(parents=True, exist_ok=True)
+            unpacked = Path(tempfile.mkdtemp(prefix="unpacked-", dir=CACHE))
+            archive.extractall(unpacked, members=members, filter="data")
+    try:  # another test process may have fetched them meanwhile: the first rename wins
+        (unpacked / f"kopf-{KOPF_VERSION}" / "examples").rename(examples)
+    except OSError:
+        if not examples.is_dir():
+            raise
+    shutil.rmtree(unpacked, ignore_errors=True)
     return examples
 
 

@@ -282,7 +282,8 @@ def test_model_schedules_with_real_replicas_handle_every_object_once(
         )
         twice = {name: count for name, count in ends.items() if count > 1}
         assert not twice, f"seed {seed}: handled twice: {twice}\n{plan.describe()}"
-        assert len(ends) == cluster.objects, f"seed {seed}\n{plan.describe()}"
+        handled = {e["name"] for e in found if e["what"] == "end"}  # a thawed step's end counts
+        assert len(handled) == cluster.objects, f"seed {seed}\n{plan.describe()}"
         for name, runs in spans(found, cluster).items():
             runs.sort()
             for (_, end, pid), (start, _, other) in itertools.pairwise(runs):
