@@ -265,7 +265,14 @@ class Reconciler(HandlerCalls, StateRecords):
         if not self.registry.keeps_state(self.resource):
             return await self._write(cycle, body, delay=None)
         factory = self._factory(cause, cycle)
-        alive = self.spawner is not None and self.spawner.sync(cycle, cause, factory)
+        # Daemons and timers start in the cycle after the finalizer landed, never on an object
+        # that could be deleted past its delete handlers.
+        adding = self._adds_finalizer(cause, factory)
+        if adding and not cycle.patch and self._defers(slot):  # no event handler's patch
+            cycle.logger.debug(DEFERRING_MESSAGE)
+            return CycleResult(requeue=True)
+        spawner = None if adding else self.spawner
+        alive = spawner is not None and spawner.sync(cycle, cause, factory)
         if alive and cause.deleted and self.spawner is not None:
             alive = await self.spawner.exit_instantly(slot.uid)
         rest = self._changing(cycle, cause, factory, alive=alive, corrupt=corrupt)
@@ -288,13 +295,8 @@ class Reconciler(HandlerCalls, StateRecords):
     ) -> CycleResult:
         """The cycle once the daemons are in step: the finalizer, or the changing handlers."""
         body = cause.body
-        bare = not cycle.patch  # no event handler's patch: the cycle can be run again at no loss
         if self._finalizer_change(cycle, cause, factory):
-            # Daemons and timers start at once; the finalizer lands in this cycle's one write.
-            if bare and self._defers(cycle.slot):
-                cycle.logger.debug(DEFERRING_MESSAGE)
-                return CycleResult(requeue=True)
-            return await self._write(cycle, body, delay=0.0)
+            return await self._write(cycle, body, delay=0.0)  # and the next cycle at once
         if cause.reason is Reason.NOOP:
             cycle.logger.debug(NOOP_MESSAGE)
             return await self._write(cycle, body, delay=None)
@@ -385,6 +387,13 @@ class Reconciler(HandlerCalls, StateRecords):
         if observed is not None and observed.listed:
             slot.listed = True
         return slot.listed
+
+    def _adds_finalizer(self, cause: ChangingCause, factory: KwargsFactory) -> bool:
+        """Whether the object needs our finalizer and has none yet."""
+        if cause.deleted:
+            return False
+        wanted = self.registry.requires_finalizer(cause, factory)
+        return wanted and not has_finalizer(cause.body, self.persistence.finalizer)
 
     def _defers(self, slot: ObjectSlot) -> bool:
         """Whether a cycle that would only write the finalizer leaves it for later.
