@@ -473,11 +473,13 @@ def reconcile(
         resync = spec.get("resync", float, minimum=0)
         if resync is not None and resync <= 0:
             raise DeclarationValueError(f"{spec.culprit}: resync= must be positive: {resync!r}.")
+        selector = spec.selector((arg1, arg2, arg3))
         handler = ReconcilingHandler(
             id=spec.handler_id(None),
-            fn=fn,
+            fn=spec.target(),
             param=options.get("param"),
-            selector=spec.selector((arg1, arg2, arg3)),
+            selector=selector,
+            model=spec.model,
             owns=tuple(Selector(name) for name in owns),
             owned_names=owns,
             child_labels=dict(labels) if labels else None,

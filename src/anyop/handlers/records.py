@@ -103,9 +103,12 @@ class ResourceHandler(Handler):
         value: The field's value filter (``None``: the field must be present).
         field_selector: The field selector (checked here, and sent to the server where all
             the resource's handlers share its terms).
+        model: The typed resource's class that selected the resource, if one did (its
+            handlers get typed kwargs, and ``anyop manifests`` writes its CRD).
     """
 
     selector: Selector | None = None
+    model: type[Any] | None = None
     field_selector: FieldSelector | None = None
     labels: MetaFilter | None = None
     annotations: MetaFilter | None = None

@@ -1,0 +1,117 @@
+"""Handler kwargs of typed resources: ``body``, ``spec`` and ``status`` as model instances.
+
+A handler declared for a :class:`~anyop.models.resources.CustomResource` class is wrapped once,
+when it is decorated, by :func:`typed_function`: every call validates the body by the class and
+passes the instances instead of Kopf's dict views. A body that does not validate raises a
+:class:`~anyop.errors.PermanentError` naming each failing field's path and value, so the
+handler is not retried, the failure is logged and posted as an Event, and the operator goes on.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pydantic
+
+from anyop.errors import PermanentError
+from anyop.models.resources import CustomResource
+
+__all__ = [
+    "TYPED_KWARGS",
+    "as_patch",
+    "typed_function",
+    "typed_kwargs",
+    "validated",
+    "validation_message",
+]
+
+TYPED_KWARGS = ("body", "spec", "status")
+"""The kwargs that typed handlers get as model instances."""
+
+
+def validated(cls: type[CustomResource], body: Mapping[str, Any]) -> CustomResource:
+    """The body as an instance of ``cls``.
+
+    Raises:
+        PermanentError: The body does not validate; the message names the fields and values.
+    """
+    try:
+        return cls.model_validate(_plain(body))
+    except pydantic.ValidationError as e:
+        raise PermanentError(validation_message(cls, e)) from None
+
+
+def validation_message(cls: type[CustomResource], error: pydantic.ValidationError) -> str:
+    """One line per failing field: ``spec.replicas=500: Input should be less than ...``."""
+    problems = []
+    for item in error.errors():
+        path = ".".join(str(part) for part in item["loc"]) or "(root)"
+        value = "(missing)" if item["type"] == "missing" else repr(item["input"])
+        problems.append(f"{path}={value}: {item['msg']}")
+    return f"The {cls.__resource__.kind} does not validate: " + "; ".join(problems)
+
+
+def typed_kwargs(cls: type[CustomResource], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """``kwargs`` with ``body``, ``spec`` and ``status`` replaced by instances of ``cls``'s parts.
+
+    Raises:
+        PermanentError: The body does not validate.
+    """
+    instance = validated(cls, kwargs.get("body") or {})
+    typed = {
+        "body": instance,
+        "spec": getattr(instance, "spec", None),
+        "status": getattr(instance, "status", None),
+    }
+    return {**kwargs, **typed}
+
+
+def typed_function(fn: Callable[..., Any], cls: type[CustomResource]) -> Callable[..., Any]:
+    """``fn`` wrapped to get typed kwargs; async stays async, sync stays sync."""
+    if _is_async(fn):
+
+        @functools.wraps(fn)
+        async def typed_async(**kwargs: Any) -> Any:
+            return await fn(**typed_kwargs(cls, kwargs))
+
+        return typed_async
+
+    @functools.wraps(fn)
+    def typed_sync(**kwargs: Any) -> Any:
+        return fn(**typed_kwargs(cls, kwargs))
+
+    return typed_sync
+
+
+def as_patch(value: Any) -> Any:
+    """A value for a merge-patch: models as the JSON of the fields that were set, by wire name.
+
+    Only the fields given when the model was made are patched (``exclude_unset``): a patch of a
+    partial model never resets the fields it does not mention to their defaults.
+    """
+    if isinstance(value, pydantic.BaseModel):
+        return value.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    if isinstance(value, Mapping):
+        return {key: as_patch(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [as_patch(item) for item in value]
+    return value
+
+
+def _is_async(fn: Callable[..., Any]) -> bool:
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    call = getattr(fn, "__call__", None)  # noqa: B004 (a callable object's async __call__)
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)
+
+
+def _plain(value: Any) -> Any:
+    """Kopf's views and other mappings as plain dicts and lists, for pydantic."""
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    return value
