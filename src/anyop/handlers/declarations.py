@@ -53,7 +53,8 @@ __all__ = [
     "WebhookOptions",
 ]
 
-SelectorArg = str | Marker | SelectorFn | type[CustomResource] | None
+SelectorArgPlain = str | Marker | SelectorFn | None
+SelectorArg = SelectorArgPlain | type[CustomResource]
 """A positional selector argument of a decorator (a typed resource's class stands alone)."""
 
 Args = tuple[SelectorArg, SelectorArg, SelectorArg]
@@ -257,7 +258,8 @@ class Declaration:
         if any(is_custom_resource(arg) for arg in args):
             return self._typed_selector(args, names)
         try:
-            return Selector(*cast(tuple[SelectorFn | str | Marker | None, ...], args), **names)
+            plain = cast(tuple[SelectorArgPlain, SelectorArgPlain, SelectorArgPlain], args)
+            return Selector(*plain, **names)
         except (DeclarationTypeError, DeclarationValueError) as e:
             raise type(e)(f"{self.culprit}: {e}") from None
 

@@ -108,7 +108,7 @@ class _Converter:
         self.resolving: list[str] = []
 
     def fail(self, path: tuple[str, ...], why: str) -> SchemaError:
-        where = ".".join(path) or "(root)"
+        where = ".".join(path).replace(".[]", "[]") or "(root)"
         return SchemaError(f"{self.culprit}: the field {where} {why}")
 
     def node(self, source: Mapping[str, Any], path: tuple[str, ...]) -> dict[str, Any]:

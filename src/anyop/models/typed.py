@@ -9,10 +9,11 @@ handler is not retried, the failure is logged and posted as an Event, and the op
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import inspect
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import pydantic
 
@@ -20,6 +21,8 @@ from anyop.errors import PermanentError
 from anyop.models.resources import CustomResource
 
 __all__ = [
+    "EventSink",
+    "current_event_sink",
     "TYPED_KWARGS",
     "as_patch",
     "typed_function",
@@ -30,6 +33,19 @@ __all__ = [
 
 TYPED_KWARGS = ("body", "spec", "status")
 """The kwargs that typed handlers get as model instances."""
+
+
+class EventSink(Protocol):
+    """Where an Event about an object goes (the operator's Event poster)."""
+
+    def __call__(self, obj: Mapping[str, Any], *, type: str, reason: str, message: str) -> None:
+        """Queue the Event; never block, never raise."""
+
+
+current_event_sink: contextvars.ContextVar[EventSink | None] = contextvars.ContextVar(
+    "anyop.current_event_sink", default=None
+)
+"""The running operator's Event poster: an invalid body is reported on its object."""
 
 
 def validated(cls: type[CustomResource], body: Mapping[str, Any]) -> CustomResource:
@@ -60,7 +76,14 @@ def typed_kwargs(cls: type[CustomResource], kwargs: Mapping[str, Any]) -> dict[s
     Raises:
         PermanentError: The body does not validate.
     """
-    instance = validated(cls, kwargs.get("body") or {})
+    body = kwargs.get("body") or {}
+    try:
+        instance = validated(cls, body)
+    except PermanentError as e:
+        sink = current_event_sink.get()
+        if sink is not None:
+            sink(body, type="Warning", reason="Invalid", message=str(e))
+        raise
     typed = {
         "body": instance,
         "spec": getattr(instance, "spec", None),
@@ -87,18 +110,14 @@ def typed_function(fn: Callable[..., Any], cls: type[CustomResource]) -> Callabl
 
 
 def as_patch(value: Any) -> Any:
-    """A value for a merge-patch: models as the JSON of the fields that were set, by wire name.
+    """A value for a merge-patch: a model as the JSON of its fields that were set, by wire name.
 
     Only the fields given when the model was made are patched (``exclude_unset``): a patch of a
     partial model never resets the fields it does not mention to their defaults.
     """
     if isinstance(value, pydantic.BaseModel):
         return value.model_dump(mode="json", by_alias=True, exclude_unset=True)
-    if isinstance(value, Mapping):
-        return {key: as_patch(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [as_patch(item) for item in value]
-    return value
+    return value  # the very object: callers keep writing into the mappings they set
 
 
 def _is_async(fn: Callable[..., Any]) -> bool:
