@@ -66,8 +66,8 @@ def differences(expected: Mapping[str, str], found: Mapping[str, str | None]) ->
     for name in sorted(expected):
         before = (found.get(name) or "").splitlines(keepends=True)
         after = expected[name].splitlines(keepends=True)
-        origin = name if found.get(name) is not None else "/dev/null"
-        lines += difflib.unified_diff(before, after, f"a/{origin}", f"b/{name}")
+        origin = f"a/{name}" if found.get(name) is not None else "/dev/null"
+        lines += difflib.unified_diff(before, after, origin, f"b/{name}")
     return "".join(lines)
 
 
