@@ -144,12 +144,12 @@ def _webhooks(registry: OperatorRegistry, options: ManifestOptions) -> Iterator[
         for reason in sorted({handler.reason.value for handler in admission}):
             plural = f"{reason}webhookconfigurations"
             why = f"the {reason} webhooks' configuration"
-            verbs = ("create", "patch", "delete")
-            yield Rule("admissionregistration.k8s.io", plural, verbs, why, True)
+            configs = ("create", "patch", "delete")
+            yield Rule("admissionregistration.k8s.io", plural, configs, why, True)
     if conversion and options.conversion_managed:
         why = "the conversion webhook in the CRD"
-        verbs = ("get", "patch")
-        yield Rule("apiextensions.k8s.io", "customresourcedefinitions", verbs, why, True)
+        crds = ("get", "patch")
+        yield Rule("apiextensions.k8s.io", "customresourcedefinitions", crds, why, True)
 
 
 def _group_and_plural(handler: ResourceHandler) -> tuple[str, str]:
