@@ -7,7 +7,6 @@ import importlib.util
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -31,7 +30,8 @@ def load_example(registry: OperatorRegistry) -> ModuleType:
     set_default_registry(registry)
     try:
         spec = importlib.util.spec_from_file_location("example_21_typed", FOLDER / "example.py")
-        assert spec is not None and spec.loader is not None
+        assert spec is not None
+        assert spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         return module

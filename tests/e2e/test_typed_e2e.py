@@ -1,0 +1,105 @@
+"""examples/21-typed on the real control plane: the generated CRD is accepted, Widgets are
+defaulted and refused as the models say, and the operator handles them with typed kwargs."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.e2e.live import LiveOperator
+
+from anyop.testing.controlplane import LocalControlPlane
+from anyop.testing.pytest_plugin import kubectl, wait_for_crd
+
+FOLDER = Path(__file__).parents[2] / "examples" / "21-typed"
+EXAMPLE = str(FOLDER / "example.py")
+CRD = "widgets.demo.example.com"
+
+
+@pytest.fixture(scope="module")
+def widget_crd(anyop_controlplane: LocalControlPlane) -> str:
+    """The Widget CRD as `anyop manifests` wrote it, applied and Established."""
+    kubectl(anyop_controlplane, "apply", "-f", str(FOLDER / "manifests" / "crds.yaml"))
+    wait_for_crd(anyop_controlplane, CRD)
+    return CRD
+
+
+def apply_widget(plane: LocalControlPlane, namespace: str, name: str, spec: dict[str, Any]) -> str:
+    body = {
+        "apiVersion": "demo.example.com/v1",
+        "kind": "Widget",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
+    return kubectl(plane, "apply", "-f", "-", stdin=json.dumps(body))
+
+
+def get_widget(plane: LocalControlPlane, namespace: str, name: str) -> dict[str, Any]:
+    found: dict[str, Any] = json.loads(
+        kubectl(plane, "get", "widgets", name, "-n", namespace, "-o", "json")
+    )
+    return found
+
+
+def test_the_generated_crd_defaults_widgets_as_the_model_says(
+    anyop_controlplane: LocalControlPlane, anyop_namespace: str, widget_crd: str
+) -> None:
+    apply_widget(anyop_controlplane, anyop_namespace, "w", {"replicas": 2})
+    widget = get_widget(anyop_controlplane, anyop_namespace, "w")
+    assert widget["spec"] == {"replicas": 2, "engine": "postgres"}
+    table = kubectl(anyop_controlplane, "get", "wd", "-n", anyop_namespace)
+    assert table.split("\n")[0].split()[:3] == ["NAME", "REPLICAS", "ENGINE"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        ({"replicas": 50}, "spec.replicas"),
+        ({"engine": "oracle"}, "spec.engine"),
+        ({"settings": {"a": 1}}, "spec.settings.a"),
+    ],
+)
+def test_kubectl_refuses_a_bad_widget_naming_the_field(
+    anyop_controlplane: LocalControlPlane,
+    anyop_namespace: str,
+    widget_crd: str,
+    spec: dict[str, Any],
+    field: str,
+) -> None:
+    with pytest.raises(AssertionError, match=field.replace(".", r"\.")):
+        apply_widget(anyop_controlplane, anyop_namespace, "bad", spec)
+
+
+def wait_for(check: Any, what: str, timeout: float = 60) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if found := check():
+            return found
+        time.sleep(0.2)
+    raise AssertionError(f"not within {timeout} seconds: {what}")
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_the_typed_example_keeps_its_configmaps_and_reports_a_typed_status(
+    anyop_controlplane: LocalControlPlane, anyop_namespace: str, widget_crd: str, backend: str
+) -> None:
+    plane, ns = anyop_controlplane, anyop_namespace
+    operator = LiveOperator(plane, EXAMPLE, ns, backend, "--verbose")
+    try:
+        apply_widget(plane, ns, "w", {"replicas": 2, "engine": "mysql"})
+        status = wait_for(
+            lambda: get_widget(plane, ns, "w").get("status", {}).get("replicas"), "status"
+        )
+        assert status == 2
+        names = kubectl(plane, "get", "configmaps", "-n", ns, "-o", "name")
+        assert {"configmap/w-0", "configmap/w-1"} <= set(names.split())
+        apply_widget(plane, ns, "over", {"replicas": 3, "maxReplicas": 1})
+        operator.wait_for("replicas 3 exceed maxReplicas 1", timeout=60)
+    finally:
+        output = operator.stop()
+    assert operator.process.returncode == 0, output
+    assert f"[{ns}/w] Created w-0 for mysql." in output
+    assert "Traceback" not in output, output
