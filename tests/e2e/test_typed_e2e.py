@@ -12,19 +12,10 @@ import pytest
 from tests.e2e.live import LiveOperator
 
 from anyop.testing.controlplane import LocalControlPlane
-from anyop.testing.pytest_plugin import kubectl, wait_for_crd
+from anyop.testing.pytest_plugin import kubectl
 
 FOLDER = Path(__file__).parents[2] / "examples" / "21-typed"
 EXAMPLE = str(FOLDER / "example.py")
-CRD = "widgets.demo.example.com"
-
-
-@pytest.fixture(scope="module")
-def widget_crd(anyop_controlplane: LocalControlPlane) -> str:
-    """The Widget CRD as `anyop manifests` wrote it, applied and Established."""
-    kubectl(anyop_controlplane, "apply", "-f", str(FOLDER / "manifests" / "crds.yaml"))
-    wait_for_crd(anyop_controlplane, CRD)
-    return CRD
 
 
 def apply_widget(plane: LocalControlPlane, namespace: str, name: str, spec: dict[str, Any]) -> str:

@@ -1,0 +1,163 @@
+"""examples/21-typed as in a cluster, under only the RBAC that `anyop manifests` generates.
+
+The operator runs as the generated ServiceAccount (a TokenRequest token mounted where a Pod has
+it, no kubeconfig) with the generated Role and ClusterRole: it handles Widgets without a single
+refusal; and without one of the application's rules, it says what it was refused.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+from tests.e2e.conftest import EXAMPLES
+from tests.e2e.test_examples_more_e2e import BACKENDS, apply, get, until
+from tests.e2e.test_incluster_e2e import operator_in_pod
+
+from anyop.handlers.registry import OperatorRegistry, get_default_registry, set_default_registry
+from anyop.manifests.files import manifest_files
+from anyop.manifests.options import ManifestOptions
+from anyop.testing.controlplane import LocalControlPlane
+from anyop.testing.pytest_plugin import kubectl
+
+EXAMPLE = EXAMPLES / "21-typed" / "example.py"
+
+
+def example_registry() -> OperatorRegistry:
+    """The example's handlers, in a registry of their own."""
+    registry, previous = OperatorRegistry(), get_default_registry()
+    set_default_registry(registry)
+    try:
+        spec = importlib.util.spec_from_file_location("example_21_rbac", EXAMPLE)
+        assert spec is not None
+        assert spec.loader is not None
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    finally:
+        set_default_registry(previous)
+    return registry
+
+
+def generated_rbac(namespace: str) -> tuple[str, list[dict[str, Any]]]:
+    """The account's name and rbac.yaml's documents, for an operator serving ``namespace``."""
+    name = f"typed-{namespace}"  # the ClusterRole is cluster-wide: one per test
+    options = ManifestOptions(name=name, namespace=namespace, namespaces=(namespace,))
+    text = manifest_files(example_registry(), options)["rbac.yaml"]
+    return name, [doc for doc in yaml.safe_load_all(text) if doc]
+
+
+def without(docs: list[dict[str, Any]], resource: str, verb: str | None) -> list[dict[str, Any]]:
+    """The documents with one rule, or one verb of it, taken away."""
+    for doc in docs:
+        for rule in list(doc.get("rules", [])):
+            if rule["resources"] == [resource]:
+                if verb is None:
+                    doc["rules"].remove(rule)
+                else:
+                    rule["verbs"].remove(verb)
+                return docs
+    raise AssertionError(f"the generated RBAC has no rule for {resource}")
+
+
+def account_folder(plane: LocalControlPlane, namespace: str, name: str, folder: Path) -> Path:
+    """What the kubelet mounts for the account: a token, the cluster's CA, the namespace."""
+    with httpx.Client(base_url=plane.server, verify=plane.ssl_context()) as admin:
+        response = admin.post(
+            f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
+            json={"spec": {"expirationSeconds": 3600}},
+        )
+    response.raise_for_status()
+    root_ca = until(lambda: get(plane, namespace, "configmap", "kube-root-ca.crt"), "root CA")
+    folder.mkdir()
+    (folder / "token").write_text(response.json()["status"]["token"])
+    (folder / "ca.crt").write_text(root_ca["data"]["ca.crt"])
+    (folder / "namespace").write_text(namespace)
+    return folder
+
+
+def install(
+    plane: LocalControlPlane, namespace: str, name: str, docs: list[Any], tmp: Path
+) -> Path:
+    kubectl(
+        plane,
+        "apply",
+        "-f",
+        "-",
+        stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}),
+    )
+    return account_folder(plane, namespace, name, tmp / "serviceaccount")
+
+
+def widget(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "demo.example.com/v1",
+        "kind": "Widget",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+@BACKENDS
+def test_the_typed_example_runs_under_only_the_generated_rbac(
+    anyop_controlplane: LocalControlPlane,
+    pod_namespace: str,
+    widget_crd: str,
+    backend: str,
+    tmp_path: Path,
+) -> None:
+    plane, ns = anyop_controlplane, pod_namespace
+    name, docs = generated_rbac(ns)
+    folder = install(plane, ns, name, docs, tmp_path)
+    with operator_in_pod(plane, folder, str(EXAMPLE), "-n", ns, backend=backend) as output:
+        apply(plane, ns, widget("w", {"replicas": 2}))
+        until(lambda: get(plane, ns, "widget", "w").get("status", {}).get("replicas") == 2, "2")
+        apply(plane, ns, widget("w", {"replicas": 1}))
+        output.wait_for(f"[{ns}/w] Deleted w-1.")
+        apply(plane, ns, widget("over", {"replicas": 3, "maxReplicas": 1}))
+        output.wait_for("replicas 3 exceed maxReplicas 1")
+        events = until(
+            lambda: [
+                event for event in get(plane, ns, "events")["items"] if event["reason"] == "Invalid"
+            ],
+            "an Invalid Event",
+        )
+    assert events[0]["involvedObject"]["name"] == "over"
+    refusals = [line for line in output.text.splitlines() if "forbidden" in line.lower()]
+    assert not refusals, refusals
+
+
+CASES = [
+    ("widgets", "watch", 'cannot watch resource "widgets"'),
+    ("widgets", "patch", 'cannot patch resource "widgets"'),
+    ("widgets/status", None, 'cannot patch resource "widgets/status"'),
+    ("configmaps", "create", 'cannot create resource "configmaps"'),
+    ("events", None, 'cannot create resource "events"'),
+]
+
+
+@pytest.mark.parametrize(
+    ("resource", "verb", "refusal"),
+    CASES,
+    ids=[f"{resource}-{verb or 'rule'}" for resource, verb, _ in CASES],
+)
+def test_without_a_generated_rule_the_operator_says_what_it_was_refused(
+    anyop_controlplane: LocalControlPlane,
+    pod_namespace: str,
+    widget_crd: str,
+    resource: str,
+    verb: str | None,
+    refusal: str,
+    tmp_path: Path,
+) -> None:
+    plane, ns = anyop_controlplane, pod_namespace
+    name, docs = generated_rbac(ns)
+    folder = install(plane, ns, name, without(docs, resource, verb), tmp_path)
+    args = (str(EXAMPLE), "-n", ns)
+    with operator_in_pod(plane, folder, *args, backend="asyncio", check=False) as output:
+        apply(plane, ns, widget("w", {"replicas": 1}))
+        apply(plane, ns, widget("over", {"replicas": 3, "maxReplicas": 1}))
+        until(lambda: refusal in output.text, f"the operator says {refusal!r}")
