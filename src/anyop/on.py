@@ -18,7 +18,7 @@ Everything is checked when the function is decorated; mistakes raise a
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypedDict, TypeVar, Unpack
+from typing import Any, TypedDict, TypeVar, Unpack, cast
 
 from anyop.handlers.causes import Activity, Reason, WebhookType
 from anyop.handlers.declarations import (
@@ -51,6 +51,8 @@ from anyop.handlers.records import (
 )
 from anyop.handlers.registry import OperatorRegistry, current_handler, current_subregistry
 from anyop.handlers.selectors import DeclarationTypeError, DeclarationValueError, Selector
+from anyop.models.resources import CustomResource, is_custom_resource
+from anyop.models.typed import typed_conversion
 
 __all__ = [
     "ConvertOptions",
@@ -367,8 +369,8 @@ def convert(
     arg3: SelectorArg = None,
     /,
     *,
-    from_: str,
-    to: str,
+    from_: str | type[CustomResource],
+    to: str | type[CustomResource],
     **options: Unpack[ConvertOptions],
 ) -> Callable[[F], F]:
     """Convert objects of one custom resource from the version ``from_`` to the version ``to``,
@@ -386,26 +388,29 @@ def convert(
     ``apiVersion`` and ``kind`` and keeps the metadata but for the labels and annotations
     (Kubernetes allows no other change: another one fails the review). An exception fails the
     whole review with its message, which the API client sees. Sync functions run in threads.
+
+    Typed: ``@anyop.on.convert(from_=WidgetV1, to=WidgetV2)`` (two classes of one kind, no
+    other selector) gives the function the object as a ``WidgetV1`` (``body``, ``spec`` and
+    ``status`` as models); it returns a ``WidgetV2``, whose spec and status are the result.
     """
 
     def decorator(fn: F) -> F:
         spec = Declaration("on.convert", fn, options=options, schema=ConvertOptions)
-        selector = spec.selector((arg1, arg2, arg3))
-        if selector.version is not None or not selector.is_specific:
-            raise DeclarationValueError(
-                f"{spec.culprit}: name one resource without a version (the versions are "
-                f"from_= and to=): {selector!r}."
-            )
+        if is_custom_resource(from_) or is_custom_resource(to):
+            fields = _typed_conversion(spec, (arg1, arg2, arg3), from_, to)
+        else:
+            selector = spec.selector((arg1, arg2, arg3))
+            if selector.version is not None or not selector.is_specific:
+                raise DeclarationValueError(
+                    f"{spec.culprit}: name one resource without a version (the versions are "
+                    f"from_= and to=): {selector!r}."
+                )
+            fields = {"selector": selector, "from_version": from_, "to_version": to, "fn": fn}
         if options.get("id") == "":
             raise DeclarationValueError(f"{spec.culprit}: id= must not be empty.")
         try:
             handler = ConversionHandler(
-                id=spec.handler_id(None),
-                fn=fn,
-                param=options.get("param"),
-                selector=selector,
-                from_version=from_,
-                to_version=to,
+                id=spec.handler_id(None), param=options.get("param"), **fields
             )
         except (DeclarationTypeError, DeclarationValueError) as e:
             raise type(e)(f"{spec.culprit}: {e}") from None
@@ -413,6 +418,35 @@ def convert(
         return fn
 
     return decorator
+
+
+def _typed_conversion(
+    spec: Declaration, args: Args, source: object, target: object
+) -> dict[str, Any]:
+    """The record's fields of a conversion between two typed resources' classes."""
+    given = [
+        key for key in ("group", "kind", "plural", "singular", "shortcut") if spec.options.get(key)
+    ]
+    if not (is_custom_resource(source) and is_custom_resource(target)) or any(args) or given:
+        raise DeclarationTypeError(
+            f"{spec.culprit}: a typed conversion takes two typed resources' classes as from_= "
+            f"and to=, and no other selector: {source!r}, {target!r}."
+        )
+    source_cls, target_cls = cast(type[CustomResource], source), cast(type[CustomResource], target)
+    before, after = source_cls.__resource__, target_cls.__resource__
+    if before.crd_name != after.crd_name:
+        raise DeclarationValueError(
+            f"{spec.culprit}: from_= and to= are different resources: "
+            f"{before.crd_name}, {after.crd_name}."
+        )
+    return {
+        "selector": Selector(group=before.group, plural=before.plural),
+        "from_version": before.version,
+        "to_version": after.version,
+        "fn": typed_conversion(spec.fn, source_cls, target_cls),
+        "model": source_cls,
+        "to_model": target_cls,
+    }
 
 
 class ReconcileOptions(TypedDict, total=False):

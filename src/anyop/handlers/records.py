@@ -269,6 +269,7 @@ class ConversionHandler(ResourceHandler):
 
     from_version: str
     to_version: str
+    to_model: type[Any] | None = None
 
     def __post_init__(self) -> None:
         for key, value in (("from_", self.from_version), ("to", self.to_version)):

@@ -37,8 +37,10 @@ def typed_resources(registry: OperatorRegistry) -> list[type[CustomResource]]:
         *registry.reconciling.handlers,
         *registry.webhooks.handlers,
     ]
-    found = [h.model for h in handlers if isinstance(h.model, type)]
-    return list(dict.fromkeys(m for m in found if issubclass(m, CustomResource)))
+    found = [model for h in handlers for model in (h.model, getattr(h, "to_model", None))]
+    return list(
+        dict.fromkeys(m for m in found if isinstance(m, type) and issubclass(m, CustomResource))
+    )
 
 
 def manifest_files(registry: OperatorRegistry, options: ManifestOptions) -> dict[str, str]:

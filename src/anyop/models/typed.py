@@ -25,6 +25,7 @@ __all__ = [
     "current_event_sink",
     "TYPED_KWARGS",
     "as_patch",
+    "typed_conversion",
     "typed_function",
     "typed_kwargs",
     "validated",
@@ -107,6 +108,41 @@ def typed_function(fn: Callable[..., Any], cls: type[CustomResource]) -> Callabl
         return fn(**typed_kwargs(cls, kwargs))
 
     return typed_sync
+
+
+def typed_conversion(
+    fn: Callable[..., Any], source: type[CustomResource], target: type[CustomResource]
+) -> Callable[..., Any]:
+    """A conversion function wrapped: it gets the object as ``source`` and returns a ``target``,
+    whose ``spec`` and ``status`` (by wire names) become the converted object's.
+
+    Raises:
+        PermanentError: The object does not validate as ``source``, or the function returned
+            another typed resource than ``target``.
+    """
+
+    def fields_of(returned: Any) -> Any:
+        if not isinstance(returned, CustomResource):
+            return returned
+        if not isinstance(returned, target):
+            kind = type(returned).__qualname__
+            raise PermanentError(f"The conversion returned a {kind}, not a {target.__qualname__}.")
+        dumped = returned.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return {key: dumped[key] for key in ("spec", "status") if key in dumped}
+
+    if _is_async(fn):
+
+        @functools.wraps(fn)
+        async def converted_async(**kwargs: Any) -> Any:
+            return fields_of(await fn(**typed_kwargs(source, kwargs)))
+
+        return converted_async
+
+    @functools.wraps(fn)
+    def converted_sync(**kwargs: Any) -> Any:
+        return fields_of(fn(**typed_kwargs(source, kwargs)))
+
+    return converted_sync
 
 
 def as_patch(value: Any) -> Any:

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+import anyio
 import pytest
 from pydantic import Field
 
 import anyop
 from anyop.errors import PermanentError
 from anyop.handlers.bodies import Body
+from anyop.handlers.records import ConversionHandler
 from anyop.handlers.registry import OperatorRegistry
-from anyop.handlers.selectors import DeclarationTypeError
+from anyop.handlers.selectors import DeclarationTypeError, DeclarationValueError
+from anyop.manifests.files import typed_resources
 from anyop.models.typed import typed_function, typed_kwargs, validated
 
 
@@ -168,3 +171,53 @@ def test_a_mapping_set_into_a_patch_is_the_very_object_that_later_writes_change(
     patch["status"] = status
     status["late"] = 1
     assert patch == {"status": {"late": 1}}
+
+
+class ItemSpecV2(anyop.Model):
+    size: int
+    engine: str
+
+
+class ItemV2(anyop.CustomResource, group="demo.example.com", version="v2", kind="Item"):
+    spec: ItemSpecV2
+
+
+def test_a_typed_conversion_selects_the_kind_and_its_versions_by_the_classes() -> None:
+    registry = OperatorRegistry()
+
+    @anyop.on.convert(from_=Item, to=ItemV2, registry=registry)
+    def upgrade(spec: ItemSpec, **_: Any) -> ItemV2:
+        return ItemV2(spec=ItemSpecV2(size=spec.replicas, engine=spec.engine))
+
+    [handler] = registry.webhooks.handlers
+    assert isinstance(handler, ConversionHandler)
+    assert (handler.from_version, handler.to_version) == ("v1", "v2")
+    assert handler.selector is not None
+    assert (handler.selector.group, handler.selector.plural) == ("demo.example.com", "items")
+    assert handler.fn(body=BODY, spec={}) == {"spec": {"size": 3, "engine": "mysql"}}
+    assert typed_resources(registry) == [Item, ItemV2]
+
+
+def test_a_typed_conversion_that_returns_another_kind_fails_for_good() -> None:
+    registry = OperatorRegistry()
+
+    @anyop.on.convert(from_=Item, to=ItemV2, registry=registry)
+    async def wrong(body: Item, **_: Any) -> Item:
+        return body
+
+    [handler] = registry.webhooks.handlers
+    with pytest.raises(PermanentError, match="returned a Item, not a ItemV2"):
+        anyio.run(lambda: handler.fn(body=BODY))
+
+
+def test_a_typed_conversion_needs_two_classes_of_one_kind_and_no_other_selector() -> None:
+    with pytest.raises(DeclarationTypeError, match="two typed resources' classes"):
+        anyop.on.convert(from_=Item, to="v2", registry=OperatorRegistry())(_sync_handler)
+    with pytest.raises(DeclarationTypeError, match="no other selector"):
+        anyop.on.convert("items", from_=Item, to=ItemV2, registry=OperatorRegistry())(_sync_handler)
+    with pytest.raises(DeclarationValueError, match="different resources"):
+        anyop.on.convert(from_=Item, to=Thing, registry=OperatorRegistry())(_sync_handler)
+
+
+class Thing(anyop.CustomResource, group="demo.example.com", version="v2", kind="Thing"):
+    spec: ItemSpecV2
