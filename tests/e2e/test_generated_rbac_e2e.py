@@ -12,12 +12,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import yaml
 from tests.e2e.conftest import EXAMPLES
 from tests.e2e.test_examples_more_e2e import BACKENDS, apply, get, until
-from tests.e2e.test_incluster_e2e import operator_in_pod
+from tests.e2e.test_incluster_e2e import operator_in_pod, service_account_folder
+from tests.e2e.test_least_privilege_e2e import without
 
 from anyop.handlers.registry import OperatorRegistry, get_default_registry, set_default_registry
 from anyop.manifests.files import manifest_files
@@ -50,35 +50,6 @@ def generated_rbac(namespace: str) -> tuple[str, list[dict[str, Any]]]:
     return name, [doc for doc in yaml.safe_load_all(text) if doc]
 
 
-def without(docs: list[dict[str, Any]], resource: str, verb: str | None) -> list[dict[str, Any]]:
-    """The documents with one rule, or one verb of it, taken away."""
-    for doc in docs:
-        for rule in list(doc.get("rules", [])):
-            if rule["resources"] == [resource]:
-                if verb is None:
-                    doc["rules"].remove(rule)
-                else:
-                    rule["verbs"].remove(verb)
-                return docs
-    raise AssertionError(f"the generated RBAC has no rule for {resource}")
-
-
-def account_folder(plane: LocalControlPlane, namespace: str, name: str, folder: Path) -> Path:
-    """What the kubelet mounts for the account: a token, the cluster's CA, the namespace."""
-    with httpx.Client(base_url=plane.server, verify=plane.ssl_context()) as admin:
-        response = admin.post(
-            f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
-            json={"spec": {"expirationSeconds": 3600}},
-        )
-    response.raise_for_status()
-    root_ca = until(lambda: get(plane, namespace, "configmap", "kube-root-ca.crt"), "root CA")
-    folder.mkdir()
-    (folder / "token").write_text(response.json()["status"]["token"])
-    (folder / "ca.crt").write_text(root_ca["data"]["ca.crt"])
-    (folder / "namespace").write_text(namespace)
-    return folder
-
-
 def install(
     plane: LocalControlPlane, namespace: str, name: str, docs: list[Any], tmp: Path
 ) -> Path:
@@ -89,7 +60,7 @@ def install(
         "-",
         stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}),
     )
-    return account_folder(plane, namespace, name, tmp / "serviceaccount")
+    return service_account_folder(plane, namespace, tmp / "serviceaccount", account=name)
 
 
 def widget(name: str, spec: dict[str, Any]) -> dict[str, Any]:

@@ -4,12 +4,12 @@ defaulted and refused as the models say, and the operator handles them with type
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.e2e.live import LiveOperator
+from tests.e2e.test_examples_more_e2e import until
 
 from anyop.testing.controlplane import LocalControlPlane
 from anyop.testing.pytest_plugin import kubectl
@@ -64,15 +64,6 @@ def test_kubectl_refuses_a_bad_widget_naming_the_field(
         apply_widget(anyop_controlplane, anyop_namespace, "bad", spec)
 
 
-def wait_for(check: Any, what: str, timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if found := check():
-            return found
-        time.sleep(0.2)
-    raise AssertionError(f"not within {timeout} seconds: {what}")
-
-
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_the_typed_example_keeps_its_configmaps_and_reports_a_typed_status(
     anyop_controlplane: LocalControlPlane, anyop_namespace: str, widget_crd: str, backend: str
@@ -81,9 +72,7 @@ def test_the_typed_example_keeps_its_configmaps_and_reports_a_typed_status(
     operator = LiveOperator(plane, EXAMPLE, ns, backend, "--verbose")
     try:
         apply_widget(plane, ns, "w", {"replicas": 2, "engine": "mysql"})
-        status = wait_for(
-            lambda: get_widget(plane, ns, "w").get("status", {}).get("replicas"), "status"
-        )
+        status = until(lambda: get_widget(plane, ns, "w").get("status", {}).get("replicas"), "2")
         assert status == 2
         names = kubectl(plane, "get", "configmaps", "-n", ns, "-o", "name")
         assert {"configmap/w-0", "configmap/w-1"} <= set(names.split())
