@@ -271,6 +271,10 @@ def manifests(
     ] = None,
     namespace: NamespaceOption = None,
     all_namespaces: AllNamespacesOption = False,
+    crd: Annotated[
+        list[Path] | None,
+        typer.Option("--crd", help="A YAML file with CRDs of resources named by strings."),
+    ] = None,
     out: Annotated[Path, typer.Option("--out", help="The folder of the files.")] = Path("."),
     check: Annotated[
         bool, typer.Option("--check", help="Write nothing; fail with a diff if files differ.")
@@ -328,7 +332,8 @@ def manifests(
             webhooks_managed=webhooks_managed,
             conversion_managed=conversion_managed,
         )
-        files = manifest_files(get_default_registry(), options)
+        crds = [doc for path in crd or [] for doc in _crds_in(path)]
+        files = manifest_files(get_default_registry(), options, crds)
     except AnyopError as e:
         raise _fail(e) from e
     if check:
@@ -343,6 +348,24 @@ def manifests(
     for file_name, text in files.items():
         (out / file_name).write_text(text)
         typer.echo(f"Wrote {out / file_name}")
+
+
+def _crds_in(path: Path) -> list[dict[str, Any]]:
+    """The CustomResourceDefinitions in a YAML file.
+
+    Raises:
+        ConfigError: The file cannot be read or parsed (named in the message).
+    """
+    import yaml
+
+    from anyop.errors import ConfigError
+
+    try:
+        documents = list(yaml.safe_load_all(path.read_text()))
+    except (OSError, yaml.YAMLError) as e:
+        raise ConfigError(f"Cannot read the CRDs in {path}: {e}") from None
+    kind = "CustomResourceDefinition"
+    return [doc for doc in documents if isinstance(doc, dict) and doc.get("kind") == kind]
 
 
 @app.command(context_settings=ENV)

@@ -14,6 +14,7 @@ import yaml
 
 from anyop.handlers.records import ResourceHandler
 from anyop.handlers.registry import OperatorRegistry
+from anyop.manifests.names import known_resources
 from anyop.manifests.options import ManifestOptions
 from anyop.manifests.rbac import needed_rules, rbac_documents
 from anyop.manifests.workloads import deployment, service, service_account
@@ -43,18 +44,27 @@ def typed_resources(registry: OperatorRegistry) -> list[type[CustomResource]]:
     )
 
 
-def manifest_files(registry: OperatorRegistry, options: ManifestOptions) -> dict[str, str]:
+def manifest_files(
+    registry: OperatorRegistry,
+    options: ManifestOptions,
+    crds: Iterable[Mapping[str, Any]] = (),
+) -> dict[str, str]:
     """``crds.yaml`` (if there are typed resources), ``rbac.yaml`` and ``deployment.yaml``.
+
+    ``crds`` are CRDs of untyped resources (from files): they name the resources that
+    handlers select by strings.
 
     Raises:
         ConfigError: A model cannot be expressed structurally (``SchemaError``), or a
             handler's selector does not say which resource RBAC is for.
     """
     files: dict[str, str] = {}
-    crds = crd_manifests(typed_resources(registry))
-    if crds:
-        files["crds.yaml"] = _yaml(crds)
-    rbac = rbac_documents(needed_rules(registry, options), options)
+    classes = typed_resources(registry)
+    generated = crd_manifests(classes)
+    if generated:
+        files["crds.yaml"] = _yaml(generated)
+    known = known_resources(crds, classes)
+    rbac = rbac_documents(needed_rules(registry, options, known), options)
     files["rbac.yaml"] = _yaml([service_account(options), *rbac])
     workloads = [deployment(options), service(options)]
     files["deployment.yaml"] = _yaml([doc for doc in workloads if doc is not None])

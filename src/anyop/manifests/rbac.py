@@ -9,7 +9,7 @@ Role (the operator's namespaces) and a ClusterRole (cluster-scoped things, or ev
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from anyop.errors import ConfigError
@@ -23,23 +23,12 @@ from anyop.handlers.records import (
 )
 from anyop.handlers.registry import OperatorRegistry
 from anyop.handlers.selectors import Selector
+from anyop.manifests.names import Named, named
 from anyop.manifests.options import ManifestOptions
 
-__all__ = ["BUILTIN_GROUPS", "Rule", "needed_rules", "rbac_documents"]
+Known = Mapping[str, list[Named]]
 
-BUILTIN_GROUPS = {
-    **dict.fromkeys(
-        ("pods", "configmaps", "secrets", "services", "serviceaccounts", "namespaces"), ""
-    ),
-    **dict.fromkeys(("persistentvolumeclaims", "endpoints", "nodes", "events"), ""),
-    **dict.fromkeys(("deployments", "statefulsets", "daemonsets", "replicasets"), "apps"),
-    **dict.fromkeys(("jobs", "cronjobs"), "batch"),
-    "ingresses": "networking.k8s.io",
-    "leases": "coordination.k8s.io",
-}
-"""Groups of built-in resources that selectors name without one (``@on.create('pods')``)."""
-
-_CLUSTER_SCOPED = frozenset({("", "namespaces"), ("", "nodes")})
+__all__ = ["Rule", "needed_rules", "rbac_documents"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,15 +57,20 @@ class Rule:
 _ORDER = ("get", "list", "watch", "create", "update", "patch", "delete")
 
 
-def needed_rules(registry: OperatorRegistry, options: ManifestOptions) -> list[Rule]:
+def needed_rules(
+    registry: OperatorRegistry, options: ManifestOptions, known: Known | None = None
+) -> list[Rule]:
     """The rules that the registry's handlers and the deployment's options need, merged.
+
+    ``known`` names the resources beyond the built-in ones (see
+    :func:`~anyop.manifests.names.known_resources`).
 
     Raises:
         ConfigError: A handler's selector does not name its resource's group and plural
             (a category, a callable, ``EVERYTHING``, or an unknown name without a group).
     """
     wanted: dict[tuple[str, str, bool], tuple[set[str], list[str]]] = {}
-    for rule in [*_application(registry), *_framework(registry, options)]:
+    for rule in [*_application(registry, known or {}), *_framework(registry, options)]:
         verbs, whys = wanted.setdefault((rule.group, rule.resource, rule.cluster), (set(), []))
         verbs.update(rule.verbs)
         if rule.why not in whys:
@@ -87,7 +81,7 @@ def needed_rules(registry: OperatorRegistry, options: ManifestOptions) -> list[R
     ]
 
 
-def _application(registry: OperatorRegistry) -> Iterator[Rule]:
+def _application(registry: OperatorRegistry, known: Known) -> Iterator[Rule]:
     handlers: Iterable[ResourceHandler] = [
         *registry.changing.handlers,
         *registry.watching.handlers,
@@ -96,18 +90,23 @@ def _application(registry: OperatorRegistry) -> Iterator[Rule]:
         *registry.reconciling.handlers,
     ]
     for handler in handlers:
-        group, plural = _group_and_plural(handler)
-        yield Rule(group, plural, ("list", "watch"), f"watched by {handler}")
+        it = _named(handler, known, str(handler))
+        yield Rule(it.group, it.plural, ("list", "watch"), f"watched by {handler}", it.cluster)
         if isinstance(handler, ResourceChangingHandler | ResourceSpawningHandler):
-            yield Rule(group, plural, ("patch",), "progress, finalizers and results")
-            yield Rule(group, f"{plural}/status", ("patch",), "results in the status")
+            yield from _writes(it, "progress, finalizers and results")
         if isinstance(handler, ReconcilingHandler):
-            yield Rule(group, plural, ("patch",), "finalizers and the status")
-            yield Rule(group, f"{plural}/status", ("patch",), "the reconciler's status")
+            yield from _writes(it, "the reconciler's finalizer and status")
             for owned in handler.owns:
-                child_group, child = _named(owned, str(handler))
-                why = f"children of {handler}"
-                yield Rule(child_group, child, ("list", "watch", "create", "patch", "delete"), why)
+                child = _named(owned, known, str(handler))
+                verbs = ("list", "watch", "create", "patch", "delete")
+                yield Rule(
+                    child.group, child.plural, verbs, f"children of {handler}", child.cluster
+                )
+
+
+def _writes(it: Named, why: str) -> Iterator[Rule]:
+    yield Rule(it.group, it.plural, ("patch",), why, it.cluster)
+    yield Rule(it.group, f"{it.plural}/status", ("patch",), why, it.cluster)
 
 
 def _framework(registry: OperatorRegistry, options: ManifestOptions) -> Iterator[Rule]:
@@ -152,26 +151,11 @@ def _webhooks(registry: OperatorRegistry, options: ManifestOptions) -> Iterator[
         yield Rule("apiextensions.k8s.io", "customresourcedefinitions", crds, why, True)
 
 
-def _group_and_plural(handler: ResourceHandler) -> tuple[str, str]:
-    if handler.selector is None:
-        raise ConfigError(f"{handler} has no resource.")
-    return _named(handler.selector, str(handler))
-
-
-def _named(selector: Selector, culprit: str) -> tuple[str, str]:
-    """The group and plural that a selector names, or a clear error."""
-    name = selector.plural or selector.any_name
-    if not isinstance(name, str) or not name.islower():
-        raise ConfigError(
-            f"{culprit}: RBAC needs the resource's plural name and group, not {selector!r}; "
-            f"select it by its plural (e.g. 'widgets.demo.example.com') or a typed class."
-        )
-    group = selector.group if selector.group is not None else BUILTIN_GROUPS.get(name)
-    if group is None:
-        raise ConfigError(
-            f"{culprit}: the group of {name!r} is unknown; write '{name}.<group>' or group=."
-        )
-    return group, name
+def _named(handler: ResourceHandler | Selector, known: Known, culprit: str) -> Named:
+    selector = handler if isinstance(handler, Selector) else handler.selector
+    if selector is None:
+        raise ConfigError(f"{culprit} has no resource.")
+    return named(selector, known, culprit)
 
 
 def rbac_documents(rules: list[Rule], options: ManifestOptions) -> list[dict[str, Any]]:
@@ -196,7 +180,7 @@ def _places(rule: Rule, options: ManifestOptions) -> tuple[str | None, ...]:
     """Where a rule goes: ``None`` for the ClusterRole, else the namespaces of Roles."""
     if rule.group == "coordination.k8s.io" and rule.resource == "leases":
         return (options.namespace,)
-    if rule.cluster or (rule.group, rule.resource) in _CLUSTER_SCOPED:
+    if rule.cluster:
         return (None,)
     if options.clusterwide or options.has_namespace_patterns:
         return (None,)

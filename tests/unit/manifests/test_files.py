@@ -161,3 +161,28 @@ def test_bad_options_fail_with_one_clear_line(tmp_path: Path) -> None:
     result = anyop_manifests("app.py", cwd=tmp_path)
     assert result.returncode == 1
     assert result.stderr.startswith("anyop: The manifests need either namespaces")
+
+
+KOPF_APP = """
+import anyop
+
+
+@anyop.on.create("kex")
+def created(**_):
+    pass
+"""
+
+
+def test_crds_given_with_crd_name_the_resources_of_string_selectors(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text(KOPF_APP)
+    crds = Path(__file__).parents[3] / "examples" / "crd.yaml"
+    args = ("app.py", "-n", "demo", "--out", "deploy", "--crd", str(crds))
+    assert anyop_manifests(*args, cwd=tmp_path).returncode == 0
+    rbac = (tmp_path / "deploy" / "rbac.yaml").read_text()
+    assert "- kopfexamples/status" in rbac
+    assert not (tmp_path / "deploy" / "crds.yaml").exists()
+    refused = anyop_manifests("app.py", "-n", "demo", "--out", "deploy", cwd=tmp_path)
+    assert refused.returncode == 1
+    assert "the resource 'kex' is unknown" in refused.stderr
+    missing = anyop_manifests("app.py", "-n", "demo", "--crd", "nowhere.yaml", cwd=tmp_path)
+    assert missing.stderr.startswith("anyop: Cannot read the CRDs in nowhere.yaml")

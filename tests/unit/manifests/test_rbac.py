@@ -144,11 +144,11 @@ def test_managed_webhooks_and_conversion_need_their_configurations() -> None:
 def test_selectors_without_a_group_or_a_plural_are_refused_by_name() -> None:
     registry = OperatorRegistry()
     anyop.on.create("kopfexamples", registry=registry)(handler)
-    with pytest.raises(ConfigError, match=r"the group of 'kopfexamples' is unknown"):
+    with pytest.raises(ConfigError, match=r"the resource 'kopfexamples' is unknown; give its"):
         needed_rules(registry, NAMESPACED)
     registry = OperatorRegistry()
     anyop.on.create(anyop.EVERYTHING, registry=registry)(handler)
-    with pytest.raises(ConfigError, match="RBAC needs the resource's plural name and group"):
+    with pytest.raises(ConfigError, match="RBAC needs one resource, not Selector"):
         needed_rules(registry, NAMESPACED)
 
 
