@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import yaml
 from tests.e2e.conftest import EXAMPLES
+from tests.e2e.kex import apply_kex
 from tests.e2e.test_examples_more_e2e import BACKENDS, apply, get, until
 from tests.e2e.test_incluster_e2e import operator_in_pod, service_account_folder
 from tests.e2e.test_least_privilege_e2e import without
@@ -26,14 +27,15 @@ from anyop.testing.controlplane import LocalControlPlane
 from anyop.testing.pytest_plugin import kubectl
 
 EXAMPLE = EXAMPLES / "21-typed" / "example.py"
+RECONCILE = EXAMPLES / "19-reconcile" / "example.py"
 
 
-def example_registry() -> OperatorRegistry:
+def example_registry(example: Path) -> OperatorRegistry:
     """The example's handlers, in a registry of their own."""
     registry, previous = OperatorRegistry(), get_default_registry()
     set_default_registry(registry)
     try:
-        spec = importlib.util.spec_from_file_location("example_21_rbac", EXAMPLE)
+        spec = importlib.util.spec_from_file_location(f"rbac_of_{example.parent.name}", example)
         assert spec is not None
         assert spec.loader is not None
         spec.loader.exec_module(importlib.util.module_from_spec(spec))
@@ -42,11 +44,13 @@ def example_registry() -> OperatorRegistry:
     return registry
 
 
-def generated_rbac(namespace: str) -> tuple[str, list[dict[str, Any]]]:
+def generated_rbac(
+    namespace: str, example: Path = EXAMPLE, crds: list[Any] | None = None
+) -> tuple[str, list[dict[str, Any]]]:
     """The account's name and rbac.yaml's documents, for an operator serving ``namespace``."""
-    name = f"typed-{namespace}"  # the ClusterRole is cluster-wide: one per test
+    name = f"rbac-{namespace}"  # the ClusterRole is cluster-wide: one per test
     options = ManifestOptions(name=name, namespace=namespace, namespaces=(namespace,))
-    text = manifest_files(example_registry(), options)["rbac.yaml"]
+    text = manifest_files(example_registry(example), options, crds or [])["rbac.yaml"]
     return name, [doc for doc in yaml.safe_load_all(text) if doc]
 
 
@@ -97,6 +101,27 @@ def test_the_typed_example_runs_under_only_the_generated_rbac(
             "an Invalid Event",
         )
     assert events[0]["involvedObject"]["name"] == "over"
+    refusals = [line for line in output.text.splitlines() if "forbidden" in line.lower()]
+    assert not refusals, refusals
+
+
+@BACKENDS
+def test_the_reconcile_example_runs_under_only_the_rbac_generated_with_its_crd(
+    anyop_controlplane: LocalControlPlane,
+    pod_namespace: str,
+    backend: str,
+    tmp_path: Path,
+) -> None:
+    plane, ns = anyop_controlplane, pod_namespace
+    crds = list(yaml.safe_load_all((EXAMPLES / "crd.yaml").read_text()))
+    name, docs = generated_rbac(ns, RECONCILE, crds)
+    folder = install(plane, ns, name, docs, tmp_path)
+    with operator_in_pod(plane, folder, str(RECONCILE), "-n", ns, backend=backend) as output:
+        apply_kex(plane, ns, "kex", replicas=2)
+        output.wait_for(f"[{ns}/kex] Created kex-1.")
+        apply_kex(plane, ns, "kex", replicas=1)
+        output.wait_for(f"[{ns}/kex] Deleted kex-1.")
+        until(lambda: get(plane, ns, "kex", "kex").get("status", {}).get("replicas") == 1, "1")
     refusals = [line for line in output.text.splitlines() if "forbidden" in line.lower()]
     assert not refusals, refusals
 
