@@ -151,6 +151,13 @@ class Patch(dict[str, Any]):
     def __setitem__(self, key: str, value: Any) -> None:
         super().__setitem__(key, as_patch(value))
 
+    def update(self, other: Any = (), /, **kwargs: Any) -> None:
+        """Set keys from a mapping, pairs, keywords, or a typed resource (its fields that were
+        set)."""
+        if hasattr(other, "model_dump"):
+            other = as_patch(other)
+        super().update(other, **kwargs)
+
     def __repr__(self) -> str:
         fns = f", fns={self.fns!r}" if self.fns else ""
         return f"Patch({dict(self)!r}{fns})"

@@ -221,3 +221,9 @@ def test_a_typed_conversion_needs_two_classes_of_one_kind_and_no_other_selector(
 
 class Thing(anyop.CustomResource, group="demo.example.com", version="v2", kind="Thing"):
     spec: ItemSpecV2
+
+
+def test_a_whole_typed_object_updates_a_patch_by_wire_names() -> None:
+    patch = anyop.Patch()
+    patch.update(Item(spec=ItemSpec(engine="mysql", max_size=4)))
+    assert patch == {"spec": {"engine": "mysql", "maxSize": 4}}
