@@ -464,7 +464,7 @@ class ReconcileOptions(TypedDict, total=False):
     registry: OperatorRegistry | None
     id: str | None
     param: Any
-    owns: Sequence[str] | None
+    owns: Sequence[str | type[CustomResource]] | None
     labels: Mapping[str, str] | None
     resync: float | None
     finalizer: bool | None
@@ -497,7 +497,7 @@ def reconcile(
         spec = Declaration("reconcile", fn, options=options, schema=ReconcileOptions)
         if options.get("id") == "":
             raise DeclarationValueError(f"{spec.culprit}: id= must not be empty.")
-        owns = _owned(spec, options.get("owns"))
+        owns, owned_models = _owned(spec, options.get("owns"))
         labels = options.get("labels")
         if labels is not None and not (
             isinstance(labels, Mapping)
@@ -510,10 +510,11 @@ def reconcile(
         selector = spec.selector((arg1, arg2, arg3))
         handler = ReconcilingHandler(
             id=spec.handler_id(None),
-            fn=spec.target(),
+            fn=spec.target(owned_models),
             param=options.get("param"),
             selector=selector,
             model=spec.model,
+            owned_models=owned_models or None,
             owns=tuple(Selector(name) for name in owns),
             owned_names=owns,
             child_labels=dict(labels) if labels else None,
@@ -527,18 +528,28 @@ def reconcile(
     return decorator
 
 
-def _owned(spec: Declaration, owns: object) -> tuple[str, ...]:
-    """The ``owns=`` names, checked: resource names (``configmaps``, ``deployments.apps``)."""
+def _owned(
+    spec: Declaration, owns: object
+) -> tuple[tuple[str, ...], dict[str, type[CustomResource]]]:
+    """The ``owns=`` names, checked: resource names (``configmaps``, ``deployments.apps``) or
+    typed resources' classes (named ``plural.group`` in ``children``); and those classes."""
     if owns is None:
-        return ()
+        return (), {}
     if isinstance(owns, str) or not isinstance(owns, Sequence):
         raise DeclarationTypeError(f"{spec.culprit}: owns= must be a list of names: {owns!r}.")
-    for name in owns:
-        if not isinstance(name, str) or not name:
-            raise DeclarationTypeError(f"{spec.culprit}: owns= has a bad name: {name!r}.")
-    if len(set(owns)) != len(owns):
+    names: list[str] = []
+    models: dict[str, type[CustomResource]] = {}
+    for item in owns:
+        if is_custom_resource(item):
+            model = cast(type[CustomResource], item)
+            item = f"{model.__resource__.plural}.{model.__resource__.group}"
+            models[item] = model
+        if not isinstance(item, str) or not item:
+            raise DeclarationTypeError(f"{spec.culprit}: owns= has a bad name: {item!r}.")
+        names.append(item)
+    if len(set(names)) != len(names):
         raise DeclarationValueError(f"{spec.culprit}: owns= names a resource twice: {owns!r}.")
-    return tuple(owns)
+    return tuple(names), models
 
 
 def subhandler(**options: Unpack[SubhandlerOptions]) -> Callable[[F], F]:

@@ -275,12 +275,17 @@ class Declaration:
         info = cls.__resource__
         return Selector(group=info.group, version=info.version, plural=info.plural)
 
-    def target(self) -> Callable[..., Any]:
-        """The function to call: the user's, wrapped for typed kwargs if a class selected it.
+    def target(
+        self, children: Mapping[str, type[CustomResource]] | None = None
+    ) -> Callable[..., Any]:
+        """The function to call: the user's, wrapped for typed kwargs if a class selected it
+        (or typed ``children``, by their names, were declared).
 
         WARNING: call after :meth:`selector`, which finds the class.
         """
-        return self.fn if self.model is None else typed_function(self.fn, self.model)
+        if self.model is None and not children:
+            return self.fn
+        return typed_function(self.fn, self.model, children)
 
     def filters(self, *, change_filters: bool = False) -> dict[str, Any]:
         """The record's filters; ``old``/``new`` only with ``change_filters``."""

@@ -218,12 +218,15 @@ class ReconcilingHandler(ResourceHandler):
         resync: Seconds after which an object is reconciled again without any change.
         finalizer: Keep the object until a call made while it is being deleted succeeds.
         status_changes: Other clients' changes of the object's ``status`` alone call it too.
+        owned_models: The typed resources' classes among the owned ones, by their names in
+            ``children`` (their children are model instances).
     """
 
     kind: ClassVar[str] = "Reconciler"
 
     owns: tuple[Selector, ...] = ()
     owned_names: tuple[str, ...] = ()
+    owned_models: Mapping[str, type[Any]] | None = None
     child_labels: Mapping[str, str] | None = None
     resync: float | None = None
     finalizer: bool = False

@@ -39,6 +39,8 @@ def typed_resources(registry: OperatorRegistry) -> list[type[CustomResource]]:
         *registry.webhooks.handlers,
     ]
     found = [model for h in handlers for model in (h.model, getattr(h, "to_model", None))]
+    for reconciler in registry.reconciling.handlers:
+        found += (reconciler.owned_models or {}).values()
     return list(
         dict.fromkeys(m for m in found if isinstance(m, type) and issubclass(m, CustomResource))
     )

@@ -71,41 +71,71 @@ def validation_message(cls: type[CustomResource], error: pydantic.ValidationErro
     return f"The {cls.__resource__.kind} does not validate: " + "; ".join(problems)
 
 
-def typed_kwargs(cls: type[CustomResource], kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """``kwargs`` with ``body``, ``spec`` and ``status`` replaced by instances of ``cls``'s parts.
+def typed_kwargs(
+    cls: type[CustomResource] | None,
+    kwargs: Mapping[str, Any],
+    children: Mapping[str, type[CustomResource]] | None = None,
+) -> dict[str, Any]:
+    """``kwargs`` with ``body``, ``spec`` and ``status`` replaced by instances of ``cls``'s parts
+    (unless ``cls`` is ``None``), and the ``children`` of typed owned resources by instances of
+    their classes.
 
     Raises:
-        PermanentError: The body does not validate.
+        PermanentError: The body (or a child) does not validate; also posted as an Event.
     """
     body = kwargs.get("body") or {}
     try:
-        instance = validated(cls, body)
+        typed = _typed(cls, kwargs, children)
     except PermanentError as e:
         sink = current_event_sink.get()
         if sink is not None:
             sink(body, type="Warning", reason="Invalid", message=str(e))
         raise
-    typed = {
-        "body": instance,
-        "spec": getattr(instance, "spec", None),
-        "status": getattr(instance, "status", None),
-    }
     return {**kwargs, **typed}
 
 
-def typed_function(fn: Callable[..., Any], cls: type[CustomResource]) -> Callable[..., Any]:
+def _typed(
+    cls: type[CustomResource] | None,
+    kwargs: Mapping[str, Any],
+    children: Mapping[str, type[CustomResource]] | None,
+) -> dict[str, Any]:
+    typed: dict[str, Any] = {}
+    if cls is not None:
+        instance = validated(cls, kwargs.get("body") or {})
+        typed["body"] = instance
+        typed["spec"] = getattr(instance, "spec", None)
+        typed["status"] = getattr(instance, "status", None)
+    if children and isinstance(kwargs.get("children"), Mapping):
+        typed["children"] = _typed_children(kwargs["children"], children)
+    return typed
+
+
+def _typed_children(
+    found: Mapping[str, Any], classes: Mapping[str, type[CustomResource]]
+) -> dict[str, Any]:
+    return {
+        name: [validated(classes[name], child) for child in items] if name in classes else items
+        for name, items in found.items()
+    }
+
+
+def typed_function(
+    fn: Callable[..., Any],
+    cls: type[CustomResource] | None,
+    children: Mapping[str, type[CustomResource]] | None = None,
+) -> Callable[..., Any]:
     """``fn`` wrapped to get typed kwargs; async stays async, sync stays sync."""
     if _is_async(fn):
 
         @functools.wraps(fn)
         async def typed_async(**kwargs: Any) -> Any:
-            return await fn(**typed_kwargs(cls, kwargs))
+            return await fn(**typed_kwargs(cls, kwargs, children))
 
         return typed_async
 
     @functools.wraps(fn)
     def typed_sync(**kwargs: Any) -> Any:
-        return fn(**typed_kwargs(cls, kwargs))
+        return fn(**typed_kwargs(cls, kwargs, children))
 
     return typed_sync
 

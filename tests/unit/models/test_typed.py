@@ -227,3 +227,21 @@ def test_a_whole_typed_object_updates_a_patch_by_wire_names() -> None:
     patch = anyop.Patch()
     patch.update(Item(spec=ItemSpec(engine="mysql", max_size=4)))
     assert patch == {"spec": {"engine": "mysql", "maxSize": 4}}
+
+
+def test_typed_owned_resources_are_named_by_plural_and_group_and_their_crds_written() -> None:
+    registry = OperatorRegistry()
+    anyop.reconcile("kopfexamples", owns=[ItemV2, "configmaps"], registry=registry)(_async_handler)
+    [handler] = registry.reconciling.handlers
+    assert handler.owned_names == ("items.demo.example.com", "configmaps")
+    assert handler.owned_models == {"items.demo.example.com": ItemV2}
+    assert handler.model is None
+    assert typed_resources(registry) == [ItemV2]
+
+
+def test_untyped_parents_get_typed_children_and_their_own_views() -> None:
+    wrapped = typed_function(lambda **kwargs: kwargs, None, {"items.demo.example.com": Item})
+    kwargs = wrapped(body=BODY, children={"items.demo.example.com": [BODY], "pods": [{"a": 1}]})
+    assert kwargs["body"] is BODY
+    assert isinstance(kwargs["children"]["items.demo.example.com"][0], Item)
+    assert kwargs["children"]["pods"] == [{"a": 1}]

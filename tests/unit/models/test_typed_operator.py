@@ -10,6 +10,7 @@ from pydantic import Field
 import anyop
 from anyop.handlers.registry import OperatorRegistry
 from anyop.kube.resources import Resource
+from anyop.models.resources import ObjectMeta
 from anyop.testing import FakeCluster, RunningOperator
 from anyop.testing.fake.statuses import StatusError
 
@@ -37,7 +38,7 @@ SEEN: list[Any] = []
 
 @pytest.fixture
 def fake_cluster(fake_cluster: FakeCluster) -> FakeCluster:
-    fake_cluster.install(Gizmo)
+    fake_cluster.install(Gizmo, Bolt)
     return fake_cluster
 
 
@@ -134,3 +135,47 @@ async def test_a_body_that_the_model_refuses_fails_the_handler_for_good_with_an_
     invalid = [event for event in events if event["reason"] == "Invalid"]
     assert [event["involvedObject"]["name"] for event in invalid] == ["big"]
     assert "spec.replicas=50" in invalid[0]["message"]
+
+
+class BoltSpec(anyop.Model):
+    length: int = Field(default=1, ge=1)
+
+
+class Bolt(anyop.CustomResource, group="typed.example.com", version="v1", kind="Bolt"):
+    spec: BoltSpec
+
+
+SEEN_CHILDREN: list[list[Bolt]] = []
+BOLTS = Resource("typed.example.com", "v1", "bolts", kind="Bolt")
+
+
+def parent_of_bolts() -> OperatorRegistry:
+    registry = OperatorRegistry()
+    SEEN_CHILDREN.clear()
+
+    @anyop.reconcile(Gizmo, owns=[Bolt], registry=registry)
+    async def keep_bolts(
+        spec: GizmoSpec, name: str, children: dict[str, list[Bolt]], api: Any, **_: Any
+    ) -> None:
+        bolts = children["bolts.typed.example.com"]
+        SEEN_CHILDREN.append(bolts)
+        if not bolts:
+            bolt = Bolt(
+                metadata=ObjectMeta(name=f"{name}-bolt"), spec=BoltSpec(length=spec.replicas)
+            )
+            await api.create("bolts.typed.example.com", bolt.to_body())
+
+    return registry
+
+
+@pytest.mark.parametrize("anyop_registry", [parent_of_bolts()])
+async def test_a_reconciler_gets_its_typed_children_as_models(
+    fake_operator: RunningOperator,
+) -> None:
+    await fake_operator.create(GIZMOS, {"metadata": {"name": "g"}, "spec": {"replicas": 3}})
+    await fake_operator.wait_for(BOLTS, "g-bolt", lambda bolt: bolt["spec"]["length"] == 3)
+    await fake_operator.patch(GIZMOS, "g", {"spec": {"replicas": 4}})  # calls it again
+    await fake_operator.wait_for(GIZMOS, "g", lambda _: any(SEEN_CHILDREN))
+    bolts = next(seen for seen in SEEN_CHILDREN if seen)
+    assert [(bolt.metadata.name, bolt.spec.length) for bolt in bolts] == [("g-bolt", 3)]
+    assert all(isinstance(bolt, Bolt) for bolt in bolts)
