@@ -491,6 +491,8 @@ def reconcile(
     ``memo``, ``patch``...) plus ``children`` (owned resource name -> list of children) and
     ``api`` (creates, patches and deletes children; see docs/reconcile.md). ``labels=`` narrows the
     children's watches server-side (and is put on the children that ``api`` creates).
+    ``owns=`` may name typed resources' classes: their children are model instances, under
+    ``plural.group``.
     """
 
     def decorator(fn: F) -> F:
