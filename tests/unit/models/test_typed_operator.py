@@ -179,3 +179,39 @@ async def test_a_reconciler_gets_its_typed_children_as_models(
     bolts = next(seen for seen in SEEN_CHILDREN if seen)
     assert [(bolt.metadata.name, bolt.spec.length) for bolt in bolts] == [("g-bolt", 3)]
     assert all(isinstance(bolt, Bolt) for bolt in bolts)
+
+
+TICKS: list[Any] = []
+
+
+def timer_and_index() -> OperatorRegistry:
+    registry = OperatorRegistry()
+
+    @anyop.timer(Gizmo, interval=1, registry=registry)
+    async def tick(spec: GizmoSpec, **_: Any) -> None:
+        TICKS.append(spec)
+
+    @anyop.index(Gizmo, registry=registry, id="by_engine")
+    def by_engine(spec: GizmoSpec, name: str, **_: Any) -> dict[str, str]:
+        return {spec.engine: name}
+
+    @anyop.daemon(Gizmo, registry=registry)
+    async def watch_over(
+        spec: GizmoSpec, by_engine: anyop.Index, stopped: Any, **_: Any
+    ) -> None:
+        TICKS.append(("indexed", list(by_engine.get("mysql", []))))
+        await stopped.wait()
+
+    return registry
+
+
+@pytest.mark.parametrize("anyop_registry", [timer_and_index()])
+async def test_timers_daemons_and_indexes_get_the_models_too(
+    fake_operator: RunningOperator,
+) -> None:
+    TICKS.clear()
+    body = {"metadata": {"name": "g"}, "spec": {"replicas": 2, "engine": "mysql"}}
+    await fake_operator.create(GIZMOS, body)
+    await fake_operator.wait_for(GIZMOS, "g", lambda _: len(TICKS) >= 3)
+    assert GizmoSpec(replicas=2, engine="mysql") in TICKS
+    assert ("indexed", ["g"]) in TICKS
