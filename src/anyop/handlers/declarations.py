@@ -255,7 +255,7 @@ class Declaration:
         A typed resource's class is the whole selector: its group, version and plural.
         """
         names = {key: self.get(key, str) for key in SELECTOR_KEYS}
-        if any(is_custom_resource(arg) for arg in args):
+        if any(isinstance(arg, type) and issubclass(arg, CustomResource) for arg in args):
             return self._typed_selector(args, names)
         try:
             plain = cast(tuple[SelectorArgPlain, SelectorArgPlain, SelectorArgPlain], args)
@@ -266,10 +266,15 @@ class Declaration:
     def _typed_selector(self, args: Args, names: dict[str, Any]) -> Selector:
         cls = cast(type[CustomResource], args[0])
         given = [key for key, value in names.items() if value is not None]
-        if not is_custom_resource(cls) or args[1] is not None or args[2] is not None or given:
+        if args[1] is not None or args[2] is not None or given or not isinstance(cls, type):
             raise DeclarationTypeError(
                 f"{self.culprit}: a typed resource's class names the resource alone: "
                 f"no other selector arguments are allowed: {args!r}, options {given}."
+            )
+        if not is_custom_resource(cls):
+            raise DeclarationTypeError(
+                f"{self.culprit}: {cls.__qualname__} is not a typed resource with a group, "
+                f"version and kind (an abstract base?)."
             )
         self.model = cls
         info = cls.__resource__

@@ -120,6 +120,10 @@ class CustomResource(Model):
     ``printer_columns`` (CRD-style mappings), ``scale`` (the scale subresource's paths),
     ``served``, ``storage`` (which version is stored when a kind has several classes).
 
+    A subclass of a typed resource inherits its options but ``storage`` (another version:
+    ``class WidgetV2(Widget, version="v2", storage=True)``); a subclass without options of
+    ``CustomResource`` itself is an abstract base of typed resources.
+
     Raises:
         ConfigError: An option is missing, unknown, or malformed; the message names the class.
     """
@@ -133,7 +137,10 @@ class CustomResource(Model):
     def __init_subclass__(cls, **options: Any) -> None:
         config = {key: options.pop(key) for key in list(options) if key in _OPTIONS}
         super().__init_subclass__(**options)
-        cls.__resource__ = _resource_info(cls.__qualname__, config)
+        inherited: ResourceInfo | None = getattr(cls, "__resource__", None)
+        if config or inherited is not None:
+            merged = {**_inheritable(inherited, config), **config}
+            cls.__resource__ = _resource_info(cls.__qualname__, merged)
 
     def to_body(self) -> dict[str, Any]:
         """The object as a JSON-ready body, with ``apiVersion`` and ``kind`` filled in."""
@@ -162,12 +169,24 @@ _OPTIONS = frozenset(
 
 
 def is_custom_resource(value: object) -> bool:
-    """Whether ``value`` is a :class:`CustomResource` subclass (not an instance)."""
+    """Whether ``value`` is a class of a typed resource (not an abstract base, not an instance)."""
     return (
         isinstance(value, type)
         and issubclass(value, CustomResource)
-        and value is not CustomResource
+        and getattr(value, "__resource__", None) is not None
     )
+
+
+def _inheritable(info: ResourceInfo | None, given: Mapping[str, Any]) -> dict[str, Any]:
+    """The options that a subclass takes from its parent's: all but ``storage``, and the
+    names made from the kind when it names another kind."""
+    if info is None:
+        return {}
+    options = {field.name: getattr(info, field.name) for field in dataclasses.fields(info)}
+    del options["storage"]
+    if "kind" in given:
+        del options["plural"], options["singular"]
+    return options
 
 
 def _resource_info(culprit: str, options: Mapping[str, Any]) -> ResourceInfo:

@@ -8,6 +8,7 @@ import pytest
 
 import anyop
 from anyop.errors import ConfigError
+from anyop.models.resources import is_custom_resource
 
 
 class GadgetSpec(anyop.Model):
@@ -87,3 +88,45 @@ def test_bad_class_options_raise_a_config_error_naming_the_class(
 def test_an_unknown_class_option_is_refused() -> None:
     with pytest.raises(TypeError):
         declare(**GOOD, plurals="gadgets")
+
+
+class GadgetV2(Gadget, version="v2", storage=True):
+    spec: GadgetSpec
+
+
+def test_a_subclass_is_another_version_with_the_parents_options() -> None:
+    info = GadgetV2.__resource__
+    assert (info.group, info.version, info.kind, info.scope) == (
+        "demo.example.com",
+        "v2",
+        "Gadget",
+        "Cluster",
+    )
+    assert info.short_names == ("gd",)
+    assert info.storage is True
+    assert Gadget.__resource__.storage is False
+
+
+class Base(anyop.CustomResource):
+    """Common fields of several kinds."""
+
+    note: str | None = None
+
+
+class Sprocket(Base, group="demo.example.com", version="v1", kind="Sprocket"):
+    spec: GadgetSpec
+
+
+def test_a_subclass_without_options_is_an_abstract_base_and_no_selector() -> None:
+    assert not is_custom_resource(Base)
+    assert is_custom_resource(Sprocket)
+    assert Sprocket.__resource__.plural == "sprockets"
+    with pytest.raises(TypeError, match="Base is not a typed resource with a group"):
+        anyop.on.create(Base, registry=anyop.OperatorRegistry())(lambda **_: None)
+
+
+def test_a_subclass_naming_another_kind_gets_names_of_its_own() -> None:
+    class Widget2(Gadget, kind="Widget"):
+        spec: GadgetSpec
+
+    assert (Widget2.__resource__.plural, Widget2.__resource__.singular) == ("widgets", "widget")

@@ -196,9 +196,7 @@ def timer_and_index() -> OperatorRegistry:
         return {spec.engine: name}
 
     @anyop.daemon(Gizmo, registry=registry)
-    async def watch_over(
-        spec: GizmoSpec, by_engine: anyop.Index, stopped: Any, **_: Any
-    ) -> None:
+    async def watch_over(spec: GizmoSpec, by_engine: anyop.Index, stopped: Any, **_: Any) -> None:
         TICKS.append(("indexed", list(by_engine.get("mysql", []))))
         await stopped.wait()
 
