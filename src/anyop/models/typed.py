@@ -154,7 +154,7 @@ def typed_conversion(
     def fields_of(returned: Any) -> Any:
         if not isinstance(returned, CustomResource):
             return returned
-        if not isinstance(returned, target):
+        if type(returned) is not target:  # a subclass is another version
             kind = type(returned).__qualname__
             raise PermanentError(f"The conversion returned a {kind}, not a {target.__qualname__}.")
         dumped = returned.model_dump(mode="json", by_alias=True, exclude_none=True)
