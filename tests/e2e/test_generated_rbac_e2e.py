@@ -128,7 +128,7 @@ def test_the_reconcile_example_runs_under_only_the_rbac_generated_with_its_crd(
 
 CASES = [
     ("widgets", "watch", 'cannot watch resource "widgets"'),
-    ("widgets", "patch", 'cannot patch resource "widgets"'),
+    ("configmaps", "list", 'cannot list resource "configmaps"'),
     ("widgets/status", None, 'cannot patch resource "widgets/status"'),
     ("configmaps", "create", 'cannot create resource "configmaps"'),
     ("events", None, 'cannot create resource "events"'),

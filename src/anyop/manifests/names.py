@@ -26,11 +26,13 @@ class Named:
         group: The API group (``""``: the core API).
         plural: The plural name.
         cluster: Whether it is cluster-scoped.
+        status: Whether it has the status subresource (``None``: not known).
     """
 
     group: str
     plural: str
     cluster: bool = False
+    status: bool | None = None
 
 
 def _builtins() -> dict[str, Named]:
@@ -58,14 +60,16 @@ def known_resources(
     for crd in crds:
         spec = crd.get("spec") or {}
         names = spec.get("names") or {}
-        resource = Named(
-            str(spec.get("group")), str(names.get("plural")), spec.get("scope") == "Cluster"
-        )
+        versions = spec.get("versions") or []
+        status = any("status" in (v.get("subresources") or {}) for v in versions)
+        group, plural = str(spec.get("group")), str(names.get("plural"))
+        resource = Named(group, plural, spec.get("scope") == "Cluster", status)
         aliases = [names.get("plural"), names.get("singular"), names.get("kind")]
         _add(known, resource, [*aliases, *(names.get("shortNames") or ())])
     for cls in classes:
         info = cls.__resource__
-        resource = Named(info.group, info.plural, info.scope == "Cluster")
+        status = "status" in cls.model_fields
+        resource = Named(info.group, info.plural, info.scope == "Cluster", status)
         _add(known, resource, [info.plural, info.singular, info.kind, *info.short_names])
     return known
 

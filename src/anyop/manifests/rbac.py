@@ -93,9 +93,10 @@ def _application(registry: OperatorRegistry, known: Known) -> Iterator[Rule]:
         it = _named(handler, known, str(handler))
         yield Rule(it.group, it.plural, ("list", "watch"), f"watched by {handler}", it.cluster)
         if isinstance(handler, ResourceChangingHandler | ResourceSpawningHandler):
-            yield from _writes(it, "progress, finalizers and results")
+            yield from _writes(it, "progress, finalizers and results", main=True)
         if isinstance(handler, ReconcilingHandler):
-            yield from _writes(it, "the reconciler's finalizer and status")
+            main = handler.finalizer or it.status is not True  # else status only
+            yield from _writes(it, "the reconciler's finalizer and status", main=main)
             for owned in handler.owns:
                 child = _named(owned, known, str(handler))
                 verbs = ("list", "watch", "create", "patch", "delete")
@@ -104,9 +105,13 @@ def _application(registry: OperatorRegistry, known: Known) -> Iterator[Rule]:
                 )
 
 
-def _writes(it: Named, why: str) -> Iterator[Rule]:
-    yield Rule(it.group, it.plural, ("patch",), why, it.cluster)
-    yield Rule(it.group, f"{it.plural}/status", ("patch",), why, it.cluster)
+def _writes(it: Named, why: str, *, main: bool) -> Iterator[Rule]:
+    """``patch`` on the object (if ``main``) and on its status subresource (unless it has
+    none)."""
+    if main:
+        yield Rule(it.group, it.plural, ("patch",), why, it.cluster)
+    if it.status is not False:
+        yield Rule(it.group, f"{it.plural}/status", ("patch",), why, it.cluster)
 
 
 def _framework(registry: OperatorRegistry, options: ManifestOptions) -> Iterator[Rule]:

@@ -18,10 +18,9 @@ from anyop.manifests.rbac import needed_rules, rbac_documents
 
 def crd(group: str, plural: str, kind: str, *, scope: str = "Namespaced", **more: Any) -> Any:
     names = {"plural": plural, "singular": plural[:-1], "kind": kind, **more}
-    return {
-        "kind": "CustomResourceDefinition",
-        "spec": {"group": group, "names": names, "scope": scope},
-    }
+    versions = [{"name": "v1", "subresources": {"status": {}}}]
+    spec = {"group": group, "names": names, "scope": scope, "versions": versions}
+    return {"kind": "CustomResourceDefinition", "spec": spec}
 
 
 KEX = crd("kopf.dev", "kopfexamples", "KopfExample", shortNames=["kex"])
@@ -41,7 +40,7 @@ KNOWN = known_resources([KEX, crd("other.dev", "examples", "Example")])
     ids=repr,
 )
 def test_any_name_of_a_known_crd_names_its_group_and_plural(selector: Selector) -> None:
-    assert named(selector, KNOWN, "culprit") == Named("kopf.dev", "kopfexamples")
+    assert named(selector, KNOWN, "culprit") == Named("kopf.dev", "kopfexamples", status=True)
 
 
 def test_built_ins_are_known_without_crds_and_a_plural_with_a_group_is_taken_as_written() -> None:
@@ -80,3 +79,37 @@ def test_a_cluster_scoped_resource_is_served_by_the_cluster_role() -> None:
         {key: rule[key] for key in ("resources", "apiGroups", "verbs")}
         for rule in cluster_role["rules"]
     ]
+
+
+class Nut(anyop.CustomResource, group="demo.example.com", version="v1", kind="Nut"):
+    spec: dict[str, Any] = Field(default_factory=dict)
+    status: dict[str, Any] | None = None
+
+
+class Washer(anyop.CustomResource, group="demo.example.com", version="v1", kind="Washer"):
+    spec: dict[str, Any] = Field(default_factory=dict)
+
+
+def rules_of(declare: Any) -> dict[str, tuple[str, ...]]:
+    registry = OperatorRegistry()
+    declare(registry)
+    known = known_resources(classes=[Nut, Washer])
+    rules = needed_rules(registry, ManifestOptions(namespaces=("demo",)), known)
+    return {rule.resource: rule.verbs for rule in rules if rule.group == "demo.example.com"}
+
+
+async def reconciler(**_: Any) -> None: ...
+
+
+def test_a_reconciler_with_a_status_subresource_and_no_finalizer_patches_the_status_only() -> None:
+    rules = rules_of(lambda r: anyop.reconcile(Nut, registry=r)(reconciler))
+    assert rules == {"nuts": ("list", "watch"), "nuts/status": ("patch",)}
+    rules = rules_of(lambda r: anyop.reconcile(Nut, finalizer=True, registry=r)(reconciler))
+    assert rules == {"nuts": ("list", "watch", "patch"), "nuts/status": ("patch",)}
+
+
+def test_a_resource_without_a_status_subresource_gets_no_status_rule() -> None:
+    rules = rules_of(lambda r: anyop.on.create(Washer, registry=r)(reconciler))
+    assert rules == {"washers": ("list", "watch", "patch")}
+    rules = rules_of(lambda r: anyop.reconcile(Washer, registry=r)(reconciler))
+    assert rules == {"washers": ("list", "watch", "patch")}
