@@ -22,9 +22,8 @@ from anyop.models.resources import CustomResource
 
 __all__ = [
     "EventSink",
-    "current_event_sink",
-    "TYPED_KWARGS",
     "as_patch",
+    "current_event_sink",
     "typed_conversion",
     "typed_function",
     "typed_kwargs",
@@ -32,8 +31,8 @@ __all__ = [
     "validation_message",
 ]
 
-TYPED_KWARGS = ("body", "spec", "status")
-"""The kwargs that typed handlers get as model instances."""
+VALUE_WIDTH = 80
+"""How much of a refused value an error message shows."""
 
 
 class EventSink(Protocol):
@@ -66,7 +65,7 @@ def validation_message(cls: type[CustomResource], error: pydantic.ValidationErro
     problems = []
     for item in error.errors():
         path = ".".join(str(part) for part in item["loc"]) or "(root)"
-        value = "(missing)" if item["type"] == "missing" else repr(item["input"])
+        value = "(missing)" if item["type"] == "missing" else _shown(item["input"])
         problems.append(f"{path}={value}: {item['msg']}")
     return f"The {cls.__resource__.kind} does not validate: " + "; ".join(problems)
 
@@ -184,6 +183,11 @@ def as_patch(value: Any) -> Any:
     if isinstance(value, pydantic.BaseModel):
         return value.model_dump(mode="json", by_alias=True, exclude_unset=True)
     return value  # the very object: callers keep writing into the mappings they set
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= VALUE_WIDTH else text[: VALUE_WIDTH - 3] + "..."
 
 
 def _is_async(fn: Callable[..., Any]) -> bool:

@@ -245,3 +245,11 @@ def test_untyped_parents_get_typed_children_and_their_own_views() -> None:
     assert kwargs["body"] is BODY
     assert isinstance(kwargs["children"]["items.demo.example.com"][0], Item)
     assert kwargs["children"]["pods"] == [{"a": 1}]
+
+
+def test_a_long_refused_value_is_shortened_in_the_message() -> None:
+    body = {**BODY, "spec": {"replicas": 1, "engine": "x" * 500}}
+    with pytest.raises(PermanentError) as info:
+        validated(Item, body)
+    assert "spec.engine='xxxx" in str(info.value)
+    assert "x" * 100 not in str(info.value)
