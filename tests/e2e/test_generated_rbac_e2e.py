@@ -76,6 +76,14 @@ def widget(name: str, spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def refusals_in(text: str) -> list[str]:
+    """The 403s in an operator's output, but for Kopf's peering kinds: the peering object is
+    looked for there too, and a kind that may not be read counts as having none (a debug line;
+    the generated RBAC is for anyop's own peering only)."""
+    lines = [line for line in text.splitlines() if "forbidden" in line.lower()]
+    return [line for line in lines if "No access to kopfpeerings" not in line]
+
+
 @BACKENDS
 def test_the_typed_example_runs_under_only_the_generated_rbac(
     anyop_controlplane: LocalControlPlane,
@@ -101,8 +109,7 @@ def test_the_typed_example_runs_under_only_the_generated_rbac(
             "an Invalid Event",
         )
     assert events[0]["involvedObject"]["name"] == "over"
-    refusals = [line for line in output.text.splitlines() if "forbidden" in line.lower()]
-    assert not refusals, refusals
+    assert not refusals_in(output.text)
 
 
 @BACKENDS
@@ -122,8 +129,7 @@ def test_the_reconcile_example_runs_under_only_the_rbac_generated_with_its_crd(
         apply_kex(plane, ns, "kex", replicas=1)
         output.wait_for(f"[{ns}/kex] Deleted kex-1.")
         until(lambda: get(plane, ns, "kex", "kex").get("status", {}).get("replicas") == 1, "1")
-    refusals = [line for line in output.text.splitlines() if "forbidden" in line.lower()]
-    assert not refusals, refusals
+    assert not refusals_in(output.text)
 
 
 CASES = [
