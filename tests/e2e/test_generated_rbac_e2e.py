@@ -57,12 +57,20 @@ def generated_rbac(
 def install(
     plane: LocalControlPlane, namespace: str, name: str, docs: list[Any], tmp: Path
 ) -> Path:
+    """Apply the RBAC and the namespace's default peering object (so that peering is used,
+    not skipped); return the account's token folder."""
+    peering = {
+        "apiVersion": "anyop.dev/v1",
+        "kind": "AnyopPeering",
+        "metadata": {"name": "default"},
+    }
+    items = [*docs, {**peering, "metadata": {"name": "default", "namespace": namespace}}]
     kubectl(
         plane,
         "apply",
         "-f",
         "-",
-        stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}),
+        stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}),
     )
     return service_account_folder(plane, namespace, tmp / "serviceaccount", account=name)
 
@@ -134,6 +142,11 @@ def test_the_reconcile_example_runs_under_only_the_rbac_generated_with_its_crd(
 
 CASES = [
     ("widgets", "watch", 'cannot watch resource "widgets"'),
+    ("customresourcedefinitions", None, "CustomResourceDefinitions cannot be listed (forbidden)"),
+    ("anyoppeerings", "get", 'cannot get resource "anyoppeerings"'),
+    ("anyoppeerings", "list", 'cannot list resource "anyoppeerings"'),
+    ("anyoppeerings", "watch", 'cannot watch resource "anyoppeerings"'),
+    ("anyoppeerings", "patch", 'cannot patch resource "anyoppeerings"'),
     ("configmaps", "list", 'cannot list resource "configmaps"'),
     ("widgets/status", None, 'cannot patch resource "widgets/status"'),
     ("configmaps", "create", 'cannot create resource "configmaps"'),
