@@ -85,6 +85,7 @@ from anyop.kube.piggybacking import (
 )
 from anyop.kube.resources import Resource
 from anyop.logs import LocalObjectLogger, LogFormat, Logger, ObjectLogger, configure
+from anyop.models.resources import CustomResource, Model
 from anyop.on import daemon, index, reconcile, register, subhandler, timer
 from anyop.settings import OperatorSettings
 from anyop.storage.defaults import anyop_storages, kopf_compatible_storages, status_storages
@@ -163,6 +164,7 @@ __all__ = [
     "Body",
     "BodyEssence",
     "ConnectionInfo",
+    "CustomResource",
     "DaemonStopped",
     "DaemonStoppingReason",
     "Diff",
@@ -185,6 +187,7 @@ __all__ = [
     "LoginError",
     "Memo",
     "Meta",
+    "Model",
     "MultiDiffBaseStorage",
     "MultiProgressStorage",
     "ObjectLogger",

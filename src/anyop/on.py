@@ -18,7 +18,7 @@ Everything is checked when the function is decorated; mistakes raise a
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypedDict, TypeVar, Unpack
+from typing import Any, TypedDict, TypeVar, Unpack, cast
 
 from anyop.handlers.causes import Activity, Reason, WebhookType
 from anyop.handlers.declarations import (
@@ -51,6 +51,8 @@ from anyop.handlers.records import (
 )
 from anyop.handlers.registry import OperatorRegistry, current_handler, current_subregistry
 from anyop.handlers.selectors import DeclarationTypeError, DeclarationValueError, Selector
+from anyop.models.resources import CustomResource, is_custom_resource
+from anyop.models.typed import typed_conversion
 
 __all__ = [
     "ConvertOptions",
@@ -367,8 +369,8 @@ def convert(
     arg3: SelectorArg = None,
     /,
     *,
-    from_: str,
-    to: str,
+    from_: str | type[CustomResource],
+    to: str | type[CustomResource],
     **options: Unpack[ConvertOptions],
 ) -> Callable[[F], F]:
     """Convert objects of one custom resource from the version ``from_`` to the version ``to``,
@@ -386,26 +388,29 @@ def convert(
     ``apiVersion`` and ``kind`` and keeps the metadata but for the labels and annotations
     (Kubernetes allows no other change: another one fails the review). An exception fails the
     whole review with its message, which the API client sees. Sync functions run in threads.
+
+    Typed: ``@anyop.on.convert(from_=WidgetV1, to=WidgetV2)`` (two classes of one kind, no
+    other selector) gives the function the object as a ``WidgetV1`` (``body``, ``spec`` and
+    ``status`` as models); it returns a ``WidgetV2``, whose spec and status are the result.
     """
 
     def decorator(fn: F) -> F:
         spec = Declaration("on.convert", fn, options=options, schema=ConvertOptions)
-        selector = spec.selector((arg1, arg2, arg3))
-        if selector.version is not None or not selector.is_specific:
-            raise DeclarationValueError(
-                f"{spec.culprit}: name one resource without a version (the versions are "
-                f"from_= and to=): {selector!r}."
-            )
+        if is_custom_resource(from_) or is_custom_resource(to):
+            fields = _typed_conversion(spec, (arg1, arg2, arg3), from_, to)
+        else:
+            selector = spec.selector((arg1, arg2, arg3))
+            if selector.version is not None or not selector.is_specific:
+                raise DeclarationValueError(
+                    f"{spec.culprit}: name one resource without a version (the versions are "
+                    f"from_= and to=): {selector!r}."
+                )
+            fields = {"selector": selector, "from_version": from_, "to_version": to, "fn": fn}
         if options.get("id") == "":
             raise DeclarationValueError(f"{spec.culprit}: id= must not be empty.")
         try:
             handler = ConversionHandler(
-                id=spec.handler_id(None),
-                fn=fn,
-                param=options.get("param"),
-                selector=selector,
-                from_version=from_,
-                to_version=to,
+                id=spec.handler_id(None), param=options.get("param"), **fields
             )
         except (DeclarationTypeError, DeclarationValueError) as e:
             raise type(e)(f"{spec.culprit}: {e}") from None
@@ -413,6 +418,35 @@ def convert(
         return fn
 
     return decorator
+
+
+def _typed_conversion(
+    spec: Declaration, args: Args, source: object, target: object
+) -> dict[str, Any]:
+    """The record's fields of a conversion between two typed resources' classes."""
+    given = [
+        key for key in ("group", "kind", "plural", "singular", "shortcut") if spec.options.get(key)
+    ]
+    if not (is_custom_resource(source) and is_custom_resource(target)) or any(args) or given:
+        raise DeclarationTypeError(
+            f"{spec.culprit}: a typed conversion takes two typed resources' classes as from_= "
+            f"and to=, and no other selector: {source!r}, {target!r}."
+        )
+    source_cls, target_cls = cast(type[CustomResource], source), cast(type[CustomResource], target)
+    before, after = source_cls.__resource__, target_cls.__resource__
+    if before.crd_name != after.crd_name:
+        raise DeclarationValueError(
+            f"{spec.culprit}: from_= and to= are different resources: "
+            f"{before.crd_name}, {after.crd_name}."
+        )
+    return {
+        "selector": Selector(group=before.group, plural=before.plural),
+        "from_version": before.version,
+        "to_version": after.version,
+        "fn": typed_conversion(spec.fn, source_cls, target_cls),
+        "model": source_cls,
+        "to_model": target_cls,
+    }
 
 
 class ReconcileOptions(TypedDict, total=False):
@@ -430,7 +464,7 @@ class ReconcileOptions(TypedDict, total=False):
     registry: OperatorRegistry | None
     id: str | None
     param: Any
-    owns: Sequence[str] | None
+    owns: Sequence[str | type[CustomResource]] | None
     labels: Mapping[str, str] | None
     resync: float | None
     finalizer: bool | None
@@ -457,13 +491,15 @@ def reconcile(
     ``memo``, ``patch``...) plus ``children`` (owned resource name -> list of children) and
     ``api`` (creates, patches and deletes children; see docs/reconcile.md). ``labels=`` narrows the
     children's watches server-side (and is put on the children that ``api`` creates).
+    ``owns=`` may name typed resources' classes: their children are model instances, under
+    ``plural.group``.
     """
 
     def decorator(fn: F) -> F:
         spec = Declaration("reconcile", fn, options=options, schema=ReconcileOptions)
         if options.get("id") == "":
             raise DeclarationValueError(f"{spec.culprit}: id= must not be empty.")
-        owns = _owned(spec, options.get("owns"))
+        owns, owned_models = _owned(spec, options.get("owns"))
         labels = options.get("labels")
         if labels is not None and not (
             isinstance(labels, Mapping)
@@ -473,11 +509,14 @@ def reconcile(
         resync = spec.get("resync", float, minimum=0)
         if resync is not None and resync <= 0:
             raise DeclarationValueError(f"{spec.culprit}: resync= must be positive: {resync!r}.")
+        selector = spec.selector((arg1, arg2, arg3))
         handler = ReconcilingHandler(
             id=spec.handler_id(None),
-            fn=fn,
+            fn=spec.target(owned_models),
             param=options.get("param"),
-            selector=spec.selector((arg1, arg2, arg3)),
+            selector=selector,
+            model=spec.model,
+            owned_models=owned_models or None,
             owns=tuple(Selector(name) for name in owns),
             owned_names=owns,
             child_labels=dict(labels) if labels else None,
@@ -491,18 +530,28 @@ def reconcile(
     return decorator
 
 
-def _owned(spec: Declaration, owns: object) -> tuple[str, ...]:
-    """The ``owns=`` names, checked: resource names (``configmaps``, ``deployments.apps``)."""
+def _owned(
+    spec: Declaration, owns: object
+) -> tuple[tuple[str, ...], dict[str, type[CustomResource]]]:
+    """The ``owns=`` names, checked: resource names (``configmaps``, ``deployments.apps``) or
+    typed resources' classes (named ``plural.group`` in ``children``); and those classes."""
     if owns is None:
-        return ()
+        return (), {}
     if isinstance(owns, str) or not isinstance(owns, Sequence):
         raise DeclarationTypeError(f"{spec.culprit}: owns= must be a list of names: {owns!r}.")
-    for name in owns:
-        if not isinstance(name, str) or not name:
-            raise DeclarationTypeError(f"{spec.culprit}: owns= has a bad name: {name!r}.")
-    if len(set(owns)) != len(owns):
+    names: list[str] = []
+    models: dict[str, type[CustomResource]] = {}
+    for item in owns:
+        if is_custom_resource(item):
+            model = cast(type[CustomResource], item)
+            item = f"{model.__resource__.plural}.{model.__resource__.group}"
+            models[item] = model
+        if not isinstance(item, str) or not item:
+            raise DeclarationTypeError(f"{spec.culprit}: owns= has a bad name: {item!r}.")
+        names.append(item)
+    if len(set(names)) != len(names):
         raise DeclarationValueError(f"{spec.culprit}: owns= names a resource twice: {owns!r}.")
-    return tuple(owns)
+    return tuple(names), models
 
 
 def subhandler(**options: Unpack[SubhandlerOptions]) -> Callable[[F], F]:

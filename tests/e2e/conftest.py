@@ -115,6 +115,17 @@ def real_kopfexample_crd(anyop_controlplane: LocalControlPlane) -> str:
     return "kopfexamples.kopf.dev"
 
 
+@pytest.fixture(scope="session")
+def widget_crd(anyop_controlplane: LocalControlPlane) -> str:
+    """examples/21-typed's Widget CRD as `anyop manifests` wrote it, applied and Established."""
+    from anyop.testing.pytest_plugin import kubectl, wait_for_crd
+
+    crds = EXAMPLES / "21-typed" / "manifests" / "crds.yaml"
+    kubectl(anyop_controlplane, "apply", "-f", str(crds))
+    wait_for_crd(anyop_controlplane, "widgets.demo.example.com")
+    return "widgets.demo.example.com"
+
+
 KOPF_PEERING_CRD = {
     "apiVersion": "apiextensions.k8s.io/v1",
     "kind": "CustomResourceDefinition",

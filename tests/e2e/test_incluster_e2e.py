@@ -54,11 +54,13 @@ def rbac_documents(namespace: str, *, cluster_wide: bool) -> list[dict[str, Any]
     return [doc for doc in docs if doc["kind"] not in ("Role", "RoleBinding")]
 
 
-def service_account_folder(plane: LocalControlPlane, namespace: str, folder: Path) -> Path:
+def service_account_folder(
+    plane: LocalControlPlane, namespace: str, folder: Path, account: str = ACCOUNT
+) -> Path:
     """What the kubelet mounts: a TokenRequest token, the cluster's CA, the namespace."""
     with httpx.Client(base_url=plane.server, verify=plane.ssl_context()) as admin:
         response = admin.post(
-            f"/api/v1/namespaces/{namespace}/serviceaccounts/{ACCOUNT}/token",
+            f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token",
             json={"spec": {"expirationSeconds": 3600}},
         )
     response.raise_for_status()

@@ -32,6 +32,8 @@ from anyop.handlers.selectors import (
     Selector,
     SelectorFn,
 )
+from anyop.models.resources import CustomResource, is_custom_resource
+from anyop.models.typed import typed_function
 
 __all__ = [
     "ActivityOptions",
@@ -51,8 +53,9 @@ __all__ = [
     "WebhookOptions",
 ]
 
-SelectorArg = str | Marker | SelectorFn | None
-"""A positional selector argument of a decorator."""
+SelectorArgPlain = str | Marker | SelectorFn | None
+SelectorArg = SelectorArgPlain | type[CustomResource]
+"""A positional selector argument of a decorator (a typed resource's class stands alone)."""
 
 Args = tuple[SelectorArg, SelectorArg, SelectorArg]
 
@@ -203,6 +206,7 @@ class Declaration:
         check_callback(fn, self.culprit)
         self.fn = cast(Callable[..., Any], fn)
         self.options = options
+        self.model: type[CustomResource] | None = None
 
     def get(self, key: str, kind: type | tuple[type, ...], *, minimum: float | None = None) -> Any:
         """An option's value checked against a type (``float`` means any real number)."""
@@ -246,12 +250,47 @@ class Declaration:
         }
 
     def selector(self, args: Args) -> Selector:
-        """The resource selector from the positional arguments and the selector options."""
+        """The resource selector from the positional arguments and the selector options.
+
+        A typed resource's class is the whole selector: its group, version and plural.
+        """
         names = {key: self.get(key, str) for key in SELECTOR_KEYS}
+        if any(isinstance(arg, type) and issubclass(arg, CustomResource) for arg in args):
+            return self._typed_selector(args, names)
         try:
-            return Selector(*args, **names)
+            plain = cast(tuple[SelectorArgPlain, SelectorArgPlain, SelectorArgPlain], args)
+            return Selector(*plain, **names)
         except (DeclarationTypeError, DeclarationValueError) as e:
             raise type(e)(f"{self.culprit}: {e}") from None
+
+    def _typed_selector(self, args: Args, names: dict[str, Any]) -> Selector:
+        cls = cast(type[CustomResource], args[0])
+        given = [key for key, value in names.items() if value is not None]
+        if args[1] is not None or args[2] is not None or given or not isinstance(cls, type):
+            raise DeclarationTypeError(
+                f"{self.culprit}: a typed resource's class names the resource alone: "
+                f"no other selector arguments are allowed: {args!r}, options {given}."
+            )
+        if not is_custom_resource(cls):
+            raise DeclarationTypeError(
+                f"{self.culprit}: {cls.__qualname__} is not a typed resource with a group, "
+                f"version and kind (an abstract base?)."
+            )
+        self.model = cls
+        info = cls.__resource__
+        return Selector(group=info.group, version=info.version, plural=info.plural)
+
+    def target(
+        self, children: Mapping[str, type[CustomResource]] | None = None
+    ) -> Callable[..., Any]:
+        """The function to call: the user's, wrapped for typed kwargs if a class selected it
+        (or typed ``children``, by their names, were declared).
+
+        WARNING: call after :meth:`selector`, which finds the class.
+        """
+        if self.model is None and not children:
+            return self.fn
+        return typed_function(self.fn, self.model, children)
 
     def filters(self, *, change_filters: bool = False) -> dict[str, Any]:
         """The record's filters; ``old``/``new`` only with ``change_filters``."""
@@ -283,10 +322,12 @@ class Declaration:
     def resource_fields(self, args: Args, *, change_filters: bool = False) -> dict[str, Any]:
         """The fields of every resource handler record: id, fn, behaviour, selector, filters."""
         filters = self.filters(change_filters=change_filters)
+        selector = self.selector(args)
         return {
             "id": self.handler_id(filters["field"]),
-            "fn": self.fn,
-            "selector": self.selector(args),
+            "fn": self.target(),
+            "selector": selector,
+            "model": self.model,
             **self.behaviour(),
             **filters,
         }

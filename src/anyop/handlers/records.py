@@ -103,9 +103,12 @@ class ResourceHandler(Handler):
         value: The field's value filter (``None``: the field must be present).
         field_selector: The field selector (checked here, and sent to the server where all
             the resource's handlers share its terms).
+        model: The typed resource's class that selected the resource, if one did (its
+            handlers get typed kwargs, and ``anyop manifests`` writes its CRD).
     """
 
     selector: Selector | None = None
+    model: type[Any] | None = None
     field_selector: FieldSelector | None = None
     labels: MetaFilter | None = None
     annotations: MetaFilter | None = None
@@ -215,12 +218,15 @@ class ReconcilingHandler(ResourceHandler):
         resync: Seconds after which an object is reconciled again without any change.
         finalizer: Keep the object until a call made while it is being deleted succeeds.
         status_changes: Other clients' changes of the object's ``status`` alone call it too.
+        owned_models: The typed resources' classes among the owned ones, by their names in
+            ``children`` (their children are model instances).
     """
 
     kind: ClassVar[str] = "Reconciler"
 
     owns: tuple[Selector, ...] = ()
     owned_names: tuple[str, ...] = ()
+    owned_models: Mapping[str, type[Any]] | None = None
     child_labels: Mapping[str, str] | None = None
     resync: float | None = None
     finalizer: bool = False
@@ -266,6 +272,7 @@ class ConversionHandler(ResourceHandler):
 
     from_version: str
     to_version: str
+    to_model: type[Any] | None = None
 
     def __post_init__(self) -> None:
         for key, value in (("from_", self.from_version), ("to", self.to_version)):

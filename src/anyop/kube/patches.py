@@ -20,6 +20,7 @@ from anyop.kube.jsonpatch import (
     json_patch_diff,
     pointer,
 )
+from anyop.models.typed import as_patch
 
 __all__ = [
     "JsonPatchError",
@@ -85,7 +86,13 @@ class PatchView(MutableMapping[str, Any]):
         return self._read()[key]
 
     def __setitem__(self, key: str, value: Any) -> None:
-        self._write()[key] = value
+        self._write()[key] = as_patch(value)
+
+    def update(self, other: Any = (), /, **kwargs: Any) -> None:
+        """Set keys from a mapping, pairs, keywords, or a typed model (its fields that were set)."""
+        if hasattr(other, "model_dump"):
+            other = as_patch(other)
+        super().update(other, **kwargs)
 
     def __delitem__(self, key: str) -> None:
         container = self._read()
@@ -140,6 +147,16 @@ class Patch(dict[str, Any]):
 
     def __bool__(self) -> bool:
         return len(self) > 0 or bool(self.fns)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        super().__setitem__(key, as_patch(value))
+
+    def update(self, other: Any = (), /, **kwargs: Any) -> None:
+        """Set keys from a mapping, pairs, keywords, or a typed resource (its fields that were
+        set)."""
+        if hasattr(other, "model_dump"):
+            other = as_patch(other)
+        super().update(other, **kwargs)
 
     def __repr__(self) -> str:
         fns = f", fns={self.fns!r}" if self.fns else ""

@@ -26,6 +26,7 @@ import anyio.lowlevel
 from anyop.kube.client import KubeClient
 from anyop.kube.events import post_event
 from anyop.logs import objects_logger
+from anyop.models.typed import current_event_sink
 from anyop.settings import OperatorSettings
 
 __all__ = ["EventPoster", "event", "exception", "info", "unheeded_posting_level", "warn"]
@@ -135,6 +136,7 @@ class EventPoster:
         if unheeded is not None:
             logger.warning(unheeded)
         token = current_poster.set(self)
+        sink_token = current_event_sink.set(self.submit)
         handler = _LoggingHandler(self) if self._settings.posting.loggers else None
         if handler is not None:
             handler.setLevel(self._settings.posting.level)
@@ -144,6 +146,7 @@ class EventPoster:
         finally:
             if handler is not None:
                 objects_logger.removeHandler(handler)
+            current_event_sink.reset(sink_token)
             current_poster.reset(token)
 
 

@@ -27,6 +27,8 @@ from anyio.abc import TaskStatus
 
 from anyop.kube.auth import Vault
 from anyop.kube.connection import ConnectionInfo
+from anyop.models.crds import crd_manifests
+from anyop.models.resources import CustomResource
 from anyop.testing.fake import writes
 from anyop.testing.fake.admission_rules import OPERATIONS
 from anyop.testing.fake.api import ApiRequest, ApiResponse, WatchPlan, handle, is_watch
@@ -282,6 +284,16 @@ class FakeCluster:
         """
         text = _manifest_text(manifests)
         return [self.create(document) for document in yaml.safe_load_all(text) if document]
+
+    def install(self, *resources: type[CustomResource]) -> list[dict[str, Any]]:
+        """Create the CRDs of typed resources, as ``anyop manifests`` writes them: objects are
+        then validated, defaulted and pruned by the schemas that the models imply.
+
+        Raises:
+            SchemaError: A model cannot be expressed as a structural schema.
+            StatusError: A CRD is refused (e.g. it exists already).
+        """
+        return [self.create(crd) for crd in crd_manifests(resources)]
 
     def create(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """Create an object from a manifest (its apiVersion, kind and metadata say where).

@@ -11,6 +11,8 @@ from typing import Annotated, Any
 import typer
 
 from anyop._version import __version__
+from anyop.cli.manifests import manifests
+from anyop.cli.options import AllNamespacesOption, NamespaceOption, failure
 from anyop.errors import AnyopError
 
 __all__ = ["app", "main"]
@@ -37,11 +39,6 @@ WorkdirOption = Annotated[
         "ANYOP_CONTROLPLANE_WORKDIR for the shell's later commands).",
     ),
 ]
-
-
-def _fail(error: AnyopError) -> typer.Exit:
-    typer.echo(f"anyop: {error}", err=True)
-    return typer.Exit(code=1)
 
 
 @app.command()
@@ -97,18 +94,6 @@ def _priority(dev: bool, priority: int | None, default: int | None) -> int | Non
     return 666 if dev else priority if priority is not None else default
 
 
-NamespaceOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "-n",
-        "--namespace",
-        envvar="ANYOP_NAMESPACE",
-        help="A namespace or a pattern (repeatable).",
-    ),
-]
-AllNamespacesOption = Annotated[
-    bool, typer.Option("-A", "--all-namespaces", help="The whole cluster.")
-]
 PeeringOption = Annotated[
     str | None,
     typer.Option(
@@ -260,7 +245,10 @@ def run(
             leader_election=leader_election or None,
         )
     except AnyopError as e:
-        raise _fail(e) from e
+        raise failure(e) from e
+
+
+app.command()(manifests)
 
 
 @app.command(context_settings=ENV)
@@ -371,7 +359,7 @@ def _peering_calls(act: Any, name: str, *, namespaces: list[str], done: str) -> 
     try:
         anyio.run(main)
     except AnyopError as e:
-        raise _fail(e) from e
+        raise failure(e) from e
 
 
 ControllersOption = Annotated[
@@ -407,7 +395,7 @@ def controlplane_build(
     try:
         assets = ensure_assets(cluster=cluster)
     except AnyopError as e:
-        raise _fail(e) from e
+        raise failure(e) from e
     extra = (assets.kube_controller_manager, assets.kube_scheduler, assets.kwok) if cluster else ()
     for path in (assets.kube_apiserver, assets.kubectl, assets.etcd, *extra):
         typer.echo(str(path))
@@ -458,7 +446,7 @@ def controlplane_up(
             nodes=nodes,
         )
     except AnyopError as e:
-        raise _fail(e) from e
+        raise failure(e) from e
     typer.echo(shell_exports(env))
 
 
