@@ -40,7 +40,7 @@ def test_the_generated_crd_defaults_widgets_as_the_model_says(
 ) -> None:
     apply_widget(anyop_controlplane, anyop_namespace, "w", {"replicas": 2})
     widget = get_widget(anyop_controlplane, anyop_namespace, "w")
-    assert widget["spec"] == {"replicas": 2, "engine": "postgres"}
+    assert widget["spec"] == {"replicas": 2, "engine": "postgres", "settings": {}}
     table = kubectl(anyop_controlplane, "get", "wd", "-n", anyop_namespace)
     assert table.split("\n")[0].split()[:3] == ["NAME", "REPLICAS", "ENGINE"]
 

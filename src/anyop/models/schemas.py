@@ -13,6 +13,9 @@ import inspect
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import core_schema
+
 from anyop.errors import ConfigError
 from anyop.models.resources import CustomResource
 
@@ -60,6 +63,18 @@ _FORMATS = frozenset(
 _TYPES_OF_VALUES = {bool: "boolean", int: "integer", float: "number", str: "string"}
 
 
+class _FactoryDefaults(GenerateJsonSchema):
+    """pydantic's JSON schema, with the values of ``default_factory`` as defaults too: the API
+    server then stores what the model would make of a missing field (``[]``, ``{}``)."""
+
+    def default_schema(self, schema: core_schema.WithDefaultSchema) -> JsonSchemaValue:
+        factory = schema.get("default_factory")
+        of_data = schema.get("default_factory_takes_data")  # made of other fields: no default
+        if factory is not None and not of_data and "default" not in schema:
+            schema = {**schema, "default": factory()}  # type: ignore[call-arg]
+        return super().default_schema(schema)
+
+
 class SchemaError(ConfigError):
     """A model has a field that a structural schema cannot express; the message names it."""
 
@@ -73,7 +88,9 @@ def resource_schema(cls: type[CustomResource]) -> dict[str, Any]:
     Raises:
         SchemaError: A field cannot be expressed structurally.
     """
-    document = cls.model_json_schema(by_alias=True, mode="validation")
+    document = cls.model_json_schema(
+        by_alias=True, mode="validation", schema_generator=_FactoryDefaults
+    )
     converter = _Converter(document.get("$defs", {}), cls.__qualname__)
     root = converter.node(document, ())
     properties = {

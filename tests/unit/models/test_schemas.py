@@ -101,7 +101,12 @@ def test_collections_become_lists_sets_maps_and_free_form_objects() -> None:
     assert SPEC["tags"]["x-kubernetes-list-type"] == "set"
     assert "uniqueItems" not in SPEC["tags"]
     assert SPEC["counts"]["additionalProperties"] == {"type": "integer"}
-    assert SPEC["extra"] == {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    assert SPEC["extra"] == {
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": True,
+        "default": {},  # from its default_factory
+    }
+    assert (SPEC["history"]["default"], SPEC["tags"]["default"]) == ([], [])
     assert SPEC["anything"] == {"x-kubernetes-preserve-unknown-fields": True}
     assert SPEC["ports"]["x-kubernetes-list-type"] == "map"
     assert SPEC["ports"]["x-kubernetes-list-map-keys"] == ["name"]
@@ -250,4 +255,4 @@ def test_short_names_and_categories_are_in_the_names() -> None:
     assert crd["spec"]["names"]["shortNames"] == ["ll"]
     assert crd["spec"]["names"]["categories"] == ["all"]
     spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
-    assert spec == {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    assert spec == {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "default": {}}
