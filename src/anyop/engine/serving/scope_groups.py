@@ -152,6 +152,7 @@ async def serve_group(
     stopped: dict[Resource, anyio.Event] = {}  # set when a removed resource's task has ended
     reported = False
     async with anyio.create_task_group() as tg:
+        tg.start_soon(_stop_all_when_set, stopping, running)
         while not stopping.is_set():
             changed = served.changed
             wanted = {r for r in served.resources if _belongs(r, namespaced)}
@@ -160,6 +161,8 @@ async def serve_group(
                 serving.stop.set()
                 stopped[resource] = serving.ended
             for resource in served.resources:
+                if stopping.is_set():
+                    break
                 if resource in running or resource not in wanted:
                     continue
                 where = namespace if resource.namespaced else None
@@ -175,6 +178,14 @@ async def serve_group(
             await changed.wait()
         for serving in running.values():
             serving.stop.set()
+
+
+async def _stop_all_when_set(stopping: anyio.Event, running: Mapping[Resource, _Serving]) -> None:
+    """Stop every resource task of a group once the group is stopping, even one still at its
+    first listing: the group waits for that listing, which may never succeed (a 403, say)."""
+    await stopping.wait()
+    for serving in running.values():
+        serving.stop.set()
 
 
 class _Serving:

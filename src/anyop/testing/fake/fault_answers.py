@@ -100,12 +100,44 @@ async def answer_of_fault(
             return ApiResponse(fault.code, _version_refused(fault, request, current))
         case FaultKind.EMPTY_WATCH:
             return ShortWatch()
+        case FaultKind.FORBIDDEN:
+            return ApiResponse(403, _forbidden(fault, request, watch=watch))
         case FaultKind.CONFLICT:
             route = parse_path(request.path)
             if not isinstance(route, Route):
                 route = Route("", "", "")
             return ApiResponse(409, conflict(route.plural, route.group, route.name or "").body)
     return None
+
+
+_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+
+
+def _forbidden(fault: Fault, request: ApiRequest, *, watch: bool) -> dict[str, Any]:
+    """403 Forbidden as kube-apiserver's authorizer words it, for the request's verb."""
+    route = parse_path(request.path)
+    if not isinstance(route, Route):
+        route = Route("", "", request.path)
+    if request.method == "GET":
+        verb = "watch" if watch else "get" if route.name else "list"
+    elif request.method == "DELETE" and not route.name:
+        verb = "deletecollection"
+    else:
+        verb = _VERBS.get(request.method, request.method.lower())
+    resource = f"{route.plural}.{route.group}" if route.group else route.plural
+    what = f'resource "{route.plural}"'
+    if route.subresource:
+        what = f'resource "{route.plural}/{route.subresource}"'
+    where = f' in the namespace "{route.namespace}"' if route.namespace else " at the cluster scope"
+    subject = f'{resource} "{route.name}"' if route.name else resource
+    message = (
+        f'{subject} is forbidden: User "{fault.user}" cannot {verb} {what} '
+        f'in API group "{route.group}"{where}'
+    )
+    details: dict[str, Any] = {"group": route.group, "kind": route.plural}
+    if route.name:
+        details["name"] = route.name
+    return status_body(403, "Forbidden", message, details=details)
 
 
 def _status_of(fault: Fault, request: ApiRequest, current: int) -> dict[str, Any] | None:

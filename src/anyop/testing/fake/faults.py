@@ -45,6 +45,8 @@ class FaultKind(enum.Enum):
     """A watch answered 200 that ends at once, without a line."""
     CONFLICT = "conflict"
     """409 Conflict for a write, which is not applied."""
+    FORBIDDEN = "forbidden"
+    """403 Forbidden, worded as kube-apiserver's authorizer refuses a verb (RBAC without it)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -58,6 +60,7 @@ class Fault:
     retry_after_header: bool = True
     retry_after_details: bool = True
     in_stream: bool = False
+    user: str = ""
 
     @classmethod
     def latency(cls, seconds: float) -> Fault:
@@ -123,6 +126,13 @@ class Fault:
         """Answer a watch 200 and end it at once, without a line (as a proxy that closes long
         requests may). Only watches are struck."""
         return cls(FaultKind.EMPTY_WATCH)
+
+    @classmethod
+    def forbidden(cls, *, user: str = "system:serviceaccount:default:default") -> Fault:
+        """Answer 403 Forbidden, as the API server refuses ``user`` a verb that its RBAC does not
+        grant: "kopfexamples.kopf.dev is forbidden: User "..." cannot list resource ..." (the
+        verb from the request: get, list, watch, create, update, patch, delete)."""
+        return cls(FaultKind.FORBIDDEN, code=403, user=user)
 
     @classmethod
     def conflict(cls) -> Fault:
