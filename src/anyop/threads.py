@@ -14,6 +14,7 @@ loading certificates) runs here too (:func:`run_in_thread`).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import queue
@@ -65,6 +66,16 @@ class _Worker(threading.Thread):
                 return  # the pool is closed
 
 
+def _call_soon(token: anyio.lowlevel.EventLoopToken, fn: Callable[[], object]) -> None:
+    """Have the token's event loop call ``fn`` soon, without waiting for it: a worker must not
+    hang on a loop that idles between two runs (a test's) or has stopped."""
+    native = token.native_token
+    if isinstance(native, asyncio.AbstractEventLoop):
+        native.call_soon_threadsafe(fn)
+    else:  # a TrioToken
+        native.run_sync_soon(fn)  # type: ignore[attr-defined]
+
+
 class DaemonThreads:
     """A growing pool of daemon threads; one call per thread at a time."""
 
@@ -103,7 +114,7 @@ class DaemonThreads:
 
         def notify() -> None:
             with contextlib.suppress(Exception):  # the loop is gone: nobody waits any more
-                anyio.from_thread.run_sync(done.set, token=token)
+                _call_soon(token, done.set)
 
         def job() -> Callable[[], None]:
             try:

@@ -9,6 +9,7 @@ version, on a CRD of their own (so no test sees another's conversions).
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -66,7 +67,16 @@ def example_crd(anyop_controlplane: LocalControlPlane, api_sync: httpx.Client) -
     body = api_sync.get(f"{CRDS}/{CRD_NAME}").json()
     body["spec"]["conversion"] = {"strategy": "None"}
     assert api_sync.put(f"{CRDS}/{CRD_NAME}", json=body).status_code == 200
-    kubectl(anyop_controlplane, "delete", "crd", CRD_NAME, "--wait=true", "--timeout=60s")
+    # The API server rebuilds the CRD's handler a moment later; its deletion lists the objects
+    # in every version, which the old handler cannot do without the operator's webhook.
+    deadline = time.monotonic() + 60
+    while any(
+        api_sync.get(f"/apis/convert.anyop.dev/{version}/backends").status_code != 200
+        for version in ("v1alpha1", "v1")
+    ):
+        assert time.monotonic() < deadline, "the CRD's conversion did not become None"
+        time.sleep(0.2)
+    kubectl(anyop_controlplane, "delete", "crd", CRD_NAME, "--wait=true", "--timeout=120s")
 
 
 def set_storage(api: httpx.Client, crd: str, version: str) -> None:
