@@ -28,5 +28,8 @@ def test_replicas_started_together_handle_a_backlog_once(
     assert outcome.twice == 0, describe(0, backend, outcome)
     assert outcome.handled == OBJECTS
     assert len(outcome.shares) == 3  # every replica served its share
-    assert all(0.2 * OBJECTS <= share <= 0.47 * OBJECTS for share in outcome.shares), outcome
+    # Each replica's share depends on when its start-up ends: on a quiet machine within 0.2 s of
+    # the others' (a third each, bench.shard_cold_start), on the suite's loaded one seconds
+    # apart ([496, 52, 52] seen at load 10). Exactly once is the promise; each serves some.
+    assert all(share >= 0.05 * OBJECTS for share in outcome.shares), outcome
     assert all(math.isfinite(seconds) for seconds in outcome.to_serve)

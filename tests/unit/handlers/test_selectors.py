@@ -126,6 +126,17 @@ def test_explicit_versions_select_non_preferred_resources() -> None:
     assert Selector("kopf.dev", "v2", "kex").select(CLUSTER) == {kex("v2")}
 
 
+def test_a_resource_missing_from_its_groups_preferred_version_is_taken_in_its_highest() -> None:
+    # Another CRD of the group serves v2, so the group prefers v2; this one serves v1 and
+    # v1beta1 only: kubectl takes it in v1, and so does a selector without a version.
+    only_v1 = [kex("v1", preferred=False), kex("v1beta1", preferred=False)]
+    other = Resource("kopf.dev", "v2", "others", kind="Other", preferred=True, verbs=VERBS)
+    for selector in (Selector("kex"), Selector("kopf.dev", "kopfexamples"), Selector(EVERYTHING)):
+        assert kex("v1", preferred=False) in selector.select([*only_v1, other])
+        assert kex("v1beta1", preferred=False) not in selector.select([*only_v1, other])
+    assert Selector("kex").select([kex("v1"), kex("v2", preferred=False)]) == {kex("v1")}
+
+
 def test_specific_names_prefer_the_core_api_over_other_groups() -> None:
     assert Selector("pods").select(CLUSTER) == {PODS}
     assert Selector("metrics.k8s.io", "pods").select(CLUSTER) == {METRICS_PODS}
