@@ -45,6 +45,7 @@ class ApiRequest:
         body: The raw body.
         user_agent: The ``User-Agent``: its product names the field manager of a write that
             names none.
+        accept: The ``Accept`` header as sent (media types the client takes, in its order).
     """
 
     method: str
@@ -53,6 +54,7 @@ class ApiRequest:
     content_type: str = "application/json"
     body: bytes = b""
     user_agent: str = ""
+    accept: str = ""
 
     @property
     def manager(self) -> str:

@@ -22,12 +22,18 @@ Responder = Callable[[ApiRequest], Awaitable["ApiResponse | AsyncIterator[bytes]
 
 
 def api_request_of(
-    method: str, target: httpx.URL, *, content_type: str, body: bytes, user_agent: str = ""
+    method: str,
+    target: httpx.URL,
+    *,
+    content_type: str,
+    body: bytes,
+    user_agent: str = "",
+    accept: str = "",
 ) -> ApiRequest:
     """The API request of an HTTP request (the first value of each query parameter)."""
     query = {key: target.params[key] for key in target.params}
     kind = content_type.split(";")[0].strip()
-    return ApiRequest(method, target.path, query, kind, body, user_agent=user_agent)
+    return ApiRequest(method, target.path, query, kind, body, user_agent=user_agent, accept=accept)
 
 
 class _Body(httpx.AsyncByteStream):
@@ -71,6 +77,7 @@ class FakeTransport(httpx.AsyncBaseTransport):
             content_type=content_type,
             body=body,
             user_agent=request.headers.get("user-agent", ""),
+            accept=request.headers.get("accept", ""),
         )
         try:
             answer = await self._respond(api_request)

@@ -68,8 +68,14 @@ async def _serve_connection(stream: ByteStream, respond: Responder) -> None:
             target = httpx.URL(request.target.decode())
             method = request.method.decode()
             agent = headers.get(b"user-agent", b"").decode(errors="replace")
+            accept = headers.get(b"accept", b"").decode(errors="replace")
             api_request = api_request_of(
-                method, target, content_type=content_type, body=body, user_agent=agent
+                method,
+                target,
+                content_type=content_type,
+                body=body,
+                user_agent=agent,
+                accept=accept,
             )
             try:
                 answer = await respond(api_request)
