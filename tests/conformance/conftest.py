@@ -160,6 +160,13 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_line(f"conformance wall time per target: {times}")
 
 
+@pytest.fixture
+def anyio_backend() -> str:
+    """Conformance compares the API servers' answers, not anyop's backends (the client and the
+    fake's transport run on both in the unit and end-to-end tests): one backend is enough."""
+    return "trio"
+
+
 @pytest.fixture(scope="session")
 def bare_controlplane(request: pytest.FixtureRequest) -> Iterator[LocalControlPlane]:
     """The API server without controllers, as ``FakeCluster(controllers=False)``: the plugin's

@@ -15,12 +15,12 @@ from typing import Any
 from anyop.testing.fake import served_discovery, writes
 from anyop.testing.fake.kinds import NAMESPACE_KIND, Kind
 from anyop.testing.fake.label_selectors import parse_field_selector, parse_label_selector
+from anyop.testing.fake.request_bodies import decode_body
 from anyop.testing.fake.routes import DiscoveryRoute, Route, parse_path
 from anyop.testing.fake.scales import rescale, scale_of
 from anyop.testing.fake.server_side_apply import apply
 from anyop.testing.fake.statuses import (
     StatusError,
-    bad_request,
     no_such_resource,
     not_found,
     status_body,
@@ -199,12 +199,12 @@ def _collection(
             return ApiResponse(200, store.list(kind, _list_query(kind, namespace, request.query)))
         case "POST":
             created = writes.create(
-                store, kind, _json(request), namespace=namespace, manager=request.manager
+                store, kind, _body(kind, request), namespace=namespace, manager=request.manager
             )
             return ApiResponse(201, created)
         case "DELETE" if kind != NAMESPACE_KIND:
             query = _list_query(kind, namespace, request.query)
-            options = dict(_json(request) or {}) if request.body.strip() else {}
+            options = _body(kind, request, options=True) if request.body.strip() else {}
             return ApiResponse(200, writes.delete_collection(store, kind, query, options=options))
     return _not_allowed()
 
@@ -219,7 +219,11 @@ def _member(store: Store, ref: Ref, request: ApiRequest, *, route: Route) -> Api
             return ApiResponse(200, store.get(ref.kind, ref.namespace, ref.name))
         case "PUT":
             replaced = writes.replace(
-                store, ref, _json(request), subresource=route.subresource, manager=request.manager
+                store,
+                ref,
+                _body(ref.kind, request),
+                subresource=route.subresource,
+                manager=request.manager,
             )
             return ApiResponse(200, replaced)
         case "PATCH" if request.content_type == writes.APPLY and route.subresource is None:
@@ -238,7 +242,7 @@ def _member(store: Store, ref: Ref, request: ApiRequest, *, route: Route) -> Api
             )
             return ApiResponse(200, patched)
         case "DELETE" if route.subresource is None:
-            options = dict(_json(request) or {}) if request.body.strip() else {}
+            options = _body(ref.kind, request, options=True) if request.body.strip() else {}
             if policy := request.query.get("propagationPolicy"):
                 options["propagationPolicy"] = policy
             return ApiResponse(200, writes.delete(store, ref, options))
@@ -262,11 +266,8 @@ def _not_allowed() -> ApiResponse:
     return ApiResponse(405, status_body(405, "MethodNotAllowed", message, details={}))
 
 
-def _json(request: ApiRequest) -> Any:
-    try:
-        return json.loads(request.body)
-    except ValueError as exc:
-        raise bad_request(f"the body of the request cannot be decoded: {exc}") from None
+def _body(kind: Kind, request: ApiRequest, *, options: bool = False) -> Any:
+    return decode_body(kind, request.content_type, request.body, options=options)
 
 
 def _list_query(kind: Kind, namespace: str | None, query: Mapping[str, str]) -> ListQuery:

@@ -40,6 +40,33 @@ def _container(container: Any) -> None:
     for port in container.get("ports") or ():
         if isinstance(port, dict):
             port.setdefault("protocol", "TCP")
+    for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
+        _probe(container.get(probe))
+    for variable in container.get("env") or ():
+        field_ref = ((variable or {}).get("valueFrom") or {}).get("fieldRef")
+        if isinstance(field_ref, dict):
+            field_ref.setdefault("apiVersion", "v1")
+
+
+def _probe(probe: Any) -> None:
+    if not isinstance(probe, dict):
+        return
+    probe.setdefault("timeoutSeconds", 1)
+    probe.setdefault("periodSeconds", 10)
+    probe.setdefault("successThreshold", 1)
+    probe.setdefault("failureThreshold", 3)
+    http_get = probe.get("httpGet")
+    if isinstance(http_get, dict):
+        http_get.setdefault("path", "/")
+        http_get.setdefault("scheme", "HTTP")
+
+
+def _volume(volume: Any) -> None:
+    if not isinstance(volume, dict):
+        return
+    for source in ("configMap", "secret", "downwardAPI", "projected"):
+        if isinstance(volume.get(source), dict):
+            volume[source].setdefault("defaultMode", 420)
 
 
 def _pod_spec(spec: Any) -> None:
@@ -48,6 +75,8 @@ def _pod_spec(spec: Any) -> None:
     for key in ("containers", "initContainers", "ephemeralContainers"):
         for container in spec.get(key) or ():
             _container(container)
+    for volume in spec.get("volumes") or ():
+        _volume(volume)
     spec.setdefault("restartPolicy", "Always")
     spec.setdefault("terminationGracePeriodSeconds", 30)
     spec.setdefault("dnsPolicy", "ClusterFirst")

@@ -324,7 +324,10 @@ def replace(
     if not isinstance(body, Mapping):
         raise bad_request("the body of the request is not a JSON object")
     kind, name = ref.kind, ref.name
-    metadata = body.get("metadata") or {}
+    if not kind.custom:
+        body = decoded(kind, body)  # the server decodes first: a wrong type is its first error
+    metadata = body.get("metadata")
+    metadata = metadata if isinstance(metadata, Mapping) else {}
     if metadata.get("name") != name:
         given = metadata.get("name") or ""
         raise bad_request(

@@ -1,0 +1,114 @@
+"""The objects that creates, updates and deletes send, in each media type the API server takes.
+
+Pure. Resources take JSON, YAML and Kubernetes' protobuf encoding (as kubectl's typed commands
+send built-in kinds); any other ``Content-Type`` gets the server's 415. A custom resource's
+handler lists protobuf among its types but cannot decode it: kube-apiserver panics and the
+connection drops, and so does it here. A body that cannot be decoded gets the server's 400, worded as it words it: for a
+create or an update, ``the object provided is unrecognized (must be of type Kind): why
+(summary)``; for a delete's options, the reason alone.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+
+from anyop.testing.fake import go_json, protobuf_bodies
+from anyop.testing.fake.faults import ConnectionDropped
+from anyop.testing.fake.kinds import Kind
+from anyop.testing.fake.statuses import StatusError, bad_request, unsupported_media_type
+
+__all__ = ["JSON", "YAML", "accepted_types", "decode_body"]
+
+JSON = "application/json"
+YAML = "application/yaml"
+_TYPE_META = (
+    'struct { APIVersion string "json:\\"apiVersion,omitempty\\""; '
+    'Kind string "json:\\"kind,omitempty\\"" }'
+)
+
+
+class _GoYamlLoader(yaml.SafeLoader):
+    """YAML as Go's ``sigs.k8s.io/yaml`` reads it: YAML 1.1, where ``y`` and ``n`` are booleans
+    too (PyYAML's YAML 1.1 leaves them strings)."""
+
+
+_GoYamlLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:y|Y|n|N)$"), list("yYnN")
+)
+_GoYamlLoader.yaml_constructors = dict(yaml.SafeLoader.yaml_constructors)
+_GoYamlLoader.add_constructor(
+    "tag:yaml.org,2002:bool",
+    lambda loader, node: loader.construct_scalar(node).lower() in ("y", "yes", "true", "on"),  # type: ignore[arg-type]
+)
+
+
+def accepted_types() -> tuple[str, ...]:
+    """The media types of bodies that resources take, in the server's order."""
+    return (JSON, YAML, protobuf_bodies.PROTOBUF)
+
+
+def decode_body(kind: Kind, content_type: str, body: bytes, *, options: bool = False) -> Any:
+    """The object a request sends to the kind's resource (``options``: a delete's options).
+
+    Raises:
+        StatusError: 415 for a media type the resource does not take, 400 for a body that
+            cannot be decoded.
+        ConnectionDropped: Protobuf for a custom resource.
+    """
+    media_type = content_type or JSON
+    accepted = accepted_types()
+    if media_type not in accepted:
+        raise unsupported_media_type(accepted)
+    if media_type == protobuf_bodies.PROTOBUF and kind.custom:
+        raise ConnectionDropped(f"protobuf body for {kind.plural}.{kind.group}")
+    try:
+        if media_type == protobuf_bodies.PROTOBUF:
+            return protobuf_bodies.decode(body, group=kind.group, version=kind.version)
+        document = _yaml(body) if media_type == YAML else go_json.loads(body)
+    except go_json.GoJSONError as exc:
+        raise _undecodable(kind, f"{_VERSION_KIND}{exc}", body, options=options) from None
+    except (protobuf_bodies.ProtobufError, _YamlError) as exc:
+        raise _undecodable(kind, str(exc), body, options=options) from None
+    if not isinstance(document, dict):
+        reason = f"{_VERSION_KIND}{go_json.unmarshal_type_error(document, _TYPE_META)}"
+        raise _undecodable(kind, reason, body, options=options)
+    return document
+
+
+_VERSION_KIND = "couldn't get version/kind; json parse error: "
+
+
+class _YamlError(ValueError):
+    pass
+
+
+def _yaml(body: bytes) -> Any:
+    try:
+        return yaml.load(body, Loader=_GoYamlLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc)
+        where = f"line {mark.line + 1}: " if mark is not None else ""
+        raise _YamlError(f"yaml: {where}{problem}") from None
+
+
+def _undecodable(kind: Kind, reason: str, body: bytes, *, options: bool) -> StatusError:
+    if options:
+        return bad_request(reason)
+    summary = _summary(body)
+    return bad_request(
+        f"the object provided is unrecognized (must be of type {kind.kind}): {reason} ({summary})"
+    )
+
+
+def _summary(body: bytes, limit: int = 30) -> str:
+    """The start of a body as the server quotes it: JSON objects as text, the rest in hex."""
+    if not body:
+        return "<empty>"
+    if body.startswith(b"{"):
+        text = body[:limit].decode(errors="replace")
+        return text + " ..." if len(body) > limit else text
+    return body[:limit].hex() + (" ..." if len(body) > limit else "")
