@@ -309,6 +309,7 @@ async def _serve_webhooks(
         # requests arriving meanwhile are still answered.
         serving = anyio.CancelScope(shield=True)
         tg.start_soon(functools.partial(_pump, server, fn, send, scope=serving))
+        failing = False
         try:
             async for config in receive:
                 latest = config
@@ -317,20 +318,35 @@ async def _serve_webhooks(
                 await configure_conversions(client, conversions, config)
                 task_status.started()  # ready once the first config is applied
                 task_status = anyio.TASK_STATUS_IGNORED
+        except Exception:
+            failing = True
+            raise
         finally:
             try:
                 if managed and latest is not None:
                     with anyio.move_on_after(CLEANUP_TIMEOUT, shield=True):
-                        await _configure(
-                            client,
-                            registry,
-                            resources,
-                            config=latest,
-                            managed=managed,
-                            exiting=True,
-                        )
+                        await _clean_up(client, registry, resources, latest, managed, failing)
             finally:
                 serving.cancel()
+
+
+async def _clean_up(
+    client: KubeClient,
+    registry: OperatorRegistry,
+    resources: Sequence[Resource],
+    config: WebhookClientConfig,
+    managed: str,
+    failing: bool,
+) -> None:
+    """Leave only the persistent webhooks. When the operator stops for an error (often the very
+    refusal that the clean-up meets again: a 403 without RBAC for the configurations), a
+    failing clean-up is logged and that first error is the one reported."""
+    try:
+        await _configure(client, registry, resources, config=config, managed=managed, exiting=True)
+    except Exception as exc:
+        if not failing:
+            raise
+        logger.warning("The webhook configuration %r was not cleaned up: %s", managed, exc)
 
 
 async def _pump(
