@@ -59,6 +59,7 @@ def manifests(
     from anyop.handlers.registry import get_default_registry
     from anyop.manifests.files import differences, manifest_files
     from anyop.manifests.options import ManifestOptions
+    from anyop.manifests.rbac import unasked_rules
 
     try:
         load_sources(paths or [], module or [])
@@ -85,6 +86,8 @@ def manifests(
         files = manifest_files(get_default_registry(), options, crds)
     except AnyopError as e:
         raise failure(e) from e
+    for note in unasked_rules(get_default_registry(), options):
+        typer.echo(f"anyop: {note}", err=True)
     if check:
         found = {n: (out / n).read_text() if (out / n).is_file() else None for n in files}
         diff = differences(files, found)

@@ -28,7 +28,7 @@ from anyop.manifests.options import ManifestOptions
 
 Known = Mapping[str, list[Named]]
 
-__all__ = ["Rule", "needed_rules", "rbac_documents"]
+__all__ = ["Rule", "needed_rules", "rbac_documents", "unasked_rules"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,6 +154,27 @@ def _webhooks(registry: OperatorRegistry, options: ManifestOptions) -> Iterator[
         why = "the conversion webhook in the CRD"
         crds = ("get", "patch")
         yield Rule("apiextensions.k8s.io", "customresourcedefinitions", crds, why, True)
+
+
+def unasked_rules(registry: OperatorRegistry, options: ManifestOptions) -> list[str]:
+    """What the RBAC leaves out because the options do not ask for it, though the handlers may
+    need it: the settings that decide it (``settings.admission.managed``,
+    ``managed_conversion``) are set when the operator starts, which generating never does."""
+    handlers = registry.webhooks.handlers
+    notes = []
+    if not options.webhooks_managed and any(
+        isinstance(h, ResourceWebhookHandler) for h in handlers
+    ):
+        notes.append(
+            "The operator has admission handlers: if it writes its webhook configurations "
+            "(settings.admission.managed), pass --webhooks-managed for the rules to do so."
+        )
+    if not options.conversion_managed and any(isinstance(h, ConversionHandler) for h in handlers):
+        notes.append(
+            "The operator has conversion handlers: if it writes its CRDs' conversion "
+            "(settings.admission.managed_conversion), pass --conversion-managed for the rules."
+        )
+    return notes
 
 
 def _named(handler: ResourceHandler | Selector, known: Known, culprit: str) -> Named:

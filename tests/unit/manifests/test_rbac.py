@@ -10,7 +10,7 @@ import anyop
 from anyop.errors import ConfigError
 from anyop.handlers.registry import OperatorRegistry
 from anyop.manifests.options import ManifestOptions
-from anyop.manifests.rbac import Rule, needed_rules, rbac_documents
+from anyop.manifests.rbac import Rule, needed_rules, rbac_documents, unasked_rules
 
 
 class PartSpec(anyop.Model):
@@ -139,6 +139,19 @@ def test_managed_webhooks_and_conversion_need_their_configurations() -> None:
     assert crds == ("get", "list", "watch", "patch")
     unmanaged = needed_rules(registry, NAMESPACED)
     assert verbs(unmanaged, group, "validatingwebhookconfigurations") is None
+
+
+def test_webhook_handlers_without_the_managed_options_are_pointed_out() -> None:
+    registry = OperatorRegistry()
+    assert unasked_rules(registry, NAMESPACED) == []
+    anyop.on.validate(Part, registry=registry)(handler)
+    notes = unasked_rules(registry, NAMESPACED)
+    assert len(notes) == 1
+    assert "--webhooks-managed" in notes[0]
+    anyop.on.convert("parts.demo.example.com", from_="v1", to="v2", registry=registry)(handler)
+    assert "--conversion-managed" in unasked_rules(registry, NAMESPACED)[1]
+    both = ManifestOptions(namespaces=("demo",), webhooks_managed=True, conversion_managed=True)
+    assert unasked_rules(registry, both) == []
 
 
 def test_selectors_without_a_group_or_a_plural_are_refused_by_name() -> None:
