@@ -81,14 +81,19 @@ def needed_rules(
     ]
 
 
-def _application(registry: OperatorRegistry, known: Known) -> Iterator[Rule]:
-    handlers: Iterable[ResourceHandler] = [
+def _resource_handlers(registry: OperatorRegistry) -> list[ResourceHandler]:
+    """The handlers of watched objects (all but webhooks and activities)."""
+    return [
         *registry.changing.handlers,
         *registry.watching.handlers,
         *registry.spawning.handlers,
         *registry.indexing.handlers,
         *registry.reconciling.handlers,
     ]
+
+
+def _application(registry: OperatorRegistry, known: Known) -> Iterator[Rule]:
+    handlers: Iterable[ResourceHandler] = _resource_handlers(registry)
     for handler in handlers:
         it = _named(handler, known, str(handler))
         yield Rule(it.group, it.plural, ("list", "watch"), f"watched by {handler}", it.cluster)
@@ -115,7 +120,8 @@ def _writes(it: Named, why: str, *, main: bool) -> Iterator[Rule]:
 
 
 def _framework(registry: OperatorRegistry, options: ManifestOptions) -> Iterator[Rule]:
-    yield Rule("", "events", ("create",), "Events about the handled objects")
+    if _resource_handlers(registry):  # webhooks review objects that may not exist yet
+        yield Rule("", "events", ("create",), "Events about the handled objects")
     if not options.scanning_disabled:
         why = "CRDs created or deleted while the operator runs"
         yield Rule(

@@ -75,7 +75,9 @@ def test_owned_children_of_a_reconciler_can_be_created_patched_and_deleted() -> 
 
 
 def test_the_framework_needs_events_crd_scanning_and_peering_by_default() -> None:
-    rules = needed_rules(OperatorRegistry(), NAMESPACED)
+    registry = OperatorRegistry()
+    anyop.on.event(Part, registry=registry)(handler)
+    rules = needed_rules(registry, NAMESPACED)
     assert verbs(rules, "", "events") == ("create",)
     assert verbs(rules, "apiextensions.k8s.io", "customresourcedefinitions") == ("list", "watch")
     assert verbs(rules, "anyop.dev", "anyoppeerings") == ("get", "list", "watch", "patch")
@@ -139,6 +141,12 @@ def test_managed_webhooks_and_conversion_need_their_configurations() -> None:
     assert crds == ("get", "list", "watch", "patch")
     unmanaged = needed_rules(registry, NAMESPACED)
     assert verbs(unmanaged, group, "validatingwebhookconfigurations") is None
+
+
+def test_an_operator_of_webhooks_only_posts_no_events() -> None:
+    registry = OperatorRegistry()
+    anyop.on.validate(Part, registry=registry)(handler)
+    assert verbs(needed_rules(registry, NAMESPACED), "", "events") is None
 
 
 def test_webhook_handlers_without_the_managed_options_are_pointed_out() -> None:
