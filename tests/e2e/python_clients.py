@@ -25,6 +25,9 @@ __all__ = ["Names", "SESSIONS"]
 Record = tuple[str, Any]
 _CM_DATA = {"colour": "red", "size": "3"}
 _IMAGE = "registry.example/app:1"
+_MERGE = "application/merge-patch+json"
+_STRATEGIC = "application/strategic-merge-patch+json"
+_APPLY = "application/apply-patch+yaml"
 _TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 
 
@@ -86,7 +89,7 @@ class Recorder:
 
 def shown(value: Any) -> Any:
     """An answer without what a controller may have changed meanwhile (a Deployment's status
-    and revision, the namespace's Terminating phase on deletion, managed fields' times)."""
+    and revision, a Scale's status, managed fields' times)."""
     if isinstance(value, list):
         return [shown(item) for item in value]
     if isinstance(value, str):  # an object that a client took for a Status shows as text
@@ -94,7 +97,11 @@ def shown(value: Any) -> Any:
     if not isinstance(value, dict):
         return value
     result = {key: shown(item) for key, item in value.items()}
-    if "template" in (result.get("spec") or {}):  # a Deployment (list items have no kind)
+    if result.get("kind") == "Scale":  # its status is the Deployment's
+        result.pop("status", None)
+        result.get("metadata", {}).pop("resourceVersion", None)
+    spec = result.get("spec") if isinstance(result.get("spec"), dict) else {}
+    if result.get("kind") == "Deployment" or "template" in spec:  # list items have no kind
         result.pop("status", None)
         annotations = result.get("metadata", {}).get("annotations") or {}
         annotations.pop("deployment.kubernetes.io/revision", None)
@@ -111,42 +118,90 @@ def _manifests(names: Names) -> dict[str, dict[str, Any]]:
     labels = names.labels
     ns = names.namespace
     return {
-        "namespace": {"apiVersion": "v1", "kind": "Namespace",
-                      "metadata": {"name": ns, "labels": labels}},
-        "configmap": {"apiVersion": "v1", "kind": "ConfigMap",
-                      "metadata": {"name": "settings", "namespace": ns, "labels": labels},
-                      "data": dict(_CM_DATA)},
-        "secret": {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-                   "metadata": {"name": "token", "namespace": ns, "labels": labels},
-                   "data": {"token": base64.b64encode(b"s3cr3t\n").decode()},
-                   "stringData": {"plain": "text"}},
-        "deployment": {"apiVersion": "apps/v1", "kind": "Deployment",
-                       "metadata": {"name": "web", "namespace": ns, "labels": labels},
-                       "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
-                                "template": {"metadata": {"labels": {"app": "web"}},
-                                             "spec": {"containers": [
-                                                 {"name": "main", "image": _IMAGE,
-                                                  "env": [{"name": "A", "value": "1"}]}]}}}},
-        "crd": {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-                "metadata": {"name": names.crd, "labels": labels},
-                "spec": {"group": names.group, "scope": "Namespaced",
-                         "names": {"kind": "Widget", "plural": "widgets", "singular": "widget",
-                                   "listKind": "WidgetList"},
-                         "versions": [{"name": "v1", "served": True, "storage": True,
-                                       "subresources": {"status": {}},
-                                       "schema": {"openAPIV3Schema": {
-                                           "type": "object", "properties": {
-                                               "spec": {"type": "object", "properties": {
-                                                   "size": {"type": "integer"},
-                                                   "tags": {"type": "array",
-                                                            "items": {"type": "string"}}}},
-                                               "status": {"type": "object",
-                                                          "x-kubernetes-preserve-unknown-fields":
-                                                              True}}}}}]}},
-        "widget": {"apiVersion": f"{names.group}/v1", "kind": "Widget",
-                   "metadata": {"name": "w1", "namespace": ns, "labels": labels},
-                   "spec": {"size": 1, "tags": ["a"]}},
-    }  # fmt: skip
+        "namespace": {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": ns, "labels": labels},
+        },
+        "configmap": {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "settings", "namespace": ns, "labels": labels},
+            "data": dict(_CM_DATA),
+        },
+        "secret": {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "type": "Opaque",
+            "metadata": {"name": "token", "namespace": ns, "labels": labels},
+            "data": {"token": base64.b64encode(b"s3cr3t\n").decode()},
+            "stringData": {"plain": "text"},
+        },
+        "deployment": {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": ns, "labels": labels},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {
+                    "metadata": {"labels": {"app": "web"}},
+                    "spec": {
+                        "containers": [
+                            {"name": "main", "image": _IMAGE, "env": [{"name": "A", "value": "1"}]}
+                        ]
+                    },
+                },
+            },
+        },
+        "crd": {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": names.crd, "labels": labels},
+            "spec": {
+                "group": names.group,
+                "scope": "Namespaced",
+                "names": {
+                    "kind": "Widget",
+                    "plural": "widgets",
+                    "singular": "widget",
+                    "listKind": "WidgetList",
+                },
+                "versions": [
+                    {
+                        "name": "v1",
+                        "served": True,
+                        "storage": True,
+                        "subresources": {"status": {}},
+                        "schema": {
+                            "openAPIV3Schema": {
+                                "type": "object",
+                                "properties": {
+                                    "spec": {
+                                        "type": "object",
+                                        "properties": {
+                                            "size": {"type": "integer"},
+                                            "tags": {"type": "array", "items": {"type": "string"}},
+                                        },
+                                    },
+                                    "status": {
+                                        "type": "object",
+                                        "x-kubernetes-preserve-unknown-fields": True,
+                                    },
+                                },
+                            }
+                        },
+                    }
+                ],
+            },
+        },
+        "widget": {
+            "apiVersion": f"{names.group}/v1",
+            "kind": "Widget",
+            "metadata": {"name": "w1", "namespace": ns, "labels": labels},
+            "spec": {"size": 1, "tags": ["a"]},
+        },
+    }
 
 
 def _deadline_loop(what: str, check: Callable[[], bool], timeout: float = 60) -> None:
@@ -201,6 +256,32 @@ def kubernetes_asyncio_session(kubeconfig: Path, names: Names) -> list[Record]:
         loop.close()
 
 
+@dataclasses.dataclass
+class _Official:
+    """What the official client's session steps share."""
+
+    rec: Recorder
+    names: Names
+    package: Any
+    api: Any
+    watched: Callable[..., list[Any]]
+
+    @property
+    def m(self) -> dict[str, dict[str, Any]]:
+        return _manifests(self.names)
+
+    def __getattr__(self, name: str) -> Any:  # core, apps, ext, custom: the API groups
+        groups = {
+            "core": "CoreV1Api",
+            "apps": "AppsV1Api",
+            "ext": "ApiextensionsV1Api",
+            "custom": "CustomObjectsApi",
+        }
+        if name not in groups:
+            raise AttributeError(name)
+        return getattr(self.package.client, groups[name])(self.api)
+
+
 def _official_session(
     package: Any,
     kubeconfig: Path,
@@ -209,35 +290,43 @@ def _official_session(
 ) -> list[Record]:
     """The session of the official client, sync or async: ``flavour`` is how to get a call's
     value (run its coroutine) and a watch's events."""
-    client = package.client
     resolve, watched = flavour
-    ApiException = package.client.exceptions.ApiException
-
+    exception = package.client.exceptions.ApiException
     api = resolve(package.config.new_client_from_config(config_file=str(kubeconfig)))
 
-    def view(value: Any) -> Any:
-        return api.sanitize_for_serialization(value)
-
     def error(exc: Exception) -> Any:
-        if not isinstance(exc, ApiException):
+        if not isinstance(exc, exception):
             raise exc
         body = json.loads(exc.body) if exc.body else {}
         return [exc.status, exc.reason, body.get("reason"), body.get("message")]
 
-    m = _manifests(names)
-    ns = names.namespace
-    core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
-    ext, custom = client.ApiextensionsV1Api(api), client.CustomObjectsApi(api)
-    rec = Recorder(view, error, resolve)
-    sel = names.selector
+    rec = Recorder(api.sanitize_for_serialization, error, resolve)
+    session = _Official(rec, names, package, api, watched)
+    try:
+        for part in (
+            _official_core,
+            _official_lists,
+            _official_deployment,
+            _official_custom,
+            _official_watch,
+            _official_cleanup,
+        ):
+            part(session)
+    finally:
+        resolve(api.close())
+    return rec.records
 
+
+def _official_core(o: _Official) -> None:
+    rec, core, m, ns, sel = o.rec, o.core, o.m, o.names.namespace, o.names.selector
     rec("ns create", lambda: core.create_namespace(m["namespace"]))
     rec("ns get", lambda: core.read_namespace(ns))
     rec(
         "ns list",
-        lambda: [i.metadata.name for i in resolve(core.list_namespace(label_selector=sel)).items],
+        lambda: [
+            i.metadata.name for i in rec.resolve(core.list_namespace(label_selector=sel)).items
+        ],
     )
-
     rec("cm create", lambda: core.create_namespaced_config_map(ns, m["configmap"]))
     rec("cm create again", lambda: core.create_namespaced_config_map(ns, m["configmap"]))
     cm = rec("cm get", lambda: core.read_namespaced_config_map("settings", ns))
@@ -246,33 +335,17 @@ def _official_session(
     cm.data = {"colour": "blue"}
     rec("cm replace", lambda: core.replace_namespaced_config_map("settings", ns, cm))
     rec("cm replace stale", lambda: core.replace_namespaced_config_map("settings", ns, cm))
+    patch = core.patch_namespaced_config_map
     merge = {"data": {"size": "4"}, "metadata": {"annotations": {"a": "b"}}}
-    rec(
-        "cm merge",
-        lambda: core.patch_namespaced_config_map(
-            "settings", ns, merge, _content_type="application/merge-patch+json"
-        ),
-    )
+    rec("cm merge", lambda: patch("settings", ns, merge, _content_type=_MERGE))
     rec(
         "cm strategic",
-        lambda: core.patch_namespaced_config_map(
-            "settings",
-            ns,
-            {"data": {"shape": "round"}},
-            _content_type="application/strategic-merge-patch+json",
-        ),
+        lambda: patch("settings", ns, {"data": {"shape": "round"}}, _content_type=_STRATEGIC),
     )
-    rec(
-        "cm json patch",
-        lambda: core.patch_namespaced_config_map(
-            "settings", ns, [{"op": "remove", "path": "/data/colour"}]
-        ),
-    )
+    rec("cm json patch", lambda: patch("settings", ns, [{"op": "remove", "path": "/data/colour"}]))
     rec(
         "cm json patch fails",
-        lambda: core.patch_namespaced_config_map(
-            "settings", ns, [{"op": "test", "path": "/data/size", "value": "9"}]
-        ),
+        lambda: patch("settings", ns, [{"op": "test", "path": "/data/size", "value": "9"}]),
     )
     applied = {
         "apiVersion": "v1",
@@ -282,78 +355,106 @@ def _official_session(
     }
     rec(
         "cm apply conflict",
-        lambda: core.patch_namespaced_config_map(
-            "settings",
-            ns,
-            applied,
-            field_manager="tester",
-            _content_type="application/apply-patch+yaml",
-        ),
+        lambda: patch("settings", ns, applied, field_manager="tester", _content_type=_APPLY),
     )
     rec(
         "cm apply forced",
-        lambda: core.patch_namespaced_config_map(
-            "settings",
-            ns,
-            applied,
-            field_manager="tester",
-            force=True,
-            _content_type="application/apply-patch+yaml",
+        lambda: patch(
+            "settings", ns, applied, field_manager="tester", force=True, _content_type=_APPLY
         ),
     )
-
     rec("secret create", lambda: core.create_namespaced_secret(ns, m["secret"]))
     rec("secret get", lambda: core.read_namespaced_secret("token", ns))
     rec("secret list", lambda: core.list_namespaced_secret(ns, label_selector=sel))
 
+
+def _official_lists(o: _Official) -> None:
+    """Pages, field selectors, a bad selector, a dry-run deletion, a collection's deletion."""
+    rec, core, m, ns, sel = o.rec, o.core, o.m, o.names.namespace, o.names.selector
+    other = {**m["configmap"], "metadata": {**m["configmap"]["metadata"], "name": "other"}}
+    rec.resolve(core.create_namespaced_config_map(ns, other))
+    first = rec(
+        "cm page 1", lambda: core.list_namespaced_config_map(ns, label_selector=sel, limit=1)
+    )
+    rec(
+        "cm page 2",
+        lambda: core.list_namespaced_config_map(
+            ns, label_selector=sel, limit=1, _continue=first.metadata._continue
+        ),
+    )
+    rec(
+        "cm by field",
+        lambda: core.list_namespaced_config_map(ns, field_selector="metadata.name=other"),
+    )
+    rec("cm bad selector", lambda: core.list_namespaced_config_map(ns, label_selector="a in ("))
+    rec("cm bad field", lambda: core.list_namespaced_config_map(ns, field_selector="data.x=1"))
+    rec("cm delete dry run", lambda: core.delete_namespaced_config_map("other", ns, dry_run="All"))
+    rec("cm after dry run", lambda: core.read_namespaced_config_map("other", ns))
+    rec(
+        "cm delete other",
+        lambda: core.delete_namespaced_config_map("other", ns, propagation_policy="Foreground"),
+    )
+    rec(
+        "secret delete collection",
+        lambda: core.delete_collection_namespaced_secret(ns, label_selector=sel),
+    )
+    rec("secret list after", lambda: core.list_namespaced_secret(ns, label_selector=sel))
+
+
+def _official_deployment(o: _Official) -> None:
+    rec, apps, m, ns, sel = o.rec, o.apps, o.m, o.names.namespace, o.names.selector
     rec("deploy create", lambda: apps.create_namespaced_deployment(ns, m["deployment"]))
+    containers = [{"name": "main", "env": [{"name": "B", "value": "2"}]}]
     rec(
         "deploy strategic",
         lambda: apps.patch_namespaced_deployment(
             "web",
             ns,
-            {
-                "spec": {
-                    "template": {
-                        "spec": {
-                            "containers": [{"name": "main", "env": [{"name": "B", "value": "2"}]}]
-                        }
-                    }
-                }
-            },
-            _content_type="application/strategic-merge-patch+json",
+            {"spec": {"template": {"spec": {"containers": containers}}}},
+            _content_type=_STRATEGIC,
         ),
     )
     rec(
         "deploy list",
-        lambda: resolve(apps.list_namespaced_deployment(ns, label_selector=sel)).items,
+        lambda: rec.resolve(apps.list_namespaced_deployment(ns, label_selector=sel)).items,
     )
-    rec("deploy delete", lambda: apps.delete_namespaced_deployment("web", ns))
-
-    rec("crd create", lambda: ext.create_custom_resource_definition(m["crd"]))
-    _deadline_loop(
-        names.crd,
-        lambda: (
-            any(
-                c.type == "Established" and c.status == "True"
-                for c in resolve(ext.read_custom_resource_definition(names.crd)).status.conditions
-                or []
-            )
-            and resolve(custom.list_namespaced_custom_object(names.group, "v1", ns, "widgets"))
+    rec("deploy scale", lambda: apps.read_namespaced_deployment_scale("web", ns))
+    rec(
+        "deploy rescale",
+        lambda: apps.patch_namespaced_deployment_scale(
+            "web", ns, {"spec": {"replicas": 3}}, _content_type=_MERGE
         ),
     )
+    rec(
+        "deploy delete",
+        lambda: apps.delete_namespaced_deployment("web", ns, propagation_policy="Foreground"),
+    )
+
+
+def _official_custom(o: _Official) -> None:
+    rec, ext, custom, m, names = o.rec, o.ext, o.custom, o.m, o.names
+    ns, sel = names.namespace, names.selector
+    rec("crd create", lambda: ext.create_custom_resource_definition(m["crd"]))
+
+    def established() -> bool:
+        conditions = rec.resolve(ext.read_custom_resource_definition(names.crd)).status.conditions
+        ready = any(c.type == "Established" and c.status == "True" for c in conditions or [])
+        return ready and rec.resolve(custom.list_namespaced_custom_object(*cr)) is not None
+
     cr = (names.group, "v1", ns, "widgets")
+    _deadline_loop(names.crd, established)
     rec("cr create", lambda: custom.create_namespaced_custom_object(*cr, m["widget"]))
-    rec("cr get", lambda: custom.get_namespaced_custom_object(*cr, "w1"))
+    old = rec("cr get", lambda: custom.get_namespaced_custom_object(*cr, "w1"))
     rec("cr list", lambda: custom.list_namespaced_custom_object(*cr, label_selector=sel))
     rec(
         "cr merge",
         lambda: custom.patch_namespaced_custom_object(*cr, "w1", {"spec": {"tags": ["b"]}}),
     )
+    rec("cr replace stale", lambda: custom.replace_namespaced_custom_object(*cr, "w1", old))
     rec(
         "cr strategic",
         lambda: custom.patch_namespaced_custom_object(
-            *cr, "w1", {"spec": {"size": 2}}, _content_type="application/strategic-merge-patch+json"
+            *cr, "w1", {"spec": {"size": 2}}, _content_type=_STRATEGIC
         ),
     )
     rec(
@@ -362,23 +463,40 @@ def _official_session(
             *cr, "w1", {"status": {"phase": "ok"}}
         ),
     )
+    rec("cr status read", lambda: custom.get_namespaced_custom_object_status(*cr, "w1"))
     rec(
         "cr invalid",
         lambda: custom.patch_namespaced_custom_object(*cr, "w1", {"spec": {"size": "big"}}),
     )
+    listed = rec.resolve(custom.list_namespaced_custom_object(*cr))
     rec("cr delete", lambda: custom.delete_namespaced_custom_object(*cr, "w1"))
     rec("cr get deleted", lambda: custom.get_namespaced_custom_object(*cr, "w1"))
+    rec(
+        "cr watch",
+        lambda: [
+            (e["type"], e["raw_object"])
+            for e in o.watched(
+                custom.list_namespaced_custom_object,
+                *cr,
+                resource_version=listed["metadata"]["resourceVersion"],
+                timeout_seconds=2,
+            )
+        ],
+    )
 
-    listed = resolve(core.list_namespaced_config_map(ns, label_selector=sel))
+
+def _official_watch(o: _Official) -> None:
+    rec, core, m, ns, sel = o.rec, o.core, o.m, o.names.namespace, o.names.selector
+    listed = rec.resolve(core.list_namespaced_config_map(ns, label_selector=sel))
     extra = {**m["configmap"], "metadata": {**m["configmap"]["metadata"], "name": "watched"}}
-    resolve(core.create_namespaced_config_map(ns, extra))
-    resolve(core.patch_namespaced_config_map("watched", ns, {"data": {"size": "7"}}))
-    resolve(core.delete_namespaced_config_map("watched", ns))
+    rec.resolve(core.create_namespaced_config_map(ns, extra))
+    rec.resolve(core.patch_namespaced_config_map("watched", ns, {"data": {"size": "7"}}))
+    rec.resolve(core.delete_namespaced_config_map("watched", ns))
     rec(
         "watch",
         lambda: [
             (e["type"], e["raw_object"])
-            for e in watched(
+            for e in o.watched(
                 core.list_namespaced_config_map,
                 ns,
                 label_selector=sel,
@@ -388,12 +506,13 @@ def _official_session(
         ],
     )
 
+
+def _official_cleanup(o: _Official) -> None:
+    rec, core, ns = o.rec, o.core, o.names.namespace
     rec("cm delete", lambda: core.delete_namespaced_config_map("settings", ns))
     rec("cm delete again", lambda: core.delete_namespaced_config_map("settings", ns))
-    rec("crd delete", lambda: ext.delete_custom_resource_definition(names.crd))
+    rec("crd delete", lambda: o.ext.delete_custom_resource_definition(o.names.crd))
     rec("ns delete", lambda: core.delete_namespace(ns))
-    resolve(api.close())
-    return rec.records
 
 
 # -- pykube-ng ----------------------------------------------------------------------------------
@@ -474,8 +593,10 @@ def pykube_session(kubeconfig: Path, names: Names) -> list[Record]:
 
     def established() -> bool:
         status = crds.get_by_name(names.crd).obj.get("status", {})
-        ready = any(c["type"] == "Established" and c["status"] == "True"
-                    for c in status.get("conditions", []))  # fmt: skip
+        ready = any(
+            c["type"] == "Established" and c["status"] == "True"
+            for c in status.get("conditions", [])
+        )
         return ready and pykube.object_factory(api, f"{names.group}/v1", "Widget") is not None
 
     _deadline_loop(names.crd, established)
@@ -600,10 +721,16 @@ def lightkube_session(kubeconfig: Path, names: Names) -> list[Record]:
     rec("deploy delete", lambda: api.delete(Deployment, "web", namespace=ns))
 
     rec("crd create", lambda: api.create(from_dict(m["crd"])))
-    rec("crd wait", lambda: [
-        (c.type, c.status) for c in api.wait(
-            CustomResourceDefinition, names.crd, for_conditions=["Established"]
-        ).status.conditions if c.type == "Established"])  # fmt: skip
+    rec(
+        "crd wait",
+        lambda: [
+            (c.type, c.status)
+            for c in api.wait(
+                CustomResourceDefinition, names.crd, for_conditions=["Established"]
+            ).status.conditions
+            if c.type == "Established"
+        ],
+    )
     widget = create_namespaced_resource(names.group, "v1", "Widget", "widgets")
     _deadline_loop(names.crd, lambda: list(api.list(widget, namespace=ns)) is not None)
     rec("cr create", lambda: api.create(widget(m["widget"])))
