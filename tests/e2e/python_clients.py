@@ -388,6 +388,11 @@ def _official_lists(o: _Official) -> None:
     )
     rec("cm bad selector", lambda: core.list_namespaced_config_map(ns, label_selector="a in ("))
     rec("cm bad field", lambda: core.list_namespaced_config_map(ns, field_selector="data.x=1"))
+    rec("cm all namespaces", lambda: core.list_config_map_for_all_namespaces(label_selector=sel))
+    wrong = {"preconditions": {"uid": "00000000-0000-0000-0000-000000000000"}}
+    rec(
+        "cm delete precondition", lambda: core.delete_namespaced_config_map("other", ns, body=wrong)
+    )
     rec("cm delete dry run", lambda: core.delete_namespaced_config_map("other", ns, dry_run="All"))
     rec("cm after dry run", lambda: core.read_namespaced_config_map("other", ns))
     rec(
@@ -502,6 +507,15 @@ def _official_watch(o: _Official) -> None:
                 label_selector=sel,
                 resource_version=listed.metadata.resource_version,
                 timeout_seconds=2,
+            )
+        ],
+    )
+    rec(
+        "watch from now",
+        lambda: [
+            (e["type"], e["raw_object"])
+            for e in o.watched(
+                core.list_namespaced_config_map, ns, label_selector=sel, timeout_seconds=1
             )
         ],
     )
@@ -698,6 +712,31 @@ def lightkube_session(kubeconfig: Path, names: Names) -> list[Record]:
     rec("secret create", lambda: api.create(from_dict(m["secret"])))
     rec("secret get", lambda: api.get(Secret, "token", namespace=ns))
     rec("secret list", lambda: list(api.list(Secret, namespace=ns, labels=labels)))
+    rec(
+        "all in pages",
+        lambda: (
+            [
+                o.metadata.name
+                for o in api.list(ConfigMap, namespace=ns, labels=labels, chunk_size=1)
+            ]
+            + [
+                o.metadata.name
+                for o in api.list(
+                    Secret, namespace=ns, chunk_size=1, fields={"metadata.name": "token"}
+                )
+            ]
+        ),
+    )
+    rec(
+        "secret replace",
+        lambda: api.replace(
+            Secret(
+                metadata=api.get(Secret, "token", namespace=ns).metadata,
+                type="Opaque",
+                stringData={"plain": "other"},
+            )
+        ),
+    )
 
     rec("deploy create", lambda: api.create(from_dict(m["deployment"])))
     rec(
