@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+import anyio
+import httpx
 import pytest
 from tests.conformance.conftest import Conform
 from tests.conformance.harness import JSON_PATCH, Target
@@ -201,5 +204,76 @@ async def test_marking_for_deletion_leaves_kinds_without_generation_alone(confor
         await t.post(t.cm(), _cm("a", "x.dev/f"))
         await t.delete(t.cm("a"))
         await t.patch(t.cm("a"), {"metadata": {"finalizers": []}})
+
+    await conform(scenario)
+
+
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+
+def _thing_crd(group: str, *finalizers: str) -> dict[str, Any]:
+    """A CRD of the scenario's own (its group has the namespace's name, which the records
+    normalise), with ``finalizers``."""
+    metadata: dict[str, Any] = {"name": f"things.{group}"}
+    if finalizers:
+        metadata["finalizers"] = list(finalizers)
+    schema = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": metadata,
+            "spec": {"group": group, "scope": "Namespaced",
+                     "names": {"kind": "Thing", "plural": "things"},
+                     "versions": [{"name": "v1", "served": True, "storage": True,
+                                   "schema": {"openAPIV3Schema": schema}}]}}  # fmt: skip
+
+
+async def _until(t: Target, path: str, done: Callable[[httpx.Response], bool]) -> None:
+    """Wait (unrecorded) until a GET of ``path`` answers as ``done`` wants: the real API server
+    serves a new CRD's objects, and removes a deleted CRD, a moment later."""
+    with anyio.fail_after(60):
+        while not done(await t.api.get(path)):
+            await anyio.sleep(0.1)
+
+
+async def _crd_with_a_thing(t: Target, *finalizers: str) -> tuple[str, str]:
+    """Create the CRD and one object of it; return the CRD's path and the object's rv."""
+    group = f"{t.namespace}.example.com"
+    things = f"/apis/{group}/v1/namespaces/{t.namespace}/things"
+    await t.post(CRDS, _thing_crd(group, *finalizers), record=lambda d: d["metadata"]["name"])
+    await _until(t, things, lambda answer: answer.status_code == 200)
+    thing = {"apiVersion": f"{group}/v1", "kind": "Thing", "metadata": {"name": "t"}}
+    created = await t.post(things, thing, record=lambda d: d["metadata"]["name"])
+    return f"{CRDS}/things.{group}", created["metadata"]["resourceVersion"]
+
+
+async def test_a_deleted_crd_is_marked_first_and_goes_with_its_objects(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        crd, version = await _crd_with_a_thing(t)
+        answers = []
+
+        async def delete_the_crd() -> None:
+            answers.append((await t.api.delete(crd)).json())
+
+        things = f"/apis/{t.namespace}.example.com/v1/namespaces/{t.namespace}/things"
+        await t.watch(things, {"resourceVersion": version}, actions=delete_the_crd,
+                      until=lambda events: any(e["type"] == "DELETED" for e in events))  # fmt: skip
+        t.note("the CRD's deletion answered", answers)
+        await _until(t, crd, lambda answer: answer.status_code == 404)
+        await t.get(crd)
+
+    await conform(scenario)
+
+
+async def test_a_crd_kept_by_a_finalizer_loses_its_objects_and_the_cleanup_finalizer(
+    conform: Conform,
+) -> None:
+    async def scenario(t: Target) -> None:
+        crd, _ = await _crd_with_a_thing(t, "example.com/keep")
+        await t.delete(crd)
+        await _until(t, crd, lambda answer: "customresourcecleanup" not in answer.text)
+        await t.get(crd)
+        await t.get(f"/apis/{t.namespace}.example.com/v1/namespaces/{t.namespace}/things")
+        await t.patch(crd, [{"op": "remove", "path": "/metadata/finalizers"}], ct=JSON_PATCH)
+        await _until(t, crd, lambda answer: answer.status_code == 404)
+        await t.get(crd)
 
     await conform(scenario)

@@ -86,6 +86,31 @@ async def test_a_malformed_label_selector_is_400(conform: Conform) -> None:
     await conform(scenario)
 
 
+async def test_each_malformed_label_selector_gets_the_parsers_message(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        for selector in ["a in (", "a in (x y)", "a in x", "a b", "a,", ",a", "!a=b", "a=b=c",
+                         "a in (x,", "a notin (,)", "a >", "(a)", "a=(b)"]:  # fmt: skip
+            await t.get(t.cm(), params={"labelSelector": selector})
+
+    await conform(scenario)
+
+
+def _names_or_message(d: Any) -> Any:
+    return [i["metadata"]["name"] for i in d["items"]] if "items" in d else d.get("message")
+
+
+async def test_label_selectors_with_empty_values_numbers_and_keywords(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        for name, labels in (("a", {"n": "5", "k": "in"}), ("b", {"n": "12", "e": ""}),
+                             ("c", {"n": "x"})):  # fmt: skip
+            await t.call("POST", t.cm(), _cm(name, **labels), record=lambda d: None)
+        for selector in ["n>6", "n<6", "n>x", "k in (in,notin)", "e=", "e in ()", "e notin ()",
+                         "x in (foo,,baz),n", "  n = 5 ", "n,!k", "e==,n!=12"]:  # fmt: skip
+            await t.get(t.cm(), params={"labelSelector": selector}, record=_names_or_message)
+
+    await conform(scenario)
+
+
 async def test_field_selectors_on_name_and_namespace(conform: Conform) -> None:
     async def scenario(t: Target) -> None:
         await _three(t)

@@ -155,3 +155,40 @@ async def test_apply_without_a_field_manager_is_422(conform: Conform) -> None:
         await t.patch(t.cm("a"), _cm(x="1"), ct=APPLY)
 
     await conform(scenario)
+
+
+def _status_owners(d: Any) -> Any:
+    """The spec, the status and who owns what (with the subresource of each entry; the fields
+    of appliers only: an Update.s differ, see docs/fake-cluster.md)."""
+    if d.get("kind") == "Status":
+        return d
+    entries = d["metadata"].get("managedFields") or []
+    owners = sorted(
+        (e["manager"], e["operation"], e.get("subresource", ""),
+         json.dumps(e.get("fieldsV1") if e["operation"] == "Apply" else None, sort_keys=True))
+        for e in entries
+    )  # fmt: skip
+    return {"spec": d.get("spec"), "status": d.get("status"), "owners": owners}
+
+
+async def test_apply_to_the_status_subresource_changes_only_the_status(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        def widget(**fields: Any) -> bytes:
+            body = {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": {"name": "w"}}
+            return json.dumps({**body, **fields}).encode()
+
+        status = t.widgets("w", sub="status")
+        await t.patch(status, widget(status={"phase": "new"}), ct=APPLY,
+                      params={"fieldManager": "one"}, record=_status_owners)  # fmt: skip
+        await t.post(t.widgets(), json.loads(widget(spec={"size": 1})), record=_status_owners)
+        for manager, fields, force in [
+            ("one", {"status": {"phase": "ok", "ready": True}, "spec": {"size": 9}}, False),
+            ("two", {"status": {"phase": "bad"}}, False),
+            ("two", {"status": {"phase": "bad"}}, True),
+            ("one", {"status": {"ready": True}}, False),
+        ]:
+            params = {"fieldManager": manager, **({"force": "true"} if force else {})}
+            await t.patch(status, widget(**fields), ct=APPLY, params=params,
+                          record=_status_owners)  # fmt: skip
+
+    await conform(scenario)

@@ -226,10 +226,11 @@ def _member(store: Store, ref: Ref, request: ApiRequest, *, route: Route) -> Api
                 manager=request.manager,
             )
             return ApiResponse(200, replaced)
-        case "PATCH" if request.content_type == writes.APPLY and route.subresource is None:
+        case "PATCH" if request.content_type == writes.APPLY and route.subresource != "finalize":
             manager = request.query.get("fieldManager", "")
             force = request.query.get("force", "").lower() in _TRUE
-            code, applied = apply(store, ref, document=request.body, manager=manager, force=force)
+            code, applied = apply(store, ref, document=request.body, manager=manager, force=force,
+                                  subresource=route.subresource)  # fmt: skip
             return ApiResponse(code, applied)
         case "PATCH":
             patched = writes.patch(

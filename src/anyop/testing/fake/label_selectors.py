@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from anyop.testing.fake.label_grammar import Requirement, SelectorSyntaxError, parse_requirements
 from anyop.testing.fake.statuses import bad_request
 
 __all__ = ["Selector", "parse_field_selector", "parse_label_selector"]
@@ -17,9 +18,7 @@ __all__ = ["Selector", "parse_field_selector", "parse_label_selector"]
 Predicate = Callable[[Mapping[str, Any]], bool]
 
 _FIELDS = ("metadata.name", "metadata.namespace")
-_SET = re.compile(r"^\s*([^\s!=(),]+)\s+(in|notin)\s*\(([^()]*)\)\s*$")
 _EQUALITY = re.compile(r"^\s*([^\s!=(),]+)\s*(==|=|!=)\s*([^\s!=(),]*)\s*$")
-_EXISTS = re.compile(r"^\s*(!?)\s*([^\s!=(),]+)\s*$")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -35,40 +34,35 @@ class Selector:
         return Selector(self.requirements + other.requirements)
 
 
-def _split(text: str) -> list[str]:
-    """Split on commas outside parentheses."""
-    parts, depth, current = [], 0, ""
-    for char in text:
-        depth += (char == "(") - (char == ")")
-        if char == "," and depth == 0:
-            parts.append(current)
-            current = ""
-        else:
-            current += char
-    parts.append(current)
-    return [part for part in parts if part.strip()]
-
-
 def _labels(body: Mapping[str, Any]) -> Mapping[str, str]:
     return (body.get("metadata") or {}).get("labels") or {}
 
 
-def _label_requirement(term: str) -> Predicate:
-    if match := _SET.match(term):
-        key, operator, values = match.group(1), match.group(2), match.group(3)
-        choices = frozenset(value.strip() for value in values.split(",") if value.strip())
-        if operator == "in":
-            return lambda body: _labels(body).get(key) in choices
-        return lambda body: _labels(body).get(key) not in choices
-    if match := _EQUALITY.match(term):
-        key, operator, value = match.groups()
-        if operator == "!=":
-            return lambda body: _labels(body).get(key) != value
-        return lambda body: _labels(body).get(key) == value
-    if match := _EXISTS.match(term):
-        negated, key = match.group(1) == "!", match.group(2)
-        return lambda body: (key in _labels(body)) != negated
-    raise bad_request(f"unable to parse requirement: found '{term.strip()}'")
+def _matcher(requirement: Requirement) -> Predicate:
+    """A requirement as ``labels.Requirement.Matches`` decides it."""
+    key, operator, values = requirement.key, requirement.operator, set(requirement.values)
+
+    def matches(body: Mapping[str, Any]) -> bool:
+        labels = _labels(body)
+        match operator:
+            case "exists":
+                return key in labels
+            case "!":
+                return key not in labels
+            case "in" | "=" | "==":
+                return key in labels and labels[key] in values
+            case "notin" | "!=":
+                return key not in labels or labels[key] not in values
+        return key in labels and _compares(labels[key], operator, requirement.values)
+
+    return matches
+
+
+def _compares(label: str, operator: str, values: tuple[str, ...]) -> bool:
+    if re.fullmatch(r"[+-]?[0-9]+", label) is None:  # Go's ParseInt: no spaces, no "_"
+        return False
+    have, bound = int(label), int(values[0])
+    return have > bound if operator == "gt" else have < bound
 
 
 def parse_label_selector(text: str | None) -> Selector:
@@ -79,9 +73,11 @@ def parse_label_selector(text: str | None) -> Selector:
     """
     if not text:
         return Selector()
-    if text.count("(") != text.count(")"):
-        raise bad_request("unable to parse requirement: found '', expected: ',' or ')'")
-    return Selector(tuple(_label_requirement(term) for term in _split(text)))
+    try:
+        requirements = parse_requirements(text)
+    except SelectorSyntaxError as error:
+        raise bad_request(str(error)) from None
+    return Selector(tuple(_matcher(requirement) for requirement in requirements))
 
 
 def _field(body: Mapping[str, Any], path: str) -> str:

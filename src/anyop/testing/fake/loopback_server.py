@@ -18,6 +18,7 @@ from anyio.streams.tls import TLSListener
 
 from anyop.testing.fake.api import ApiResponse
 from anyop.testing.fake.faults import ConnectionDropped
+from anyop.testing.fake.http_reasons import reason_phrase
 from anyop.testing.fake.inprocess_transport import Responder, api_request_of
 
 __all__ = ["serve_loopback"]
@@ -120,12 +121,14 @@ async def _send_answer(
         content, kind = answer.content()
         head = [(b"content-type", kind.encode()), (b"content-length", str(len(content)).encode())]
         head += [(key.encode(), value.encode()) for key, value in answer.headers.items()]
-        await stream.send(conn.send(h11.Response(status_code=answer.status, headers=head)))
+        reason = reason_phrase(answer.status).encode()
+        status_line = h11.Response(status_code=answer.status, headers=head, reason=reason)
+        await stream.send(conn.send(status_line))
         await stream.send(conn.send(h11.Data(data=content)))
         await stream.send(conn.send(h11.EndOfMessage()))
         return
     head = [(b"content-type", b"application/json"), (b"transfer-encoding", b"chunked")]
-    await stream.send(conn.send(h11.Response(status_code=200, headers=head)))
+    await stream.send(conn.send(h11.Response(status_code=200, headers=head, reason=b"OK")))
     try:
         async for line in answer:
             await stream.send(conn.send(h11.Data(data=line)))

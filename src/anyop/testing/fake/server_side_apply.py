@@ -124,13 +124,23 @@ def _configuration(document: bytes, kind: Kind, ref: Ref) -> Body:
 
 
 def apply(
-    store: Store, ref: Ref, *, document: bytes, manager: str, force: bool = False
+    store: Store,
+    ref: Ref,
+    *,
+    document: bytes,
+    manager: str,
+    force: bool = False,
+    subresource: str | None = None,
 ) -> tuple[int, Body]:
     """Server-side apply: create the object from the configuration if it is missing (201), else
     merge the configuration into it (200), with field ownership, conflicts and ``force``.
 
+    On the ``status`` subresource, only the status changes (and its entry names the
+    subresource); a missing object is not created there (404).
+
     Raises:
-        StatusError: 400 (an undecodable body, another kind or name), 404 (no namespace),
+        StatusError: 400 (an undecodable body, another kind or name), 404 (no namespace, or
+            no object to apply a subresource to),
             409 (a conflict with another manager's fields, without ``force``), 422 (no
             ``fieldManager``, or the object is invalid).
     """
@@ -141,9 +151,10 @@ def apply(
     kind = ref.kind
     config = _configuration(document, kind, ref)
     shape = shape_of(kind)
-    mode = status_mode(kind, None)
+    mode = status_mode(kind, subresource)
     applied = fields_of(config, shape, status=mode)
-    if (ref.namespace or "", ref.name) not in store.objects[(kind.group, kind.plural)]:
+    missing = (ref.namespace or "", ref.name) not in store.objects[(kind.group, kind.plural)]
+    if missing and subresource is None:
         entries = [new_entry(kind, manager, "Apply", store.now(), None, applied)]
         return 201, writes.create(store, kind, config, namespace=ref.namespace, owners=entries)
     stored = store.find(kind, ref.namespace, ref.name)
@@ -154,7 +165,9 @@ def apply(
     live_values = values_of(live, shape, status=mode)
     wanted = values_of(config, shape, status=mode)
     changing = {p for p in applied if live_values.get(p, MISSING) != wanted.get(p, MISSING)}
-    mine = next((i for i, e in enumerate(entries) if same_owner(e, manager, "Apply", None)), None)
+    mine = next(
+        (i for i, e in enumerate(entries) if same_owner(e, manager, "Apply", subresource)), None
+    )
     conflicts = [(_who(entry), path) for i, entry in enumerate(entries) if i != mine
                  for path in sorted(owned[i] & changing)]  # fmt: skip
     if conflicts and not force:
@@ -166,12 +179,14 @@ def apply(
     for path in sorted(previous - applied - others, key=len):  # an item before its fields
         remove_path(merged, path)
     if mine is None:
-        entries.append(new_entry(kind, manager, "Apply", store.now(), None, applied))
+        entries.append(new_entry(kind, manager, "Apply", store.now(), subresource, applied))
         owned.append(applied)
     else:
         owned[mine] = applied
         if previous != applied or changing:
             entries[mine]["time"] = store.now()
     new_entries = rebuilt(kind, entries, owned)
-    result = writes.update(store, kind, stored, new=merged, subresource=None, owners=new_entries)
+    result = writes.update(
+        store, kind, stored, new=merged, subresource=subresource, owners=new_entries
+    )
     return 200, result

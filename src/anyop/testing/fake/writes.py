@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from anyop.testing.fake import go_json
+from anyop.testing.fake import crd_deletion, go_json
 from anyop.testing.fake.builtin_rules import (
     admitted,
     create_causes,
@@ -71,6 +71,8 @@ MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
 APPLY = "application/apply-patch+yaml"
+_NAMES_ORDER = ("plural", "singular", "shortNames", "kind", "listKind", "categories")
+"""The fields of ``CustomResourceDefinitionNames`` in the Go struct's order (the JSON's)."""
 
 
 def decoded(kind: Kind, body: Mapping[str, Any]) -> Body:
@@ -190,6 +192,7 @@ def _establish(store: Store, crd: Body) -> None:
     names = dict(spec.get("names") or {})
     names.setdefault("singular", str(names.get("kind", "")).lower())
     names.setdefault("listKind", f"{names.get('kind', '')}List")
+    names = {key: names[key] for key in _NAMES_ORDER if key in names}
     now = store.now()
     conditions = [
         {
@@ -272,6 +275,7 @@ def update(
     metadata = obj["metadata"]
     if metadata.get("deletionTimestamp") and not _finalizers(kind, obj):
         store.commit(kind, "DELETED", stored, old=stored)  # watches see the last stored state
+        _delete_dependents(store, kind, stored)
         obj["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"]
         return shown(kind, obj)  # the final removal answers with the last stored version
     committed = store.commit(kind, "MODIFIED", obj, old=stored)
@@ -419,10 +423,14 @@ def delete(store: Store, ref: Ref, options: Mapping[str, Any]) -> Body:
     extra = {"Foreground": "foregroundDeletion", "Orphan": "orphan"}.get(str(policy))
     if extra and extra not in finalizers:
         finalizers.append(extra)
+    if kind == CRD_KIND:
+        mark = crd_deletion.marked(stored, finalizers, now=store.now())
+        crd = store.commit(kind, "MODIFIED", mark, old=stored)
+        crd_deletion.clean_up(store, crd)
+        return _served(kind, crd)
     is_namespace = kind.plural == "namespaces" and not kind.group
     if not finalizers and not is_namespace:
         store.commit(kind, "DELETED", stored, old=stored)  # first: a dry run ends here
-        _delete_dependents(store, kind, stored)
         return success(name, kind.group, kind.plural, uid=metadata["uid"])
     marked = {**stored, "metadata": {**metadata, "deletionTimestamp": store.now()}}
     if int(metadata.get("generation") or 0) > 0:  # controllers see the deletion as a change
@@ -455,12 +463,11 @@ def _check_preconditions(kind: Kind, stored: Body, preconditions: Mapping[str, A
 
 
 def _delete_dependents(store: Store, kind: Kind, stored: Body) -> None:
-    """A deleted CRD takes its custom resources with it."""
+    """A deleted CRD takes its custom resources with it (those its finalizer left)."""
     if kind != CRD_KIND:
         return
-    for gone in store.unserve(stored["metadata"]["name"]):
-        for body in list(store.objects[(gone.group, gone.plural)].values()):
-            store.commit(gone, "DELETED", body, old=body)
+    crd_deletion.remove_instances(store, stored["metadata"]["name"])
+    store.unserve(stored["metadata"]["name"])
 
 
 def delete_collection(

@@ -140,3 +140,19 @@ async def test_a_bad_request_gets_a_status_and_the_cluster_keeps_serving() -> No
         good = await api.get("/api/v1/namespaces/default")
     assert (bad.status_code, bad.json()["reason"]) == (400, "BadRequest")
     assert good.status_code == 200
+
+
+async def test_loopback_status_lines_carry_the_api_servers_reason_phrases() -> None:
+    fake = FakeCluster()
+    async with anyio.create_task_group() as tg:
+        url = await tg.start(fake.serve)
+        async with httpx.AsyncClient(base_url=url) as api:
+            await _namespace(api)
+            missing = await api.get("/api/v1/namespaces/ns/configmaps/missing")
+            nameless = {**CM, "metadata": {}}
+            invalid = await api.post("/api/v1/namespaces/ns/configmaps", json=nameless)
+            found = await api.get("/api/v1/namespaces/ns")
+        tg.cancel_scope.cancel()
+    assert (missing.status_code, missing.reason_phrase) == (404, "Not Found")
+    assert (invalid.status_code, invalid.reason_phrase) == (422, "Unprocessable Entity")
+    assert (found.status_code, found.reason_phrase) == (200, "OK")
