@@ -1,4 +1,4 @@
-"""Regenerate FakeCluster's protobuf descriptors of the built-in kinds from Kubernetes' ``.proto`` files.
+"""Regenerate FakeCluster's protobuf descriptors of built-in kinds from Kubernetes' ``.proto``.
 
 Usage::
 
@@ -12,9 +12,10 @@ when not given), where building the local control plane left the ``k8s.io/api``,
 with their imports; the descriptor set is written as JSON, gzipped, to
 ``src/anyop/testing/fake/data/protobuf.json.gz``, with what the ``.proto`` files do not say and
 the Go types do (their ``json`` and ``protobuf`` struct tags): the JSON names that differ from the
-protobuf ones (``$ref``, ``x-kubernetes-*``, ``""`` for embedded structs that JSON inlines), and the fields whose zero value Go's JSON keeps
-(pointers, fields without ``omitempty``). kubectl and other Go clients send built-in kinds in
-this encoding; :mod:`anyop.testing.fake.protobuf_bodies` reads them with it.
+protobuf ones (``$ref``, ``x-kubernetes-*``, ``""`` for embedded structs that JSON inlines), and
+the fields whose zero value Go's JSON keeps (pointers, fields without ``omitempty``). kubectl
+and other Go clients send built-in kinds in this encoding;
+:mod:`anyop.testing.fake.protobuf_bodies` reads them with it.
 """
 
 from __future__ import annotations

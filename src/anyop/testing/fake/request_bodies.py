@@ -3,9 +3,9 @@
 Pure. Resources take JSON, YAML and Kubernetes' protobuf encoding (as kubectl's typed commands
 send built-in kinds); any other ``Content-Type`` gets the server's 415. A custom resource's
 handler lists protobuf among its types but cannot decode it: kube-apiserver panics and the
-connection drops, and so does it here. A body that cannot be decoded gets the server's 400, worded as it words it: for a
-create or an update, ``the object provided is unrecognized (must be of type Kind): why
-(summary)``; for a delete's options, the reason alone.
+connection drops, and so does it here. A body that cannot be decoded gets the server's 400,
+worded as it words it: for a create or an update, ``the object provided is unrecognized (must
+be of type Kind): why (summary)``; for a delete's options, the reason alone.
 """
 
 from __future__ import annotations
