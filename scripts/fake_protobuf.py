@@ -95,9 +95,7 @@ def _json_rules(
         for message in file.get("messageType", []):  # type: ignore[attr-defined]
             full = f"{file['package']}.{message['name']}"
             fields = structs.get(message["name"], {})
-            names = {
-                proto: name for proto, (name, _) in fields.items() if name not in (proto, "-")
-            }
+            names = {proto: name for proto, (name, _) in fields.items() if name not in (proto, "-")}
             kept = sorted(proto for proto, (_, keeps) in fields.items() if keeps)
             if names:
                 renamed[full] = names
