@@ -128,19 +128,25 @@ def operator_in_pod(
     output = Output(process)
     try:
         yield output
-    finally:
-        try:
-            output.stop()
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-            if check:
-                tail = "\n".join(output.lines[-60:])
-                raise AssertionError(
-                    f"It did not stop on SIGTERM; its last lines:\n{tail}"
-                ) from None
+    except BaseException:
+        _stop(process, output)  # the test's own failure is the one to report
+        raise
+    stopped = _stop(process, output)
     if check:
+        tail = "\n".join(output.lines[-60:])
+        assert stopped, f"It did not stop on SIGTERM; its last lines:\n{tail}"
         assert process.returncode == 0, output.text
+
+
+def _stop(process: subprocess.Popen[str], output: Output) -> bool:
+    """SIGTERM, then a kill if it does not exit in time; whether it exited by itself."""
+    try:
+        output.stop()
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        return False
+    return True
 
 
 def logged_about(plane: LocalControlPlane, namespace: str) -> set[str]:
