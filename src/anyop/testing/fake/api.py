@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from anyop.testing.fake import served_discovery, writes
 from anyop.testing.fake.kinds import NAMESPACE_KIND, Kind
 from anyop.testing.fake.label_selectors import parse_field_selector, parse_label_selector
+from anyop.testing.fake.read_views import view_of
 from anyop.testing.fake.routes import DiscoveryRoute, Route, parse_path
 from anyop.testing.fake.scales import rescale, scale_of
 from anyop.testing.fake.server_side_apply import apply
@@ -89,6 +90,7 @@ class WatchPlan:
         timeout: ``timeoutSeconds``, or ``None`` for the server's own choice.
         bookmarks: ``allowWatchBookmarks``.
         initial_end: Send the ``k8s.io/initial-events-end`` bookmark after the first events.
+        render: What each event's type and object become (a Table, ...); ``None``: as they are.
     """
 
     kind: Kind
@@ -98,6 +100,7 @@ class WatchPlan:
     timeout: float | None = None
     bookmarks: bool = False
     initial_end: bool = False
+    render: Callable[[str, Any], Any] | None = None
 
 
 def is_watch(request: ApiRequest) -> bool:
@@ -193,10 +196,15 @@ def _collection(
 ) -> ApiResponse | WatchPlan:
     match request.method:
         case "GET" if is_watch(request):
+            view = view_of(store, kind, request, collection=True, watch=True)
+            view.check()
             query = _list_query(kind, namespace, request.query)
-            return _watch(store, kind, query, params=request.query)
+            plan = _watch(store, kind, query, params=request.query)
+            return dataclasses.replace(plan, render=view.watch_renderer())
         case "GET":
-            return ApiResponse(200, store.list(kind, _list_query(kind, namespace, request.query)))
+            view = view_of(store, kind, request, collection=True)
+            listed = store.list(kind, _list_query(kind, namespace, request.query))
+            return ApiResponse(200, view.render(listed))
         case "POST":
             created = writes.create(
                 store, kind, _json(request), namespace=namespace, manager=request.manager
@@ -216,7 +224,8 @@ def _member(store: Store, ref: Ref, request: ApiRequest, *, route: Route) -> Api
         return _not_allowed()
     match request.method:
         case "GET":
-            return ApiResponse(200, store.get(ref.kind, ref.namespace, ref.name))
+            view = view_of(store, ref.kind, request, collection=False)
+            return ApiResponse(200, view.render(store.get(ref.kind, ref.namespace, ref.name)))
         case "PUT":
             replaced = writes.replace(
                 store, ref, _json(request), subresource=route.subresource, manager=request.manager
