@@ -10,12 +10,18 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
+from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import pytest
-from tests.conformance.conftest import Conform
+from tests.conformance.conftest import CRDS, Conform
 from tests.conformance.harness import MERGE, Target
+
+from anyop.testing.controlplane import LocalControlPlane
+from anyop.testing.fake import FakeCluster
 
 pytestmark = pytest.mark.anyio
 
@@ -409,3 +415,72 @@ async def test_a_watch_with_bad_table_options_is_refused(conform: Conform) -> No
         await _get(t, t.cm(), "application/yaml;stream=watch", watch="true")
 
     await conform(scenario)
+
+
+# -- kubectl get -----------------------------------------------------------------------------------
+
+
+def _objects(namespace: str) -> list[tuple[str, dict[str, Any]]]:
+    """(collection path, object) of what ``kubectl get`` lists in the kubectl test."""
+    core = f"/api/v1/namespaces/{namespace}"
+    deployment = _workload("Deployment", "web")
+    return [
+        (f"{core}/configmaps", {"metadata": {"name": "settings"}, "data": {"a": "1"}}),
+        (f"{core}/secrets", {"metadata": {"name": "token"}, "stringData": {"t": "x"}}),
+        (f"{core}/serviceaccounts", {"metadata": {"name": "robot"}}),
+        (f"{core}/services", {"metadata": {"name": "db"}, "spec": {
+            "clusterIP": "None", "selector": {"app": "db"}, "ports": [{"port": 5432}]}}),
+        (f"/apis/apps/v1/namespaces/{namespace}/deployments", deployment),
+        (f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases",
+         {"metadata": {"name": "leader"}, "spec": {"holderIdentity": "pod-1"}}),
+        (f"/apis/conformance.anyop.dev/v1/namespaces/{namespace}/widgets", WIDGET),
+    ]  # fmt: skip
+
+
+def _printed(output: str) -> list[list[str]]:
+    """``kubectl get``'s lines as cells (split at runs of spaces), ages and times masked."""
+    return [[str(_cell(cell)) for cell in re.split(r"\s{2,}", line.strip())]
+            for line in output.splitlines() if line.strip()]  # fmt: skip
+
+
+async def _kubectl_gets(kubectl: str, kubeconfig: str, namespace: str) -> list[list[list[str]]]:
+    gets = [
+        ["get", "configmaps,secrets,serviceaccounts,services,deployments,leases,widgets"],
+        ["get", "deployments", "-o", "wide"],
+        ["get", "namespace", namespace],
+        ["get", "crd", "widgets.conformance.anyop.dev"],
+    ]
+    outputs = []
+    for args in gets:
+        command = [kubectl, f"--kubeconfig={kubeconfig}", "-n", namespace, *args]
+        done = await anyio.run_process(command, check=False)
+        assert done.returncode == 0, done.stderr.decode()
+        outputs.append(_printed(done.stdout.decode().replace(namespace, "<ns>")))
+    return outputs
+
+
+async def _populate(api: httpx.AsyncClient, namespace: str) -> None:
+    body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+    (await api.post("/api/v1/namespaces", json=body)).raise_for_status()
+    for path, obj in _objects(namespace):
+        (await api.post(path, json=obj)).raise_for_status()
+
+
+async def test_kubectl_get_prints_the_same_columns_and_rows(
+    bare_controlplane: LocalControlPlane, real_api: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    kubectl = str(bare_controlplane.assets.kubectl)
+    namespace = f"conf-{uuid.uuid4().hex[:8]}"
+    await _populate(real_api, namespace)
+    real = await _kubectl_gets(kubectl, str(bare_controlplane.kubeconfig), namespace)
+    fake = FakeCluster(controllers=False)
+    for crd in CRDS:
+        fake.create(crd)
+    async with anyio.create_task_group() as tg:
+        await tg.start(fake.serve)
+        kubeconfig = fake.write_kubeconfig(tmp_path / "kubeconfig")
+        async with fake.client() as api:
+            await _populate(api, namespace)
+        faked = await _kubectl_gets(kubectl, str(kubeconfig), namespace)
+        tg.cancel_scope.cancel()
+    assert faked == real
