@@ -484,3 +484,45 @@ async def test_kubectl_get_prints_the_same_columns_and_rows(
         faked = await _kubectl_gets(kubectl, str(kubeconfig), namespace)
         tg.cancel_scope.cancel()
     assert faked == real
+
+
+async def _kubectl_watch(kubectl: str, kubeconfig: str, api: httpx.AsyncClient, ns: str) -> str:
+    """``kubectl get configmaps -w`` while one is created, changed and deleted: its output."""
+    command = [kubectl, f"--kubeconfig={kubeconfig}", "-n", ns, "get", "configmaps", "-w",
+               "--output-watch-events"]  # fmt: skip
+    path = f"/api/v1/namespaces/{ns}/configmaps"
+    output = b""
+    async with await anyio.open_process(command) as process:
+        assert process.stdout is not None
+        with anyio.fail_after(30):
+            async for chunk in process.stdout:
+                output += chunk
+                lines = output.count(b"\n")
+                if lines == 2:  # the header and the first ADDED
+                    await api.put(f"{path}/settings", json={"metadata": {"name": "settings"}})
+                    (await api.delete(f"{path}/settings")).raise_for_status()
+                if lines >= 4:
+                    break
+        process.terminate()
+    return output.decode()
+
+
+async def test_kubectl_get_watch_prints_the_same_events(
+    bare_controlplane: LocalControlPlane, real_api: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    kubectl = str(bare_controlplane.assets.kubectl)
+    namespace = f"conf-{uuid.uuid4().hex[:8]}"
+    await _populate(real_api, namespace)
+    real = await _kubectl_watch(kubectl, str(bare_controlplane.kubeconfig), real_api, namespace)
+    fake = FakeCluster(controllers=False)
+    for crd in CRDS:
+        fake.create(crd)
+    async with anyio.create_task_group() as tg:
+        await tg.start(fake.serve)
+        kubeconfig = str(fake.write_kubeconfig(tmp_path / "kubeconfig"))
+        async with fake.client() as api:
+            await _populate(api, namespace)
+            faked = await _kubectl_watch(kubectl, kubeconfig, api, namespace)
+        tg.cancel_scope.cancel()
+    assert _printed(faked) == _printed(real)
+    assert len(_printed(real)) == 4
