@@ -248,6 +248,77 @@ async def test_namespaces_crds_and_nodes_print(conform: Conform) -> None:
     await conform(scenario)
 
 
+def _template(name: str, restart: str = "Always") -> dict[str, Any]:
+    return {"metadata": {"labels": {"app": name}},
+            "spec": {"restartPolicy": restart, "nodeSelector": {"disk": "ssd"},
+                     "containers": [{"name": "c", "image": "busybox"}]}}  # fmt: skip
+
+
+def _more_kinds(t: Target) -> list[tuple[str, dict[str, Any], dict[str, Any] | None]]:
+    """(collection path, object, status) of built-in kinds with printers of their own."""
+    selector = {"matchLabels": {"app": "x"}}
+    job = {"manualSelector": True, "selector": selector, "template": _template("x", "Never"),
+           "parallelism": 2}  # fmt: skip
+    job_status = {"startTime": "<now>", "succeeded": 1, "active": 1,
+                  "conditions": [{"type": "Suspended", "status": "True"}]}  # fmt: skip
+    subjects = [
+        {"kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io"},
+        {"kind": "ServiceAccount", "name": "robot", "namespace": t.namespace},
+        {"kind": "Group", "name": "devs", "apiGroup": "rbac.authorization.k8s.io"},
+    ]
+    role = {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"}
+    hooks = {"name": "a.example.com", "sideEffects": "None", "admissionReviewVersions": ["v1"],
+             "clientConfig": {"url": "https://example.com/a"}}  # fmt: skip
+    return [
+        (t.apis("batch/v1", "jobs"), {"metadata": {"name": "j"}, "spec": job}, job_status),
+        (t.apis("batch/v1", "cronjobs"), {"metadata": {"name": "cj"}, "spec": {
+            "schedule": "*/5 * * * *", "timeZone": "Etc/UTC", "suspend": True,
+            "jobTemplate": {"spec": {"template": _template("cj", "Never")}}}},
+         {"lastScheduleTime": "<now>"}),
+        (t.apis("apps/v1", "statefulsets"), {"metadata": {"name": "ss"}, "spec": {
+            "replicas": 2, "selector": {"matchLabels": {"app": "ss"}}, "serviceName": "ss",
+            "template": _template("ss")}}, {"replicas": 2, "readyReplicas": 1}),
+        (t.apis("apps/v1", "daemonsets"), {"metadata": {"name": "ds"}, "spec": {
+            "selector": {"matchLabels": {"app": "ds"}}, "template": _template("ds")}},
+         {"desiredNumberScheduled": 3, "currentNumberScheduled": 2, "numberReady": 1,
+          "numberMisscheduled": 0, "updatedNumberScheduled": 2, "numberAvailable": 1}),
+        (t.core("replicationcontrollers"), {"metadata": {"name": "rc"}, "spec": {
+            "replicas": 2, "selector": {"app": "rc"}, "template": _template("rc")}},
+         {"replicas": 2, "readyReplicas": 1}),
+        (t.core("podtemplates"), {"metadata": {"name": "pt"}, "template": _template("pt")}, None),
+        (t.apis("rbac.authorization.k8s.io/v1", "rolebindings"),
+         {"metadata": {"name": "rb"}, "roleRef": role, "subjects": subjects}, None),
+        (t.apis("policy/v1", "poddisruptionbudgets"), {"metadata": {"name": "pdb"}, "spec": {
+            "minAvailable": "50%", "selector": selector}}, None),
+        (t.apis("networking.k8s.io/v1", "networkpolicies"), {"metadata": {"name": "np"},
+            "spec": {"podSelector": {}}}, None),
+        ("/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+         {"metadata": {"name": f"{t.namespace}-hooks"}, "webhooks": [hooks]}, None),
+    ]  # fmt: skip
+
+
+async def test_more_built_in_kinds_print_their_own_columns(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        now = await _now(t)
+        hooks = ""
+        try:
+            for path, obj, status in _more_kinds(t):
+                made = await _quiet(t, "POST", path, obj)
+                name = made["metadata"]["name"]
+                if status is not None:
+                    patch = json.loads(json.dumps({"status": status}).replace("<now>", now))
+                    await _quiet(t, "PATCH", f"{path}/{name}/status", patch, MERGE)
+                if "webhook" in path:
+                    hooks = f"{path}/{name}"
+                await _get(t, f"{path}/{name}", includeObject="None")
+        finally:
+            if hooks:
+                await t.api.delete(hooks)
+        _mask_records(t)
+
+    await conform(scenario)
+
+
 # -- custom resources ----------------------------------------------------------------------------
 
 

@@ -12,7 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["PRINTERS", "Age", "Printed", "label_selector_text"]
+__all__ = [
+    "PRINTERS",
+    "Age",
+    "Printed",
+    "containers_of",
+    "format_labels",
+    "label_selector_text",
+    "member",
+]
 
 Age = Callable[[Any], str]
 """A timestamp (RFC 3339 text, or ``None``) -> its age on the server's clock."""
@@ -22,7 +30,8 @@ _ROLE_PREFIX = "node-role.kubernetes.io/"
 _ROLE_LABEL = "kubernetes.io/role"
 
 
-def _get(obj: Any, *path: str | int) -> Any:
+def member(obj: Any, *path: str | int) -> Any:
+    """The value at ``path`` (keys and list indices), or ``None`` where it stops."""
     for step in path:
         if isinstance(step, int):
             obj = obj[step] if isinstance(obj, list) and len(obj) > step else None
@@ -32,11 +41,11 @@ def _get(obj: Any, *path: str | int) -> Any:
 
 
 def _name(obj: Mapping[str, Any]) -> str:
-    return str(_get(obj, "metadata", "name") or "")
+    return str(member(obj, "metadata", "name") or "")
 
 
 def _created(obj: Mapping[str, Any]) -> Any:
-    return _get(obj, "metadata", "creationTimestamp")
+    return member(obj, "metadata", "creationTimestamp")
 
 
 def format_labels(labels: Any) -> str:
@@ -62,15 +71,16 @@ def label_selector_text(selector: Any) -> str:
     return ",".join(text for _, text in sorted(parts, key=lambda part: part[0]))
 
 
-def _containers(spec: Any) -> list[str]:
-    containers = _get(spec, "containers") or []
+def containers_of(spec: Any) -> list[str]:
+    """A pod spec's container names and images, each comma-separated."""
+    containers = member(spec, "containers") or []
     names = ",".join(str(c.get("name", "")) for c in containers)
     images = ",".join(str(c.get("image", "")) for c in containers)
     return [names, images]
 
 
 def _namespace(obj: Mapping[str, Any], age: Age) -> Printed:
-    return [_name(obj), str(_get(obj, "status", "phase") or ""), age(_created(obj))], []
+    return [_name(obj), str(member(obj, "status", "phase") or ""), age(_created(obj))], []
 
 
 def _config_map(obj: Mapping[str, Any], age: Age) -> Printed:
@@ -88,27 +98,31 @@ def _service_account(obj: Mapping[str, Any], age: Age) -> Printed:
 
 
 def _lease(obj: Mapping[str, Any], age: Age) -> Printed:
-    holder = str(_get(obj, "spec", "holderIdentity") or "")
+    holder = str(member(obj, "spec", "holderIdentity") or "")
     return [_name(obj), holder, age(_created(obj))], []
 
 
 def _deployment(obj: Mapping[str, Any], age: Age) -> Printed:
     status = obj.get("status") or {}
-    desired = int(_get(obj, "spec", "replicas") or 0)
+    desired = int(member(obj, "spec", "replicas") or 0)
     cells = [_name(obj), f"{int(status.get('readyReplicas') or 0)}/{desired}",
              int(status.get("updatedReplicas") or 0), int(status.get("availableReplicas") or 0),
              age(_created(obj))]  # fmt: skip
-    template = _get(obj, "spec", "template", "spec")
-    return [*cells, *_containers(template), label_selector_text(_get(obj, "spec", "selector"))], []
+    template = member(obj, "spec", "template", "spec")
+    return [
+        *cells,
+        *containers_of(template),
+        label_selector_text(member(obj, "spec", "selector")),
+    ], []
 
 
 def _replica_set(obj: Mapping[str, Any], age: Age) -> Printed:
     status = obj.get("status") or {}
-    counts = [int(_get(obj, "spec", "replicas") or 0), int(status.get("replicas") or 0),
+    counts = [int(member(obj, "spec", "replicas") or 0), int(status.get("replicas") or 0),
               int(status.get("readyReplicas") or 0)]  # fmt: skip
-    selector = label_selector_text(_get(obj, "spec", "selector")) or "<none>"
-    template = _get(obj, "spec", "template", "spec")
-    return [_name(obj), *counts, age(_created(obj)), *_containers(template), selector], []
+    selector = label_selector_text(member(obj, "spec", "selector")) or "<none>"
+    template = member(obj, "spec", "template", "spec")
+    return [_name(obj), *counts, age(_created(obj)), *containers_of(template), selector], []
 
 
 def _ports(ports: Any) -> str:
@@ -122,7 +136,7 @@ def _ports(ports: Any) -> str:
 
 
 def _balancer(status: Any) -> str:
-    found = {ing.get("ip") or ing.get("hostname") for ing in _get(status, "ingress") or ()}
+    found = {ing.get("ip") or ing.get("hostname") for ing in member(status, "ingress") or ()}
     return ",".join(sorted(address for address in found if address))
 
 
@@ -132,7 +146,7 @@ def _external_ip(spec: Mapping[str, Any], status: Any) -> str:
         case "ClusterIP" | "NodePort":
             return ",".join(external) if external else "<none>"
         case "LoadBalancer":
-            balanced = _balancer(_get(status, "loadBalancer"))
+            balanced = _balancer(member(status, "loadBalancer"))
             if external:
                 return ",".join([*(balanced.split(",") if balanced else []), *external])
             return balanced or "<pending>"
@@ -151,12 +165,12 @@ def _service(obj: Mapping[str, Any], age: Age) -> Printed:
 
 
 def _node_status(obj: Mapping[str, Any]) -> str:
-    conditions = {c.get("type"): c for c in _get(obj, "status", "conditions") or ()}
+    conditions = {c.get("type"): c for c in member(obj, "status", "conditions") or ()}
     status = []
     if (ready := conditions.get("Ready")) is not None:
         status.append("Ready" if ready.get("status") == "True" else "NotReady")
     status = status or ["Unknown"]
-    if _get(obj, "spec", "unschedulable"):
+    if member(obj, "spec", "unschedulable"):
         status.append("SchedulingDisabled")
     return ",".join(status)
 
@@ -172,18 +186,18 @@ def _node_roles(labels: Mapping[str, str]) -> str:
 
 
 def _node_address(obj: Mapping[str, Any], kind: str) -> str:
-    for address in _get(obj, "status", "addresses") or ():
+    for address in member(obj, "status", "addresses") or ():
         if address.get("type") == kind:
             return str(address.get("address", ""))
     return "<none>"
 
 
 def _node(obj: Mapping[str, Any], age: Age) -> Printed:
-    info = _get(obj, "status", "nodeInfo") or {}
+    info = member(obj, "status", "nodeInfo") or {}
     kernel = str(info.get("kernelVersion") or "<unknown>")
     if info.get("architecture"):
         kernel += f" ({info['architecture']})"
-    roles = _node_roles(_get(obj, "metadata", "labels") or {})
+    roles = _node_roles(member(obj, "metadata", "labels") or {})
     cells = [_name(obj), _node_status(obj), roles, age(_created(obj)),
              str(info.get("kubeletVersion") or ""), _node_address(obj, "InternalIP"),
              _node_address(obj, "ExternalIP"), str(info.get("osImage") or "<unknown>"), kernel,

@@ -11,16 +11,16 @@ counted on the fake's own clock (``now``), as the real server counts them on its
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import functools
 import json
 from collections.abc import Callable, Mapping
 from importlib import resources
 from typing import Any
 
+from anyop.testing.fake.ages import ager
 from anyop.testing.fake.column_paths import first_value, go_text
-from anyop.testing.fake.go_times import RFC3339, time_error
 from anyop.testing.fake.kinds import Kind
+from anyop.testing.fake.more_printers import MORE_PRINTERS
 from anyop.testing.fake.pod_printer import print_pod
 from anyop.testing.fake.printers import PRINTERS, Age, Printed
 
@@ -28,7 +28,6 @@ __all__ = [
     "TablePrinter",
     "TableRequest",
     "go_type",
-    "human_duration",
     "include_option",
     "partial",
     "printer_of",
@@ -50,61 +49,6 @@ def _meta_description(name: str) -> str:
     """An ``ObjectMeta`` field's description, as the default columns carry it."""
     defaults = _catalog()["apiextensions.k8s.io/v1/customresourcedefinitions"]["columns"]
     return str({"name": defaults[0], "creationTimestamp": defaults[1]}[name]["description"])
-
-
-def human_duration(seconds: float) -> str:
-    """An age as kube-apiserver writes it (``duration.HumanDuration``): ``42s``, ``3m5s``,
-    ``5h10m``, ``3d4h``, ``400d``, ``2y10d``."""
-    whole = int(seconds)
-    if whole < -1:
-        return "<invalid>"
-    if whole < 0:
-        return "0s"
-    if whole < 120:
-        return f"{whole}s"
-    minutes, hours, days = whole // 60, whole // 3600, whole // 86400
-    if minutes < 10:
-        return f"{minutes}m{whole % 60}s" if whole % 60 else f"{minutes}m"
-    if minutes < 180:
-        return f"{minutes}m"
-    if hours < 8:
-        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
-    if hours < 48:
-        return f"{hours}h"
-    if hours < 24 * 8:
-        return f"{days}d{hours % 24}h" if hours % 24 else f"{days}d"
-    if hours < 24 * 365 * 2:
-        return f"{days}d"
-    years, rest = days // 365, days % 365
-    if hours < 24 * 365 * 8:
-        return f"{years}y{rest}d" if rest else f"{years}y"
-    return f"{years}y"
-
-
-def _parsed(text: Any) -> datetime.datetime | None:
-    """An RFC 3339 timestamp; ``None`` if unset, ``ValueError`` if unreadable."""
-    if not text or text == "null":
-        return None
-    if not isinstance(text, str) or time_error(RFC3339, text) is not None:
-        raise ValueError(text)
-    moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return None if moment.year == 1 else moment
-
-
-def _ager(now: str) -> Age:
-    current = _parsed(now)
-    assert current is not None
-
-    def age(timestamp: Any) -> str:
-        try:
-            moment = _parsed(timestamp)
-        except ValueError:
-            return "<invalid>"
-        if moment is None:
-            return "<unknown>"
-        return human_duration((current - moment).total_seconds())
-
-    return age
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -186,7 +130,7 @@ def printer_of(kind: Kind, crd: Mapping[str, Any] | None = None) -> TablePrinter
         return TablePrinter(tuple(columns), PRINTERS[("", "default")], default=True)
     if (kind.group, kind.plural) == ("", "pods"):
         return TablePrinter(tuple(columns), print_pod)
-    found = PRINTERS.get((kind.group, kind.plural))
+    found = PRINTERS.get((kind.group, kind.plural)) or MORE_PRINTERS.get((kind.group, kind.plural))
     return TablePrinter(tuple(columns), found or _unprinted(columns))
 
 
@@ -239,7 +183,7 @@ class TableRequest:
 def _row(
     kind: Kind, printer: TablePrinter, obj: Mapping[str, Any], ask: TableRequest
 ) -> dict[str, Any]:
-    cells, conditions = printer.cells(obj, _ager(ask.now))
+    cells, conditions = printer.cells(obj, ager(ask.now))
     row: dict[str, Any] = {"cells": cells}
     if conditions:
         row["conditions"] = conditions

@@ -11,10 +11,10 @@ import pytest
 from tests.virtual import run_virtual
 
 from anyop.testing import FakeCluster
+from anyop.testing.fake.ages import human_duration
 from anyop.testing.fake.column_paths import first_value, go_text
 from anyop.testing.fake.media_types import Conversion, negotiate, parse_accept
 from anyop.testing.fake.statuses import StatusError
-from anyop.testing.fake.tables import human_duration
 
 KUBECTL = (
     "application/json;as=Table;v=v1;g=meta.k8s.io,"
