@@ -6,6 +6,7 @@ Pure. An age is counted from a timestamp to the server's "now" (the fake's own c
 from __future__ import annotations
 
 import datetime
+import re
 from typing import Any
 
 from anyop.testing.fake.go_times import RFC3339, time_error
@@ -43,11 +44,16 @@ def human_duration(seconds: float) -> str:
     return f"{years}y"
 
 
+_PLAIN = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z$")  # as servers write them
+
+
 def parsed_time(text: Any) -> datetime.datetime | None:
     """An RFC 3339 timestamp; ``None`` if unset, ``ValueError`` if unreadable."""
     if not text or text == "null":
         return None
-    if not isinstance(text, str) or time_error(RFC3339, text) is not None:
+    if not isinstance(text, str):
+        raise ValueError(text)
+    if not _PLAIN.match(text) and time_error(RFC3339, text) is not None:
         raise ValueError(text)
     moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
     return None if moment.year == 1 else moment

@@ -180,10 +180,8 @@ class TableRequest:
     headers: bool = True
 
 
-def _row(
-    kind: Kind, printer: TablePrinter, obj: Mapping[str, Any], ask: TableRequest
-) -> dict[str, Any]:
-    cells, conditions = printer.cells(obj, ager(ask.now))
+def _row(kind: Kind, printed: Printed, obj: Mapping[str, Any], ask: TableRequest) -> dict[str, Any]:
+    cells, conditions = printed
     row: dict[str, Any] = {"cells": cells}
     if conditions:
         row["conditions"] = conditions
@@ -208,7 +206,8 @@ def table_of(
     for key in ("continue", "remainingItemCount"):
         if listed and metadata.get(key):
             table_meta[key] = metadata[key]
-    rows = [_row(kind, printer, obj, ask) for obj in objects]
+    age = ager(ask.now)
+    rows = [_row(kind, printer.cells(obj, age), obj, ask) for obj in objects]
     return {
         "kind": "Table",
         "apiVersion": ask.api_version,
