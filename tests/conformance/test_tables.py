@@ -518,6 +518,7 @@ async def _kubectl_gets(kubectl: str, kubeconfig: str, namespace: str) -> list[l
     gets = [
         ["get", "configmaps,secrets,serviceaccounts,services,deployments,leases,widgets"],
         ["get", "deployments", "-o", "wide"],
+        ["get", "secrets", "--sort-by=.metadata.name", "--show-labels"],
         ["get", "namespace", namespace],
         ["get", "crd", "widgets.conformance.anyop.dev"],
     ]
