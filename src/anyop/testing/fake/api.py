@@ -15,7 +15,7 @@ from typing import Any
 from anyop.testing.fake import served_discovery, writes
 from anyop.testing.fake.kinds import NAMESPACE_KIND, Kind
 from anyop.testing.fake.label_selectors import parse_field_selector, parse_label_selector
-from anyop.testing.fake.read_views import view_of
+from anyop.testing.fake.read_views import ReadView, view_of
 from anyop.testing.fake.routes import DiscoveryRoute, Route, parse_path
 from anyop.testing.fake.scales import rescale, scale_of
 from anyop.testing.fake.server_side_apply import apply
@@ -196,13 +196,13 @@ def _collection(
 ) -> ApiResponse | WatchPlan:
     match request.method:
         case "GET" if is_watch(request):
-            view = view_of(store, kind, request, collection=True, watch=True)
+            view = _view(store, kind, request, collection=True, watch=True)
             view.check()
             query = _list_query(kind, namespace, request.query)
             plan = _watch(store, kind, query, params=request.query)
             return dataclasses.replace(plan, render=view.watch_renderer())
         case "GET":
-            view = view_of(store, kind, request, collection=True)
+            view = _view(store, kind, request, collection=True)
             listed = store.list(kind, _list_query(kind, namespace, request.query))
             return ApiResponse(200, view.render(listed))
         case "POST":
@@ -224,7 +224,7 @@ def _member(store: Store, ref: Ref, request: ApiRequest, *, route: Route) -> Api
         return _not_allowed()
     match request.method:
         case "GET":
-            view = view_of(store, ref.kind, request, collection=False)
+            view = _view(store, ref.kind, request, collection=False)
             return ApiResponse(200, view.render(store.get(ref.kind, ref.namespace, ref.name)))
         case "PUT":
             replaced = writes.replace(
@@ -264,6 +264,11 @@ def _scale(store: Store, ref: Ref, request: ApiRequest) -> ApiResponse:
             scaled = rescale(store, ref, content_type=content_type, document=document)
             return ApiResponse(200, scaled)
     return _not_allowed()
+
+
+def _view(store: Store, kind: Kind, request: ApiRequest, **read: bool) -> ReadView:
+    """How a read is answered (as stored, a Table, ...), by its ``Accept`` header."""
+    return view_of(store, kind, accept=request.accept, query=request.query, **read)
 
 
 def _not_allowed() -> ApiResponse:

@@ -11,6 +11,7 @@ carries the column definitions).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -116,7 +117,7 @@ class ReadView:
         conversion = self.conversion
         if conversion is None:
             return None
-        first = [True]
+        events = itertools.count()
 
         def render(type_: str, obj: Any) -> Any:
             if type_ == "ERROR" or conversion.kind == "PartialObjectMetadataList":
@@ -124,33 +125,39 @@ class ReadView:
             if conversion.kind == "PartialObjectMetadata":
                 return partial(obj, conversion.api_version)
             assert self.printer is not None
-            ask = self._table_request(headers=first[0])
-            first[0] = False
+            ask = self._table_request(headers=next(events) == 0)
             return table_of(self.kind, self.printer, obj, ask)
 
         return render
 
 
 def view_of(
-    store: Store, kind: Kind, request: Any, *, collection: bool, watch: bool = False
+    store: Store,
+    kind: Kind,
+    *,
+    accept: str,
+    query: Mapping[str, str],
+    collection: bool,
+    watch: bool = False,
 ) -> ReadView:
     """Negotiate a read's representation.
 
     Args:
         store: For a custom resource's CRD (its printer columns) and the clock.
         kind: The resource read.
-        request: The :class:`~anyop.testing.fake.api.ApiRequest`.
+        accept: The request's ``Accept`` header.
+        query: The request's query (``includeObject``).
         collection: A list or watch (else a get).
         watch: A watch.
 
     Raises:
         StatusError: 406 when nothing acceptable can be served.
     """
-    conversion = negotiate(request.accept, custom=kind.custom, collection=collection, watch=watch)
+    conversion = negotiate(accept, custom=kind.custom, collection=collection, watch=watch)
     printer = None
     if conversion is not None and conversion.kind == "Table":
         crd = None
         if kind.custom:
             crd = store.objects[(CRD_KIND.group, CRD_KIND.plural)].get(("", kind.crd))
         printer = printer_of(kind, crd)
-    return ReadView(kind, conversion, printer, store.now, request.query)
+    return ReadView(kind, conversion, printer, store.now, query)
