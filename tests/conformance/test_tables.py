@@ -559,23 +559,25 @@ async def test_kubectl_get_prints_the_same_columns_and_rows(
 
 
 async def _kubectl_watch(kubectl: str, kubeconfig: str, api: httpx.AsyncClient, ns: str) -> str:
-    """``kubectl get configmaps -w`` while one is created, changed and deleted: its output."""
+    """``kubectl get configmaps -w`` while one is changed and deleted: its first four lines."""
     command = [kubectl, f"--kubeconfig={kubeconfig}", "-n", ns, "get", "configmaps", "-w",
                "--output-watch-events"]  # fmt: skip
-    path = f"/api/v1/namespaces/{ns}/configmaps"
+    path = f"/api/v1/namespaces/{ns}/configmaps/settings"
     output = b""
     async with await anyio.open_process(command) as process:
         assert process.stdout is not None
-        with anyio.fail_after(30):
-            async for chunk in process.stdout:
-                output += chunk
-                lines = output.count(b"\n")
-                if lines == 2:  # the header and the first ADDED
-                    await api.put(f"{path}/settings", json={"metadata": {"name": "settings"}})
-                    (await api.delete(f"{path}/settings")).raise_for_status()
-                if lines >= 4:
-                    break
-        process.terminate()
+        try:
+            with anyio.move_on_after(30):
+                async for chunk in process.stdout:
+                    before, output = output.count(b"\n"), output + chunk
+                    if before < 2 <= output.count(b"\n"):  # the header and the first ADDED
+                        body = {"metadata": {"name": "settings"}}
+                        (await api.put(path, json=body)).raise_for_status()
+                        (await api.delete(path)).raise_for_status()
+                    if output.count(b"\n") >= 4:
+                        break
+        finally:
+            process.terminate()
     return output.decode()
 
 
@@ -596,5 +598,5 @@ async def test_kubectl_get_watch_prints_the_same_events(
             await _populate(api, namespace)
             faked = await _kubectl_watch(kubectl, kubeconfig, api, namespace)
         tg.cancel_scope.cancel()
+    assert len(_printed(real)) == 4, real
     assert _printed(faked) == _printed(real)
-    assert len(_printed(real)) == 4
