@@ -370,6 +370,7 @@ _GAUGES = [
     {"metadata": {"name": "b"}, "spec": {"size": 3.7, "ratio": 2, "whenTime": "bad", "on": "yes",
                                          "color": 5}},
     {"metadata": {"name": "c"}, "spec": {"ratio": 1234567.5}},
+    {"metadata": {"name": "d"}, "spec": {"ratio": 2.0, "size": 4.0, "color": 2.5}},
 ]  # fmt: skip
 
 

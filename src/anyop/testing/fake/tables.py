@@ -68,7 +68,8 @@ def _custom_cell(column: Mapping[str, Any], obj: Mapping[str, Any], age: Age) ->
         case "integer" if isinstance(value, int | float) and not isinstance(value, bool):
             return int(value)
         case "number" if isinstance(value, int | float) and not isinstance(value, bool):
-            return value
+            whole = isinstance(value, float) and value.is_integer() and abs(value) < 1e21
+            return int(value) if whole else value  # Go writes a float64 2.0 as 2
         case "boolean" if isinstance(value, bool):
             return value
         case "date" if isinstance(value, str):
