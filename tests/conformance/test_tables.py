@@ -71,7 +71,7 @@ async def _quiet(t: Target, method: str, path: str, body: Any = None, ct: str = 
     """A request whose answer is not recorded (setup)."""
     headers = {"Content-Type": ct or "application/json"}
     response = await t.api.request(method, path, json=body, headers=headers)
-    response.raise_for_status()
+    assert response.is_success, f"{method} {path}: {response.text}"
     return response.json()
 
 
@@ -314,6 +314,61 @@ async def test_more_built_in_kinds_print_their_own_columns(conform: Conform) -> 
         finally:
             if hooks:
                 await t.api.delete(hooks)
+        _mask_records(t)
+
+    await conform(scenario)
+
+
+def _network_kinds(t: Target) -> list[tuple[str, dict[str, Any]]]:
+    """(collection path, object) of network and admission kinds with printers of their own."""
+    addresses = [{"ip": f"10.9.0.{n}"} for n in range(1, 5)]
+    rules = [{"host": f"h{n}.example.com"} for n in range(4)] + [{}]
+    policy = {"validations": [{"expression": "true"}], "failurePolicy": "Fail",
+              "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+              "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                  "operations": ["CREATE"], "resources": ["configmaps"]}]}}  # fmt: skip
+    binding = {"policyName": f"{t.namespace}-policy", "validationActions": ["Deny"],
+               "paramRef": {"name": "p", "parameterNotFoundAction": "Deny"}}  # fmt: skip
+    owner = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "ss", "uid": "u",
+             "controller": True}  # fmt: skip
+    return [
+        (t.core("endpoints"), {"metadata": {"name": "ep"}, "subsets": [
+            {"addresses": addresses, "ports": [{"name": "a", "port": 80},
+                                               {"name": "b", "port": 443}]},
+            {"addresses": [{"ip": "fd00::1"}], "ports": [{"port": 8080}]}]}),
+        (t.core("endpoints"), {"metadata": {"name": "empty"}}),
+        (t.apis("discovery.k8s.io/v1", "endpointslices"), {"metadata": {"name": "es"},
+            "addressType": "IPv4", "ports": [{"name": "w", "port": 80}, {"name": "x"}, {}],
+            "endpoints": [{"addresses": ["10.9.0.1"]}, {"addresses": ["10.9.0.2"]}]}),
+        (t.apis("networking.k8s.io/v1", "ingresses"), {"metadata": {"name": "in"}, "spec": {
+            "ingressClassName": "nginx", "rules": rules, "tls": [{"hosts": ["h0.example.com"]}],
+            "defaultBackend": {"service": {"name": "s", "port": {"number": 80}}}}}),
+        (t.apis("apps/v1", "controllerrevisions"), {"metadata": {"name": "cr",
+            "ownerReferences": [owner]}, "revision": 3, "data": {}}),
+        ("/apis/networking.k8s.io/v1/ingressclasses", {"metadata": {
+            "name": f"{t.namespace}-class", "annotations": {
+                "ingressclass.kubernetes.io/is-default-class": "true"}},
+         "spec": {"controller": "example.com/ingress", "parameters": {
+             "apiGroup": "example.com", "kind": "Params", "name": "p"}}}),
+        ("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies",
+         {"metadata": {"name": f"{t.namespace}-policy"}, "spec": policy}),
+        ("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings",
+         {"metadata": {"name": f"{t.namespace}-binding"}, "spec": binding}),
+    ]  # fmt: skip
+
+
+async def test_network_and_admission_kinds_print_their_own_columns(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        made: list[str] = []
+        try:
+            for path, obj in _network_kinds(t):
+                name = (await _quiet(t, "POST", path, obj))["metadata"]["name"]
+                made.append(f"{path}/{name}")
+                await _get(t, f"{path}/{name}", includeObject="None")
+        finally:
+            for path in made:
+                if "/namespaces/" not in path:
+                    await t.api.delete(path)
         _mask_records(t)
 
     await conform(scenario)

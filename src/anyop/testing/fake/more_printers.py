@@ -1,6 +1,7 @@
 """The cells of more built-in kinds' Table rows: Jobs, CronJobs, StatefulSets, DaemonSets,
-ReplicationControllers, role bindings, PriorityClasses, PodDisruptionBudgets, webhook
-configurations, PodTemplates and NetworkPolicies, as kube-apiserver's printers compute them.
+ReplicationControllers, ControllerRevisions, role bindings, PriorityClasses,
+PodDisruptionBudgets, webhook configurations, admission policies and their bindings,
+PodTemplates and NetworkPolicies, as kube-apiserver's printers compute them.
 
 Pure, as :mod:`~anyop.testing.fake.printers` (whose helpers they share).
 """
@@ -166,6 +167,36 @@ def _pod_template(obj: Mapping[str, Any], age: Age) -> Printed:
     return [_name(obj), *containers_of(template.get("spec")), labels], []
 
 
+def _controller_revision(obj: Mapping[str, Any], age: Age) -> Printed:
+    owners = member(obj, "metadata", "ownerReferences") or ()
+    owner = next((ref for ref in owners if ref.get("controller")), None)
+    controller = "<none>"
+    if owner is not None:
+        group = str(owner.get("apiVersion", "")).rpartition("/")[0]
+        kind = f"{owner.get('kind', '')}.{group}" if group else str(owner.get("kind", ""))
+        controller = f"{kind.lower()}/{owner.get('name', '')}" if kind else owner.get("name", "")
+    return [_name(obj), controller, int(obj.get("revision") or 0), _age(obj, age)], []
+
+
+def _policy(obj: Mapping[str, Any], age: Age) -> Printed:
+    spec = obj.get("spec") or {}
+    rules = spec.get("validations", spec.get("mutations")) or ()
+    kind = spec.get("paramKind")
+    param = f"{kind.get('apiVersion', '')}/{kind.get('kind', '')}" if kind else "<unset>"
+    return [_name(obj), len(rules), param, _age(obj, age)], []
+
+
+def _policy_binding(obj: Mapping[str, Any], age: Age) -> Printed:
+    spec = obj.get("spec") or {}
+    ref = spec.get("paramRef")
+    param = "<unset>"
+    if ref and ref.get("name"):
+        param = f"{ref.get('namespace') or '*'}/{ref['name']}"
+    elif ref and ref.get("selector") is not None:
+        param = label_selector_text(ref["selector"])  # (Go prints the selector's struct here)
+    return [_name(obj), str(spec.get("policyName") or ""), param, _age(obj, age)], []
+
+
 def _network_policy(obj: Mapping[str, Any], age: Age) -> Printed:
     selector = _selector(member(obj, "spec", "podSelector") or {})
     return [_name(obj), selector, _age(obj, age)], []
@@ -185,5 +216,10 @@ MORE_PRINTERS: dict[tuple[str, str], Callable[[Mapping[str, Any], Age], Printed]
     ("admissionregistration.k8s.io", "validatingwebhookconfigurations"): _webhooks,
     ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"): _webhooks,
     ("networking.k8s.io", "networkpolicies"): _network_policy,
+    ("apps", "controllerrevisions"): _controller_revision,
+    ("admissionregistration.k8s.io", "validatingadmissionpolicies"): _policy,
+    ("admissionregistration.k8s.io", "mutatingadmissionpolicies"): _policy,
+    ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): _policy_binding,
+    ("admissionregistration.k8s.io", "mutatingadmissionpolicybindings"): _policy_binding,
 }
 """Printers by (group, plural), as :data:`~anyop.testing.fake.printers.PRINTERS`."""

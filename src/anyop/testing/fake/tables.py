@@ -21,6 +21,7 @@ from anyop.testing.fake.ages import ager
 from anyop.testing.fake.column_paths import first_value, go_text
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.more_printers import MORE_PRINTERS
+from anyop.testing.fake.network_printers import NETWORK_PRINTERS
 from anyop.testing.fake.pod_printer import print_pod
 from anyop.testing.fake.printers import PRINTERS, Age, Printed
 
@@ -35,6 +36,7 @@ __all__ = [
 ]
 
 _INCLUDE = ("Metadata", "Object", "None", "")
+_PRINTERS = {**PRINTERS, **MORE_PRINTERS, **NETWORK_PRINTERS, ("", "pods"): print_pod}
 _Cells = Callable[[Mapping[str, Any], Age], Printed]
 
 
@@ -129,9 +131,7 @@ def printer_of(kind: Kind, crd: Mapping[str, Any] | None = None) -> TablePrinter
     default = [c["name"] for c in columns] == ["Name", "Created At"]
     if default:
         return TablePrinter(tuple(columns), PRINTERS[("", "default")], default=True)
-    if (kind.group, kind.plural) == ("", "pods"):
-        return TablePrinter(tuple(columns), print_pod)
-    found = PRINTERS.get((kind.group, kind.plural)) or MORE_PRINTERS.get((kind.group, kind.plural))
+    found = _PRINTERS.get((kind.group, kind.plural))
     return TablePrinter(tuple(columns), found or _unprinted(columns))
 
 
