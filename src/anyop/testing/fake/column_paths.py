@@ -93,9 +93,9 @@ def _bracket(value: Any, text: str) -> Iterator[Any]:
         return
     if text == "*":
         yield from value
-    elif ":" in text:
-        start, _, end = text.partition(":")
-        yield from value[int(start) if start else None : int(end) if end else None]
+    elif re.fullmatch(r"-?\d*:-?\d*(?::-?\d*)?", text):
+        bounds = [int(part) if part else None for part in text.split(":")]
+        yield from value[slice(*bounds)] if bounds[2:3] != [0] else ()
     elif re.fullmatch(r"-?\d+", text):
         index = int(text)
         if -len(value) <= index < len(value):

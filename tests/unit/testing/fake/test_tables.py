@@ -93,6 +93,8 @@ def test_printer_column_paths_take_the_first_value_found() -> None:
     assert first_value(obj, "{.spec['a.b']}") == 1
     assert first_value(obj, "..key") == "p"
     assert first_value(obj, ".spec.missing.deeper") is None
+    assert first_value(obj, ".spec.items[1:].key") == "q"
+    assert first_value(obj, ".spec.items[a:b].key") is None  # unreadable, not an error
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
