@@ -350,6 +350,19 @@ def _network_kinds(t: Target) -> list[tuple[str, dict[str, Any]]]:
                 "ingressclass.kubernetes.io/is-default-class": "true"}},
          "spec": {"controller": "example.com/ingress", "parameters": {
              "apiGroup": "example.com", "kind": "Params", "name": "p"}}}),
+        # (volumes' defaults are set here: the fake lacks them, see docs/fake-cluster.md)
+        (t.core("persistentvolumeclaims"), {"metadata": {"name": "pvc"}, "spec": {
+            "accessModes": ["ReadWriteMany", "ReadWriteOnce"], "storageClassName": "fast",
+            "volumeMode": "Filesystem", "volumeName": "v",
+            "resources": {"requests": {"storage": "1Gi"}}},
+         "status": {"phase": "Bound", "capacity": {"storage": "3Gi"},
+                    "accessModes": ["ReadWriteOncePod"]}}),
+        ("/api/v1/persistentvolumes", {"metadata": {"name": f"{t.namespace}-pv"}, "spec": {
+            "capacity": {"storage": "2Gi"}, "accessModes": ["ReadOnlyMany"],
+            "hostPath": {"path": "/tmp"}, "persistentVolumeReclaimPolicy": "Retain",
+            "volumeMode": "Filesystem",
+            "claimRef": {"namespace": t.namespace, "name": "pvc"}},
+         "status": {"phase": "Released", "reason": "gone"}}),
         ("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies",
          {"metadata": {"name": f"{t.namespace}-policy"}, "spec": policy}),
         ("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings",
@@ -364,6 +377,9 @@ async def test_network_and_admission_kinds_print_their_own_columns(conform: Conf
             for path, obj in _network_kinds(t):
                 name = (await _quiet(t, "POST", path, obj))["metadata"]["name"]
                 made.append(f"{path}/{name}")
+                if "status" in obj:
+                    status = {"status": obj["status"]}
+                    await _quiet(t, "PATCH", f"{path}/{name}/status", status, MERGE)
                 await _get(t, f"{path}/{name}", includeObject="None")
         finally:
             for path in made:

@@ -197,6 +197,52 @@ def _policy_binding(obj: Mapping[str, Any], age: Age) -> Printed:
     return [_name(obj), str(spec.get("policyName") or ""), param, _age(obj, age)], []
 
 
+_MODES = (("ReadWriteOnce", "RWO"), ("ReadOnlyMany", "ROX"), ("ReadWriteMany", "RWX"),
+          ("ReadWriteOncePod", "RWOP"))  # fmt: skip
+_BETA_CLASS = "volume.beta.kubernetes.io/storage-class"
+
+
+def _modes(modes: Any) -> str:
+    return ",".join(short for mode, short in _MODES if mode in (modes or ()))
+
+
+def _storage_class(obj: Mapping[str, Any]) -> str:
+    annotations = member(obj, "metadata", "annotations") or {}
+    if _BETA_CLASS in annotations:
+        return str(annotations[_BETA_CLASS])
+    return str(member(obj, "spec", "storageClassName") or "")
+
+
+def _phase(obj: Mapping[str, Any]) -> str:
+    if member(obj, "metadata", "deletionTimestamp"):
+        return "Terminating"
+    return str(member(obj, "status", "phase") or "")
+
+
+def _volume(obj: Mapping[str, Any], age: Age) -> Printed:
+    spec = obj.get("spec") or {}
+    ref = spec.get("claimRef")
+    claim = f"{ref.get('namespace', '')}/{ref.get('name', '')}" if ref is not None else ""
+    cells = [_name(obj), str(member(spec, "capacity", "storage") or "0"),
+             _modes(spec.get("accessModes")), str(spec.get("persistentVolumeReclaimPolicy") or ""),
+             _phase(obj), claim, _storage_class(obj),
+             spec.get("volumeAttributesClassName") or "<unset>",
+             str(member(obj, "status", "reason") or ""), _age(obj, age),
+             spec.get("volumeMode") or "<unset>"]  # fmt: skip
+    return cells, []
+
+
+def _claim(obj: Mapping[str, Any], age: Age) -> Printed:
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    bound = bool(spec.get("volumeName"))
+    capacity = str(member(status, "capacity", "storage") or "0") if bound else ""
+    cells = [_name(obj), _phase(obj), str(spec.get("volumeName") or ""), capacity,
+             _modes(status.get("accessModes")) if bound else "", _storage_class(obj),
+             spec.get("volumeAttributesClassName") or "<unset>", _age(obj, age),
+             spec.get("volumeMode") or "<unset>"]  # fmt: skip
+    return cells, []
+
+
 def _network_policy(obj: Mapping[str, Any], age: Age) -> Printed:
     selector = _selector(member(obj, "spec", "podSelector") or {})
     return [_name(obj), selector, _age(obj, age)], []
@@ -217,6 +263,8 @@ MORE_PRINTERS: dict[tuple[str, str], Callable[[Mapping[str, Any], Age], Printed]
     ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"): _webhooks,
     ("networking.k8s.io", "networkpolicies"): _network_policy,
     ("apps", "controllerrevisions"): _controller_revision,
+    ("", "persistentvolumes"): _volume,
+    ("", "persistentvolumeclaims"): _claim,
     ("admissionregistration.k8s.io", "validatingadmissionpolicies"): _policy,
     ("admissionregistration.k8s.io", "mutatingadmissionpolicies"): _policy,
     ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): _policy_binding,
