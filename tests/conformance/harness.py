@@ -88,10 +88,12 @@ class Target:
         ct: str = "application/json",
         params: Mapping[str, str] | None = None,
         record: Callable[[Any], Any] | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> Any:
-        """Send a request; record its status and (``record``-selected) body; return the body."""
+        """Send a request (with extra ``headers``, e.g. ``Accept``); record its status and
+        (``record``-selected) body; return the body."""
         content = None if body is None else (body if isinstance(body, bytes) else json.dumps(body))
-        headers = {"Content-Type": ct} if body is not None else {}
+        headers = {**({"Content-Type": ct} if body is not None else {}), **(headers or {})}
         response = await self.api.request(
             method, path, content=content, headers=headers, params=params
         )
@@ -136,12 +138,14 @@ class Target:
         actions: Callable[[], Awaitable[None]] | None = None,
         until: Callable[[list[dict[str, Any]]], bool] | None = None,
         limit: float = 10.0,
+        headers: Mapping[str, str] | None = None,
     ) -> list[dict[str, Any]]:
         """Watch: open the stream, run ``actions`` (unrecorded), collect events until ``until``
         says so (or the stream ends, or ``limit`` seconds pass); record and return them."""
         events: list[dict[str, Any]] = []
+        query = {"watch": "true", **params}
         with anyio.move_on_after(limit):
-            async with self.api.stream("GET", path, params={"watch": "true", **params}) as resp:
+            async with self.api.stream("GET", path, params=query, headers=headers) as resp:
                 self.records.append(
                     {"watch": _short(path, self.namespace), "code": resp.status_code}
                 )

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from anyop.testing.fake import served_discovery, writes
 from anyop.testing.fake.kinds import NAMESPACE_KIND, Kind
 from anyop.testing.fake.label_selectors import parse_field_selector, parse_label_selector
+from anyop.testing.fake.read_views import ReadView, view_of
 from anyop.testing.fake.request_bodies import decode_body
 from anyop.testing.fake.routes import DiscoveryRoute, Route, parse_path
 from anyop.testing.fake.scales import rescale, scale_of
@@ -89,6 +90,7 @@ class WatchPlan:
         timeout: ``timeoutSeconds``, or ``None`` for the server's own choice.
         bookmarks: ``allowWatchBookmarks``.
         initial_end: Send the ``k8s.io/initial-events-end`` bookmark after the first events.
+        render: What each event's type and object become (a Table, ...); ``None``: as they are.
     """
 
     kind: Kind
@@ -98,6 +100,7 @@ class WatchPlan:
     timeout: float | None = None
     bookmarks: bool = False
     initial_end: bool = False
+    render: Callable[[str, Any], Any] | None = None
 
 
 def is_watch(request: ApiRequest) -> bool:
@@ -193,10 +196,15 @@ def _collection(
 ) -> ApiResponse | WatchPlan:
     match request.method:
         case "GET" if is_watch(request):
+            view = _view(store, kind, request, collection=True, watch=True)
+            view.check()
             query = _list_query(kind, namespace, request.query)
-            return _watch(store, kind, query, params=request.query)
+            plan = _watch(store, kind, query, params=request.query)
+            return dataclasses.replace(plan, render=view.watch_renderer())
         case "GET":
-            return ApiResponse(200, store.list(kind, _list_query(kind, namespace, request.query)))
+            view = _view(store, kind, request, collection=True)
+            listed = store.list(kind, _list_query(kind, namespace, request.query))
+            return ApiResponse(200, view.render(listed))
         case "POST":
             created = writes.create(
                 store, kind, _body(kind, request), namespace=namespace, manager=request.manager
@@ -216,7 +224,8 @@ def _member(store: Store, ref: Ref, request: ApiRequest, *, route: Route) -> Api
         return _not_allowed()
     match request.method:
         case "GET":
-            return ApiResponse(200, store.get(ref.kind, ref.namespace, ref.name))
+            view = _view(store, ref.kind, request, collection=False)
+            return ApiResponse(200, view.render(store.get(ref.kind, ref.namespace, ref.name)))
         case "PUT":
             replaced = writes.replace(
                 store,
@@ -260,6 +269,11 @@ def _scale(store: Store, ref: Ref, request: ApiRequest) -> ApiResponse:
             scaled = rescale(store, ref, content_type=content_type, document=document)
             return ApiResponse(200, scaled)
     return _not_allowed()
+
+
+def _view(store: Store, kind: Kind, request: ApiRequest, **read: bool) -> ReadView:
+    """How a read is answered (as stored, a Table, ...), by its ``Accept`` header."""
+    return view_of(store, kind, accept=request.accept, query=request.query, **read)
 
 
 def _not_allowed() -> ApiResponse:

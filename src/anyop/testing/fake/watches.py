@@ -39,7 +39,7 @@ def bookmark_line(plan: WatchPlan, rv: int, *, initial_end: bool = False) -> byt
     if initial_end:
         metadata["annotations"] = {_INITIAL_END: "true"}
     obj = {"kind": plan.kind.kind, "apiVersion": plan.kind.api_version, "metadata": metadata}
-    return event_line("BOOKMARK", obj)
+    return event_line("BOOKMARK", plan.render("BOOKMARK", obj) if plan.render else obj)
 
 
 class WatchStream:
@@ -72,10 +72,14 @@ class WatchStream:
             self._closed = True
             return
         assert plan.start is not None
-        self._pending.extend(event_line(type_, obj) for type_, obj in plan.start.events)
+        self._pending.extend(self._line(type_, obj) for type_, obj in plan.start.events)
         if plan.initial_end:
             self._pending.append(bookmark_line(plan, plan.start.rv, initial_end=True))
         store.listeners.append(self._listen)
+
+    def _line(self, type_: str, obj: Any) -> bytes:
+        render = self._plan.render
+        return event_line(type_, render(type_, obj) if render is not None else obj)
 
     def _listen(self, change: Change) -> None:
         kind = self._plan.kind
@@ -103,7 +107,7 @@ class WatchStream:
             change = await self._receive.receive()
             self._last_rv = change.rv
             if (seen := visible_change(change, self._plan.query.matches)) is not None:
-                self._pending.append(event_line(seen[0], shown(self._plan.kind, seen[1])))
+                self._pending.append(self._line(seen[0], shown(self._plan.kind, seen[1])))
             return
         if self._plan.bookmarks:
             self._pending.append(bookmark_line(self._plan, self._store.rv))
