@@ -7,6 +7,7 @@ writes. Runs in the caller's task group on Trio or asyncio.
 
 from __future__ import annotations
 
+import logging
 import ssl
 from collections.abc import AsyncIterator
 
@@ -20,8 +21,11 @@ from anyop.testing.fake.api import ApiResponse
 from anyop.testing.fake.faults import ConnectionDropped
 from anyop.testing.fake.http_reasons import reason_phrase
 from anyop.testing.fake.inprocess_transport import Responder, api_request_of
+from anyop.testing.fake.statuses import status_body
 
 __all__ = ["serve_loopback"]
+
+logger = logging.getLogger(__name__)
 
 _MAX_RECEIVE = 65536
 
@@ -82,6 +86,9 @@ async def _serve_connection(stream: ByteStream, respond: Responder) -> None:
                 answer = await respond(api_request)
             except ConnectionDropped:
                 return
+            except Exception as exc:  # a bug of the fake: one request fails, not the server
+                logger.exception("FakeCluster failed to answer %s %s", method, target.path)
+                answer = _internal_error(exc)
             try:
                 await _send_answer(stream, conn, answer)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, h11.LocalProtocolError):
@@ -89,6 +96,11 @@ async def _serve_connection(stream: ByteStream, respond: Responder) -> None:
             if conn.our_state is h11.MUST_CLOSE or conn.their_state is h11.MUST_CLOSE:
                 return
             conn.start_next_cycle()
+
+
+def _internal_error(exc: Exception) -> ApiResponse:
+    message = f"FakeCluster failed to answer: {type(exc).__name__}: {exc}"
+    return ApiResponse(500, status_body(500, "InternalError", message))
 
 
 async def _receive_request(

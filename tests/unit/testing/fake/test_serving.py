@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx
@@ -156,3 +157,27 @@ async def test_loopback_status_lines_carry_the_api_servers_reason_phrases() -> N
     assert (missing.status_code, missing.reason_phrase) == (404, "Not Found")
     assert (invalid.status_code, invalid.reason_phrase) == (422, "Unprocessable Entity")
     assert (found.status_code, found.reason_phrase) == (200, "OK")
+
+
+async def test_a_failure_of_the_fake_itself_is_a_500_and_the_server_goes_on(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake = FakeCluster()
+    respond = fake.respond
+
+    async def broken(request: Any) -> Any:
+        if request.path.endswith("/broken"):
+            raise KeyError("a bug")
+        return await respond(request)
+
+    monkeypatch.setattr(fake, "respond", broken)
+    async with anyio.create_task_group() as tg:
+        url = await tg.start(fake.serve)
+        async with httpx.AsyncClient(base_url=url) as api:
+            failed = await api.get("/api/v1/namespaces/broken")
+            found = await api.get("/api/v1/namespaces/default")
+        tg.cancel_scope.cancel()
+    assert (failed.status_code, failed.json()["reason"]) == (500, "InternalError")
+    assert "KeyError: 'a bug'" in failed.json()["message"]
+    assert found.status_code == 200
+    assert "FakeCluster failed to answer GET /api/v1/namespaces/broken" in caplog.text
