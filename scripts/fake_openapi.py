@@ -1,20 +1,23 @@
-"""Regenerate FakeCluster's catalog of built-in kinds from Kubernetes' OpenAPI v3 documents.
+"""Regenerate FakeCluster's OpenAPI documents from Kubernetes' own OpenAPI v3 documents.
 
 Usage::
 
     python scripts/fake_openapi.py [SPEC_DIR]
 
 ``SPEC_DIR`` is ``api/openapi-spec/v3`` of the ``k8s.io/kubernetes`` module the local control
-plane builds (found in the Go module cache under ``~/.cache/anyop/go/mod`` when not given). The
-catalog keeps, for the group versions operators meet, each resource's kind, scope, verbs and
-subresources (from the paths) and the schemas of the kinds (from the components, without
-descriptions), and is written gzipped to ``src/anyop/testing/fake/data/``.
+plane builds (found in the Go module cache under ``~/.cache/anyop/go/mod`` when not given).
+For the group versions the fake serves (and their groups, and ``/api`` and ``/apis``), it keeps
+each document whole (paths and schemas, with descriptions) but for what kube-apiserver does not
+serve by default (the CBOR media types). Schemas shared by several documents are stored once
+(a document's own variant, such as ``DeleteOptions``' list of kinds, beside it). The result is
+written xz-compressed to ``src/anyop/testing/fake/data/``: the fake serves these documents at
+``/openapi/v3`` and derives its catalog of built-in kinds from them.
 """
 
 from __future__ import annotations
 
-import gzip
 import json
+import lzma
 import re
 import sys
 from pathlib import Path
@@ -37,12 +40,9 @@ GROUP_VERSIONS = (
     "apis/scheduling.k8s.io/v1",
     "apis/autoscaling/v1",
 )
-OUT = Path(__file__).resolve().parents[1] / "src/anyop/testing/fake/data/openapi.json.gz"
-_DROPPED = ("description", "example")
-_MEMBER = re.compile(
-    r"^(?P<base>.*?)(?:/namespaces/\{namespace\})?/(?P<plural>[^/{]+)"
-    r"(?:/\{name\}(?:/(?P<sub>[^/{]+))?)?$"
-)
+OUT = Path(__file__).resolve().parents[1] / "src/anyop/testing/fake/data/openapi.json.xz"
+_CBOR = re.compile(r"^application/(cbor|cbor-seq|apply-patch\+cbor)$")
+_VERSION = re.compile(r"kubernetes@v(\d+)\.(\d+)")
 
 
 def _default_dir() -> Path:
@@ -53,71 +53,48 @@ def _default_dir() -> Path:
     return found[-1]
 
 
-def _stripped(node: Any) -> Any:
+def _without_cbor(node: Any) -> Any:
+    """The paths as kube-apiserver serves them without its CBOR feature gates."""
     if isinstance(node, dict):
-        refs = node.get("allOf")
-        if isinstance(refs, list) and len(refs) == 1 and isinstance(refs[0].get("$ref"), str):
-            node = {**{k: v for k, v in node.items() if k != "allOf"}, "$ref": refs[0]["$ref"]}
-        result = {}
-        for key, value in node.items():
-            if key in _DROPPED:
-                continue
-            if key == "$ref" and isinstance(value, str):
-                value = value.rsplit("/", 1)[-1]
-            result[key] = _stripped(value)
-        return result
+        return {key: _without_cbor(value) for key, value in node.items() if not _CBOR.match(key)}
     if isinstance(node, list):
-        return [_stripped(item) for item in node]
+        return [_without_cbor(item) for item in node]
     return node
 
 
-def _resources(document: dict[str, Any], prefix: str) -> dict[str, Any]:
-    resources: dict[str, Any] = {}
-    for path, item in document["paths"].items():
-        if "/watch/" in path or not path.startswith(f"/{prefix}/"):
-            continue
-        match = _MEMBER.match(path)
-        if match is None or match["base"] != f"/{prefix}":
-            continue
-        for operation in item.values():
-            if not isinstance(operation, dict) or "x-kubernetes-action" not in operation:
-                continue
-            gvk = operation.get("x-kubernetes-group-version-kind") or {}
-            entry = resources.setdefault(
-                match["plural"], {"kind": "", "namespaced": False, "verbs": [], "subresources": {}}
-            )
-            namespaced = "{namespace}" in path
-            entry["namespaced"] |= namespaced
-            action = operation["x-kubernetes-action"]
-            if match["sub"]:
-                sub = entry["subresources"].setdefault(
-                    match["sub"], {"kind": gvk.get("kind", ""), "verbs": []}
-                )
-                sub["verbs"] = sorted({*sub["verbs"], action})
-                continue
-            entry["kind"] = entry["kind"] or gvk.get("kind", "")
-            verb = {"put": "update", "post": "create"}.get(action, action)
-            watch = ("watch",) if verb == "list" else ()
-            entry["verbs"] = sorted({*entry["verbs"], verb, *watch})
-    return resources
+def _documents() -> list[str]:
+    groups = {prefix.rsplit("/", 1)[0] for prefix in GROUP_VERSIONS if prefix.startswith("apis/")}
+    return ["api", "apis", *GROUP_VERSIONS, *sorted(groups)]
 
 
 def main(spec_dir: Path) -> None:
-    catalog: dict[str, Any] = {
-        "source": str(spec_dir.parents[2].name),
-        "groupVersions": {},
+    source = spec_dir.parents[2].name
+    version = _VERSION.search(source)
+    data: dict[str, Any] = {
+        "source": source,
+        "info": {"title": "Kubernetes", "version": f"{version[1]}.{version[2]}" if version else ""},
         "schemas": {},
+        "documents": {},
     }
-    for prefix in GROUP_VERSIONS:
+    for prefix in _documents():
         document = json.loads((spec_dir / f"{prefix.replace('/', '__')}_openapi.json").read_text())
-        catalog["groupVersions"][prefix.removeprefix("api/").removeprefix("apis/")] = _resources(
-            document, prefix
-        )
-        for name, schema in document["components"]["schemas"].items():
-            catalog["schemas"].setdefault(name, _stripped(schema))
-    data = json.dumps(catalog, separators=(",", ":"), sort_keys=True).encode()
-    OUT.write_bytes(gzip.compress(data, compresslevel=9, mtime=0))
-    print(f"{OUT}: {len(catalog['schemas'])} schemas, {OUT.stat().st_size} bytes")
+        components = document["components"]
+        data.setdefault("securitySchemes", components.get("securitySchemes"))
+        own: dict[str, Any] = {}
+        for name, schema in components["schemas"].items():
+            if data["schemas"].setdefault(name, schema) != schema:
+                own[name] = schema
+        data["documents"][prefix] = {
+            "paths": _without_cbor(document["paths"]),
+            "schemas": sorted(components["schemas"]),
+            "own": own,
+        }
+    encoded = json.dumps(data, separators=(",", ":")).encode()
+    OUT.write_bytes(lzma.compress(encoded, preset=9 | lzma.PRESET_EXTREME))
+    print(
+        f"{OUT}: {len(data['documents'])} documents, {len(data['schemas'])} schemas, "
+        f"{len(encoded)} bytes of JSON, {OUT.stat().st_size} compressed"
+    )
 
 
 if __name__ == "__main__":

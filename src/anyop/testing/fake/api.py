@@ -12,8 +12,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from anyop.testing.fake import served_discovery, writes
-from anyop.testing.fake.kinds import NAMESPACE_KIND, Kind
+from anyop.testing.fake import served_discovery, served_openapi, writes
+from anyop.testing.fake.field_validation import checked_fields
+from anyop.testing.fake.kinds import CRD_KIND, NAMESPACE_KIND, Kind
 from anyop.testing.fake.label_selectors import parse_field_selector, parse_label_selector
 from anyop.testing.fake.routes import DiscoveryRoute, Route, parse_path
 from anyop.testing.fake.scales import rescale, scale_of
@@ -64,14 +65,18 @@ class ApiRequest:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ApiResponse:
-    """A whole answer: a status code, a JSON document (or text for a bare 404), extra headers."""
+    """A whole answer: a status code, a JSON document (or text for a bare 404, or bytes of
+    ``media_type``), extra headers."""
 
     status: int
     document: Any
     headers: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    media_type: str = "application/json"
 
     def content(self) -> tuple[bytes, str]:
         """The encoded body and its content type."""
+        if isinstance(self.document, bytes):
+            return self.document, self.media_type
         if isinstance(self.document, str):
             return self.document.encode(), "text/plain; charset=utf-8"
         return json.dumps(self.document, separators=(",", ":")).encode(), "application/json"
@@ -116,6 +121,19 @@ def handle(
 
 
 def _dispatch(store: Store, request: ApiRequest, address: str) -> ApiResponse | WatchPlan:
+    if request.path.startswith("/openapi/") and request.method == "GET":
+        crds = store.objects[(CRD_KIND.group, CRD_KIND.plural)]
+        found = served_openapi.answer(
+            request.path,
+            request.query,
+            request.accept,
+            kinds=store.kinds.values(),
+            crds=[crds[key] for key in sorted(crds)],
+        )
+        if found is not None:
+            code, body, headers = found
+            media = headers.pop("Content-Type", "application/json")
+            return ApiResponse(code, body, headers, media_type=media)
     route = parse_path(request.path)
     if isinstance(route, DiscoveryRoute):
         return _discovery(store, route, address)
@@ -198,10 +216,11 @@ def _collection(
         case "GET":
             return ApiResponse(200, store.list(kind, _list_query(kind, namespace, request.query)))
         case "POST":
+            warnings = _field_warnings(kind, request)
             created = writes.create(
                 store, kind, _json(request), namespace=namespace, manager=request.manager
             )
-            return ApiResponse(201, created)
+            return ApiResponse(201, created, warnings)
         case "DELETE" if kind != NAMESPACE_KIND:
             query = _list_query(kind, namespace, request.query)
             options = dict(_json(request) or {}) if request.body.strip() else {}
@@ -218,10 +237,11 @@ def _member(store: Store, ref: Ref, request: ApiRequest, *, route: Route) -> Api
         case "GET":
             return ApiResponse(200, store.get(ref.kind, ref.namespace, ref.name))
         case "PUT":
+            warnings = _field_warnings(ref.kind, request)
             replaced = writes.replace(
                 store, ref, _json(request), subresource=route.subresource, manager=request.manager
             )
-            return ApiResponse(200, replaced)
+            return ApiResponse(200, replaced, warnings)
         case "PATCH" if request.content_type == writes.APPLY and route.subresource is None:
             manager = request.query.get("fieldManager", "")
             force = request.query.get("force", "").lower() in _TRUE
@@ -260,6 +280,18 @@ def _scale(store: Store, ref: Ref, request: ApiRequest) -> ApiResponse:
 def _not_allowed() -> ApiResponse:
     message = "the server does not allow this method on the requested resource"
     return ApiResponse(405, status_body(405, "MethodNotAllowed", message, details={}))
+
+
+def _field_warnings(kind: Kind, request: ApiRequest) -> dict[str, str]:
+    """The ``Warning`` header of a create's or update's unknown and duplicate fields (or the
+    refusal, with ``fieldValidation=Strict``)."""
+    if request.content_type != "application/json":
+        return {}
+    warnings = checked_fields(kind, request.body, request.query.get("fieldValidation"))
+    if not warnings:
+        return {}
+    quoted = (warning.replace('"', '\\"') for warning in warnings)
+    return {"Warning": ", ".join(f'299 - "{text}"' for text in quoted)}
 
 
 def _json(request: ApiRequest) -> Any:

@@ -1,0 +1,149 @@
+"""Server-side field validation: ``fieldValidation=Strict|Warn|Ignore`` on writes.
+
+Pure. kube-apiserver decodes a request's object strictly and, by the directive (``Warn`` when
+none is given), refuses it for its unknown and duplicate fields (400, ``<Kind> in version
+"<v>" cannot be handled as a <Kind>: strict decoding error: unknown field "spec.x"``), warns
+about each (``Warning: 299 - "unknown field \\"spec.x\\""``), or ignores them. Unknown fields are
+those the kind's schema does not have: a built-in kind's Go type (its vendored schema), a custom
+resource's structural schema (where ``x-kubernetes-preserve-unknown-fields`` keeps everything).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from anyop.testing.fake.kinds import Kind
+from anyop.testing.fake.openapi_catalog import Schema, catalog
+from anyop.testing.fake.statuses import StatusError, bad_request
+
+__all__ = ["checked_fields"]
+
+_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+_DIRECTIVES = ("Strict", "Warn", "Ignore")
+
+
+def checked_fields(kind: Kind, body: bytes, directive: str | None) -> list[str]:
+    """The warnings of a write's JSON object under ``directive`` (``None``: ``Warn``).
+
+    Raises:
+        StatusError: 400, ``Strict`` and the object has unknown or duplicate fields, or the
+            directive is none of ``Strict``, ``Warn`` and ``Ignore``.
+    """
+    directive = directive or "Warn"
+    if directive not in _DIRECTIVES:
+        message = (
+            f"fieldValidation must be one of {', '.join(_DIRECTIVES)} or empty, got {directive!r}"
+        )
+        raise bad_request(message)
+    if directive == "Ignore":
+        return []
+    problems = [*_duplicates(body), *_unknown_fields(kind, body)]
+    if problems and directive == "Strict":
+        found = ", ".join(problems)
+        raise _refused(kind, f"strict decoding error: {found}")
+    return problems
+
+
+def _refused(kind: Kind, error: str) -> StatusError:
+    return bad_request(
+        f'{kind.kind} in version "{kind.version}" cannot be handled as a {kind.kind}: {error}'
+    )
+
+
+def _duplicates(body: bytes) -> list[str]:
+    found: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: set[str] = set()
+        for key, _ in items:
+            if key in seen:
+                found.append(f'duplicate field "{key}"')
+            seen.add(key)
+        return dict(items)
+
+    try:
+        json.loads(body, object_pairs_hook=pairs)
+    except ValueError:
+        return []
+    return found
+
+
+def _unknown_fields(kind: Kind, body: bytes) -> list[str]:
+    try:
+        document = json.loads(body)
+    except ValueError:
+        return []
+    if not isinstance(document, Mapping):
+        return []
+    if kind.custom:
+        paths = _custom(document, kind.schema or {})
+    else:
+        name = catalog().schema_name(kind.group, kind.version, kind.kind)
+        paths = _builtin(document, {"$ref": name}, "") if name else iter(())
+    return [f'unknown field "{path}"' for path in paths]
+
+
+def _builtin(value: Any, schema: Schema, path: str) -> Iterator[str]:
+    resolved, _ = catalog().resolve(schema)
+    if isinstance(value, list) and isinstance(resolved.get("items"), Mapping):
+        for index, item in enumerate(value):
+            yield from _builtin(item, resolved["items"], f"{path}[{index}]")
+        return
+    if not isinstance(value, Mapping):
+        return
+    properties: Mapping[str, Any] = resolved.get("properties") or {}
+    extra = resolved.get("additionalProperties")
+    if not properties:
+        if isinstance(extra, Mapping):
+            for key, item in value.items():
+                yield from _builtin(item, extra, f"{path}[{key}]" if path else key)
+        return
+    for key, item in value.items():
+        where = f"{path}.{key}" if path else key
+        if key not in properties:
+            yield where
+        else:
+            yield from _builtin(item, properties[key], where)
+
+
+def _custom(document: Mapping[str, Any], schema: Schema) -> Iterator[str]:
+    for key, item in document.items():
+        if key in ("apiVersion", "kind"):
+            continue
+        if key == "metadata":
+            yield from _builtin(item, {"$ref": _META}, "metadata")
+            continue
+        yield from _structural(item, schema, key, root=True)
+
+
+def _structural(value: Any, schema: Schema, path: str, *, root: bool = False) -> Iterator[str]:
+    """The unknown fields under ``path`` (the value of the key ``path`` names, in ``schema``'s
+    parent object when ``root``, else of ``schema`` itself)."""
+    if root:
+        if schema.get("x-kubernetes-preserve-unknown-fields"):
+            properties = schema.get("properties") or {}
+            if path in properties:
+                yield from _structural(value, properties[path], path)
+            return
+        properties = schema.get("properties") or {}
+        if path not in properties:
+            yield path
+            return
+        schema = properties[path]
+    if isinstance(value, list) and isinstance(schema.get("items"), Mapping):
+        for index, item in enumerate(value):
+            yield from _structural(item, schema["items"], f"{path}[{index}]")
+        return
+    if not isinstance(value, Mapping) or schema.get("x-kubernetes-preserve-unknown-fields"):
+        return
+    properties = schema.get("properties") or {}
+    extra = schema.get("additionalProperties")
+    for key, item in value.items():
+        if key in properties:
+            yield from _structural(item, properties[key], f"{path}.{key}")
+        elif isinstance(extra, Mapping):
+            yield from _structural(item, extra, f"{path}[{key}]")
+        elif extra is not True:
+            yield f"{path}.{key}"
