@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from anyop.testing.fake import served_discovery, served_openapi, writes
-from anyop.testing.fake.field_validation import checked_fields
+from anyop.testing.fake.field_validation import checked_fields, checked_patch
 from anyop.testing.fake.kinds import CRD_KIND, NAMESPACE_KIND, Kind
 from anyop.testing.fake.label_selectors import parse_field_selector, parse_label_selector
 from anyop.testing.fake.routes import DiscoveryRoute, Route, parse_path
@@ -248,6 +248,7 @@ def _member(store: Store, ref: Ref, request: ApiRequest, *, route: Route) -> Api
             code, applied = apply(store, ref, document=request.body, manager=manager, force=force)
             return ApiResponse(code, applied)
         case "PATCH":
+            warnings = _patch_warnings(store, ref, request, subresource=route.subresource)
             patched = writes.patch(
                 store,
                 ref,
@@ -256,7 +257,7 @@ def _member(store: Store, ref: Ref, request: ApiRequest, *, route: Route) -> Api
                 subresource=route.subresource,
                 manager=request.manager,
             )
-            return ApiResponse(200, patched)
+            return ApiResponse(200, patched, warnings)
         case "DELETE" if route.subresource is None:
             options = dict(_json(request) or {}) if request.body.strip() else {}
             if policy := request.query.get("propagationPolicy"):
@@ -288,6 +289,25 @@ def _field_warnings(kind: Kind, request: ApiRequest) -> dict[str, str]:
     if request.content_type != "application/json":
         return {}
     warnings = checked_fields(kind, request.body, request.query.get("fieldValidation"))
+    return _warning_header(warnings)
+
+
+def _patch_warnings(
+    store: Store, ref: Ref, request: ApiRequest, *, subresource: str | None
+) -> dict[str, str]:
+    """The ``Warning`` header of a patch's unknown fields (or the refusal, when strict)."""
+    if subresource is not None:
+        return {}
+    stored = store.find(ref.kind, ref.namespace, ref.name)
+    directive = request.query.get("fieldValidation")
+    kind, body = request.content_type, request.body
+    warnings = checked_patch(
+        ref.kind, stored, content_type=kind, document=body, directive=directive
+    )
+    return _warning_header(warnings)
+
+
+def _warning_header(warnings: list[str]) -> dict[str, str]:
     if not warnings:
         return {}
     quoted = (warning.replace('"', '\\"') for warning in warnings)

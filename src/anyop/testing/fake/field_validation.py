@@ -10,15 +10,18 @@ resource's structural schema (where ``x-kubernetes-preserve-unknown-fields`` kee
 
 from __future__ import annotations
 
+import decimal
 import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from anyop.testing.fake import go_json
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.openapi_catalog import Schema, catalog
-from anyop.testing.fake.statuses import StatusError, bad_request
+from anyop.testing.fake.statuses import StatusError, bad_request, status_body
+from anyop.testing.fake.writes import STRATEGIC, patched
 
-__all__ = ["checked_fields"]
+__all__ = ["checked_fields", "checked_patch"]
 
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 _DIRECTIVES = ("Strict", "Warn", "Ignore")
@@ -44,6 +47,98 @@ def checked_fields(kind: Kind, body: bytes, directive: str | None) -> list[str]:
         found = ", ".join(problems)
         raise _refused(kind, f"strict decoding error: {found}")
     return problems
+
+
+def checked_patch(
+    kind: Kind,
+    stored: dict[str, Any],
+    *,
+    content_type: str,
+    document: bytes,
+    directive: str | None,
+) -> list[str]:
+    """The warnings of a patch under ``directive`` (``None``: ``Warn``): the unknown fields of
+    a strategic merge patch, or of the object a merge or JSON patch makes.
+
+    Raises:
+        StatusError: 422, ``Strict`` and there are unknown fields (kube-apiserver's message
+            names the patched value, the patch itself for a strategic merge patch); 400, the
+            directive is none of ``Strict``, ``Warn`` and ``Ignore``.
+    """
+    if _directive(directive) == "Ignore":
+        return []
+    try:
+        result = patched(kind, stored, content_type=content_type, document=document)
+    except StatusError:
+        return []  # the patch fails as it does without validation
+    checked = _sorted(go_json.loads(document) if content_type == STRATEGIC else result)
+    if not isinstance(checked, Mapping):
+        return []
+    problems = [f'unknown field "{path}"' for path in _unknown_in(kind, checked)]
+    if problems and directive == "Strict":
+        value = _go_value(checked) if content_type == STRATEGIC else _json(kind, checked)
+        error = f"strict decoding error: {', '.join(problems)}"
+        message = f"Invalid value: {json.dumps(value)}: {error}"
+        cause = {"reason": "FieldValueInvalid", "message": message, "field": "patch"}
+        body = status_body(422, "Invalid", f' "" is invalid: patch: {message}')
+        raise StatusError({**body, "details": {"causes": [cause]}})
+    return problems
+
+
+def _sorted(value: Any) -> Any:
+    """A patch, or a patched object, as the API server's maps hold it: keys sorted (the
+    stored object's untouched parts have no unknown fields, their order does not matter)."""
+    if isinstance(value, Mapping):
+        return {key: _sorted(value[key]) for key in sorted(value)}
+    if isinstance(value, (list, tuple)):
+        return [_sorted(item) for item in value]
+    return value
+
+
+def _directive(directive: str | None) -> str:
+    directive = directive or "Warn"
+    if directive not in _DIRECTIVES:
+        message = (
+            f"fieldValidation must be one of {', '.join(_DIRECTIVES)} or empty, got {directive!r}"
+        )
+        raise bad_request(message)
+    return directive
+
+
+def _json(kind: Kind, value: Any) -> str:
+    """The patched object as Go encodes it: a custom resource's map with sorted keys; a built-in
+    one's untouched parts keep their Go types' field order, which is not kept here."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=kind.custom)
+
+
+def _go_value(value: Any) -> str:
+    """A decoded JSON value as Go's ``%v`` prints it (maps with sorted keys)."""
+    match value:
+        case Mapping():
+            return "map[" + " ".join(f"{k}:{_go_value(value[k])}" for k in sorted(value)) + "]"
+        case list() | tuple():
+            return "[" + " ".join(_go_value(item) for item in value) + "]"
+        case None:
+            return "<nil>"
+        case bool():
+            return "true" if value else "false"
+        case int() | float():
+            return _go_float(value)
+    return str(value)
+
+
+def _go_float(number: float) -> str:
+    """A float64 as ``%v`` prints it: the shortest digits, an exponent from 1e+06 on."""
+    digits = decimal.Decimal(repr(float(number))).normalize()
+    _, figures, exponent = digits.as_tuple()
+    assert isinstance(exponent, int)
+    power = len(figures) + exponent - 1
+    if -4 <= power < 6:
+        return format(digits, "f")
+    mantissa = "".join(map(str, figures))
+    head = mantissa[0] + ("." + mantissa[1:] if len(mantissa) > 1 else "")
+    sign = "-" if digits < 0 else ""
+    return f"{sign}{head}e{'+' if power >= 0 else '-'}{abs(power):02d}"
 
 
 def _refused(kind: Kind, error: str) -> StatusError:
@@ -77,12 +172,14 @@ def _unknown_fields(kind: Kind, body: bytes) -> list[str]:
         return []
     if not isinstance(document, Mapping):
         return []
-    if kind.custom:
-        paths = _custom(document, kind.schema or {})
-    else:
-        name = catalog().schema_name(kind.group, kind.version, kind.kind)
-        paths = _builtin(document, {"$ref": name}, "") if name else iter(())
-    return [f'unknown field "{path}"' for path in paths]
+    return [f'unknown field "{path}"' for path in _unknown_in(kind, document)]
+
+
+def _unknown_in(kind: Kind, document: Mapping[str, Any]) -> Iterator[str]:
+    if kind.custom:  # pruning collects them, and they come sorted
+        return iter(sorted(_custom(document, kind.schema or {})))
+    name = catalog().schema_name(kind.group, kind.version, kind.kind)
+    return _builtin(document, {"$ref": name}, "") if name else iter(())
 
 
 def _builtin(value: Any, schema: Schema, path: str) -> Iterator[str]:

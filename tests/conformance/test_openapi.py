@@ -1,0 +1,238 @@
+"""Conformance: the OpenAPI documents (``/openapi/v3`` and its group versions, built-in and
+CRD) and server-side field validation (``fieldValidation``) of writes.
+
+The documents are compared in the parts clients read: kubectl's checks of which operations take
+``fieldValidation`` and strategic merge patches, ``kubectl explain``'s schemas and descriptions.
+Not compared: the enums kube-apiserver adds to a few built-in fields (and their descriptions),
+which the vendored documents lack, and ``DeleteOptions``' list of every group's kinds.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from tests.conformance.conftest import Conform
+from tests.conformance.harness import GROUP, Target
+
+pytestmark = pytest.mark.anyio
+
+KINDS = ("Widget", "Gadget", "Sprocket", "Gizmo")
+MODEL = ".".join(reversed(GROUP.split("."))) + ".v1"
+DEPLOYMENT = "/apis/apps/v1/namespaces/{namespace}/deployments/{name}"
+_HASH = re.compile(r"\?hash=[0-9A-F]{128}$")
+
+
+def _without_enums(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {
+            key: _without_enums(value).split("\n\nPossible enum values")[0]
+            if key == "description" and isinstance(value, str)
+            else _without_enums(value)
+            for key, value in node.items()
+            if key != "enum"
+        }
+    if isinstance(node, list):
+        return [_without_enums(item) for item in node]
+    return node
+
+
+def _operations(item: dict[str, Any]) -> Any:
+    """What kubectl reads of a path's operations: actions, kinds, parameters, request types."""
+    shown: dict[str, Any] = {"parameters": [p["name"] for p in item.get("parameters", [])]}
+    for method, operation in item.items():
+        if method == "parameters":
+            continue
+        shown[method] = {
+            "id": operation["operationId"],
+            "action": operation["x-kubernetes-action"],
+            "gvk": operation["x-kubernetes-group-version-kind"],
+            "parameters": [p["name"] for p in operation.get("parameters", [])],
+            "body": sorted((operation.get("requestBody") or {}).get("content", {})),
+            "responses": sorted(operation["responses"]),
+        }
+    return shown
+
+
+def _index(document: Any) -> Any:
+    """The index's entries for the documents the fake serves, and whether each has a hash."""
+    names = ("api", "apis", "api/v1", "apis/apps", "apis/apps/v1", f"apis/{GROUP}/v1")
+    paths = document["paths"]
+    return {name: bool(_HASH.search(paths[name]["serverRelativeURL"])) for name in names}
+
+
+def _builtin(document: Any) -> Any:
+    schemas = document["components"]["schemas"]
+    spec = schemas["io.k8s.api.apps.v1.DeploymentSpec"]
+    return {
+        "openapi": document["openapi"],
+        "info": document["info"],
+        "deployment": _operations(document["paths"][DEPLOYMENT]),
+        "scale": _operations(document["paths"][f"{DEPLOYMENT}/scale"]),
+        "spec": _without_enums(spec),
+        "meta": schemas["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"],
+        "kinds": schemas["io.k8s.api.apps.v1.Deployment"]["x-kubernetes-group-version-kind"],
+        "securitySchemes": document["components"]["securitySchemes"],
+    }
+
+
+def _custom(document: Any) -> Any:
+    """The scenarios' CRDs' paths and schemas, whole (other CRDs of the group may come and go)."""
+    paths = {
+        path: item
+        for path, item in document["paths"].items()
+        if any(f"/{kind.lower()}s" in path for kind in KINDS)
+    }
+    schemas = dict(document["components"]["schemas"])
+    schemas.pop("io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions")
+    kept = {
+        name: schema
+        for name, schema in schemas.items()
+        if not name.startswith(MODEL)
+        or name.removeprefix(f"{MODEL}.").removesuffix("List") in KINDS
+    }
+    return {"info": document["info"], "paths": paths, "schemas": kept}
+
+
+async def test_the_openapi_v3_index_names_each_group_version_with_a_hash(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await t.get("/openapi/v3", record=_index)
+
+    await conform(scenario)
+
+
+async def test_a_built_in_group_version_document_has_operations_and_described_schemas(
+    conform: Conform,
+) -> None:
+    async def scenario(t: Target) -> None:
+        await t.get("/openapi/v3/apis/apps/v1", record=_builtin)
+        await t.get("/openapi/v3/api/v1", record=lambda d: _operations(d["paths"][
+            "/api/v1/namespaces/{namespace}/configmaps/{name}"]))  # fmt: skip
+
+    await conform(scenario)
+
+
+async def test_a_crd_group_version_document_is_built_from_its_crds(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await t.get(f"/openapi/v3/apis/{GROUP}/v1", record=_custom)
+
+    await conform(scenario)
+
+
+async def test_openapi_documents_refuse_unknown_names_stale_hashes_and_media_types(
+    conform: Conform,
+) -> None:
+    async def scenario(t: Target) -> None:
+        index = await t.api.get("/openapi/v3")
+        url = index.json()["paths"]["apis/apps/v1"]["serverRelativeURL"]
+        fresh = await t.api.get(url)
+        t.note("fresh", (fresh.status_code, fresh.headers.get("cache-control")))
+        stale = await t.api.get("/openapi/v3/apis/apps/v1?hash=ABC")
+        t.note("stale", (stale.status_code, stale.headers.get("location") == url))
+        for path, accept in (
+            ("/openapi/v3/apis/apps/v1", "application/xml"),
+            ("/openapi/v3/apis/nothing.example.com/v1", "application/json"),
+            ("/openapi/v2", "application/xml"),
+        ):
+            answer = await t.api.get(path, headers={"Accept": accept})
+            t.note(path, (answer.status_code, answer.text))
+        v2 = await t.api.get("/openapi/v2", headers={"Accept": "application/json"})
+        definitions = v2.json()["definitions"]
+        replicas = definitions["io.k8s.api.apps.v1.DeploymentSpec"]["properties"]["replicas"]
+        t.note("v2", (v2.json()["swagger"], replicas, f"{MODEL}.Widget" in definitions))
+
+    await conform(scenario)
+
+
+def _configmap(name: str, **extra: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, **extra}
+
+
+async def test_field_validation_refuses_warns_about_or_ignores_unknown_fields(
+    conform: Conform,
+) -> None:
+    async def scenario(t: Target) -> None:
+        odd = _configmap("odd", data={"a": "1"}, bogus=1, metadata={"name": "odd", "zz": 1})
+        for directive in ("Strict", "Warn", "Ignore", ""):
+            params = {"fieldValidation": directive} if directive else {}
+            name = f"odd-{directive.lower() or 'default'}"
+            body = {**odd, "metadata": {**odd["metadata"], "name": name}}
+            answer = await t.api.post(t.cm(), json=body, params=params)
+            t.note(directive, (answer.status_code, answer.headers.get("warning"),
+                               answer.json().get("message")))  # fmt: skip
+        doubled = b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"twice"},'
+        doubled += b'"data":{},"data":{}}'
+        answer = await t.api.post(t.cm(), content=doubled, params={"fieldValidation": "Strict"},
+                                  headers={"Content-Type": "application/json"})  # fmt: skip
+        t.note("duplicate", (answer.status_code, answer.json().get("message")))
+        spec = {"size": 1, "extra": 2, "free": {"any": 1}, "nested": {"key": "k", "x": 1}}
+        widget = {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": {"name": "w"},
+                  "spec": spec, "other": 3}  # fmt: skip
+        for directive in ("Strict", "Warn"):
+            answer = await t.api.post(t.widgets(), json=widget,
+                                      params={"fieldValidation": directive})  # fmt: skip
+            t.note(f"widget {directive}", (answer.status_code, answer.headers.get("warning"),
+                                           answer.json().get("message")))  # fmt: skip
+        stored = await t.get(t.cm("odd-warn"), record=lambda d: d.get("data"))
+        stored["bogus"] = 2
+        await t.put(t.cm("odd-warn"), stored, params={"fieldValidation": "Strict"})
+
+    await conform(scenario)
+
+
+def _message(document: Any, content_type: str) -> Any:
+    """A patch's refusal, without the patched object it shows: a built-in one's untouched
+    parts keep Go's field order, which the fake does not keep, and the times in it are the
+    fake's clock's."""
+    message = document.get("message")
+    if not isinstance(message, str) or content_type.startswith("application/strategic"):
+        return message
+    return re.sub(r'Invalid value: ".*": strict', "Invalid value: <object>: strict", message)
+
+
+async def test_field_validation_of_patches_and_nested_built_in_fields(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        container = {"name": "c", "image": "nginx", "oops": True}
+        deployment = {
+            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+            "spec": {"selector": {"matchLabels": {"app": "d"}}, "template": {
+                "metadata": {"labels": {"app": "d"}}, "spec": {"containers": [container]}}},
+        }  # fmt: skip
+        for directive in ("Strict", "Warn"):
+            answer = await t.api.post(t.apis("apps/v1", "deployments"), json=deployment,
+                                      params={"fieldValidation": directive})  # fmt: skip
+            t.note(f"deployment {directive}", (answer.status_code, answer.headers.get("warning"),
+                                               answer.json().get("message")))  # fmt: skip
+        await t.post(t.cm(), _configmap("patched", data={"a": "1"}))
+        for ct in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
+            for directive in ("Strict", "Warn"):
+                answer = await t.api.patch(
+                    t.cm("patched"),
+                    content=b'{"data":{"b":"2"},"bogus":1,"metadata":{"zz":2}}',
+                    params={"fieldValidation": directive},
+                    headers={"Content-Type": ct},
+                )
+                t.note(f"{ct} {directive}", (answer.status_code, answer.headers.get("warning"),
+                                             _message(answer.json(), ct)))  # fmt: skip
+        answer = await t.api.patch(
+            t.cm("patched"),
+            content=b'[{"op":"add","path":"/bogus","value":1}]',
+            params={"fieldValidation": "Strict"},
+            headers={"Content-Type": "application/json-patch+json"},
+        )
+        t.note("json patch", (answer.status_code, answer.headers.get("warning"),
+                              _message(answer.json(), "application/json-patch+json")))  # fmt: skip
+        widget = {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": {"name": "pw"},
+                  "spec": {"size": 1}}  # fmt: skip
+        await t.post(t.widgets(), widget)
+        answer = await t.api.patch(
+            t.widgets("pw"),
+            content=b'{"spec":{"extra":1},"other":2}',
+            params={"fieldValidation": "Strict"},
+            headers={"Content-Type": "application/merge-patch+json"},
+        )
+        shown = _message(answer.json(), "application/merge-patch+json")
+        t.note("widget patch", (answer.status_code, answer.headers.get("warning"), shown))
+
+    await conform(scenario)
