@@ -87,6 +87,11 @@ def _stripped(node: Any) -> Any:
                 continue
             if key == "$ref" and isinstance(value, str):
                 value = value.removeprefix(_REF_PREFIX)
+            if key == "properties" and isinstance(value, Mapping):
+                # Fields named like the dropped keywords (JSONSchemaProps' own "description")
+                # stay: only the schemas' keywords go.
+                result[key] = {name: _stripped(sub) for name, sub in value.items()}
+                continue
             result[key] = _stripped(value)
         return result
     if isinstance(node, (list, tuple)):
