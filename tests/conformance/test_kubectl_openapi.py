@@ -47,7 +47,8 @@ def _objects(namespace: str, *, data: str, extra: dict[str, Any] | None = None) 
     labels = {"app": "d"}
     objects = [
         {"apiVersion": f"{GROUP}/v1", "kind": "Doohickey",
-         "metadata": {"name": "dh", "namespace": namespace}, "spec": {"size": 2, "port": "http"}},
+         "metadata": {"name": "dh", "namespace": namespace},
+         "spec": {"size": 2 if data == "1" else 3, "port": "http"}},
         {"apiVersion": "apps/v1", "kind": "Deployment",
          "metadata": {"name": "web", "namespace": namespace},
          "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": {
@@ -111,12 +112,13 @@ async def _session(kubectl: Kubectl) -> list[Any]:
     await kubectl.run("explain", "doohickeys.spec")
     await kubectl.run("explain", "configmaps", "--recursive")
     await kubectl.run("apply", "--server-side", "-f", "-", stdin=_objects(ns, data="4"))
+    await kubectl.run("apply", "--server-side", "--force-conflicts", "-f", "-", stdin=bad)
     await kubectl.run(
         "get", "configmap", "cm", "-n", ns, "-o", "jsonpath={.metadata.managedFields[*].manager}"
     )
     await kubectl.run("delete", "-f", "-", stdin=_objects(ns, data="4"))
     await kubectl.run("delete", "crd", f"doohickeys.{GROUP}")
-    return kubectl.records
+    return list(kubectl.records)
 
 
 async def test_kubectl_apply_explain_and_server_side_apply_as_against_the_real_server(
@@ -132,7 +134,25 @@ async def test_kubectl_apply_explain_and_server_side_apply_as_against_the_real_s
     async with anyio.create_task_group() as tg:
         await tg.start(fake.serve)
         kubeconfig = fake.write_kubeconfig(tmp_path / "fake.kubeconfig")
-        faked = await _session(Kubectl(binary, kubeconfig, tmp_path / "fake-cache", namespace))
+        fake_kubectl = Kubectl(binary, kubeconfig, tmp_path / "fake-cache", namespace)
+        faked = await _session(fake_kubectl)
+        fallback = await _v2_fallback(fake_kubectl)
         tg.cancel_scope.cancel()
     for want, got in zip(expected, faked, strict=True):
         assert got == want
+    assert fallback["code"] == 0, fallback
+    assert re.search(r'url="[^"]*/openapi/v2[?"][^"]*" status="406', fallback["err"]), fallback
+    assert "widget.conformance.anyop.dev/v2-fallback configured" in fallback["out"], fallback
+
+
+async def _v2_fallback(kubectl: Kubectl) -> Any:
+    """Against the fake: patching a custom resource, kubectl asks for ``/openapi/v2`` in
+    protobuf (to find the kind's patch type), which the fake refuses (406, as kube-apiserver
+    does for a media type it has not), and kubectl goes on with a merge patch."""
+    metadata = {"name": "v2-fallback", "namespace": "default"}
+    widget = {"apiVersion": "conformance.anyop.dev/v1", "kind": "Widget", "metadata": metadata,
+              "spec": {"size": 1}}  # fmt: skip
+    await kubectl.run("apply", "-f", "-", stdin=json.dumps(widget), record=False)
+    widget["spec"] = {"size": 2}
+    await kubectl.run("apply", "-v=6", "-f", "-", stdin=json.dumps(widget))
+    return kubectl.records[-1]

@@ -236,3 +236,36 @@ async def test_field_validation_of_patches_and_nested_built_in_fields(conform: C
         t.note("widget patch", (answer.status_code, answer.headers.get("warning"), shown))
 
     await conform(scenario)
+
+
+async def test_server_side_apply_refuses_fields_its_schema_does_not_declare(
+    conform: Conform,
+) -> None:
+    async def scenario(t: Target) -> None:
+        config = _configmap("applied", data={"a": "1"}, bogus=1)
+        config["metadata"]["namespace"] = t.namespace
+        containers = [{"name": "c", "image": "nginx", "oops": True}]
+        deployment = {
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d", "namespace": t.namespace},
+            "spec": {"selector": {"matchLabels": {"app": "d"}}, "template": {
+                "metadata": {"labels": {"app": "d"}}, "spec": {"containers": containers}}},
+        }  # fmt: skip
+        widget = {"apiVersion": f"{GROUP}/v1", "kind": "Widget",
+                  "metadata": {"name": "aw", "namespace": t.namespace},
+                  "spec": {"size": 1, "extra": 2}}  # fmt: skip
+        targets = ((t.cm("applied"), config), (t.apis("apps/v1", "deployments", "d"), deployment),
+                   (t.widgets("aw"), widget))  # fmt: skip
+        for path, body in targets:
+            for directive in ("Strict", "Warn", "Ignore"):
+                params = {"fieldManager": "test", "fieldValidation": directive}
+                headers = {"Content-Type": "application/apply-patch+yaml"}
+                answer = await t.api.patch(path, json=body, params=params, headers=headers)
+                shown = answer.json()
+                keys = ("kind", "reason", "message", "details", "code")
+                t.note(f"{path.rsplit('/', 2)[-2]} {directive}", (
+                    answer.status_code, answer.headers.get("warning"),
+                    {key: shown.get(key) for key in keys},
+                ))  # fmt: skip
+
+    await conform(scenario)

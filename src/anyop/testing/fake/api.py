@@ -13,7 +13,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from anyop.testing.fake import served_discovery, served_openapi, writes
-from anyop.testing.fake.field_validation import checked_fields, checked_patch
+from anyop.testing.fake.field_validation import (
+    checked_fields,
+    checked_patch,
+    undeclared_applied_field,
+)
 from anyop.testing.fake.kinds import CRD_KIND, NAMESPACE_KIND, Kind
 from anyop.testing.fake.label_selectors import parse_field_selector, parse_label_selector
 from anyop.testing.fake.routes import DiscoveryRoute, Route, parse_path
@@ -243,6 +247,7 @@ def _member(store: Store, ref: Ref, request: ApiRequest, *, route: Route) -> Api
             )
             return ApiResponse(200, replaced, warnings)
         case "PATCH" if request.content_type == writes.APPLY and route.subresource is None:
+            undeclared_applied_field(ref.kind, ref.name, ref.namespace, request.body)
             manager = request.query.get("fieldManager", "")
             force = request.query.get("force", "").lower() in _TRUE
             code, applied = apply(store, ref, document=request.body, manager=manager, force=force)

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import decimal
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
+
+import yaml
 
 from anyop.testing.fake import go_json
 from anyop.testing.fake.kinds import Kind
@@ -21,7 +23,7 @@ from anyop.testing.fake.openapi_catalog import Schema, catalog
 from anyop.testing.fake.statuses import StatusError, bad_request, status_body
 from anyop.testing.fake.writes import STRATEGIC, patched
 
-__all__ = ["checked_fields", "checked_patch"]
+__all__ = ["checked_fields", "checked_patch", "undeclared_applied_field"]
 
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 _DIRECTIVES = ("Strict", "Warn", "Ignore")
@@ -244,3 +246,87 @@ def _structural(value: Any, schema: Schema, path: str, *, root: bool = False) ->
             yield from _structural(item, extra, f"{path}[{key}]")
         elif extra is not True:
             yield f"{path}.{key}"
+
+
+def undeclared_applied_field(kind: Kind, ref_name: str, namespace: str | None, body: bytes) -> None:
+    """Refuse a server-side apply configuration with a field its schema does not declare.
+
+    Whatever the ``fieldValidation``, the structured merge cannot type such a configuration:
+    500, naming each such field in structured merge's path syntax
+    (``.spec.containers[name="c"].oops``).
+
+    Raises:
+        StatusError: 500, the configuration has such a field.
+    """
+    try:
+        config = yaml.safe_load(body)
+    except yaml.YAMLError:
+        return
+    if not isinstance(config, Mapping):
+        return
+    if kind.custom:
+        found = sorted(_custom_smd(config, kind.schema or {}))
+    else:
+        name = catalog().schema_name(kind.group, kind.version, kind.kind)
+        found = sorted(_builtin_smd(config, {"$ref": name}, "")) if name else []
+    if found:
+        gvk = f"{kind.api_version if kind.group else '/' + kind.version}, Kind={kind.kind}"
+        where = f"{namespace or ''}/{ref_name}"
+        errors = [f"{path}: field not declared in schema" for path in found]
+        # Several come in the order of Go's map iteration, which varies: sorted here.
+        error = errors[0] if len(errors) == 1 else "errors:\n" + "\n".join(f"  {e}" for e in errors)
+        message = f"failed to create typed patch object ({where}; {gvk}): {error}"
+        raise StatusError(status_body(500, "", message, details=None))
+
+
+def _custom_smd(config: Mapping[str, Any], schema: Schema) -> Iterator[str]:
+    for key, item in config.items():
+        if key in ("apiVersion", "kind"):
+            continue
+        if key == "metadata":
+            yield from _builtin_smd(item, {"$ref": _META}, ".metadata")
+            continue
+        properties = schema.get("properties") or {}
+        if key in properties:
+            yield from _smd(item, properties[key], f".{key}", lambda s: s)
+        elif not schema.get("x-kubernetes-preserve-unknown-fields"):
+            yield f".{key}"
+
+
+def _builtin_smd(value: Any, schema: Schema, path: str) -> Iterator[str]:
+    yield from _smd(value, schema, path, lambda s: catalog().resolve(s)[0])
+
+
+def _smd(
+    value: Any, schema: Schema, path: str, resolve: Callable[[Schema], Schema]
+) -> Iterator[str]:
+    resolved = resolve(schema)
+    items = resolved.get("items")
+    if isinstance(value, list) and isinstance(items, Mapping):
+        for index, item in enumerate(value):
+            yield from _smd(item, items, path + _element(resolved, item, index), resolve)
+        return
+    if not isinstance(value, Mapping) or resolved.get("x-kubernetes-preserve-unknown-fields"):
+        return
+    properties: Mapping[str, Any] = resolved.get("properties") or {}
+    extra = resolved.get("additionalProperties")
+    if not properties and not isinstance(extra, Mapping):
+        return  # free-form
+    for key, item in value.items():
+        sub = properties.get(key) or (extra if isinstance(extra, Mapping) else None)
+        if sub is None:
+            yield f"{path}.{key}"
+        else:
+            yield from _smd(item, sub, f"{path}.{key}", resolve)
+
+
+def _element(schema: Schema, item: Any, index: int) -> str:
+    """A list element's path element: its keys in a map-list, its value in a set, else its
+    index."""
+    kind = schema.get("x-kubernetes-list-type")
+    keys = schema.get("x-kubernetes-list-map-keys") or ()
+    if kind == "map" and keys and isinstance(item, Mapping):
+        return "[" + ",".join(f"{key}={json.dumps(item.get(key))}" for key in keys) + "]"
+    if kind == "set":
+        return f"[={json.dumps(item)}]"
+    return f"[{index}]"
