@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import anyio
 import pytest
 from tests.conformance.conftest import Conform
 from tests.conformance.harness import GROUP, Target
@@ -174,6 +175,8 @@ async def test_field_validation_refuses_warns_about_or_ignores_unknown_fields(
                                       params={"fieldValidation": directive})  # fmt: skip
             t.note(f"widget {directive}", (answer.status_code, answer.headers.get("warning"),
                                            answer.json().get("message")))  # fmt: skip
+        await t.post(t.cm(), _configmap("any"), params={"fieldValidation": "Sometimes"})
+        await t.post(t.cm(), _configmap("lower"), params={"fieldValidation": "strict"})
         stored = await t.get(t.cm("odd-warn"), record=lambda d: d.get("data"))
         stored["bogus"] = 2
         await t.put(t.cm("odd-warn"), stored, params={"fieldValidation": "Strict"})
@@ -215,6 +218,9 @@ async def test_field_validation_of_patches_and_nested_built_in_fields(conform: C
                 )
                 t.note(f"{ct} {directive}", (answer.status_code, answer.headers.get("warning"),
                                              _message(answer.json(), ct)))  # fmt: skip
+        await t.patch(t.cm("patched"), {"data": {"c": "3"}}, params={"fieldValidation": "no"})
+        await t.patch(t.cm("patched"), {"data": {"c": "3"}}, ct="application/apply-patch+yaml",
+                      params={"fieldValidation": "no", "fieldManager": "m"})  # fmt: skip
         answer = await t.api.patch(
             t.cm("patched"),
             content=b'[{"op":"add","path":"/bogus","value":1}]',
@@ -267,5 +273,55 @@ async def test_server_side_apply_refuses_fields_its_schema_does_not_declare(
                     answer.status_code, answer.headers.get("warning"),
                     {key: shown.get(key) for key in keys},
                 ))  # fmt: skip
+
+    await conform(scenario)
+
+
+async def _index_url(t: Target, name: str, *, other_than: str | None = None) -> str | None:
+    """The index's URL of a document, once it is not ``other_than`` (the API server updates
+    the index a moment after a CRD changes); ``None`` once the document is gone."""
+    with anyio.fail_after(30):
+        while True:
+            paths = (await t.api.get("/openapi/v3")).json()["paths"]
+            url = paths.get(name, {}).get("serverRelativeURL")
+            if url != other_than:
+                return url
+            await anyio.sleep(0.1)
+
+
+async def test_a_crd_change_changes_its_documents_hash(conform: Conform) -> None:
+    group = "hashes.anyop.dev"
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"things.{group}"},
+        "spec": {"group": group, "scope": "Cluster",
+                 "names": {"kind": "Thing", "plural": "things"},
+                 "versions": [{"name": "v1", "served": True, "storage": True, "schema": {
+                     "openAPIV3Schema": {"type": "object", "properties": {
+                         "spec": {"type": "object", "properties": {"a": {"type": "string"}}}}}}}]},
+    }  # fmt: skip
+    name = f"apis/{group}/v1"
+    crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+    async def scenario(t: Target) -> None:
+        await t.post(crds, crd, record=lambda d: d["metadata"]["name"])
+        try:
+            first = await _index_url(t, name)
+            assert first is not None
+            schema = {"openAPIV3Schema": {"type": "object", "properties": {
+                "spec": {"type": "object", "properties": {"b": {"type": "integer"}}}}}}  # fmt: skip
+            version = {**crd["spec"]["versions"][0], "schema": schema}
+            patch = {"spec": {"versions": [version]}}
+            await t.patch(f"{crds}/things.{group}", patch, record=lambda d: d["spec"]["versions"])
+            second = await _index_url(t, name, other_than=first)
+            assert second is not None
+            old = await t.api.get(first, follow_redirects=False)
+            t.note("old hash", (old.status_code, old.headers.get("location") == second))
+            new = await t.api.get(second)
+            spec = new.json()["components"]["schemas"]["dev.anyop.hashes.v1.Thing"]
+            t.note("new schema", spec["properties"]["spec"])
+        finally:
+            await t.api.delete(f"{crds}/things.{group}")
+        t.note("gone", await _index_url(t, name, other_than=second))
 
     await conform(scenario)

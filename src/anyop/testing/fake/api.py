@@ -16,6 +16,7 @@ from anyop.testing.fake import served_discovery, served_openapi, writes
 from anyop.testing.fake.field_validation import (
     checked_fields,
     checked_patch,
+    directive_of,
     undeclared_applied_field,
 )
 from anyop.testing.fake.kinds import CRD_KIND, NAMESPACE_KIND, Kind
@@ -247,6 +248,7 @@ def _member(store: Store, ref: Ref, request: ApiRequest, *, route: Route) -> Api
             )
             return ApiResponse(200, replaced, warnings)
         case "PATCH" if request.content_type == writes.APPLY and route.subresource is None:
+            directive_of(request.query.get("fieldValidation"), "PatchOptions")
             undeclared_applied_field(ref.kind, ref.name, ref.namespace, request.body)
             manager = request.query.get("fieldManager", "")
             force = request.query.get("force", "").lower() in _TRUE
@@ -291,9 +293,11 @@ def _not_allowed() -> ApiResponse:
 def _field_warnings(kind: Kind, request: ApiRequest) -> dict[str, str]:
     """The ``Warning`` header of a create's or update's unknown and duplicate fields (or the
     refusal, with ``fieldValidation=Strict``)."""
+    options = "CreateOptions" if request.method == "POST" else "UpdateOptions"
+    directive = directive_of(request.query.get("fieldValidation"), options)
     if request.content_type != "application/json":
         return {}
-    warnings = checked_fields(kind, request.body, request.query.get("fieldValidation"))
+    warnings = checked_fields(kind, request.body, directive)
     return _warning_header(warnings)
 
 
@@ -301,10 +305,10 @@ def _patch_warnings(
     store: Store, ref: Ref, request: ApiRequest, *, subresource: str | None
 ) -> dict[str, str]:
     """The ``Warning`` header of a patch's unknown fields (or the refusal, when strict)."""
+    directive = directive_of(request.query.get("fieldValidation"), "PatchOptions")
     if subresource is not None:
         return {}
     stored = store.find(ref.kind, ref.namespace, ref.name)
-    directive = request.query.get("fieldValidation")
     kind, body = request.content_type, request.body
     warnings = checked_patch(
         ref.kind, stored, content_type=kind, document=body, directive=directive

@@ -20,28 +20,21 @@ import yaml
 from anyop.testing.fake import go_json
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.openapi_catalog import Schema, catalog
-from anyop.testing.fake.statuses import StatusError, bad_request, status_body
+from anyop.testing.fake.statuses import Cause, StatusError, bad_request, invalid, status_body
 from anyop.testing.fake.writes import STRATEGIC, patched
 
-__all__ = ["checked_fields", "checked_patch", "undeclared_applied_field"]
+__all__ = ["checked_fields", "checked_patch", "directive_of", "undeclared_applied_field"]
 
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 _DIRECTIVES = ("Strict", "Warn", "Ignore")
 
 
-def checked_fields(kind: Kind, body: bytes, directive: str | None) -> list[str]:
-    """The warnings of a write's JSON object under ``directive`` (``None``: ``Warn``).
+def checked_fields(kind: Kind, body: bytes, directive: str) -> list[str]:
+    """The warnings of a write's JSON object under ``directive`` (see :func:`directive_of`).
 
     Raises:
-        StatusError: 400, ``Strict`` and the object has unknown or duplicate fields, or the
-            directive is none of ``Strict``, ``Warn`` and ``Ignore``.
+        StatusError: 400, ``Strict`` and the object has unknown or duplicate fields.
     """
-    directive = directive or "Warn"
-    if directive not in _DIRECTIVES:
-        message = (
-            f"fieldValidation must be one of {', '.join(_DIRECTIVES)} or empty, got {directive!r}"
-        )
-        raise bad_request(message)
     if directive == "Ignore":
         return []
     problems = [*_duplicates(body), *_unknown_fields(kind, body)]
@@ -57,17 +50,16 @@ def checked_patch(
     *,
     content_type: str,
     document: bytes,
-    directive: str | None,
+    directive: str,
 ) -> list[str]:
-    """The warnings of a patch under ``directive`` (``None``: ``Warn``): the unknown fields of
-    a strategic merge patch, or of the object a merge or JSON patch makes.
+    """The warnings of a patch under ``directive`` (see :func:`directive_of`): the unknown
+    fields of a strategic merge patch, or of the object a merge or JSON patch makes.
 
     Raises:
         StatusError: 422, ``Strict`` and there are unknown fields (kube-apiserver's message
-            names the patched value, the patch itself for a strategic merge patch); 400, the
-            directive is none of ``Strict``, ``Warn`` and ``Ignore``.
+            names the patched value, the patch itself for a strategic merge patch).
     """
-    if _directive(directive) == "Ignore":
+    if directive == "Ignore":
         return []
     try:
         result = patched(kind, stored, content_type=content_type, document=document)
@@ -97,14 +89,25 @@ def _sorted(value: Any) -> Any:
     return value
 
 
-def _directive(directive: str | None) -> str:
-    directive = directive or "Warn"
-    if directive not in _DIRECTIVES:
-        message = (
-            f"fieldValidation must be one of {', '.join(_DIRECTIVES)} or empty, got {directive!r}"
-        )
-        raise bad_request(message)
-    return directive
+def directive_of(value: str | None, options: str) -> str:
+    """The ``fieldValidation`` of a write (``Warn`` when none is given).
+
+    Args:
+        value: The query parameter, if given.
+        options: The options kind of the verb (``CreateOptions``, ``UpdateOptions``,
+            ``PatchOptions``): kube-apiserver names it when it refuses the value.
+
+    Raises:
+        StatusError: 422, the value is none of ``Strict``, ``Warn``, ``Ignore`` and ``""``.
+    """
+    if not value:
+        return "Warn"
+    if value not in _DIRECTIVES:
+        supported = ", ".join(f'"{name}"' for name in ("", *sorted(_DIRECTIVES)))
+        message = f'Unsupported value: "{value}": supported values: {supported}'
+        cause: Cause = {"reason": "FieldValueNotSupported", "message": message}
+        raise invalid(options, "meta.k8s.io", None, causes=[("fieldValidation", cause)])
+    return value
 
 
 def _json(kind: Kind, value: Any) -> str:
