@@ -6,8 +6,8 @@ Pure. The built-in documents are the vendored ones (see
 group version's is built from its CRDs (:mod:`~anyop.testing.fake.crd_openapi`). The index
 names each document with the hash of its content (SHA-512, as kube-openapi's handler computes
 it), so clients that cache the documents by that URL see a CRD's change. kubectl asks for JSON
-(v3) and for protobuf (v2, which it only falls back to): the fake answers JSON, and what it
-cannot encode with 406 Not Acceptable, as kube-apiserver does for media types it does not have.
+(v3) and for protobuf (v2, see :mod:`~anyop.testing.fake.openapi_v2`); other media types are
+406 Not Acceptable, as kube-apiserver answers them.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 from anyop.testing.fake.crd_openapi import crd_document
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.openapi_catalog import catalog
+from anyop.testing.fake.openapi_v2 import PROTOBUF, v2_document
 
 __all__ = ["Answer", "answer"]
 
@@ -29,7 +30,7 @@ Answer = tuple[int, bytes, dict[str, str]]
 
 _PREFIX = "/openapi/v3"
 _JSON = "application/json"
-_V2_SCHEMAS = "#/components/schemas/"
+_PROTOBUF_OLD = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
 
 
 def answer(
@@ -59,7 +60,15 @@ def answer(
             return 404, b"", {}
         return _document(path, document, query.get("hash", ""), accept)
     if path == "/openapi/v2":
-        return _v2(documents, accept)
+        builtin = catalog().data["schemas"]
+        custom = {
+            name: schema
+            for doc_name, document in documents.items()
+            if doc_name not in catalog().data["documents"]
+            for name, schema in document["components"]["schemas"].items()
+            if name not in builtin
+        }
+        return _v2(accept, custom)
     return None
 
 
@@ -131,36 +140,24 @@ def _encoded(document: Any) -> tuple[bytes, str]:
     return body, digest
 
 
-def _v2(documents: Mapping[str, Any], accept: str) -> Answer:
-    if not _accepts_json(accept):
+def _v2(accept: str, custom: Mapping[str, Any]) -> Answer:
+    media = _v2_media(accept)
+    if media is None:
         return 406, b"", {"Vary": "Accept"}
-    definitions: dict[str, Any] = {}
-    for document in documents.values():
-        definitions.update(document["components"]["schemas"])
-    swagger = {
-        "swagger": "2.0",
-        "info": catalog().data["info"],
-        "paths": {},
-        "definitions": _v2_refs(dict(sorted(definitions.items()))),
-    }
-    body = json.dumps(swagger, separators=(",", ":")).encode()
+    body = v2_document(media, custom)
     digest = hashlib.sha512(body).hexdigest().upper()
-    return 200, body, {"Content-Type": _JSON, "Etag": f'"{digest}"', "Vary": "Accept"}
+    return 200, body, {"Content-Type": media, "Etag": f'"{digest}"', "Vary": "Accept"}
 
 
-def _v2_refs(node: Any) -> Any:
-    """Schemas as Swagger 2.0 writes them: refs into ``#/definitions/``, a lone ``allOf``
-    reference as the reference itself."""
-    if isinstance(node, Mapping):
-        refs = node.get("allOf")
-        if isinstance(refs, (list, tuple)) and len(refs) == 1 and "$ref" in refs[0]:
-            node = {**{k: v for k, v in node.items() if k != "allOf"}, "$ref": refs[0]["$ref"]}
-        return {
-            key: value.replace(_V2_SCHEMAS, "#/definitions/")
-            if key == "$ref" and isinstance(value, str)
-            else _v2_refs(value)
-            for key, value in node.items()
-        }
-    if isinstance(node, (list, tuple)):
-        return [_v2_refs(item) for item in node]
-    return node
+def _v2_media(accept: str) -> str | None:
+    """The media type of ``/openapi/v2`` for an ``Accept`` header: JSON or gnostic's
+    protobuf, the first clause that names one."""
+    if not accept.strip():
+        return _JSON
+    for clause in accept.split(","):
+        media = clause.split(";")[0].strip().lower()
+        if media in ("*/*", "application/*", _JSON):
+            return _JSON
+        if media in (PROTOBUF, _PROTOBUF_OLD):
+            return PROTOBUF
+    return None
