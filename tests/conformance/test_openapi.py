@@ -173,6 +173,13 @@ async def test_field_validation_refuses_warns_about_or_ignores_unknown_fields(
         answer = await t.api.post(t.cm(), content=doubled, params={"fieldValidation": "Strict"},
                                   headers={"Content-Type": "application/json"})  # fmt: skip
         t.note("duplicate", (answer.status_code, answer.json().get("message")))
+        both = b'{"apiVersion":"v1","kind":"ConfigMap","bogus":1,"metadata":{"name":"both",'
+        both += b'"labels":{"a":"1","a":"2"},"name":"both"},"data":{"k":"v"},"zz":[1]}'
+        for directive in ("Strict", "Warn"):
+            answer = await t.api.post(t.cm(), content=both, params={"fieldValidation": directive},
+                                      headers={"Content-Type": "application/json"})  # fmt: skip
+            t.note(f"both {directive}", (answer.status_code, answer.headers.get("warning"),
+                                         answer.json().get("message")))  # fmt: skip
         spec = {"size": 1, "extra": 2, "free": {"any": 1}, "nested": {"key": "k", "x": 1}}
         widget = {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": {"name": "w"},
                   "spec": spec, "other": 3}  # fmt: skip

@@ -37,7 +37,7 @@ def checked_fields(kind: Kind, body: bytes, directive: str) -> list[str]:
     """
     if directive == "Ignore":
         return []
-    problems = [*_duplicates(body), *_unknown_fields(kind, body)]
+    problems = _problems(kind, body)
     if problems and directive == "Strict":
         found = ", ".join(problems)
         raise _refused(kind, f"strict decoding error: {found}")
@@ -152,42 +152,61 @@ def _refused(kind: Kind, error: str) -> StatusError:
     )
 
 
-def _duplicates(body: bytes) -> list[str]:
-    found: list[str] = []
+class _Object(dict[str, Any]):
+    """A decoded JSON object that remembers its members as they came, duplicates too."""
 
-    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        seen: set[str] = set()
-        for key, _ in items:
-            if key in seen:
-                found.append(f'duplicate field "{key}"')
-            seen.add(key)
-        return dict(items)
+    def __init__(self, pairs: list[tuple[str, Any]]) -> None:
+        super().__init__(pairs)
+        self.pairs = pairs
 
+
+def _object(items: list[tuple[str, Any]]) -> _Object:
+    return _Object(items)
+
+
+def _problems(kind: Kind, body: bytes) -> list[str]:
+    """A JSON object's duplicate fields, then its unknown ones, as Go's strict decoder names
+    them."""
     try:
-        json.loads(body, object_pairs_hook=pairs)
-    except ValueError:
-        return []
-    return found
-
-
-def _unknown_fields(kind: Kind, body: bytes) -> list[str]:
-    try:
-        document = json.loads(body)
+        document = json.loads(body, object_pairs_hook=_object)
     except ValueError:
         return []
     if not isinstance(document, Mapping):
         return []
-    return [f'unknown field "{path}"' for path in _unknown_in(kind, document)]
+    if kind.custom:  # the decoder's duplicates, then what pruning drops
+        found = [("duplicate", path) for path in _duplicated(document, "")]
+        found += [("unknown", path) for path in _unknown_in(kind, document)]
+    else:
+        name = catalog().schema_name(kind.group, kind.version, kind.kind)
+        found = list(_builtin(document, {"$ref": name}, "")) if name else []
+    return [f'{problem} field "{path}"' for problem, path in found]
+
+
+def _duplicated(value: Any, path: str) -> Iterator[str]:
+    if isinstance(value, _Object):
+        seen: set[str] = set()
+        for key, item in value.pairs:
+            where = f"{path}.{key}" if path else key
+            if key in seen:
+                yield where
+            seen.add(key)
+            yield from _duplicated(item, where)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _duplicated(item, f"{path}[{index}]")
 
 
 def _unknown_in(kind: Kind, document: Mapping[str, Any]) -> Iterator[str]:
     if kind.custom:  # pruning collects them, and they come sorted
         return iter(sorted(_custom(document, kind.schema or {})))
     name = catalog().schema_name(kind.group, kind.version, kind.kind)
-    return _builtin(document, {"$ref": name}, "") if name else iter(())
+    found = _builtin(document, {"$ref": name}, "") if name else iter(())
+    return (path for problem, path in found if problem == "unknown")
 
 
-def _builtin(value: Any, schema: Schema, path: str) -> Iterator[str]:
+def _builtin(value: Any, schema: Schema, path: str) -> Iterator[tuple[str, str]]:
+    """The unknown and duplicate fields of a built-in object, as ``("unknown"|"duplicate",
+    path)``, in the order Go's decoder meets them (a duplicate at its second occurrence)."""
     resolved, _ = catalog().resolve(schema)
     if isinstance(value, list) and isinstance(resolved.get("items"), Mapping):
         for index, item in enumerate(value):
@@ -196,18 +215,21 @@ def _builtin(value: Any, schema: Schema, path: str) -> Iterator[str]:
     if not isinstance(value, Mapping):
         return
     properties: Mapping[str, Any] = resolved.get("properties") or {}
-    extra = resolved.get("additionalProperties")
-    if not properties:
-        if isinstance(extra, Mapping):
-            for key, item in value.items():
-                yield from _builtin(item, extra, f"{path}[{key}]" if path else key)
-        return
-    for key, item in value.items():
+    declared = resolved.get("additionalProperties")
+    if not properties and not isinstance(declared, Mapping):
+        return  # free-form
+    extra: Schema = declared if isinstance(declared, Mapping) else {}
+    seen: set[str] = set()
+    for key, item in value.pairs if isinstance(value, _Object) else value.items():
         where = f"{path}.{key}" if path else key
-        if key not in properties:
-            yield where
+        if key in seen:
+            yield "duplicate", where
+        seen.add(key)
+        if properties and key not in properties:
+            yield "unknown", where
         else:
-            yield from _builtin(item, properties[key], where)
+            sub = properties[key] if properties else extra
+            yield from _builtin(item, sub, where)
 
 
 def _custom(document: Mapping[str, Any], schema: Schema) -> Iterator[str]:
@@ -215,7 +237,8 @@ def _custom(document: Mapping[str, Any], schema: Schema) -> Iterator[str]:
         if key in ("apiVersion", "kind"):
             continue
         if key == "metadata":
-            yield from _builtin(item, {"$ref": _META}, "metadata")
+            found = _builtin(item, {"$ref": _META}, "metadata")
+            yield from (path for problem, path in found if problem == "unknown")
             continue
         yield from _structural(item, schema, key, root=True)
 
