@@ -117,6 +117,8 @@ async def _session(kubectl: Kubectl) -> list[Any]:
     await kubectl.run("apply", "-f", "-", stdin=json.dumps(listed))
     await kubectl.run("delete", "configmap", "listed", "-n", ns)
     await kubectl.run("explain", "deployment.spec.replicas")
+    await kubectl.run("explain", "pods.spec.containers.imagePullPolicy")
+    await kubectl.run("explain", "deployment.spec.strategy", "--recursive")
     await kubectl.run("explain", "widgets.spec")
     await kubectl.run("explain", "doohickeys.spec")
     await kubectl.run("explain", "configmaps", "--recursive")
