@@ -278,7 +278,8 @@ async def test_a_crd_change_changes_its_documents_hash(conform: Conform) -> None
         "metadata": {"name": f"things.{group}"},
         "spec": {"group": group, "scope": "Cluster",
                  "names": {"kind": "Thing", "plural": "things"},
-                 "versions": [{"name": "v1", "served": True, "storage": True, "schema": {
+                 "versions": [{"name": "v1", "served": True, "storage": True,
+                               "selectableFields": [{"jsonPath": ".spec.a"}], "schema": {
                      "openAPIV3Schema": {"type": "object", "properties": {
                          "spec": {"type": "object", "properties": {"a": {"type": "string"}}}}}}}]},
     }  # fmt: skip
@@ -290,8 +291,9 @@ async def test_a_crd_change_changes_its_documents_hash(conform: Conform) -> None
         try:
             first = await _index_url(t, name)
             assert first is not None
+            fields = {"a": {"type": "string"}, "b": {"type": "integer"}}
             schema = {"openAPIV3Schema": {"type": "object", "properties": {
-                "spec": {"type": "object", "properties": {"b": {"type": "integer"}}}}}}  # fmt: skip
+                "spec": {"type": "object", "properties": fields}}}}  # fmt: skip
             version = {**crd["spec"]["versions"][0], "schema": schema}
             patch = {"spec": {"versions": [version]}}
             await t.patch(f"{crds}/things.{group}", patch, record=lambda d: d["spec"]["versions"])
@@ -300,8 +302,10 @@ async def test_a_crd_change_changes_its_documents_hash(conform: Conform) -> None
             old = await t.api.get(first, follow_redirects=False)
             t.note("old hash", (old.status_code, old.headers.get("location") == second))
             new = await t.api.get(second)
-            spec = new.json()["components"]["schemas"]["dev.anyop.hashes.v1.Thing"]
-            t.note("new schema", spec["properties"]["spec"])
+            schemas = new.json()["components"]["schemas"]
+            t.note(
+                "new schemas", [schemas[f"dev.anyop.hashes.v1.{k}"] for k in ("Thing", "ThingList")]
+            )
         finally:
             await t.api.delete(f"{crds}/things.{group}")
         t.note("gone", await _index_url(t, name, other_than=second))

@@ -215,7 +215,15 @@ class _Builder:
             properties.update(_type_meta())
             schema["properties"] = dict(sorted(properties.items()))
         schema["x-kubernetes-group-version-kind"] = [dict(sorted(self.gvk.items()))]
-        return schema
+        return schema | self._selectable()
+
+    def _selectable(self) -> Json:
+        """The version's ``selectableFields``, as the kind's and its list's schemas name them."""
+        fields = self.served.get("selectableFields") or ()
+        paths = [
+            {"fieldPath": str(field.get("jsonPath", "")).removeprefix(".")} for field in fields
+        ]
+        return {"x-kubernetes-selectable-fields": paths} if paths else {}
 
     def _list_schema(self, model: str) -> Json:
         items = f"List of {self.plural}. More info: {_DOCS}"
@@ -231,7 +239,7 @@ class _Builder:
             "required": ["items"],
             "properties": dict(sorted(properties.items())),
             "x-kubernetes-group-version-kind": [gvk],
-        }
+        } | self._selectable()
 
 
 def _path_item(routes: list[Json]) -> Json:
