@@ -200,6 +200,23 @@ async def test_field_validation_of_patches_and_nested_built_in_fields(conform: C
                 )
                 t.note(f"{ct} {directive}", (answer.status_code, answer.headers.get("warning"),
                                              _message(answer.json(), ct)))  # fmt: skip
+        containers = {"$setElementOrder/containers": [{"name": "c"}],
+                      "containers": [{"name": "c", "image": "nginx:2"}]}  # fmt: skip
+        answer = await t.api.patch(
+            t.apis("apps/v1", "deployments", "d"),
+            json={"spec": {"template": {"spec": containers}}},
+            params={"fieldValidation": "Strict"},
+            headers={"Content-Type": "application/strategic-merge-patch+json"},
+        )
+        t.note("directives", (answer.status_code, answer.headers.get("warning")))
+        for ct in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
+            answer = await t.api.patch(
+                t.cm("patched"),
+                content=b'{"data":{"x":"1"},"data":{"y":"2"},"metadata":{"labels":{"a":"b"}}}',
+                params={"fieldValidation": "Warn"},
+                headers={"Content-Type": ct},
+            )
+            t.note(f"{ct} duplicate", (answer.status_code, answer.headers.get("warning")))
         await t.patch(t.cm("patched"), {"data": {"c": "3"}}, params={"fieldValidation": "no"})
         await t.patch(t.cm("patched"), {"data": {"c": "3"}}, ct="application/apply-patch+yaml",
                       params={"fieldValidation": "no", "fieldManager": "m"})  # fmt: skip

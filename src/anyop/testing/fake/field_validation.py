@@ -17,11 +17,10 @@ from typing import Any
 
 import yaml
 
-from anyop.testing.fake import go_json
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.openapi_catalog import Schema, catalog
 from anyop.testing.fake.statuses import Cause, StatusError, bad_request, invalid, status_body
-from anyop.testing.fake.writes import STRATEGIC, patched
+from anyop.testing.fake.writes import JSON_PATCH, STRATEGIC, patched
 
 __all__ = ["checked_fields", "checked_patch", "directive_of", "undeclared_applied_field"]
 
@@ -52,31 +51,59 @@ def checked_patch(
     document: bytes,
     directive: str,
 ) -> list[str]:
-    """The warnings of a patch under ``directive`` (see :func:`directive_of`): the unknown
-    fields of a strategic merge patch, or of the object a merge or JSON patch makes.
+    """The warnings of a patch under ``directive`` (see :func:`directive_of`): the patch's
+    duplicate fields, then the unknown fields of the object it makes.
 
     Raises:
-        StatusError: 422, ``Strict`` and there are unknown fields (kube-apiserver's message
-            names the patched value, the patch itself for a strategic merge patch).
+        StatusError: 422, ``Strict`` and there are such fields (kube-apiserver's message shows
+            the patched object, or the patch itself for a strategic merge patch).
     """
     if directive == "Ignore":
         return []
     try:
-        result = patched(kind, stored, content_type=content_type, document=document)
-    except StatusError:
+        patch = json.loads(document, object_pairs_hook=_object)
+    except ValueError:
         return []  # the patch fails as it does without validation
-    checked = _sorted(go_json.loads(document) if content_type == STRATEGIC else result)
-    if not isinstance(checked, Mapping):
-        return []
-    problems = [f'unknown field "{path}"' for path in _unknown_in(kind, checked)]
+    problems = [f'duplicate field "{path}"' for path in _duplicated(patch, "")]
+    result: Any = None
+    if content_type == JSON_PATCH or _may_add_unknown(kind, patch):
+        try:
+            result = _sorted(patched(kind, stored, content_type=content_type, document=document))
+        except StatusError:
+            return []
+        if isinstance(result, Mapping):
+            problems += [f'unknown field "{path}"' for path in _unknown_in(kind, result)]
     if problems and directive == "Strict":
-        value = _go_value(checked) if content_type == STRATEGIC else _json(kind, checked)
-        error = f"strict decoding error: {', '.join(problems)}"
-        message = f"Invalid value: {json.dumps(value)}: {error}"
-        cause = {"reason": "FieldValueInvalid", "message": message, "field": "patch"}
-        body = status_body(422, "Invalid", f' "" is invalid: patch: {message}')
-        raise StatusError({**body, "details": {"causes": [cause]}})
+        if result is None:
+            result = _sorted(patched(kind, stored, content_type=content_type, document=document))
+        shown = _go_value(patch) if content_type == STRATEGIC else _json(kind, result)
+        raise _invalid_patch(shown, problems)
     return problems
+
+
+def _may_add_unknown(kind: Kind, patch: Any) -> bool:
+    """Whether a merge or strategic merge patch has fields the kind does not (besides the
+    directives of strategic merge patches): only then can the object it makes have them, as
+    the stored object has none."""
+    if not isinstance(patch, Mapping):
+        return False
+    return any(True for _ in _unknown_in(kind, _without_directives(patch)))
+
+
+def _without_directives(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _without_directives(v) for k, v in value.items() if not k.startswith("$")}
+    if isinstance(value, list):
+        return [_without_directives(item) for item in value]
+    return value
+
+
+def _invalid_patch(shown: str, problems: list[str]) -> StatusError:
+    error = f"strict decoding error: {', '.join(problems)}"
+    message = f"Invalid value: {json.dumps(shown)}: {error}"
+    cause = {"reason": "FieldValueInvalid", "message": message, "field": "patch"}
+    body = status_body(422, "Invalid", f' "" is invalid: patch: {message}')
+    return StatusError({**body, "details": {"causes": [cause]}})
 
 
 def _sorted(value: Any) -> Any:

@@ -49,16 +49,16 @@ def answer(
     if path == _PREFIX:
         index = {
             "paths": {
-                name: {"serverRelativeURL": f"{_PREFIX}/{name}?hash={_encoded(doc)[1]}"}
+                name: {"serverRelativeURL": f"{_PREFIX}/{name}?hash={_encoded(name, doc)[1]}"}
                 for name, doc in sorted(documents.items())
             }
         }
         return 200, json.dumps(index, separators=(",", ":")).encode(), {"Content-Type": _JSON}
     if path.startswith(f"{_PREFIX}/"):
-        document = documents.get(path.removeprefix(f"{_PREFIX}/"))
-        if document is None:
+        name = path.removeprefix(f"{_PREFIX}/")
+        if name not in documents:
             return 404, b"", {}
-        return _document(path, document, query.get("hash", ""), accept)
+        return _document(path, _encoded(name, documents[name]), query.get("hash", ""), accept)
     if path == "/openapi/v2":
         builtin = catalog().data["schemas"]
         custom = {
@@ -72,10 +72,10 @@ def answer(
     return None
 
 
-def _document(path: str, document: Any, wanted: str, accept: str) -> Answer:
+def _document(path: str, encoded: tuple[bytes, str], wanted: str, accept: str) -> Answer:
     if not _accepts_json(accept):
         return 406, b"", {"Vary": "Accept"}
-    body, digest = _encoded(document)
+    body, digest = encoded
     headers = {"Content-Type": _JSON, "Etag": f'"{digest}"', "Vary": "Accept"}
     if wanted and wanted != digest:
         return 301, b"", {**headers, "Location": f"{path}?hash={digest}"}
@@ -125,19 +125,21 @@ def _builtin(name: str) -> dict[str, Any]:
     }
 
 
-_ENCODED: dict[int, tuple[Any, bytes, str]] = {}
+def _encoded(name: str, document: Any) -> tuple[bytes, str]:
+    """A document's JSON and its hash (a built-in document's, once)."""
+    if name in catalog().data["documents"]:
+        return _builtin_encoded(name)
+    return _encoding(document)
 
 
-def _encoded(document: Any) -> tuple[bytes, str]:
-    """A document's JSON and its hash (the built-in documents' are computed once)."""
-    cached = _ENCODED.get(id(document))
-    if cached is not None and cached[0] is document:
-        return cached[1], cached[2]
+@functools.cache
+def _builtin_encoded(name: str) -> tuple[bytes, str]:
+    return _encoding(_builtin(name))
+
+
+def _encoding(document: Any) -> tuple[bytes, str]:
     body = json.dumps(document, separators=(",", ":")).encode()
-    digest = hashlib.sha512(body).hexdigest().upper()
-    if any(document is _builtin(name) for name in catalog().data["documents"]):
-        _ENCODED[id(document)] = (document, body, digest)
-    return body, digest
+    return body, hashlib.sha512(body).hexdigest().upper()
 
 
 def _v2(accept: str, custom: Mapping[str, Any]) -> Answer:
