@@ -1,20 +1,26 @@
-"""Regenerate FakeCluster's catalog of built-in kinds from Kubernetes' OpenAPI v3 documents.
+"""Regenerate FakeCluster's OpenAPI documents from Kubernetes' own OpenAPI v3 documents.
 
 Usage::
 
     python scripts/fake_openapi.py [SPEC_DIR]
 
 ``SPEC_DIR`` is ``api/openapi-spec/v3`` of the ``k8s.io/kubernetes`` module the local control
-plane builds (found in the Go module cache under ``~/.cache/anyop/go/mod`` when not given). The
-catalog keeps, for the group versions operators meet, each resource's kind, scope, verbs and
-subresources (from the paths) and the schemas of the kinds (from the components, without
-descriptions), and is written gzipped to ``src/anyop/testing/fake/data/``.
+plane builds (found in the Go module cache under ``~/.cache/anyop/go/mod`` when not given).
+For the group versions the fake serves (and their groups, and ``/api`` and ``/apis``), it keeps
+each document whole (paths and schemas, with descriptions) but for what kube-apiserver does not
+serve by default (the CBOR media types), and with the enums kube-apiserver adds to the fields of
+enum types (and their descriptions' "Possible enum values"), which the v3 files lack: those come
+from ``pkg/generated/openapi/zz_generated.openapi.go`` of the same module, the definitions the
+API server is built with. Schemas shared by several documents are stored once
+(a document's own variant, such as ``DeleteOptions``' list of kinds, beside it). The result is
+written xz-compressed to ``src/anyop/testing/fake/data/``: the fake serves these documents at
+``/openapi/v3`` and derives its catalog of built-in kinds from them.
 """
 
 from __future__ import annotations
 
-import gzip
 import json
+import lzma
 import re
 import sys
 from pathlib import Path
@@ -37,12 +43,15 @@ GROUP_VERSIONS = (
     "apis/scheduling.k8s.io/v1",
     "apis/autoscaling/v1",
 )
-OUT = Path(__file__).resolve().parents[1] / "src/anyop/testing/fake/data/openapi.json.gz"
-_DROPPED = ("description", "example")
-_MEMBER = re.compile(
-    r"^(?P<base>.*?)(?:/namespaces/\{namespace\})?/(?P<plural>[^/{]+)"
-    r"(?:/\{name\}(?:/(?P<sub>[^/{]+))?)?$"
-)
+OUT = Path(__file__).resolve().parents[1] / "src/anyop/testing/fake/data/openapi.json.xz"
+_CBOR = re.compile(r"^application/(cbor|cbor-seq|apply-patch\+cbor)$")
+_VERSION = re.compile(r"kubernetes@v(\d+)\.(\d+)")
+_FUNCTION = re.compile(r"^func schema_(\w+)\(ref common\.ReferenceCallback\)")
+_PROPERTY = re.compile(r'^\t{5}"([^"]+)": \{$')
+_ENUM = re.compile(r"^(\t+)Enum:\s+\[\]interface\{\}\{(.*)\},$")
+_DESCRIPTION = re.compile(r'^\t{7}Description: "(.*)",$')
+_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
+_NESTED = re.compile(r"^\t{7}(Items|AdditionalProperties): &spec\.")
 
 
 def _default_dir() -> Path:
@@ -53,71 +62,102 @@ def _default_dir() -> Path:
     return found[-1]
 
 
-def _stripped(node: Any) -> Any:
+def _without_cbor(node: Any) -> Any:
+    """The paths as kube-apiserver serves them without its CBOR feature gates."""
     if isinstance(node, dict):
-        refs = node.get("allOf")
-        if isinstance(refs, list) and len(refs) == 1 and isinstance(refs[0].get("$ref"), str):
-            node = {**{k: v for k, v in node.items() if k != "allOf"}, "$ref": refs[0]["$ref"]}
-        result = {}
-        for key, value in node.items():
-            if key in _DROPPED:
-                continue
-            if key == "$ref" and isinstance(value, str):
-                value = value.rsplit("/", 1)[-1]
-            result[key] = _stripped(value)
-        return result
+        return {key: _without_cbor(value) for key, value in node.items() if not _CBOR.match(key)}
     if isinstance(node, list):
-        return [_stripped(item) for item in node]
+        return [_without_cbor(item) for item in node]
     return node
 
 
-def _resources(document: dict[str, Any], prefix: str) -> dict[str, Any]:
-    resources: dict[str, Any] = {}
-    for path, item in document["paths"].items():
-        if "/watch/" in path or not path.startswith(f"/{prefix}/"):
+def _mangled(name: str) -> str:
+    """A schema's name as the generated Go code names its function (``io.k8s.api.core.v1.Pod``
+    is ``k8sio_api_core_v1_Pod``)."""
+    parts = name.split(".")
+    if parts[:2] == ["io", "k8s"]:
+        parts = ["k8sio", *parts[2:]]
+    return "_".join(re.sub(r"[^A-Za-z0-9]", "_", part) for part in parts)
+
+
+def _enums(generated: Path, names: set[str]) -> dict[tuple[str, str], dict[str, Any]]:
+    """The enums of the generated definitions: (schema, property) to the property's ``enum``
+    (or its ``items``' or ``additionalProperties``') and its ``description``."""
+    by_function = {_mangled(name): name for name in names}
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    schema = prop = description = nested = ""
+    for line in generated.read_text().splitlines():
+        if match := _FUNCTION.match(line):
+            schema, prop = by_function.get(match[1], ""), ""
+        elif match := _PROPERTY.match(line):
+            prop, description, nested = match[1], "", ""
+        elif match := _DESCRIPTION.match(line):
+            description = json.loads(f'"{match[1]}"')
+        elif match := _NESTED.match(line):
+            nested = match[1][0].lower() + match[1][1:]
+        elif (match := _ENUM.match(line)) and schema and prop:
+            values = [json.loads(f'"{value}"') for value in _STRING.findall(match[2])]
+            entry = found.setdefault((schema, prop), {"description": description})
+            entry[nested if len(match[1]) > 7 else "enum"] = values
+    return found
+
+
+def _with_enums(schema: dict[str, Any], name: str, enums: dict[tuple[str, str], Any]) -> Any:
+    properties = schema.get("properties") or {}
+    for prop, sub in properties.items():
+        entry = enums.get((name, prop))
+        if entry is None:
             continue
-        match = _MEMBER.match(path)
-        if match is None or match["base"] != f"/{prefix}":
-            continue
-        for operation in item.values():
-            if not isinstance(operation, dict) or "x-kubernetes-action" not in operation:
-                continue
-            gvk = operation.get("x-kubernetes-group-version-kind") or {}
-            entry = resources.setdefault(
-                match["plural"], {"kind": "", "namespaced": False, "verbs": [], "subresources": {}}
-            )
-            namespaced = "{namespace}" in path
-            entry["namespaced"] |= namespaced
-            action = operation["x-kubernetes-action"]
-            if match["sub"]:
-                sub = entry["subresources"].setdefault(
-                    match["sub"], {"kind": gvk.get("kind", ""), "verbs": []}
-                )
-                sub["verbs"] = sorted({*sub["verbs"], action})
-                continue
-            entry["kind"] = entry["kind"] or gvk.get("kind", "")
-            verb = {"put": "update", "post": "create"}.get(action, action)
-            watch = ("watch",) if verb == "list" else ()
-            entry["verbs"] = sorted({*entry["verbs"], verb, *watch})
-    return resources
+        if entry["description"]:
+            sub["description"] = entry["description"]
+        if "enum" in entry:
+            sub["enum"] = entry["enum"]
+        for nested in ("items", "additionalProperties"):
+            if nested in entry and isinstance(sub.get(nested), dict):
+                sub[nested]["enum"] = entry[nested]
+    return schema
+
+
+def _documents() -> list[str]:
+    groups = {prefix.rsplit("/", 1)[0] for prefix in GROUP_VERSIONS if prefix.startswith("apis/")}
+    return ["api", "apis", *GROUP_VERSIONS, *sorted(groups)]
 
 
 def main(spec_dir: Path) -> None:
-    catalog: dict[str, Any] = {
-        "source": str(spec_dir.parents[2].name),
-        "groupVersions": {},
+    source = spec_dir.parents[2].name
+    version = _VERSION.search(source)
+    data: dict[str, Any] = {
+        "source": source,
+        "info": {"title": "Kubernetes", "version": f"{version[1]}.{version[2]}" if version else ""},
         "schemas": {},
+        "documents": {},
     }
-    for prefix in GROUP_VERSIONS:
-        document = json.loads((spec_dir / f"{prefix.replace('/', '__')}_openapi.json").read_text())
-        catalog["groupVersions"][prefix.removeprefix("api/").removeprefix("apis/")] = _resources(
-            document, prefix
-        )
-        for name, schema in document["components"]["schemas"].items():
-            catalog["schemas"].setdefault(name, _stripped(schema))
-    data = json.dumps(catalog, separators=(",", ":"), sort_keys=True).encode()
-    OUT.write_bytes(gzip.compress(data, compresslevel=9, mtime=0))
-    print(f"{OUT}: {len(catalog['schemas'])} schemas, {OUT.stat().st_size} bytes")
+    documents = {
+        prefix: json.loads((spec_dir / f"{prefix.replace('/', '__')}_openapi.json").read_text())
+        for prefix in _documents()
+    }
+    names = {name for document in documents.values() for name in document["components"]["schemas"]}
+    generated = spec_dir.parents[2] / "pkg/generated/openapi/zz_generated.openapi.go"
+    enums = _enums(generated, names)
+    for prefix, document in documents.items():
+        components = document["components"]
+        data.setdefault("securitySchemes", components.get("securitySchemes"))
+        own: dict[str, Any] = {}
+        for name, schema in components["schemas"].items():
+            schema = _with_enums(schema, name, enums)
+            if data["schemas"].setdefault(name, schema) != schema:
+                own[name] = schema
+        data["documents"][prefix] = {
+            "paths": _without_cbor(document["paths"]),
+            "schemas": sorted(components["schemas"]),
+            "own": own,
+        }
+    encoded = json.dumps(data, separators=(",", ":")).encode()
+    OUT.write_bytes(lzma.compress(encoded, preset=9 | lzma.PRESET_EXTREME))
+    print(
+        f"{OUT}: {len(data['documents'])} documents, {len(data['schemas'])} schemas, "
+        f"{len(encoded)} bytes of JSON, {OUT.stat().st_size} compressed; {len(enums)} enums"
+    )
 
 
 if __name__ == "__main__":

@@ -12,8 +12,14 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from anyop.testing.fake import served_discovery, writes
-from anyop.testing.fake.kinds import NAMESPACE_KIND, Kind
+from anyop.testing.fake import served_discovery, served_openapi, writes
+from anyop.testing.fake.field_validation import (
+    checked_fields,
+    checked_patch,
+    directive_of,
+    undeclared_applied_field,
+)
+from anyop.testing.fake.kinds import CRD_KIND, NAMESPACE_KIND, Kind
 from anyop.testing.fake.label_selectors import parse_field_selector, parse_label_selector
 from anyop.testing.fake.read_views import ReadView, view_of
 from anyop.testing.fake.request_bodies import decode_body
@@ -65,14 +71,18 @@ class ApiRequest:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ApiResponse:
-    """A whole answer: a status code, a JSON document (or text for a bare 404), extra headers."""
+    """A whole answer: a status code, a JSON document (or text for a bare 404, or bytes of
+    ``media_type``), extra headers."""
 
     status: int
     document: Any
     headers: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    media_type: str = "application/json"
 
     def content(self) -> tuple[bytes, str]:
         """The encoded body and its content type."""
+        if isinstance(self.document, bytes):
+            return self.document, self.media_type
         if isinstance(self.document, str):
             return self.document.encode(), "text/plain; charset=utf-8"
         return json.dumps(self.document, separators=(",", ":")).encode(), "application/json"
@@ -119,6 +129,19 @@ def handle(
 
 
 def _dispatch(store: Store, request: ApiRequest, address: str) -> ApiResponse | WatchPlan:
+    if request.path.startswith("/openapi/") and request.method == "GET":
+        crds = store.objects[(CRD_KIND.group, CRD_KIND.plural)]
+        found = served_openapi.answer(
+            request.path,
+            request.query,
+            request.accept,
+            kinds=store.kinds.values(),
+            crds=[crds[key] for key in sorted(crds)],
+        )
+        if found is not None:
+            code, body, headers = found
+            media = headers.pop("Content-Type", "application/json")
+            return ApiResponse(code, body, headers, media_type=media)
     route = parse_path(request.path)
     if isinstance(route, DiscoveryRoute):
         return _discovery(store, route, address)
@@ -206,10 +229,11 @@ def _collection(
             listed = store.list(kind, _list_query(kind, namespace, request.query))
             return ApiResponse(200, view.render(listed))
         case "POST":
+            warnings = _field_warnings(kind, request)
             created = writes.create(
                 store, kind, _body(kind, request), namespace=namespace, manager=request.manager
             )
-            return ApiResponse(201, created)
+            return ApiResponse(201, created, warnings)
         case "DELETE" if kind != NAMESPACE_KIND:
             query = _list_query(kind, namespace, request.query)
             options = _body(kind, request, options=True) if request.body.strip() else {}
@@ -227,6 +251,7 @@ def _member(store: Store, ref: Ref, request: ApiRequest, *, route: Route) -> Api
             view = _view(store, ref.kind, request, collection=False)
             return ApiResponse(200, view.render(store.get(ref.kind, ref.namespace, ref.name)))
         case "PUT":
+            warnings = _field_warnings(ref.kind, request)
             replaced = writes.replace(
                 store,
                 ref,
@@ -234,14 +259,17 @@ def _member(store: Store, ref: Ref, request: ApiRequest, *, route: Route) -> Api
                 subresource=route.subresource,
                 manager=request.manager,
             )
-            return ApiResponse(200, replaced)
+            return ApiResponse(200, replaced, warnings)
         case "PATCH" if request.content_type == writes.APPLY and route.subresource != "finalize":
+            directive_of(request.query.get("fieldValidation"), "PatchOptions")
+            undeclared_applied_field(ref.kind, ref.name, ref.namespace, request.body)
             manager = request.query.get("fieldManager", "")
             force = request.query.get("force", "").lower() in _TRUE
             code, applied = apply(store, ref, document=request.body, manager=manager, force=force,
                                   subresource=route.subresource)  # fmt: skip
             return ApiResponse(code, applied)
         case "PATCH":
+            warnings = _patch_warnings(store, ref, request, subresource=route.subresource)
             patched = writes.patch(
                 store,
                 ref,
@@ -250,7 +278,7 @@ def _member(store: Store, ref: Ref, request: ApiRequest, *, route: Route) -> Api
                 subresource=route.subresource,
                 manager=request.manager,
             )
-            return ApiResponse(200, patched)
+            return ApiResponse(200, patched, warnings)
         case "DELETE" if route.subresource is None:
             options = _body(ref.kind, request, options=True) if request.body.strip() else {}
             if policy := request.query.get("propagationPolicy"):
@@ -283,6 +311,41 @@ def _not_allowed() -> ApiResponse:
 
 def _body(kind: Kind, request: ApiRequest, *, options: bool = False) -> Any:
     return decode_body(kind, request.content_type, request.body, options=options)
+
+
+def _field_warnings(kind: Kind, request: ApiRequest) -> dict[str, str]:
+    """The ``Warning`` header of a create's or update's unknown and duplicate fields (or the
+    refusal, with ``fieldValidation=Strict``)."""
+    options = "CreateOptions" if request.method == "POST" else "UpdateOptions"
+    directive = directive_of(request.query.get("fieldValidation"), options)
+    if request.content_type != "application/json":
+        return {}
+    warnings = checked_fields(kind, request.body, directive)
+    return _warning_header(warnings)
+
+
+def _patch_warnings(
+    store: Store, ref: Ref, request: ApiRequest, *, subresource: str | None
+) -> dict[str, str]:
+    """The ``Warning`` header of a patch's unknown fields (or the refusal, when strict)."""
+    directive = directive_of(request.query.get("fieldValidation"), "PatchOptions")
+    if subresource is not None:
+        return {}
+    stored = store.find(ref.kind, ref.namespace, ref.name)
+    kind, body = request.content_type, request.body
+    warnings = checked_patch(
+        ref.kind, stored, content_type=kind, document=body, directive=directive
+    )
+    return _warning_header(warnings)
+
+
+def _warning_header(warnings: list[str]) -> dict[str, str]:
+    if not warnings:
+        return {}
+    quoted = (warning.replace('"', '\\"') for warning in warnings)
+    return {"Warning": ", ".join(f'299 - "{text}"' for text in quoted)}
+
+
 
 
 def _list_query(kind: Kind, namespace: str | None, query: Mapping[str, str]) -> ListQuery:

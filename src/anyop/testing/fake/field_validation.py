@@ -1,0 +1,385 @@
+"""Server-side field validation: ``fieldValidation=Strict|Warn|Ignore`` on writes.
+
+Pure. kube-apiserver decodes a request's object strictly and, by the directive (``Warn`` when
+none is given), refuses it for its unknown and duplicate fields (400, ``<Kind> in version
+"<v>" cannot be handled as a <Kind>: strict decoding error: unknown field "spec.x"``), warns
+about each (``Warning: 299 - "unknown field \\"spec.x\\""``), or ignores them. Unknown fields are
+those the kind's schema does not have: a built-in kind's Go type (its vendored schema), a custom
+resource's structural schema (where ``x-kubernetes-preserve-unknown-fields`` keeps everything).
+"""
+
+from __future__ import annotations
+
+import decimal
+import json
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import yaml
+
+from anyop.testing.fake.kinds import Kind
+from anyop.testing.fake.openapi_catalog import Schema, catalog
+from anyop.testing.fake.statuses import Cause, StatusError, bad_request, invalid, status_body
+from anyop.testing.fake.writes import JSON_PATCH, STRATEGIC, patched
+
+__all__ = ["checked_fields", "checked_patch", "directive_of", "undeclared_applied_field"]
+
+_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+_DIRECTIVES = ("Strict", "Warn", "Ignore")
+
+
+def checked_fields(kind: Kind, body: bytes, directive: str) -> list[str]:
+    """The warnings of a write's JSON object under ``directive`` (see :func:`directive_of`).
+
+    Raises:
+        StatusError: 400, ``Strict`` and the object has unknown or duplicate fields.
+    """
+    if directive == "Ignore":
+        return []
+    problems = _problems(kind, body)
+    if problems and directive == "Strict":
+        found = ", ".join(problems)
+        raise _refused(kind, f"strict decoding error: {found}")
+    return problems
+
+
+def checked_patch(
+    kind: Kind,
+    stored: dict[str, Any],
+    *,
+    content_type: str,
+    document: bytes,
+    directive: str,
+) -> list[str]:
+    """The warnings of a patch under ``directive`` (see :func:`directive_of`): the patch's
+    duplicate fields, then the unknown fields of the object it makes.
+
+    Raises:
+        StatusError: 422, ``Strict`` and there are such fields (kube-apiserver's message shows
+            the patched object, or the patch itself for a strategic merge patch).
+    """
+    if directive == "Ignore":
+        return []
+    try:
+        patch = json.loads(document, object_pairs_hook=_object)
+    except ValueError:
+        return []  # the patch fails as it does without validation
+    problems = [f'duplicate field "{path}"' for path in _duplicated(patch, "")]
+    result: Any = None
+    if content_type == JSON_PATCH or _may_add_unknown(kind, patch):
+        try:
+            result = _sorted(patched(kind, stored, content_type=content_type, document=document))
+        except StatusError:
+            return []
+        if isinstance(result, Mapping):
+            problems += [f'unknown field "{path}"' for path in _unknown_in(kind, result)]
+    if problems and directive == "Strict":
+        if result is None:
+            result = _sorted(patched(kind, stored, content_type=content_type, document=document))
+        shown = _go_value(patch) if content_type == STRATEGIC else _json(kind, result)
+        raise _invalid_patch(shown, problems)
+    return problems
+
+
+def _may_add_unknown(kind: Kind, patch: Any) -> bool:
+    """Whether a merge or strategic merge patch has fields the kind does not (besides the
+    directives of strategic merge patches): only then can the object it makes have them, as
+    the stored object has none."""
+    if not isinstance(patch, Mapping):
+        return False
+    return any(True for _ in _unknown_in(kind, _without_directives(patch)))
+
+
+def _without_directives(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _without_directives(v) for k, v in value.items() if not k.startswith("$")}
+    if isinstance(value, list):
+        return [_without_directives(item) for item in value]
+    return value
+
+
+def _invalid_patch(shown: str, problems: list[str]) -> StatusError:
+    error = f"strict decoding error: {', '.join(problems)}"
+    message = f"Invalid value: {json.dumps(shown)}: {error}"
+    cause = {"reason": "FieldValueInvalid", "message": message, "field": "patch"}
+    body = status_body(422, "Invalid", f' "" is invalid: patch: {message}')
+    return StatusError({**body, "details": {"causes": [cause]}})
+
+
+def _sorted(value: Any) -> Any:
+    """A patch, or a patched object, as the API server's maps hold it: keys sorted (the
+    stored object's untouched parts have no unknown fields, their order does not matter)."""
+    if isinstance(value, Mapping):
+        return {key: _sorted(value[key]) for key in sorted(value)}
+    if isinstance(value, (list, tuple)):
+        return [_sorted(item) for item in value]
+    return value
+
+
+def directive_of(value: str | None, options: str) -> str:
+    """The ``fieldValidation`` of a write (``Warn`` when none is given).
+
+    Args:
+        value: The query parameter, if given.
+        options: The options kind of the verb (``CreateOptions``, ``UpdateOptions``,
+            ``PatchOptions``): kube-apiserver names it when it refuses the value.
+
+    Raises:
+        StatusError: 422, the value is none of ``Strict``, ``Warn``, ``Ignore`` and ``""``.
+    """
+    if not value:
+        return "Warn"
+    if value not in _DIRECTIVES:
+        supported = ", ".join(f'"{name}"' for name in ("", *sorted(_DIRECTIVES)))
+        message = f'Unsupported value: "{value}": supported values: {supported}'
+        cause: Cause = {"reason": "FieldValueNotSupported", "message": message}
+        raise invalid(options, "meta.k8s.io", None, causes=[("fieldValidation", cause)])
+    return value
+
+
+def _json(kind: Kind, value: Any) -> str:
+    """The patched object as Go encodes it: a custom resource's map with sorted keys; a built-in
+    one's untouched parts keep their Go types' field order, which is not kept here."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=kind.custom)
+
+
+def _go_value(value: Any) -> str:
+    """A decoded JSON value as Go's ``%v`` prints it (maps with sorted keys)."""
+    match value:
+        case Mapping():
+            return "map[" + " ".join(f"{k}:{_go_value(value[k])}" for k in sorted(value)) + "]"
+        case list() | tuple():
+            return "[" + " ".join(_go_value(item) for item in value) + "]"
+        case None:
+            return "<nil>"
+        case bool():
+            return "true" if value else "false"
+        case int() | float():
+            return _go_float(value)
+    return str(value)
+
+
+def _go_float(number: float) -> str:
+    """A float64 as ``%v`` prints it: the shortest digits, an exponent from 1e+06 on."""
+    digits = decimal.Decimal(repr(float(number))).normalize()
+    _, figures, exponent = digits.as_tuple()
+    assert isinstance(exponent, int)
+    power = len(figures) + exponent - 1
+    if -4 <= power < 6:
+        return format(digits, "f")
+    mantissa = "".join(map(str, figures))
+    head = mantissa[0] + ("." + mantissa[1:] if len(mantissa) > 1 else "")
+    sign = "-" if digits < 0 else ""
+    return f"{sign}{head}e{'+' if power >= 0 else '-'}{abs(power):02d}"
+
+
+def _refused(kind: Kind, error: str) -> StatusError:
+    return bad_request(
+        f'{kind.kind} in version "{kind.version}" cannot be handled as a {kind.kind}: {error}'
+    )
+
+
+class _Object(dict[str, Any]):
+    """A decoded JSON object that remembers its members as they came, duplicates too."""
+
+    def __init__(self, pairs: list[tuple[str, Any]]) -> None:
+        super().__init__(pairs)
+        self.pairs = pairs
+
+
+def _object(items: list[tuple[str, Any]]) -> _Object:
+    return _Object(items)
+
+
+def _problems(kind: Kind, body: bytes) -> list[str]:
+    """A JSON object's duplicate fields, then its unknown ones, as Go's strict decoder names
+    them."""
+    try:
+        document = json.loads(body, object_pairs_hook=_object)
+    except ValueError:
+        return []
+    if not isinstance(document, Mapping):
+        return []
+    if kind.custom:  # the decoder's duplicates, then what pruning drops
+        found = [("duplicate", path) for path in _duplicated(document, "")]
+        found += [("unknown", path) for path in _unknown_in(kind, document)]
+    else:
+        name = catalog().schema_name(kind.group, kind.version, kind.kind)
+        found = list(_builtin(document, {"$ref": name}, "")) if name else []
+    return [f'{problem} field "{path}"' for problem, path in found]
+
+
+def _duplicated(value: Any, path: str) -> Iterator[str]:
+    if isinstance(value, _Object):
+        seen: set[str] = set()
+        for key, item in value.pairs:
+            where = f"{path}.{key}" if path else key
+            if key in seen:
+                yield where
+            seen.add(key)
+            yield from _duplicated(item, where)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _duplicated(item, f"{path}[{index}]")
+
+
+def _unknown_in(kind: Kind, document: Mapping[str, Any]) -> Iterator[str]:
+    if kind.custom:  # pruning collects them, and they come sorted
+        return iter(sorted(_custom(document, kind.schema or {})))
+    name = catalog().schema_name(kind.group, kind.version, kind.kind)
+    found = _builtin(document, {"$ref": name}, "") if name else iter(())
+    return (path for problem, path in found if problem == "unknown")
+
+
+def _builtin(value: Any, schema: Schema, path: str) -> Iterator[tuple[str, str]]:
+    """The unknown and duplicate fields of a built-in object, as ``("unknown"|"duplicate",
+    path)``, in the order Go's decoder meets them (a duplicate at its second occurrence)."""
+    resolved, _ = catalog().resolve(schema)
+    if isinstance(value, list) and isinstance(resolved.get("items"), Mapping):
+        for index, item in enumerate(value):
+            yield from _builtin(item, resolved["items"], f"{path}[{index}]")
+        return
+    if not isinstance(value, Mapping):
+        return
+    properties: Mapping[str, Any] = resolved.get("properties") or {}
+    declared = resolved.get("additionalProperties")
+    if not properties and not isinstance(declared, Mapping):
+        return  # free-form
+    extra: Schema = declared if isinstance(declared, Mapping) else {}
+    seen: set[str] = set()
+    for key, item in value.pairs if isinstance(value, _Object) else value.items():
+        where = f"{path}.{key}" if path else key
+        if key in seen:
+            yield "duplicate", where
+        seen.add(key)
+        if properties and key not in properties:
+            yield "unknown", where
+        else:
+            sub = properties[key] if properties else extra
+            yield from _builtin(item, sub, where)
+
+
+def _custom(document: Mapping[str, Any], schema: Schema) -> Iterator[str]:
+    for key, item in document.items():
+        if key in ("apiVersion", "kind"):
+            continue
+        if key == "metadata":
+            found = _builtin(item, {"$ref": _META}, "metadata")
+            yield from (path for problem, path in found if problem == "unknown")
+            continue
+        yield from _structural(item, schema, key, root=True)
+
+
+def _structural(value: Any, schema: Schema, path: str, *, root: bool = False) -> Iterator[str]:
+    """The unknown fields under ``path`` (the value of the key ``path`` names, in ``schema``'s
+    parent object when ``root``, else of ``schema`` itself)."""
+    if root:
+        if schema.get("x-kubernetes-preserve-unknown-fields"):
+            properties = schema.get("properties") or {}
+            if path in properties:
+                yield from _structural(value, properties[path], path)
+            return
+        properties = schema.get("properties") or {}
+        if path not in properties:
+            yield path
+            return
+        schema = properties[path]
+    if isinstance(value, list) and isinstance(schema.get("items"), Mapping):
+        for index, item in enumerate(value):
+            yield from _structural(item, schema["items"], f"{path}[{index}]")
+        return
+    if not isinstance(value, Mapping) or schema.get("x-kubernetes-preserve-unknown-fields"):
+        return
+    properties = schema.get("properties") or {}
+    extra = schema.get("additionalProperties")
+    for key, item in value.items():
+        if key in properties:
+            yield from _structural(item, properties[key], f"{path}.{key}")
+        elif isinstance(extra, Mapping):
+            yield from _structural(item, extra, f"{path}[{key}]")
+        elif extra is not True:
+            yield f"{path}.{key}"
+
+
+def undeclared_applied_field(kind: Kind, ref_name: str, namespace: str | None, body: bytes) -> None:
+    """Refuse a server-side apply configuration with a field its schema does not declare.
+
+    Whatever the ``fieldValidation``, the structured merge cannot type such a configuration:
+    500, naming each such field in structured merge's path syntax
+    (``.spec.containers[name="c"].oops``).
+
+    Raises:
+        StatusError: 500, the configuration has such a field.
+    """
+    try:
+        config = yaml.safe_load(body)
+    except yaml.YAMLError:
+        return
+    if not isinstance(config, Mapping):
+        return
+    if kind.custom:
+        found = sorted(_custom_smd(config, kind.schema or {}))
+    else:
+        name = catalog().schema_name(kind.group, kind.version, kind.kind)
+        found = sorted(_builtin_smd(config, {"$ref": name}, "")) if name else []
+    if found:
+        gvk = f"{kind.api_version if kind.group else '/' + kind.version}, Kind={kind.kind}"
+        where = f"{namespace or ''}/{ref_name}"
+        errors = [f"{path}: field not declared in schema" for path in found]
+        # Several come in the order of Go's map iteration, which varies: sorted here.
+        error = errors[0] if len(errors) == 1 else "errors:\n" + "\n".join(f"  {e}" for e in errors)
+        message = f"failed to create typed patch object ({where}; {gvk}): {error}"
+        raise StatusError(status_body(500, "", message, details=None))
+
+
+def _custom_smd(config: Mapping[str, Any], schema: Schema) -> Iterator[str]:
+    for key, item in config.items():
+        if key in ("apiVersion", "kind"):
+            continue
+        if key == "metadata":
+            yield from _builtin_smd(item, {"$ref": _META}, ".metadata")
+            continue
+        properties = schema.get("properties") or {}
+        if key in properties:
+            yield from _smd(item, properties[key], f".{key}", lambda s: s)
+        elif not schema.get("x-kubernetes-preserve-unknown-fields"):
+            yield f".{key}"
+
+
+def _builtin_smd(value: Any, schema: Schema, path: str) -> Iterator[str]:
+    yield from _smd(value, schema, path, lambda s: catalog().resolve(s)[0])
+
+
+def _smd(
+    value: Any, schema: Schema, path: str, resolve: Callable[[Schema], Schema]
+) -> Iterator[str]:
+    resolved = resolve(schema)
+    items = resolved.get("items")
+    if isinstance(value, list) and isinstance(items, Mapping):
+        for index, item in enumerate(value):
+            yield from _smd(item, items, path + _element(resolved, item, index), resolve)
+        return
+    if not isinstance(value, Mapping) or resolved.get("x-kubernetes-preserve-unknown-fields"):
+        return
+    properties: Mapping[str, Any] = resolved.get("properties") or {}
+    extra = resolved.get("additionalProperties")
+    if not properties and not isinstance(extra, Mapping):
+        return  # free-form
+    for key, item in value.items():
+        sub = properties.get(key) or (extra if isinstance(extra, Mapping) else None)
+        if sub is None:
+            yield f"{path}.{key}"
+        else:
+            yield from _smd(item, sub, f"{path}.{key}", resolve)
+
+
+def _element(schema: Schema, item: Any, index: int) -> str:
+    """A list element's path element: its keys in a map-list, its value in a set, else its
+    index."""
+    kind = schema.get("x-kubernetes-list-type")
+    keys = schema.get("x-kubernetes-list-map-keys") or ()
+    if kind == "map" and keys and isinstance(item, Mapping):
+        return "[" + ",".join(f"{key}={json.dumps(item.get(key))}" for key in keys) + "]"
+    if kind == "set":
+        return f"[={json.dumps(item)}]"
+    return f"[{index}]"
