@@ -346,8 +346,6 @@ def _warning_header(warnings: list[str]) -> dict[str, str]:
     return {"Warning": ", ".join(f'299 - "{text}"' for text in quoted)}
 
 
-
-
 def _list_query(kind: Kind, namespace: str | None, query: Mapping[str, str]) -> ListQuery:
     selector = parse_label_selector(query.get("labelSelector")) & parse_field_selector(
         query.get("fieldSelector"), fields=kind.fields
