@@ -38,7 +38,8 @@ from anyop.testing.fake.faults import FaultPlan
 from anyop.testing.fake.history import Change
 from anyop.testing.fake.inprocess_transport import FakeTransport
 from anyop.testing.fake.loopback_server import serve_loopback
-from anyop.testing.fake.loopback_tls import loopback_certificates
+from anyop.testing.fake.loopback_tls import fake_authority, loopback_certificates
+from anyop.testing.fake.root_ca_publisher import publish_everywhere, root_ca_publisher
 from anyop.testing.fake.routing import routed
 from anyop.testing.fake.store import Store
 from anyop.testing.fake.trace import Trace
@@ -63,9 +64,10 @@ class FakeCluster:
             older resourceVersions get 410 Expired (see also :meth:`compact`).
         epoch: The time of the first timestamps; later ones add AnyIO's clock (virtual under
             Trio's ``MockClock``).
-        controllers: Run the garbage collector and the namespace controller (see
-            :mod:`anyop.testing.fake.controllers`); without them, as a bare kube-apiserver,
-            namespaces stay Terminating and owner references are not acted upon.
+        controllers: Run the garbage collector, the namespace controller (see
+            :mod:`anyop.testing.fake.controllers`) and the root CA publisher (every namespace's
+            ``kube-root-ca.crt``); without them, as a bare kube-apiserver, namespaces stay
+            Terminating and owner references are not acted upon.
 
     Guarantees:
         Usable on Trio and asyncio from any task; every request is answered in the caller's own
@@ -110,6 +112,8 @@ class FakeCluster:
         self.store.listeners.append(self._traced)
         if controllers:
             self.store.controllers.append(run_controllers)
+            self.store.controllers.append(root_ca_publisher(_root_ca))
+            publish_everywhere(self.store, _root_ca())
 
     def _now(self) -> str:
         try:
@@ -316,6 +320,11 @@ class FakeCluster:
             raise LookupError(f"No kind {body.get('kind')!r} is served in {api_version!r}.")
         namespace = (body.get("metadata") or {}).get("namespace") if kind.namespaced else None
         return writes.create(self.store, kind, body, namespace=namespace)
+
+
+def _root_ca() -> str:
+    """What ``kube-root-ca.crt`` holds: the CA that signs the fake's serving certificates."""
+    return fake_authority().cert_pem.decode()
 
 
 def _manifest_text(manifests: str | os.PathLike[str]) -> str:

@@ -1,20 +1,21 @@
 """TLS for the loopback server: a throwaway certificate authority and a serving certificate.
 
-For clients that insist on HTTPS. :func:`loopback_certificates` makes a CA and a certificate for
-``127.0.0.1`` and ``localhost`` signed by it (with the webhooks' ``CertificateAuthority``); the
-CA's PEM goes in the kubeconfig's ``certificate-authority-data``.
+For clients that insist on HTTPS. :func:`loopback_certificates` makes a certificate for
+``127.0.0.1`` and ``localhost`` signed by the process's fake CA (the webhooks'
+``CertificateAuthority``); the CA's PEM goes in the kubeconfig's ``certificate-authority-data``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import ssl
 import tempfile
 from pathlib import Path
 
 from anyop.webhooks.certs import CertificateAuthority
 
-__all__ = ["LoopbackCertificates", "loopback_certificates"]
+__all__ = ["LoopbackCertificates", "fake_authority", "loopback_certificates"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,9 +49,16 @@ class LoopbackCertificates:
         return ssl.create_default_context(cadata=self.ca_pem.decode())
 
 
+@functools.cache
+def fake_authority() -> CertificateAuthority:
+    """The CA of the fakes of this process (a throwaway one, made once): it signs their serving
+    certificates, and their namespaces' ``kube-root-ca.crt`` hold it, as a cluster's do."""
+    return CertificateAuthority("anyop FakeCluster CA")
+
+
 def loopback_certificates() -> LoopbackCertificates:
-    """A new CA and a certificate for ``127.0.0.1``, ``::1`` and ``localhost`` that it signed."""
-    ca = CertificateAuthority("anyop FakeCluster CA")
+    """A certificate for ``127.0.0.1``, ``::1`` and ``localhost`` signed by the fakes' CA."""
+    ca = fake_authority()
     served = ca.issue("127.0.0.1", sans=["localhost", "127.0.0.1", "::1"], server=True)
     return LoopbackCertificates(
         ca_pem=ca.cert_pem, cert_pem=served.cert_pem, key_pem=served.key_pem

@@ -99,7 +99,7 @@ async def test_a_throttled_request_gets_429_with_retry_after_and_is_not_applied(
     fake.faults.script(Fault.throttle(retry_after=3), method="POST")
     async with api:
         refused = await api.post(CMS, json={"metadata": {"name": "a"}})
-        listed = await api.get(CMS)
+        listed = await api.get(CMS, params={"fieldSelector": "metadata.name=a"})
     assert refused.status_code == 429
     assert refused.headers["Retry-After"] == "3"
     assert refused.json()["reason"] == "TooManyRequests"

@@ -45,7 +45,7 @@ async def test_loopback_server_answers_any_http_client_via_its_kubeconfig(tmp_pa
         async with httpx.AsyncClient(base_url=config["clusters"][0]["cluster"]["server"]) as api:
             await _namespace(api)
             await api.post("/api/v1/namespaces/ns/configmaps", json=CM)
-            params = {"watch": "true", "timeoutSeconds": "1"}
+            params = {"watch": "true", "timeoutSeconds": "1", "fieldSelector": "metadata.name=a"}
             path = "/api/v1/namespaces/ns/configmaps"
             async with api.stream("GET", path, params=params) as stream:
                 body = await stream.aread()
@@ -88,7 +88,8 @@ async def test_anyops_own_client_works_through_the_transport_factory() -> None:
         )
         await client.create(configmaps, CM, namespace="ns")
         listed = await client.list(configmaps, namespace="ns")
-    assert [item["metadata"]["name"] for item in listed.items] == ["a"]
+    # and the namespace's kube-root-ca.crt, as in a cluster
+    assert [item["metadata"]["name"] for item in listed.items] == ["a", "kube-root-ca.crt"]
 
 
 async def test_two_clusters_with_one_seed_make_the_same_objects() -> None:
@@ -107,7 +108,7 @@ def test_watch_timeouts_and_bookmarks_run_on_virtual_time() -> None:
         async with FakeCluster().client() as api:
             await _namespace(api)
             params = {"watch": "1", "allowWatchBookmarks": "true", "timeoutSeconds": "600"}
-            async with api.stream("GET", "/api/v1/namespaces/ns/configmaps", params=params) as resp:
+            async with api.stream("GET", "/api/v1/namespaces/ns/secrets", params=params) as resp:
                 body = await resp.aread()
         return [json.loads(line)["type"] for line in body.splitlines()]
 
