@@ -399,3 +399,39 @@ def test_kopfs_09_testing_passes_its_own_test_with_kopfs_runner(
         kubectl(plane, "apply", "-f", str(EXAMPLES / "crd.yaml"))
     assert run.returncode == 0, run.stdout + run.stderr
     assert "1 passed" in run.stdout, run.stdout
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_kopfs_04_events_posts_each_of_its_events_once(
+    anyop_controlplane: LocalControlPlane,
+    anyop_namespace: str,
+    kopfexample_crd: str,
+    backend: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    plane, ns, examples = anyop_controlplane, anyop_namespace, kopf_examples()
+    operator = start(plane, ns, "04-events", backend, tmp_path, monkeypatch)
+    try:
+        operator.wait_for("The operator is ready", timeout=60)
+        kubectl(plane, "apply", "-n", ns, "-f", str(examples / "obj.yaml"))
+        operator.wait_for(f"[{ns}/{NAME}] Creation is processed:", timeout=60)
+        deadline, events = time.monotonic() + 30, []
+        while len(events) < 4 and time.monotonic() < deadline:  # they are posted in background
+            time.sleep(0.5)
+            events = events_about(plane, ns, NAME)
+        time.sleep(2)  # and no more come
+        events = events_about(plane, ns, NAME)
+        kubectl(plane, "delete", "-n", ns, "-f", str(examples / "obj.yaml"), "--timeout=60s")
+    finally:
+        output = operator.stop()
+    assert operator.process.returncode == 0, output
+    # With Kopf's defaults (settings.posting.loggers is false), only the handler's own Events.
+    # kopf.exception() posts an `Error` Event; anyop's a `Warning` one (docs/events.md says why).
+    posted = [(e["type"], e["reason"], e.get("message", ""), e.get("count", 1)) for e in events]
+    assert sorted(posted) == [
+        ("Normal", "SomeReason", "Some message", 1),
+        ("SomeType", "SomeReason", "Some message", 1),
+        ("Warning", "SomeReason", "Some exception: Exception text.", 1),
+        ("Warning", "SomeReason", "Some message", 1),
+    ]
