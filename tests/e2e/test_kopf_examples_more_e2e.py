@@ -291,7 +291,7 @@ def test_kopfs_99_all_at_once_starts_handles_posts_adopts_and_cleans_up(
     assert f"[{ns}/{NAME}] {retried}" in output
     assert "Exception: Whoops!" in output
     assert "Handling the FIELD = None -> ['a', 'b']" in output
-    assert "Handling the diff" in output
+    assert "Handling the diff\n[('add', ('spec', 'lst'), None, ['a', 'b'])]\n" in output
     assert f"[{ns}/{NAME}] Handler 'delete' succeeded." in output
     # Its Pod is adopted and labelled, and the event handler sees it.
     assert len(pods) == 1, pods
@@ -323,6 +323,7 @@ def test_kopfs_02_children_creates_an_adopted_pod_that_goes_with_its_parent(
         kubectl(plane, "apply", "-n", ns, "-f", str(examples / "obj.yaml"))
         operator.wait_for(f"[{ns}/{NAME}] Creation is processed:", timeout=60)
         parent = json.loads(kubectl(plane, "get", "-n", ns, "kex", NAME, "-o", "json"))
+        listed = kubectl(plane, "get", "-n", ns, "kopfexamples")
         found = kubectl(plane, "get", "pods", "-n", ns, "-l", "somelabel=somevalue", "-o", "json")
         pods = json.loads(found)["items"]
         kubectl(plane, "delete", "-n", ns, "-f", str(examples / "obj.yaml"), "--timeout=60s")
@@ -340,6 +341,7 @@ def test_kopfs_02_children_creates_an_adopted_pod_that_goes_with_its_parent(
     assert len(pods) == 1, pods
     pod = pods[0]
     assert parent["status"]["create_fn"] == {"children": [pod["metadata"]["uid"]]}
+    assert re.search(rf"^{NAME} +1m +\[\"{pod['metadata']['uid']}\"\]", listed, re.M), listed
     assert pod["metadata"]["name"].startswith(f"{NAME}-")
     owner = pod["metadata"]["ownerReferences"]
     assert owner == [{"apiVersion": "kopf.dev/v1", "kind": "KopfExample", "name": NAME,
@@ -362,9 +364,13 @@ def test_kopfs_10_builtins_watches_pods_and_cancels_their_killers(
     try:
         operator.wait_for("The operator is ready", timeout=60)
         create_pod(plane, ns, "kopf-pod-1")
+        create_pod(plane, ns, "kopf-pod-2")  # left alone: killed in 30 s
         operator.wait_for(f"[{ns}/kopf-pod-1] === Pod killing happens in 30s.", timeout=60)
         kubectl(plane, "delete", "pod", "-n", ns, "kopf-pod-1", "--timeout=60s")
         operator.wait_for(f"[{ns}/kopf-pod-1] === Pod killing is cancelled!", timeout=60)
+        operator.wait_for(f"[{ns}/kopf-pod-2] === Pod killing happens NOW!", timeout=60)
+        kubectl(plane, "wait", "-n", ns, "--for=delete", "pod/kopf-pod-2", "--timeout=60s")
+        operator.wait_for(f"[{ns}/kopf-pod-2] Handler 'pod_deleted' succeeded.", timeout=60)
     finally:
         output = operator.stop()
     assert operator.process.returncode == 0, output
@@ -374,6 +380,8 @@ def test_kopfs_10_builtins_watches_pods_and_cancels_their_killers(
     assert f"[{ns}/kopf-pod-1] Deletion is in progress:" in output
     assert f"[{ns}/kopf-pod-1] Handler 'pod_in_sight' succeeded." in output
     assert f"[{ns}/kopf-pod-1] Handler 'pod_deleted' succeeded." in output
+    assert f"[{ns}/kopf-pod-2] === Pod killing is cancelled!" not in output
+    assert output.count("=== Pod killing happens NOW!") == 1
 
 
 def test_kopfs_09_testing_passes_its_own_test_with_kopfs_runner(
