@@ -1,8 +1,9 @@
 """Kopf's remaining examples under anyop with ``import kopf``, against the real local cluster.
 
 Each asserts what Kopf's README for the example (or Kopf's own test of it) says it does. An
-example whose code uses asyncio itself (its locks, events, tasks or sleeps) runs on asyncio
-only; the others run on both backends.
+example whose code uses asyncio itself (its locks, events, tasks or sleeps) runs on asyncio;
+on Trio, its first such handler fails for good with one line that says why. The others run on
+both backends.
 """
 
 from __future__ import annotations
@@ -443,3 +444,40 @@ def test_kopfs_04_events_posts_each_of_its_events_once(
         ("Warning", "SomeReason", "Some exception: Exception text.", 1),
         ("Warning", "SomeReason", "Some message", 1),
     ]
+
+
+ON_TRIO = (
+    "{fn}() uses asyncio (no running event loop), but the operator runs on Trio (--backend trio)."
+)
+ASYNCIO_ONLY = {
+    "10-builtins": ("[{ns}/kopf-pod-1] Handler 'pod_in_sight' failed permanently: ", 0),
+    "13-hooks": ("Activity 'login_fn' failed permanently: ", 1),  # the operator cannot log in
+    "99-all-at-once": ("Activity 'startup_fn_simple' failed permanently: ", 1),
+}
+
+
+@pytest.mark.parametrize("example", sorted(ASYNCIO_ONLY))
+def test_kopfs_asyncio_examples_on_trio_say_once_which_handler_uses_asyncio(
+    anyop_controlplane: LocalControlPlane,
+    pod_namespace: str,
+    example: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    plane, ns = anyop_controlplane, pod_namespace
+    prefix, code = ASYNCIO_ONLY[example]
+    fn = re.findall(r"'(\w+)' failed", prefix)[0]
+    line = prefix.format(ns=ns) + ON_TRIO.format(fn=fn)
+    operator = start(plane, ns, example, "trio", tmp_path, monkeypatch)
+    try:
+        if example == "10-builtins":
+            operator.wait_for("The operator is ready", timeout=60)
+            create_pod(plane, ns, "kopf-pod-1")
+        operator.wait_for(line, timeout=60)
+        if code:  # it stops by itself
+            operator.process.wait(timeout=60)
+    finally:
+        output = operator.stop()
+    assert operator.process.returncode == code, output
+    assert output.count(line) == 1, output
+    assert "Traceback" not in output
