@@ -481,3 +481,87 @@ def test_kopfs_asyncio_examples_on_trio_say_once_which_handler_uses_asyncio(
     assert operator.process.returncode == code, output
     assert output.count(line) == 1, output
     assert "Traceback" not in output
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_kopfs_06_peering_pauses_same_priority_peers_and_yields_to_dev(
+    anyop_controlplane: LocalControlPlane,
+    anyop_namespace: str,
+    kopfexample_crd: str,
+    peering_crds: None,
+    backend: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Kopf's README: A and B of the same priority both warn and pause; B stops and A resumes;
+    # B again with --dev: A pauses in its favour, and resumes when it stops. In Kopf's own
+    # KopfPeering `default`, which an operator without --peering (or --standalone) uses.
+    plane, ns = anyop_controlplane, anyop_namespace
+    peering = {"apiVersion": "kopf.dev/v1", "kind": "KopfPeering", "metadata": {"name": "default"}}
+    kubectl(plane, "apply", "-n", ns, "-f", "-", stdin=json.dumps(peering))
+    monkeypatch.setenv("PYTHONPATH", kopf_pythonpath(tmp_path))
+    source = str(kopf_examples() / "06-peering" / "example.py")
+    a = LiveOperator(plane, source, ns, backend, "--verbose")
+    b: LiveOperator | None = None
+    try:
+        a.wait_for("The operator is ready", timeout=60)
+        b = LiveOperator(plane, source, ns, backend, "--verbose")
+        a.wait_for("Possibly conflicting operators with the same priority: [", timeout=60)
+        b.wait_for("Possibly conflicting operators with the same priority: [", timeout=60)
+        a.wait_for("Pausing all operators, including self: [", timeout=60)
+        b_output = b.stop()
+        a.wait_for("Resuming operations after the pause.", timeout=60)
+        b = LiveOperator(plane, source, ns, backend, "--verbose", "--dev")
+        a.wait_for("Pausing operations in favour of [", timeout=60)
+        b.wait_for("The operator is ready", timeout=60)
+        b.stop()
+        a.wait_for("Resuming operations after the pause.", times=2, timeout=60)
+    finally:
+        output = a.stop()
+        if b is not None:
+            b.stop()
+    assert a.process.returncode == 0, output
+    assert b.process.returncode == 0, b.output
+    assert "Pausing all operators, including self: [" in b_output
+    assert "Traceback" not in output + b_output
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_kopfs_05_handlers_create_update_resume_and_delete_in_their_order(
+    anyop_controlplane: LocalControlPlane,
+    anyop_namespace: str,
+    kopfexample_crd: str,
+    backend: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    plane, ns, examples = anyop_controlplane, anyop_namespace, kopf_examples()
+    obj = str(examples / "obj.yaml")
+    first = start(plane, ns, "05-handlers", backend, tmp_path, monkeypatch)
+    second: LiveOperator | None = None
+    try:
+        first.wait_for("The operator is ready", timeout=60)
+        kubectl(plane, "apply", "-n", ns, "-f", obj)
+        first.wait_for(f"[{ns}/{NAME}] Creation is processed:", timeout=60)
+        change = json.dumps({"spec": {"field": "newvalue", "newfield": 100}})
+        kubectl(plane, "patch", "-n", ns, "-f", obj, "--type=merge", "-p", change)
+        first.wait_for(f"[{ns}/{NAME}] Updating is processed:", timeout=60)
+        before = first.stop()
+        second = start(plane, ns, "05-handlers", backend, tmp_path, monkeypatch)
+        second.wait_for(f"[{ns}/{NAME}] Resuming is processed:", timeout=60)
+        kubectl(plane, "delete", "-n", ns, "-f", obj, "--timeout=60s")
+        second.wait_for(f"[{ns}/{NAME}] Deleted, really deleted", timeout=60)
+    finally:
+        before = first.stop()
+        after = second.stop() if second is not None else ""
+    assert first.process.returncode == 0, before
+    assert second is not None
+    assert second.process.returncode == 0, after
+    printed = [line for line in (before + after).splitlines() if re.match(r"^[A-Z]{5,}\b", line)]
+    # As in Kopf 1.45, the field handler (of no reason) also runs on creation, from None.
+    assert printed == [
+        "CREATED 1st", "CREATED 2nd", "FIELD CHANGED: None -> value",
+        "UPDATED", "FIELD CHANGED: value -> newvalue",
+        "RESUMED 1st", "RESUMED 2nd", "DELETED 1st", "DELETED 2nd",
+    ], before + after  # fmt: skip
+    assert "Traceback" not in before + after
