@@ -565,3 +565,37 @@ def test_kopfs_05_handlers_create_update_resume_and_delete_in_their_order(
         "RESUMED 1st", "RESUMED 2nd", "DELETED 1st", "DELETED 2nd",
     ], before + after  # fmt: skip
     assert "Traceback" not in before + after
+
+
+def test_kopfs_14_daemons_report_retries_and_stop_gracefully_or_by_force(
+    anyop_controlplane: LocalControlPlane,
+    anyop_namespace: str,
+    kopfexample_crd: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # asyncio only: its async daemon sleeps with asyncio.sleep() (on Trio: the test above).
+    plane, ns, examples = anyop_controlplane, anyop_namespace, kopf_examples()
+    operator = start(plane, ns, "14-daemons", "asyncio", tmp_path, monkeypatch)
+    try:
+        kubectl(plane, "apply", "-n", ns, "-f", str(examples / "obj.yaml"))
+        operator.wait_for("=> Ping from a sync daemon: field='value', retry=3", timeout=60)
+        operator.wait_for("=> Ping from an async daemon: field='value'", timeout=60)
+        stored = json.loads(kubectl(plane, "get", "-n", ns, "kex", NAME, "-o", "json"))
+        kubectl(plane, "delete", "-n", ns, "-f", str(examples / "obj.yaml"), "--timeout=60s")
+        operator.wait_for(f"[{ns}/{NAME}] Deleted, really deleted", timeout=60)
+    finally:
+        output = operator.stop()
+    assert operator.process.returncode == 0, output
+    assert "Traceback" not in output
+    assert stored["status"]["message"] == "Failed 3 times."  # the sync daemon's last failure
+    for fn in ("background_sync", "background_async"):  # retries 0, 1 and 2 fail
+        assert output.count(f"Daemon '{fn}' failed temporarily: Simulated failure.") == 3
+    lines = [  # its cancellation_backoff=1.0 passes; its cancellation_timeout=0.5 is enough
+        f"[{ns}/{NAME}] Daemon 'background_async' is signalled to exit gracefully.",
+        f"[{ns}/{NAME}] Daemon 'background_async' is signalled to exit by force.",
+        f"[{ns}/{NAME}] Daemon 'background_sync' is signalled to exit gracefully.",
+        f"[{ns}/{NAME}] Daemon 'background_sync' has exited gracefully.",  # it checks `stopped`
+    ]
+    assert [line for line in lines if line not in output] == [], output
+    assert "did not exit in time" not in output
