@@ -83,6 +83,7 @@ def test_kopfs_08_events_spies_on_raw_events_and_posts_no_events(
     received = re.findall(r"^Event received: \{'type': '?(\w+)'?, ", output, re.MULTILINE)
     assert received == ["ADDED", "DELETED"], output
     assert output.count(failed) == len(received), output
+    assert output.count(f"[{ns}/{NAME}] Handler 'normal_event_fn' succeeded.") == 2
     assert "Exception: Oops!" in output
     # The object is only watched: nothing is stored on it, no Events are posted about it.
     assert events == []
