@@ -215,18 +215,21 @@ def judge(
 
 
 def transition_messages(was_paused: bool, verdict: Verdict) -> list[tuple[bool, str]]:
-    """The log lines for a new verdict, as ``(is_warning, message)``, in Kopf's wording."""
+    """The log lines for a new verdict, as ``(is_warning, message)``, in Kopf's wording.
+
+    As in Kopf, a peer of a higher priority comes first: while there is one, peers of the same
+    priority are no conflict worth a warning (all of them pause in its favour anyway).
+    """
     messages: list[tuple[bool, str]] = []
-    if verdict.same:
+    if verdict.same and not verdict.higher:
         messages.append(
             (True, f"Possibly conflicting operators with the same priority: {list(verdict.same)}.")
         )
     if verdict.paused and not was_paused:
-        if verdict.same:
-            everyone = sorted({*verdict.same, *verdict.higher})
-            messages.append((True, f"Pausing all operators, including self: {everyone}"))
-        else:
+        if verdict.higher:
             messages.append((False, f"Pausing operations in favour of {list(verdict.higher)}."))
+        else:
+            messages.append((True, f"Pausing all operators, including self: {list(verdict.same)}"))
     elif was_paused and not verdict.paused:
         messages.append((False, "Resuming operations after the pause."))
     return messages

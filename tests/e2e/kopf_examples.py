@@ -7,6 +7,7 @@ module on ``PYTHONPATH`` makes ``import kopf`` import anyop, as ``import anyop a
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -54,3 +55,9 @@ def kopf_shim(folder: Path) -> Path:
     """A folder with ``kopf.py`` that makes ``import kopf`` import anyop."""
     (folder / "kopf.py").write_text(SHIM)
     return folder
+
+
+def kopf_pythonpath(folder: Path) -> str:
+    """``PYTHONPATH`` for a child: the shim's folder first, then the test's own path (so the
+    child imports the anyop under test, not another one installed in the environment)."""
+    return os.pathsep.join(filter(None, [str(kopf_shim(folder)), os.environ.get("PYTHONPATH")]))

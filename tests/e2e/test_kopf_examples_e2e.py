@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.e2e.kopf_examples import kopf_examples, kopf_shim
+from tests.e2e.kopf_examples import kopf_examples, kopf_pythonpath
 from tests.e2e.live import LiveOperator
 from tests.e2e.test_cli_run import start_operator
 from tests.e2e.test_engine_e2e import DEADLINE, url
@@ -63,7 +63,7 @@ def test_kopfs_admission_example_serves_its_last_server_and_its_webhooks(
 ) -> None:
     plane, ns = anyop_controlplane, anyop_namespace
     source = kopf_examples() / "17-admission" / "example.py"
-    monkeypatch.setenv("PYTHONPATH", str(kopf_shim(tmp_path)))
+    monkeypatch.setenv("PYTHONPATH", kopf_pythonpath(tmp_path))
     operator = start_operator(plane, str(source), ns, backend, "--standalone")
     try:
         wait_until_active(plane, ns)
@@ -126,7 +126,7 @@ def test_kopfs_plain_examples_handle_kopfs_object_once_and_exit_cleanly(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     plane, ns, examples = anyop_controlplane, anyop_namespace, kopf_examples()
-    monkeypatch.setenv("PYTHONPATH", str(kopf_shim(tmp_path)))
+    monkeypatch.setenv("PYTHONPATH", kopf_pythonpath(tmp_path))
     source = str(examples / example / "example.py")
     operator = LiveOperator(plane, source, ns, backend, "--standalone", "--verbose")
     try:
@@ -175,7 +175,7 @@ def test_kopfs_daemon_and_timer_examples_run_in_the_background_and_stop(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     plane, ns, examples = anyop_controlplane, anyop_namespace, kopf_examples()
-    monkeypatch.setenv("PYTHONPATH", str(kopf_shim(tmp_path)))
+    monkeypatch.setenv("PYTHONPATH", kopf_pythonpath(tmp_path))
     source = str(examples / example / "example.py")
     operator = LiveOperator(plane, source, ns, backend, "--standalone")
     try:

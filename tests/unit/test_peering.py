@@ -141,3 +141,17 @@ def test_anyops_kinds_come_before_kopfs() -> None:
     ]
     assert [f"{r.plural}.{r.group}" for r in cluster][2] == "clusterkopfpeerings.zalando.org"
     assert all(not resource.namespaced for resource in cluster)
+
+
+def test_a_higher_priority_comes_before_a_same_priority_conflict() -> None:
+    # As in Kopf: with a higher peer, the operator pauses in its favour, and says nothing of
+    # the peers of its own priority.
+    both = Verdict(higher=("boss",), same=("twin",))
+    assert transition_messages(False, both) == [
+        (False, "Pausing operations in favour of ['boss'].")
+    ]
+    assert transition_messages(True, both) == []
+    twin = Verdict(same=("twin",))
+    assert transition_messages(True, twin) == [
+        (True, "Possibly conflicting operators with the same priority: ['twin'].")
+    ]

@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 import anyop
-from anyop.engine.operator.event_poster import EventPoster
+from anyop.engine.operator.event_poster import EventPoster, shortcut_posts
 from anyop.kube.client import KubeClient
 from anyop.logs import object_logger
 from anyop.settings import OperatorSettings
@@ -127,3 +127,32 @@ def test_an_object_logger_takes_a_reference_or_a_body() -> None:
         anyop.ObjectLogger()
     with pytest.raises(TypeError, match="either"):
         anyop.ObjectLogger({"name": "x"}, body=BODY)
+
+
+@pytest.mark.parametrize(
+    ("level", "reasons"),
+    [
+        (logging.DEBUG, ["Info", "Warn", "Exc", "Event"]),
+        (logging.INFO, ["Info", "Warn", "Exc", "Event"]),
+        (logging.WARNING, ["Warn", "Exc", "Event"]),
+        (logging.ERROR, ["Exc", "Event"]),
+        (logging.CRITICAL, ["Event"]),
+    ],
+)
+async def test_the_shortcuts_post_at_or_above_the_posting_level_and_event_always(
+    level: int, reasons: list[str]
+) -> None:
+    # As Kopf's: info() is INFO, warn() WARNING, exception() ERROR; event() has no level.
+    poster = poster_for(level=level)
+    with poster.installed():
+        anyop.info(BODY, reason="Info")
+        anyop.warn(BODY, reason="Warn")
+        anyop.exception(BODY, reason="Exc", exc=ValueError("v"))
+        anyop.event(BODY, type="Normal", reason="Event")
+    assert [item.reason for item in queued(poster)] == reasons
+
+
+def test_the_shortcut_levels_are_compared_with_the_posting_level() -> None:
+    assert shortcut_posts(logging.INFO, logging.INFO)
+    assert shortcut_posts(logging.ERROR, logging.WARNING)
+    assert not shortcut_posts(logging.INFO, logging.WARNING)

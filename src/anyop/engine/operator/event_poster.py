@@ -78,6 +78,11 @@ class EventPoster:
         self._thread = threading.get_ident()
         self._token = anyio.lowlevel.current_token()
 
+    @property
+    def posting_level(self) -> int:
+        """``settings.posting.level``: the shortcuts below it post nothing."""
+        return self._settings.posting.level
+
     def submit(self, obj: Mapping[str, Any], *, type: str, reason: str, message: str) -> None:
         """Queue an Event about ``obj`` (from any thread)."""
         if not self._settings.posting.enabled:
@@ -205,6 +210,17 @@ def _objects(objs: Mapping[str, Any] | Iterable[Mapping[str, Any]]) -> list[Mapp
     return list(objs)
 
 
+def shortcut_posts(level: int, posting_level: int) -> bool:
+    """Whether ``info``/``warn``/``exception`` (of ``level``: INFO, WARNING, ERROR) post under
+    ``settings.posting.level``, as Kopf's do; :func:`event` posts at any level. Pure."""
+    return level >= posting_level
+
+
+def _at_level(level: int) -> bool:
+    poster = current_poster.get()
+    return poster is None or shortcut_posts(level, poster.posting_level)
+
+
 def event(
     objs: Mapping[str, Any] | Iterable[Mapping[str, Any]],
     *,
@@ -234,15 +250,19 @@ def event(
 def info(
     objs: Mapping[str, Any] | Iterable[Mapping[str, Any]], *, reason: str, message: str = ""
 ) -> None:
-    """Post a ``Normal`` Event (see :func:`event`)."""
-    event(objs, type="Normal", reason=reason, message=message)
+    """Post a ``Normal`` Event (see :func:`event`), unless ``settings.posting.level`` is above
+    INFO."""
+    if _at_level(logging.INFO):
+        event(objs, type="Normal", reason=reason, message=message)
 
 
 def warn(
     objs: Mapping[str, Any] | Iterable[Mapping[str, Any]], *, reason: str, message: str = ""
 ) -> None:
-    """Post a ``Warning`` Event (see :func:`event`)."""
-    event(objs, type="Warning", reason=reason, message=message)
+    """Post a ``Warning`` Event (see :func:`event`), unless ``settings.posting.level`` is above
+    WARNING."""
+    if _at_level(logging.WARNING):
+        event(objs, type="Warning", reason=reason, message=message)
 
 
 def exception(
@@ -255,7 +275,10 @@ def exception(
     """Post a ``Warning`` Event about an exception (by default, the one being handled).
 
     The reason defaults to the exception's class name; its text is appended to the message.
+    Nothing is posted if ``settings.posting.level`` is above ERROR.
     """
+    if not _at_level(logging.ERROR):
+        return
     if exc is None:
         exc = sys.exc_info()[1]
     reason = reason or (type(exc).__name__ if exc is not None else "Exception")
