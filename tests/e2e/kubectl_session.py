@@ -25,7 +25,7 @@ metadata:
 spec:
   group: {GROUP}
   scope: Namespaced
-  names: {{kind: Widget, plural: widgets, singular: widget, shortNames: [wdg]}}
+  names: {{kind: Widget, plural: widgets, singular: widget, shortNames: [kwdg]}}
   versions:
   - name: v1
     served: true
@@ -51,6 +51,7 @@ spec:
             type: object
             x-kubernetes-preserve-unknown-fields: true
 """
+WIDGETS = f"widgets.{GROUP}"  # in full: other tests' CRDs on the same cluster have Widgets too
 WIDGET = f"""\
 apiVersion: {GROUP}/v1
 kind: Widget
@@ -138,13 +139,13 @@ SESSION: Sequence[Step] = (
     step("-n", "NS", "apply", "-f", "-", stdin=UNKNOWN_FIELD),  # strict field validation
     step("-n", "NS", "apply", "-f", "-", stdin=WIDGET.replace("size: 3", "size: 0")),  # invalid
     step("-n", "NS", "get", "configmaps,secrets"),
-    step("-n", "NS", "get", "widgets"),
-    step("-n", "NS", "get", "wdg", "-o", "wide"),
-    step("-n", "NS", "get", "widget", "w1", "-o", "yaml"),
+    step("-n", "NS", "get", WIDGETS),
+    step("-n", "NS", "get", "kwdg", "-o", "wide"),
+    step("-n", "NS", "get", WIDGETS, "w1", "-o", "yaml"),
     step("-n", "NS", "get", "deployment", "d1", "-o", "jsonpath={.spec}"),
     step("-n", "NS", "get", "configmap", "nothing"),  # NotFound
     step("-n", "NS", "describe", "configmap", "c1"),
-    step("-n", "NS", "describe", "widget", "w1"),
+    step("-n", "NS", "describe", WIDGETS, "w1"),
     step("-n", "NS", "patch", "configmap", "c1", "-p", '{"data":{"b":"c"}}'),
     step(
         "-n",
@@ -156,14 +157,14 @@ SESSION: Sequence[Step] = (
         "-p",
         '[{"op":"replace","path":"/spec/replicas","value":0}]',
     ),
-    step("-n", "NS", "patch", "widget", "w1", "--type=merge", "-p", '{"spec":{"size":5}}'),
-    step("-n", "NS", "patch", "widget", "w1", "-p", '{"spec":{"size":6}}'),  # strategic: 415
-    step("-n", "NS", "patch", "widget", "w1", "--type=merge", "-p", '{"spec":{"color":"green"}}'),
+    step("-n", "NS", "patch", WIDGETS, "w1", "--type=merge", "-p", '{"spec":{"size":5}}'),
+    step("-n", "NS", "patch", WIDGETS, "w1", "-p", '{"spec":{"size":6}}'),  # strategic: 415
+    step("-n", "NS", "patch", WIDGETS, "w1", "--type=merge", "-p", '{"spec":{"color":"green"}}'),
     step("-n", "NS", "label", "configmap", "c1", "tier=web"),
     step("-n", "NS", "label", "configmap", "c1", "tier=db"),  # without --overwrite: refused
     step("-n", "NS", "label", "configmap", "c1", "tier=db", "--overwrite"),
     step("-n", "NS", "annotate", "secret", "s1", "note=hello"),
-    step("-n", "NS", "label", "widget", "w1", "tier-"),
+    step("-n", "NS", "label", WIDGETS, "w1", "tier-"),
     step("-n", "NS", "get", "configmaps", "-l", "tier=db", "-o", "name"),
     step(
         "-n", "NS", "get", "configmaps", "-w", "--output-watch-events", "-l", "w=1", background=True
@@ -173,7 +174,7 @@ SESSION: Sequence[Step] = (
     step("-n", "NS", "patch", "configmap", "c9", "-p", '{"data":{"c":"d"}}'),
     step("-n", "NS", "delete", "configmap", "c9"),
     COLLECT,
-    step("-n", "NS", "get", "widgets", "--show-labels"),
+    step("-n", "NS", "get", WIDGETS, "--show-labels"),
     step("-n", "NS", "apply", "--server-side", "-f", "-", stdin=APPLIED),
     step(
         "-n",
@@ -198,15 +199,15 @@ SESSION: Sequence[Step] = (
     ),
     step("-n", "NS", "get", "configmap", "c3", "-o", "jsonpath={.data.owner}"),
     step("-n", "NS", "apply", "--server-side", "-f", "-", stdin=WIDGET.replace("[a, b]", "[b, c]")),
-    step("-n", "NS", "get", "widget", "w1", "-o", "jsonpath={.spec.tags}"),
+    step("-n", "NS", "get", WIDGETS, "w1", "-o", "jsonpath={.spec.tags}"),
     step("explain", "configmap.data"),
     step("explain", "deployment.spec.replicas"),
-    step("explain", "widgets.spec"),
-    step("explain", "widgets.spec.size"),
+    step("explain", "widgets.spec", f"--api-version={GROUP}/v1"),
+    step("explain", "widgets.spec.size", f"--api-version={GROUP}/v1"),
     step("-n", "NS", "delete", "configmap", "c1"),
     step("-n", "NS", "wait", "--for=delete", "configmap/c1", "--timeout=10s"),
-    step("-n", "NS", "delete", "widget", "w1", "--wait"),
-    step("-n", "NS", "get", "widgets"),
+    step("-n", "NS", "delete", WIDGETS, "w1", "--wait"),
+    step("-n", "NS", "get", WIDGETS),
     step("-n", "NS", "delete", "configmap", "c1"),  # NotFound
     step("-n", "NS", "delete", "configmaps", "-l", "tier=db"),
     step("delete", "crd", f"widgets.{GROUP}"),

@@ -27,6 +27,13 @@ from anyop.testing.fake import FakeCluster
 pytestmark = pytest.mark.anyio
 
 
+@pytest.fixture
+def anyio_backend() -> str:
+    """The client libraries run in a worker thread and compare API servers, not anyop's
+    backends (the fake's socket server runs on both in its unit tests): one is enough."""
+    return "trio"
+
+
 async def _session_on_fake(client: str, names: Names, folder: Path, *, tls: bool) -> list[Any]:
     fake = FakeCluster()
     async with anyio.create_task_group() as tg:

@@ -54,6 +54,9 @@ _PID_NAMES = {
 }
 _SERVICE_RANGE = "10.0.0.0/24"
 _ADVERTISE = "10.0.0.1"  # the API server refuses a loopback advertise address
+_COMPONENT_RESTARTS = 3
+"""How often a cluster component that exits during start-up is started again."""
+
 _READY_PATHS = ("/readyz", "/api/v1/namespaces/default")
 _POD_CIDR = "10.0.1.0/24"  # KWOK's fake Pod IPs: addresses nothing listens on
 NODE_NAME = "anyop-node"
@@ -366,6 +369,7 @@ class LocalControlPlane:
     # -- lifecycle ------------------------------------------------------------------------------
 
     def _spawn(self) -> None:
+        self._restarts: dict[str, int] = {}
         self.workdir.mkdir(parents=True, exist_ok=True)
         self._write_pki()
         self.port = self.port or free_port()
@@ -391,9 +395,18 @@ class LocalControlPlane:
             proc.start()
 
     def _check_alive(self) -> None:
+        """Fail if etcd or the API server exited; start again a cluster component that exited
+        (as a kubelet restarts a static Pod), a few times: on a loaded machine,
+        kube-controller-manager gives up when its first TLS handshake with a busy API server
+        times out."""
         for proc in self._processes():
-            if proc.exited() is not None:
+            if proc.exited() is None:
+                continue
+            restarts = self._restarts.get(proc.name, 0)
+            if proc in (self.etcd, self.apiserver) or restarts >= _COMPONENT_RESTARTS:
                 raise ControlPlaneError(proc.failure("stopped during start-up"))
+            self._restarts[proc.name] = restarts + 1
+            proc.start()
 
     def _not_ready(self, waited: float, last: str) -> ControlPlaneError:
         logs = "\n".join(proc.failure("log") for proc in self._processes())

@@ -1,0 +1,60 @@
+"""A cluster component that exits while the control plane starts is started again, a few times;
+etcd or the API server exiting fails the start at once (pure: stand-in processes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from anyop.testing.controlplane import ControlPlaneError, LocalControlPlane
+
+
+class Stand:
+    """A stand-in for a child process that exits ``exits`` times before it stays up."""
+
+    def __init__(self, name: str, exits: int = 0) -> None:
+        self.name, self.exits, self.starts = name, exits, 0
+
+    def exited(self) -> int | None:
+        return 1 if self.starts < self.exits else None
+
+    def start(self) -> None:
+        self.starts += 1
+
+    def failure(self, what: str) -> str:
+        return f"{self.name} {what}"
+
+
+def _plane(tmp_path: Any, **procs: Stand) -> LocalControlPlane:
+    plane = LocalControlPlane(workdir=tmp_path)
+    plane._restarts = {}
+    plane.etcd, plane.apiserver = procs.get("etcd", Stand("etcd")), procs.get("api", Stand("api"))  # type: ignore[assignment]
+    plane.controller_manager = procs.get("kcm")  # type: ignore[assignment]
+    plane.scheduler = plane.kwok = None
+    return plane
+
+
+def test_a_component_that_exits_is_started_again_a_few_times(tmp_path: Any) -> None:
+    flaky = Stand("kube-controller-manager", exits=2)
+    plane = _plane(tmp_path, kcm=flaky)
+    for _ in range(5):
+        plane._check_alive()
+    assert flaky.starts == 2
+
+
+def test_a_component_that_keeps_exiting_fails_the_start(tmp_path: Any) -> None:
+    broken = Stand("kube-controller-manager", exits=99)
+    plane = _plane(tmp_path, kcm=broken)
+    for _ in range(3):
+        plane._check_alive()
+    with pytest.raises(ControlPlaneError, match="kube-controller-manager stopped during start-up"):
+        plane._check_alive()
+    assert broken.starts == 3
+
+
+def test_etcd_or_the_api_server_exiting_fails_the_start_at_once(tmp_path: Any) -> None:
+    api = Stand("kube-apiserver", exits=1)
+    with pytest.raises(ControlPlaneError, match="kube-apiserver stopped during start-up"):
+        _plane(tmp_path, api=api)._check_alive()
+    assert api.starts == 0
