@@ -30,6 +30,7 @@ def test_replicas_started_together_handle_a_backlog_once(
     assert len(outcome.shares) == 3  # every replica served its share
     # Each replica's share depends on when its start-up ends: on a quiet machine within 0.2 s of
     # the others' (a third each, bench.shard_cold_start), on the suite's loaded one seconds
-    # apart ([496, 52, 52] seen at load 10). Exactly once is the promise; each serves some.
-    assert all(share >= 0.05 * OBJECTS for share in outcome.shares), outcome
+    # apart ([496, 52, 52] and [305, 271, 24] seen at load 10, the last one serving 2 s after
+    # the others). Exactly once is the promise; each takes part.
+    assert all(share > 0 for share in outcome.shares), outcome
     assert all(math.isfinite(seconds) for seconds in outcome.to_serve)
