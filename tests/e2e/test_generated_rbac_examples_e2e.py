@@ -20,7 +20,14 @@ import pytest
 import yaml
 from tests.e2e.conftest import EXAMPLES
 from tests.e2e.kex import apply_kex, wait_for_status
-from tests.e2e.test_conversion_e2e import api_sync, backend, backends, converting, example_crd
+from tests.e2e.test_conversion_e2e import (
+    APPLIED,
+    api_sync,
+    backend,
+    backends,
+    converting,
+    example_crd,
+)
 from tests.e2e.test_examples_more_e2e import apply, get, until
 from tests.e2e.test_generated_rbac_e2e import example_registry, install, refusals_in, widget
 from tests.e2e.test_incluster_e2e import operator_in_pod
@@ -157,6 +164,7 @@ def test_the_conversion_example_runs_under_only_the_generated_rbac(
     name, docs = rbac(ns, CONVERSION, crds, conversion_managed=True)
     folder = install(plane, ns, name, docs, tmp_path)
     with operator_in_pod(plane, folder, str(CONVERSION), "-n", ns, backend="asyncio") as output:
+        output.wait_for(APPLIED)  # this operator's webhook, not one the API server still knows
         until(lambda: converting(api_sync, ns), "the API server converts with the webhook")
         made = api_sync.post(backends(ns, "v1alpha1"),
                              json=backend("b1", "v1alpha1", {"endpoint": "db:5432"}))  # fmt: skip

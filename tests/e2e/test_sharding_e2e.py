@@ -1,9 +1,10 @@
 """Active-active sharding (`anyop run --shards auto`) on the real control plane.
 
-Replicas of one operator share 3,000 objects: each object is created-handled exactly once, each
-replica handles 25-42 % of them; a fourth replica takes about a quarter; a replica killed with
-SIGKILL has its objects taken over within its Lease duration plus 5 s; and the daemon that every
-object has never runs on two replicas at once. Both backends.
+Replicas of one operator share 1,500 objects (``ANYOP_TEST_SHARD_OBJECTS`` sets more): each
+object is created-handled exactly once, each replica handles 25-42 % of them; a fourth replica
+takes about a quarter; a replica killed with SIGKILL has its objects taken over within its Lease
+duration plus 5 s; and the daemon that every object has never runs on two replicas at once.
+Both backends.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from anyop.testing.controlplane import LocalControlPlane
 
 pytestmark = pytest.mark.e2e
 
-OBJECTS = int(os.environ.get("ANYOP_TEST_SHARD_OBJECTS", "3000"))
+OBJECTS = int(os.environ.get("ANYOP_TEST_SHARD_OBJECTS", "1500"))
 GROUP = "kex-shards"
 LEASE_DURATION = 4
 LOADED_MACHINE = 6
