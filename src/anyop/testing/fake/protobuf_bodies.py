@@ -122,8 +122,9 @@ def decode(body: bytes, *, group: str, version: str) -> dict[str, Any]:
     if not envelope.raw and not envelope.ListFields():
         raise ProtobufError("empty body")
     type_meta = envelope.typeMeta
-    api_version, kind = str(type_meta.apiVersion), str(type_meta.kind)
-    name = _message_name(descriptors, api_version or _api_version(group, version), kind)
+    api_version = str(type_meta.apiVersion) or _api_version(group, version)
+    kind = str(type_meta.kind)
+    name = _message_name(descriptors, api_version, kind)
     if name is None:
         raise ProtobufError(f"no kind {kind!r} is registered for version {api_version!r}")
     try:

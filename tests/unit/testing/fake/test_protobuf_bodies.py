@@ -114,6 +114,11 @@ def test_durations_read_as_go_writes_them(nanoseconds: int, text: str) -> None:
     assert go_duration(nanoseconds) == text
 
 
+def test_an_envelope_without_an_api_version_takes_the_resources() -> None:
+    body = _body("k8s.io.api.core.v1.ConfigMap", "", "ConfigMap", {"metadata": {"name": "c"}})
+    assert decode(body, group="", version="v1")["apiVersion"] == "v1"
+
+
 def test_bodies_that_are_not_kubernetes_protobuf_are_refused() -> None:
     with pytest.raises(ProtobufError, match=r"expected prefix \[107 56 115 0\]"):
         decode(b"{}", group="", version="v1")
