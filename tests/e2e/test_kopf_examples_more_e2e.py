@@ -12,7 +12,6 @@ import contextlib
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -25,7 +24,7 @@ from tests.e2e.conftest import EXAMPLES
 from tests.e2e.kopf_examples import kopf_examples, kopf_pythonpath
 from tests.e2e.live import LiveOperator
 
-from anyop.testing.controlplane import LocalControlPlane
+from anyop.testing.controlplane import LocalControlPlane, free_port
 from anyop.testing.pytest_plugin import kubectl
 
 NAME = "kopf-example-1"
@@ -91,14 +90,6 @@ def test_kopfs_08_events_spies_on_raw_events_and_posts_no_events(
     assert "finalizers" not in stored["metadata"]
     applied = "kubectl.kubernetes.io/last-applied-configuration"
     assert set(stored["metadata"]["annotations"]) == {"someannotation", applied}
-
-
-def free_port() -> int:
-    """A TCP port nobody listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def create_pod(
