@@ -22,6 +22,7 @@ import httpx
 
 from anyop.testing.controlplane import LocalControlPlane
 from anyop.testing.pytest_plugin import kubectl, wait_for_crd
+from bench.namespaces import scratch_namespace
 
 ROOT = Path(__file__).resolve().parents[1]
 OPERATOR = ROOT / "bench" / "operators" / "create_returns_status.py"
@@ -68,9 +69,10 @@ def count_writes(client: httpx.Client, namespace: str, since: str) -> int:
 
 
 def run(plane: LocalControlPlane, count: int, backend: str) -> dict[str, float]:
-    namespace = f"bulk-{backend}-{int(time.time())}"
-    kubectl(plane, "create", "namespace", namespace)
-    with httpx.Client(base_url=plane.server, verify=plane.ssl_context(), timeout=60) as client:
+    with (
+        scratch_namespace(plane, f"bulk-{backend}-{int(time.time())}") as namespace,
+        httpx.Client(base_url=plane.server, verify=plane.ssl_context(), timeout=60) as client,
+    ):
         create_objects(client, namespace, count)
         _, before = handled(client, namespace)
         env = {**os.environ, "KUBECONFIG": str(plane.kubeconfig)}

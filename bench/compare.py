@@ -63,6 +63,7 @@ from bench import profiles
 from bench.bulk_create import proc_stats
 from bench.daemons import create_objects
 from bench.kopf_env import KOPF_VERSION, kopf_command
+from bench.namespaces import scratch_namespace
 
 ROOT = Path(__file__).resolve().parents[1]
 OPERATOR = ROOT / "bench" / "operators" / "kopf_code.py"
@@ -236,11 +237,10 @@ def api_counts(client: httpx.Client) -> dict[str, float]:
 @contextmanager
 def namespace_with(plane: LocalControlPlane, prefix: str, count: int) -> Iterator[tuple[str, str]]:
     """A fresh namespace with ``count`` objects; yields it and the resourceVersion after them."""
-    namespace = f"{prefix}-{time.time_ns() % 10**10}"
-    kubectl(plane, "create", "namespace", namespace)
-    anyio.run(create_objects, plane, namespace, count)
-    with httpx.Client(base_url=plane.server, verify=plane.ssl_context(), timeout=60) as client:
-        version = client.get(kex_url(namespace), params={"limit": "1"}).json()["metadata"]
+    with scratch_namespace(plane, f"{prefix}-{time.time_ns() % 10**10}") as namespace:
+        anyio.run(create_objects, plane, namespace, count)
+        with httpx.Client(base_url=plane.server, verify=plane.ssl_context(), timeout=60) as client:
+            version = client.get(kex_url(namespace), params={"limit": "1"}).json()["metadata"]
         yield namespace, version["resourceVersion"]
 
 

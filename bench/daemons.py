@@ -34,6 +34,7 @@ from anyop.testing.controlplane import LocalControlPlane
 from anyop.testing.pytest_plugin import kubectl, wait_for_crd
 from bench.bulk_create import proc_stats
 from bench.kopf_env import kopf_command
+from bench.namespaces import scratch_namespace
 
 ROOT = Path(__file__).resolve().parents[1]
 OPERATOR = ROOT / "bench" / "operators" / "idle_daemon.py"
@@ -133,17 +134,16 @@ def run(plane: LocalControlPlane, framework: str, count: int) -> dict[str, float
     results: dict[str, float] = {}
     rss: dict[int, float] = {}
     for n in (1, count):
-        namespace = f"daemons-{framework}-{n}-{int(time.time())}"
-        kubectl(plane, "create", "namespace", namespace)
-        anyio.run(create_objects, plane, namespace, n)
-        operator = Operator(plane, framework, namespace)
-        try:
-            seconds = operator.wait_for_daemons(n)
-            time.sleep(3)  # settle: the finalizers' echoes, the first GC cycles
-            rss[n] = rss_mib(operator.process.pid)
-            cpu, _ = proc_stats(operator.process.pid)
-        finally:
-            stopped, stop = operator.terminate()
+        with scratch_namespace(plane, f"daemons-{framework}-{n}-{int(time.time())}") as namespace:
+            anyio.run(create_objects, plane, namespace, n)
+            operator = Operator(plane, framework, namespace)
+            try:
+                seconds = operator.wait_for_daemons(n)
+                time.sleep(3)  # settle: the finalizers' echoes, the first GC cycles
+                rss[n] = rss_mib(operator.process.pid)
+                cpu, _ = proc_stats(operator.process.pid)
+            finally:
+                stopped, stop = operator.terminate()
         if n == count:
             results.update(
                 start_s=seconds,

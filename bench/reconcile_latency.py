@@ -30,6 +30,7 @@ from anyop.testing.controlplane import LocalControlPlane
 from anyop.testing.pytest_plugin import kubectl, wait_for_crd
 from bench.bulk_create import proc_stats
 from bench.kopf_env import KOPF_VERSION, kopf_command
+from bench.namespaces import scratch_namespace
 
 ROOT = Path(__file__).resolve().parents[1]
 FRAMEWORKS = ("anyop-asyncio", "anyop-trio", "kopf")
@@ -99,44 +100,46 @@ def measure(
     plane: LocalControlPlane, framework: str, changes: int, *, log: IO[str]
 ) -> dict[str, float]:
     namespace = f"conv-{framework}-{time.time_ns() % 10**8}"
-    kubectl(plane, "create", "namespace", namespace)
-    kex = {
-        "apiVersion": "kopf.dev/v1",
-        "kind": "KopfExample",
-        "metadata": {"name": "kex"},
-        "spec": {"replicas": 1},
-    }
-    env = {**os.environ, "KUBECONFIG": str(plane.kubeconfig), "PYTHONPATH": str(ROOT)}
-    argv = command(framework, namespace)
-    process = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT)
-    rng = random.Random(28)
-    latencies: list[float] = []
-    missed = 0
-    try:
-        with httpx.Client(base_url=plane.server, verify=plane.ssl_context(), timeout=30) as client:
-            url = f"/apis/kopf.dev/v1/namespaces/{namespace}/kopfexamples"
-            client.post(url, json=kex).raise_for_status()
-            if wait_for(client, namespace, 1) is None:
-                log.seek(0)
-                raise RuntimeError(f"{framework}: no first ConfigMap; its output:\n{log.read()}")
-            posts, cpu = created(plane), proc_stats(process.pid)[0]
-            replicas = 1
-            for _ in range(changes):
-                replicas = rng.choice([n for n in range(1, 6) if n != replicas])
-                patch = {"spec": {"replicas": replicas}}
-                headers = {"Content-Type": "application/merge-patch+json"}
-                client.patch(f"{url}/kex", json=patch, headers=headers).raise_for_status()
-                seconds = wait_for(client, namespace, replicas)
-                if seconds is None:
-                    missed += 1
-                    latencies.append(LIMIT)
-                else:
-                    latencies.append(seconds)
-            cpu = proc_stats(process.pid)[0] - cpu
-            posts = created(plane) - posts
-    finally:
-        process.terminate()
-        process.wait(timeout=60)
+    with scratch_namespace(plane, namespace):
+        kex = {
+            "apiVersion": "kopf.dev/v1",
+            "kind": "KopfExample",
+            "metadata": {"name": "kex"},
+            "spec": {"replicas": 1},
+        }
+        env = {**os.environ, "KUBECONFIG": str(plane.kubeconfig), "PYTHONPATH": str(ROOT)}
+        argv = command(framework, namespace)
+        process = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT)
+        rng = random.Random(28)
+        latencies: list[float] = []
+        missed = 0
+        try:
+            verify = plane.ssl_context()
+            with httpx.Client(base_url=plane.server, verify=verify, timeout=30) as client:
+                url = f"/apis/kopf.dev/v1/namespaces/{namespace}/kopfexamples"
+                client.post(url, json=kex).raise_for_status()
+                if wait_for(client, namespace, 1) is None:
+                    log.seek(0)
+                    output = log.read()
+                    raise RuntimeError(f"{framework}: no first ConfigMap; its output:\n{output}")
+                posts, cpu = created(plane), proc_stats(process.pid)[0]
+                replicas = 1
+                for _ in range(changes):
+                    replicas = rng.choice([n for n in range(1, 6) if n != replicas])
+                    patch = {"spec": {"replicas": replicas}}
+                    headers = {"Content-Type": "application/merge-patch+json"}
+                    client.patch(f"{url}/kex", json=patch, headers=headers).raise_for_status()
+                    seconds = wait_for(client, namespace, replicas)
+                    if seconds is None:
+                        missed += 1
+                        latencies.append(LIMIT)
+                    else:
+                        latencies.append(seconds)
+                cpu = proc_stats(process.pid)[0] - cpu
+                posts = created(plane) - posts
+        finally:
+            process.terminate()
+            process.wait(timeout=60)
     latencies.sort()
 
     def pick(q: float) -> float:

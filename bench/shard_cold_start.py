@@ -35,6 +35,7 @@ import httpx
 from anyop.sharding import ACK_ANNOTATION, GROUP_LABEL
 from anyop.testing.controlplane import LocalControlPlane
 from anyop.testing.pytest_plugin import kubectl, wait_for_crd
+from bench.namespaces import scratch_namespace
 
 ROOT = Path(__file__).resolve().parents[1]
 GROUP = "cold-shards"
@@ -148,47 +149,47 @@ def run(
 ) -> Outcome:
     """One cold start; see the module's docstring."""
     namespace = f"cold-{backend}-{time.time_ns() % 10**12}"
-    kubectl(plane, "create", "namespace", namespace)
-    backlog(plane, namespace, objects)
-    source = workdir / "cold_operator.py"
-    source.write_text(OPERATOR)
-    ledger = workdir / f"{namespace}.ledger"
-    ledger.touch()
-    env = {**os.environ, "KUBECONFIG": str(plane.kubeconfig), "ANYOP_BENCH_LEDGER": str(ledger)}
-    cmd = [sys.executable, "-m", "anyop", "run", str(source), "-n", namespace, "--backend",
-           backend, "--shards", "auto", "--lease-name", GROUP, "--lease-namespace", namespace,
-           "--standalone", "--log-format", "full"]  # fmt: skip
-    logs = [workdir / f"{namespace}-{index}.log" for index in range(replicas)]
-    outs = [log.open("w") for log in logs]
-    started = time.time()
-    processes = [
-        subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT) for out in outs
-    ]
-    first = float("nan")
-    try:
-        with httpx.Client(base_url=plane.server, verify=plane.ssl_context(), timeout=60) as api:
-            deadline = time.monotonic() + 300
-            while True:
-                names = {name for name, _ in ledger_lines(ledger)}
-                if names and first != first:  # nan: not yet
-                    first = time.time() - started
-                if len(names) >= objects and settled(api, namespace, replicas):
-                    break
-                for process, log in zip(processes, logs, strict=True):
-                    if process.poll() is not None:
-                        raise RuntimeError(f"a replica exited: {log.read_text()[-2000:]}")
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"only {len(names)} of {objects} handled within 300 s")
-                time.sleep(0.2)
-            time.sleep(5)  # two retry periods more: a duplicate would show by then
-            api.delete(KEX.format(namespace=namespace))  # the next run's API server is lighter
-    finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            process.wait(timeout=90)
-        for out in outs:
-            out.close()
+    with scratch_namespace(plane, namespace):
+        backlog(plane, namespace, objects)
+        source = workdir / "cold_operator.py"
+        source.write_text(OPERATOR)
+        ledger = workdir / f"{namespace}.ledger"
+        ledger.touch()
+        env = {**os.environ, "KUBECONFIG": str(plane.kubeconfig), "ANYOP_BENCH_LEDGER": str(ledger)}
+        cmd = [sys.executable, "-m", "anyop", "run", str(source), "-n", namespace, "--backend",
+               backend, "--shards", "auto", "--lease-name", GROUP, "--lease-namespace", namespace,
+               "--standalone", "--log-format", "full"]  # fmt: skip
+        logs = [workdir / f"{namespace}-{index}.log" for index in range(replicas)]
+        outs = [log.open("w") for log in logs]
+        started = time.time()
+        processes = [
+            subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT) for out in outs
+        ]
+        first = float("nan")
+        try:
+            with httpx.Client(base_url=plane.server, verify=plane.ssl_context(), timeout=60) as api:
+                deadline = time.monotonic() + 300
+                while True:
+                    names = {name for name, _ in ledger_lines(ledger)}
+                    if names and first != first:  # nan: not yet
+                        first = time.time() - started
+                    if len(names) >= objects and settled(api, namespace, replicas):
+                        break
+                    for process, log in zip(processes, logs, strict=True):
+                        if process.poll() is not None:
+                            raise RuntimeError(f"a replica exited: {log.read_text()[-2000:]}")
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"only {len(names)} of {objects} handled within 300 s")
+                    time.sleep(0.2)
+                time.sleep(5)  # two retry periods more: a duplicate would show by then
+                api.delete(KEX.format(namespace=namespace))  # the next run's API server is lighter
+        finally:
+            for process in processes:
+                process.terminate()
+            for process in processes:
+                process.wait(timeout=90)
+            for out in outs:
+                out.close()
     found = ledger_lines(ledger)
     counts = collections.Counter(name for name, _ in found)
     shares = collections.Counter(pid for _, pid in found)

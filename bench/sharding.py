@@ -29,6 +29,7 @@ import httpx
 from anyop.sharding import ACK_ANNOTATION, GROUP_LABEL
 from anyop.testing.controlplane import LocalControlPlane
 from anyop.testing.pytest_plugin import kubectl, wait_for_crd
+from bench.namespaces import scratch_namespace
 
 ROOT = Path(__file__).resolve().parents[1]
 OPERATOR = ROOT / "bench" / "operators" / "create_returns_status.py"
@@ -74,47 +75,50 @@ def anyop(plane: LocalControlPlane, *args: str) -> None:
 
 def run(plane: LocalControlPlane, count: int, replicas: int, backend: str) -> dict[str, Any]:
     namespace = f"shards-{replicas}-{backend}-{int(time.time())}"
-    kubectl(plane, "create", "namespace", namespace)
-    peering = '{"apiVersion": "anyop.dev/v1", "kind": "AnyopPeering", "metadata": {"name": "x"}}'
-    kubectl(plane, "apply", "-n", namespace, "-f", "-", stdin=peering)
-    env = {**os.environ, "KUBECONFIG": str(plane.kubeconfig), "ANYOP_SHARDING__RETRY_PERIOD": "1"}
-    cmd = [sys.executable, "-m", "anyop", "run", str(OPERATOR), "-n", namespace, "--backend",
-           backend, "--shards", "auto", "--lease-name", GROUP, "-P", "x", "-q"]  # fmt: skip
-    processes = [subprocess.Popen(cmd, env=env) for _ in range(replicas)]
-    ctx = plane.ssl_context()
-    try:
-        with httpx.Client(base_url=plane.server, verify=ctx, timeout=60) as client:
-            deadline = time.monotonic() + 120
-            while not settled(client, namespace, replicas):
-                if time.monotonic() > deadline:
-                    raise RuntimeError("the replicas did not settle within 120 s")
-                time.sleep(0.2)
-            anyop(plane, "freeze", "-P", "x", "-n", namespace, "-t", "3600", "-q")
-            names = [f"kex-{i:05d}" for i in range(count)]
-            with concurrent.futures.ThreadPoolExecutor(4) as pool:
-                chunks = [names[i::4] for i in range(4)]
-                clients = [httpx.Client(base_url=plane.server, verify=ctx) for _ in range(4)]
-                list(pool.map(create, clients, [namespace] * 4, chunks))
-                for one in clients:
-                    one.close()
-            before = [proc(process.pid)["cpu_s"] for process in processes]
-            started = time.monotonic()
-            anyop(plane, "resume", "-P", "x", "-n", namespace, "-q")
-            while handled_by(client, namespace) < count:
-                for process in processes:
-                    if process.poll() is not None:
-                        raise RuntimeError(f"a replica exited with {process.returncode}")
-                time.sleep(0.5)
-            seconds = time.monotonic() - started
-            time.sleep(2)
-            stats = [proc(process.pid) for process in processes]
-            for stat, cpu in zip(stats, before, strict=True):
-                stat["cpu_s"] -= cpu  # the backlog's, not the start's or the settling's
-    finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            process.wait(timeout=60)
+    with scratch_namespace(plane, namespace):
+        peering = (
+            '{"apiVersion": "anyop.dev/v1", "kind": "AnyopPeering", "metadata": {"name": "x"}}'
+        )
+        kubectl(plane, "apply", "-n", namespace, "-f", "-", stdin=peering)
+        env = {**os.environ, "KUBECONFIG": str(plane.kubeconfig),
+               "ANYOP_SHARDING__RETRY_PERIOD": "1"}  # fmt: skip
+        cmd = [sys.executable, "-m", "anyop", "run", str(OPERATOR), "-n", namespace, "--backend",
+               backend, "--shards", "auto", "--lease-name", GROUP, "-P", "x", "-q"]  # fmt: skip
+        processes = [subprocess.Popen(cmd, env=env) for _ in range(replicas)]
+        ctx = plane.ssl_context()
+        try:
+            with httpx.Client(base_url=plane.server, verify=ctx, timeout=60) as client:
+                deadline = time.monotonic() + 120
+                while not settled(client, namespace, replicas):
+                    if time.monotonic() > deadline:
+                        raise RuntimeError("the replicas did not settle within 120 s")
+                    time.sleep(0.2)
+                anyop(plane, "freeze", "-P", "x", "-n", namespace, "-t", "3600", "-q")
+                names = [f"kex-{i:05d}" for i in range(count)]
+                with concurrent.futures.ThreadPoolExecutor(4) as pool:
+                    chunks = [names[i::4] for i in range(4)]
+                    clients = [httpx.Client(base_url=plane.server, verify=ctx) for _ in range(4)]
+                    list(pool.map(create, clients, [namespace] * 4, chunks))
+                    for one in clients:
+                        one.close()
+                before = [proc(process.pid)["cpu_s"] for process in processes]
+                started = time.monotonic()
+                anyop(plane, "resume", "-P", "x", "-n", namespace, "-q")
+                while handled_by(client, namespace) < count:
+                    for process in processes:
+                        if process.poll() is not None:
+                            raise RuntimeError(f"a replica exited with {process.returncode}")
+                    time.sleep(0.5)
+                seconds = time.monotonic() - started
+                time.sleep(2)
+                stats = [proc(process.pid) for process in processes]
+                for stat, cpu in zip(stats, before, strict=True):
+                    stat["cpu_s"] -= cpu  # the backlog's, not the start's or the settling's
+        finally:
+            for process in processes:
+                process.terminate()
+            for process in processes:
+                process.wait(timeout=60)
     return {"replicas": replicas, "seconds": seconds, "per_s": count / seconds, "stats": stats}
 
 

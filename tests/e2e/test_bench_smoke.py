@@ -14,8 +14,10 @@ import pytest
 from bench import ab
 from bench.bulk_create import run
 from bench.compare import ROOT, SCENARIOS, run_all
+from bench.namespaces import scratch_namespace
 
 from anyop.testing.controlplane import LocalControlPlane
+from anyop.testing.pytest_plugin import kubectl
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
@@ -50,6 +52,33 @@ def test_the_side_by_side_harness_runs_every_scenario_in_smoke_mode(
         assert results["bulk"][floor]["patches_per_object"] == [1.0]
         assert results["idle"][floor]["cpu_s"][0] > 0
     assert "raw" not in results["latency"]
+    assert kopfexamples_outside_tests(anyop_controlplane) == []  # every scenario's are gone
+
+
+def kopfexamples_outside_tests(plane: LocalControlPlane) -> list[str]:
+    """KopfExamples in namespaces that a benchmark made (the tests' own are named otherwise)."""
+    listed = json.loads(kubectl(plane, "get", "kopfexamples", "-A", "-o", "json"))["items"]
+    prefixes = ("bulk-", "bg-", "restart-", "idle-", "lat-", "daemons-", "cold-", "shards-")
+    return [f"{obj['metadata']['namespace']}/{obj['metadata']['name']}" for obj in listed
+            if obj["metadata"]["namespace"].startswith(prefixes)]  # fmt: skip
+
+
+def test_a_scratch_namespace_goes_with_its_objects_though_they_hold_finalizers(
+    anyop_controlplane: LocalControlPlane, kopfexample_crd: str
+) -> None:
+    """A benchmark's operator is gone before its namespace is: the finalizers it left would
+    keep its objects forever, for every cluster-wide operator that runs later to handle."""
+    plane = anyop_controlplane
+    with scratch_namespace(plane, "scratch-finalized") as namespace:
+        for i in range(3):
+            metadata = {"name": f"kex-{i}", "finalizers": ["bench.anyop.dev/held"]}
+            kex = {"apiVersion": "kopf.dev/v1", "kind": "KopfExample", "metadata": metadata}
+            kubectl(plane, "create", "-n", namespace, "-f", "-", stdin=json.dumps(kex))
+    left = kubectl(plane, "get", "kopfexamples", "-n", "scratch-finalized", "-o", "name")
+    assert left.strip() == ""
+    phase = kubectl(plane, "get", "namespace", "scratch-finalized", "--ignore-not-found",
+                    "-o", "jsonpath={.status.phase}")  # fmt: skip
+    assert phase in ("", "Terminating")
 
 
 def test_the_before_after_harness_alternates_two_trees(
