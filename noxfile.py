@@ -85,6 +85,18 @@ def stress_sharding(session: nox.Session) -> None:
     )
 
 
+@nox.session(name="stress-peering")
+def stress_peering(session: nox.Session) -> None:
+    """Peering's model (tests/unit/engine/test_peering_model.py): operators of several
+    priorities starting, stopping and starting again over seeded schedules, 500 per backend by
+    default: `nox -s stress-peering -- 2000` for more."""
+    session.install("-e", ".[dev]")
+    count = session.posargs[0] if session.posargs else "500"
+    test = "tests/unit/engine/test_peering_model.py"
+    options = ["-q", "-p", "no:randomly", "-p", "no:logging"]
+    session.run("pytest", *options, test, env={"ANYOP_PEERING_SCHEDULES": count})
+
+
 @nox.session
 def stress(session: nox.Session) -> None:
     """``@anyop.reconcile`` under 10,000 random schedules on FakeCluster with virtual time (5,000

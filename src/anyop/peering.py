@@ -8,6 +8,14 @@ ends. An operator pauses while a live peer has a higher priority; peers of the s
 pause each other (and warn). A record whose ``lastseen`` is older than its ``lifetime`` belongs
 to a dead peer; any live peer removes it.
 
+anyop's records also say whether the peer serves (``serving``), so that a peer never starts
+serving while a live peer of a lower priority still does: it says ``serving: true`` first, and
+serves only if the object's status that this write returns lets it (no live peer of a higher or
+the same priority, none of a lower one that still serves); a peer that pauses says
+``serving: false`` once its last handler has finished. The API server orders the writes to one
+object, so of two peers one always sees the other's word (``docs/peering.md``). Kopf's records
+have no such field: Kopf's peers are not waited for, as Kopf waits for none.
+
 Nothing here does I/O: ``anyop.engine.coordination.peering_keeper`` reads and writes the objects and
 acts on the :class:`Verdict` of :func:`judge`.
 """
@@ -110,12 +118,15 @@ class Peer:
         priority: Higher wins.
         lifetime: Seconds the record is valid after ``lastseen``.
         lastseen: When the peer last renewed its record (UTC).
+        serving: Whether it serves now, as it says (anyop's peers); ``None``: it does not say
+            (Kopf's peers, ``anyop freeze``).
     """
 
     identity: str
     priority: int
     lifetime: float
     lastseen: datetime.datetime
+    serving: bool | None = None
 
     @property
     def deadline(self) -> datetime.datetime:
@@ -142,7 +153,8 @@ def parse_peers(status: Mapping[str, Any] | None) -> list[Peer]:
 
     Records that are not mappings are skipped; a record with a broken ``lastseen`` counts as
     long dead (so that a live peer removes it); a missing ``lifetime`` is
-    :data:`DEFAULT_LIFETIME`, a missing ``priority`` is 0.
+    :data:`DEFAULT_LIFETIME`, a missing ``priority`` is 0; a ``serving`` that is not a boolean is
+    not said.
     """
     epoch = datetime.datetime.fromtimestamp(0, datetime.UTC)
     peers: list[Peer] = []
@@ -155,7 +167,9 @@ def parse_peers(status: Mapping[str, Any] | None) -> list[Peer]:
         except (TypeError, ValueError):
             priority, lifetime = 0, 0.0
         lastseen = _parse_time(record.get("lastseen")) or epoch
-        peers.append(Peer(str(identity), priority, lifetime, lastseen))
+        serving = record.get("serving")
+        serving = serving if isinstance(serving, bool) else None
+        peers.append(Peer(str(identity), priority, lifetime, lastseen, serving))
     return peers
 
 
@@ -168,17 +182,25 @@ class Verdict:
         same: Live peers with our priority (all of us pause).
         dead: Expired records to remove.
         next_expiry: When the earliest live record of another peer expires: judge again then.
+        serving_lower: Live peers with a lower priority that still say they serve: we may not
+            serve before they say they stopped (or their records expire).
     """
 
     higher: tuple[str, ...] = ()
     same: tuple[str, ...] = ()
     dead: tuple[str, ...] = ()
     next_expiry: datetime.datetime | None = None
+    serving_lower: tuple[str, ...] = ()
 
     @property
     def paused(self) -> bool:
         """Whether we must pause."""
         return bool(self.higher or self.same)
+
+    @property
+    def may_serve(self) -> bool:
+        """Whether we may serve: no pause, and no peer of a lower priority that still serves."""
+        return not self.paused and not self.serving_lower
 
 
 def judge(
@@ -197,6 +219,7 @@ def judge(
     higher: list[str] = []
     same: list[str] = []
     dead: list[str] = []
+    serving_lower: list[str] = []
     expiries: list[datetime.datetime] = []
     for peer in peers:
         if peer.identity == identity:
@@ -209,8 +232,14 @@ def judge(
             higher.append(peer.identity)
         elif peer.priority == priority and not shared:
             same.append(peer.identity)
+        elif peer.priority < priority and peer.serving:
+            serving_lower.append(peer.identity)
     return Verdict(
-        tuple(sorted(higher)), tuple(sorted(same)), tuple(sorted(dead)), min(expiries, default=None)
+        tuple(sorted(higher)),
+        tuple(sorted(same)),
+        tuple(sorted(dead)),
+        min(expiries, default=None),
+        tuple(sorted(serving_lower)),
     )
 
 
@@ -236,10 +265,19 @@ def transition_messages(was_paused: bool, verdict: Verdict) -> list[tuple[bool, 
 
 
 def keepalive_patch(
-    identity: str, *, priority: int, lifetime: float, now: datetime.datetime
+    identity: str,
+    *,
+    priority: int,
+    lifetime: float,
+    now: datetime.datetime,
+    serving: bool | None = None,
 ) -> dict[str, Any]:
-    """The merge patch that writes (or renews) one peer's record."""
-    record = {"priority": priority, "lifetime": lifetime, "lastseen": now.isoformat()}
+    """The merge patch that writes (or renews) one peer's record; ``serving`` is said unless
+    ``None`` (``anyop freeze`` says nothing, as Kopf's records)."""
+    record: dict[str, Any] = {"priority": priority, "lifetime": lifetime}
+    record["lastseen"] = now.isoformat()
+    if serving is not None:
+        record["serving"] = serving
     return {"status": {identity: record}}
 
 

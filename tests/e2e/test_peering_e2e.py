@@ -123,6 +123,77 @@ def test_a_lower_priority_operator_pauses_for_a_higher_one_and_resumes_when_it_e
     assert peers(plane, ns) == {}  # both removed their records on exit
 
 
+SLOW_OPERATOR = """
+import time
+import anyio
+import anyop
+
+@anyop.on.create("kopfexamples")
+async def create_fn(name, logger, **_):
+    logger.info(f"BEGIN {name} {time.time():.6f}")
+    try:
+        await anyio.sleep(2)
+    finally:
+        logger.info(f"END {name} {time.time():.6f}")
+"""
+
+
+def intervals(output: str) -> list[tuple[float, float]]:
+    """(begin, end) of every handler run that an operator logged (unfinished: to infinity)."""
+    begun: dict[str, float] = {}
+    runs: list[tuple[float, float]] = []
+    for line in output.splitlines():
+        for mark in ("BEGIN ", "END "):
+            if f"] {mark}" in line:
+                name, stamp = line.split(f"] {mark}", 1)[1].split()[:2]
+                if mark == "BEGIN ":
+                    begun[name] = float(stamp)
+                else:
+                    runs.append((begun.pop(name), float(stamp)))
+    return runs + [(start, float("inf")) for start in begun.values()]
+
+
+@BACKENDS
+def test_a_higher_priority_newcomer_serves_only_once_the_lower_one_has_stopped(
+    anyop_controlplane: LocalControlPlane,
+    anyop_namespace: str,
+    kopfexample_crd: str,
+    peering: str,
+    tmp_path: Path,
+    backend: str,
+) -> None:
+    """The lower one is busy with a backlog of slow handlers when the newcomer starts: their
+    handler runs must not overlap (before each record said whether its operator serves, they
+    did until the lower one saw the newcomer's record)."""
+    plane, ns = anyop_controlplane, anyop_namespace
+    source = tmp_path / "slow_operator.py"
+    source.write_text(SLOW_OPERATOR)
+    body = "\n---\n".join(
+        json.dumps({"apiVersion": "kopf.dev/v1", "kind": "KopfExample",
+                    "metadata": {"name": f"kex-{i}", "namespace": ns}})
+        for i in range(20)
+    )  # fmt: skip
+    kubectl(plane, "apply", "-f", "-", stdin=body)
+    low = LiveOperator(plane, str(source), ns, backend, "--priority", "10")
+    high: LiveOperator | None = None
+    try:
+        low.wait_for("] BEGIN kex-", timeout=60)
+        high = LiveOperator(plane, str(source), ns, backend, "--priority", "20")
+        high.wait_for("Waiting for lower-priority peers to pause:", timeout=60)
+        low.wait_for("Pausing operations in favour of [")
+        for i in range(20, 25):
+            apply_kex(plane, ns, f"kex-{i}")
+        high.wait_for("] END kex-", timeout=60)
+    finally:
+        low_output = low.stop()
+        high_output = high.stop() if high is not None else ""
+    lows, highs = intervals(low_output), intervals(high_output)
+    assert lows
+    assert highs
+    overlaps = [(a, b) for a in lows for b in highs if a[0] < b[1] and b[0] < a[1]]
+    assert overlaps == [], (overlaps, low_output[-3000:], high_output[-3000:])
+
+
 @BACKENDS
 def test_operators_of_the_same_priority_warn_and_all_pause(
     anyop_controlplane: LocalControlPlane,

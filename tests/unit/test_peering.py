@@ -155,3 +155,39 @@ def test_a_higher_priority_comes_before_a_same_priority_conflict() -> None:
     assert transition_messages(True, twin) == [
         (True, "Possibly conflicting operators with the same priority: ['twin'].")
     ]
+
+
+def test_records_say_whether_their_peer_serves_and_kopfs_say_nothing() -> None:
+    status = {
+        "anyop-on": {"priority": 1, "lastseen": ago(1), "serving": True},
+        "anyop-off": {"priority": 1, "lastseen": ago(1), "serving": False},
+        "kopf": {"priority": 1, "lastseen": ago(1)},
+        "odd": {"priority": 1, "lastseen": ago(1), "serving": "yes"},
+    }
+    assert [peer.serving for peer in parse_peers(status)] == [True, False, None, None]
+    serving = keepalive_patch("me", priority=3, lifetime=60, now=NOW, serving=True)
+    assert serving["status"]["me"]["serving"] is True
+    assert "serving" not in keepalive_patch("me", priority=3, lifetime=60, now=NOW)["status"]["me"]
+
+
+def test_we_may_not_serve_while_a_live_lower_peer_says_it_serves() -> None:
+    status = {
+        "low-serving": {"priority": 1, "lifetime": 60, "lastseen": ago(1), "serving": True},
+        "low-paused": {"priority": 2, "lifetime": 60, "lastseen": ago(1), "serving": False},
+        "kopf": {"priority": 3, "lifetime": 60, "lastseen": ago(1)},
+        "dead-serving": {"priority": 1, "lifetime": 60, "lastseen": ago(61), "serving": True},
+        "me": {"priority": 10, "lifetime": 60, "lastseen": ago(1), "serving": False},
+    }
+    verdict = judge(parse_peers(status), identity="me", priority=10, now=NOW)
+    assert not verdict.paused
+    assert verdict.serving_lower == ("low-serving",)  # not Kopf's, not the dead one's
+    assert not verdict.may_serve
+    status["low-serving"]["serving"] = False
+    assert judge(parse_peers(status), identity="me", priority=10, now=NOW).may_serve
+
+
+def test_replicas_that_share_the_work_do_not_wait_for_each_other() -> None:
+    status = {"twin": {"priority": 10, "lifetime": 60, "lastseen": ago(1), "serving": True}}
+    shared = judge(parse_peers(status), identity="me", priority=10, now=NOW, shared=True)
+    assert shared.may_serve
+    assert not judge(parse_peers(status), identity="me", priority=10, now=NOW).may_serve

@@ -60,16 +60,27 @@ class LogRecords(logging.Handler):
 
     @contextmanager
     def attached(self, name: str = "anyop") -> Iterator[None]:
-        """Attach to the logger ``name``, which logs at all levels meanwhile."""
+        """Attach to the logger ``name``, which logs at all levels meanwhile (until the last of
+        the recorders attached to it, in whatever order, is detached: several operators of one
+        test overlap)."""
         logger = logging.getLogger(name)
-        level = logger.level
+        count, level = _ATTACHED.get(name, (0, logger.level))
+        _ATTACHED[name] = (count + 1, level)
         logger.setLevel(logging.DEBUG)
         logger.addHandler(self)
         try:
             yield
         finally:
             logger.removeHandler(self)
-            logger.setLevel(level)
+            count, level = _ATTACHED.pop(name)
+            if count > 1:
+                _ATTACHED[name] = (count - 1, level)
+            else:
+                logger.setLevel(level)
+
+
+_ATTACHED: dict[str, tuple[int, int]] = {}
+"""Per logger name: how many recorders are attached, and its level before the first."""
 
 
 def _log_line(record: logging.LogRecord) -> str:

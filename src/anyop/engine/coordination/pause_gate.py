@@ -1,7 +1,8 @@
 """The pause gate: whether the operator may serve its resources right now.
 
 Peering closes it gracefully (a reason is added, the serving round stops its watches and asks
-daemons to stop with ``OPERATOR_PAUSING``). Leadership fences it by time: serving runs in cancel
+daemons to stop with ``OPERATOR_PAUSING``), and learns from it when the last round has ended
+(:attr:`Gate.idle`). Leadership fences it by time: serving runs in cancel
 scopes whose deadline is the leader's renewal deadline, pushed forward by every renewal, so a
 leader that cannot renew stops by the deadline even if nothing else runs.
 """
@@ -32,6 +33,7 @@ class Gate:
         self._changed = anyio.Event()
         self._fence = math.inf
         self._scopes: set[anyio.CancelScope] = set()
+        self._rounds = 0
 
     def __repr__(self) -> str:
         return f"<Gate reasons={sorted(self._reasons)} fence={self._fence}>"
@@ -40,6 +42,27 @@ class Gate:
     def reasons(self) -> dict[str, str]:
         """Who pauses the operator, and why."""
         return dict(self._reasons)
+
+    @property
+    def idle(self) -> bool:
+        """Whether no serving round runs now: every handler of the last one has finished."""
+        return self._rounds == 0
+
+    @property
+    def changed(self) -> anyio.Event:
+        """Set at the next change of the reasons, the fence, or :attr:`idle`."""
+        return self._changed
+
+    @contextlib.contextmanager
+    def serving_round(self) -> Iterator[None]:
+        """Mark a serving round as running while inside (see :attr:`idle`)."""
+        self._rounds += 1
+        self._wake()
+        try:
+            yield
+        finally:
+            self._rounds -= 1
+            self._wake()
 
     @property
     def fence(self) -> float:

@@ -3,8 +3,10 @@
 :func:`hold_peering` runs beside the serving rounds (see
 :mod:`anyop.engine.coordination.pause_gate`): for every peering object the operator uses, a
 :class:`PeeringKeeper` writes our record, watches the object, removes dead peers, and pauses the
-gate while a live peer has a higher (or the same) priority. The pure rules are in
-:mod:`anyop.peering`.
+gate while a live peer has a higher (or the same) priority. Our record says whether we serve:
+``serving: true`` before the gate opens (and the gate opens only if the answer to that write
+lets us serve), ``serving: false`` once the gate is closed and the last serving round has ended.
+The pure rules are in :mod:`anyop.peering`.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import anyio
 import anyio.abc
 
 from anyop.clock import utcnow
-from anyop.engine.coordination.pause_gate import Gate
+from anyop.engine.coordination.pause_gate import Gate, first_of
 from anyop.errors import AnyopError, ConfigError, ForbiddenError, NotFoundError
 from anyop.kube.client import KubeClient
 from anyop.kube.resources import Resource
@@ -46,6 +48,9 @@ ABSENT_RECHECK = 5.0
 
 GOODBYE_TIMEOUT = 5.0
 """Seconds the removal of our record may take at exit."""
+
+RETRY_PERIOD = 1.0
+"""Seconds until a failed write of whether we serve is tried again."""
 
 
 def _now() -> datetime.datetime:
@@ -100,6 +105,12 @@ class PeeringKeeper:
         self.namespace, self.identity, self.gate = namespace, identity, gate
         self.status: dict[str, Any] = {}
         self.paused = False
+        self.serving: bool | None = False
+        """What our record says: ``True`` from before the gate opens until after it is closed
+        and idle; ``None`` after a write of it failed (it may have landed or not)."""
+        self._waiting: tuple[str, ...] = ()
+        self._unsaid = False  # a write of whether we serve failed: retry soon
+        self._gone = False  # the peering object was deleted: nobody can peer in it
         self._changed = anyio.Event()
         self._key = f"peering:{namespace or ''}/{settings.name}"
 
@@ -116,55 +127,70 @@ class PeeringKeeper:
             namespace=self.namespace,
             field_selector=f"metadata.name={self.settings.name}",
         )
+        self.gate.pause(self._key, "joining the peering")  # until our record says we serve
         try:
             async with anyio.create_task_group() as tg:
                 await tg.start(watcher.run, self._seen)
                 await self._keep_alive()
-                changed, verdict = self._changed, self._judge()
+                changed, verdict = self._changed, await self._judge()
                 task_status.started()
                 await self._serve_forever(changed, verdict)
         finally:
-            if self.paused:  # this namespace is no longer served (deleted): it pauses nothing
-                self.gate.resume(self._key)
+            self.gate.resume(self._key)  # this namespace is no longer served: it pauses nothing
             with anyio.move_on_after(GOODBYE_TIMEOUT, shield=True):
                 await self._patch(removal_patch([self.identity]), quiet=True)
 
     async def _serve_forever(self, changed: anyio.Event, verdict: Verdict) -> None:
-        """Remove dead peers, wait for a change, an expiry or the keep-alive; judge again."""
+        """Remove dead peers, wait for a change (ours, the peers', or the gate's), an expiry or
+        the keep-alive; judge again."""
         next_keepalive = anyio.current_time() + keepalive_interval(self.settings.lifetime)
         while True:
             if verdict.dead:
                 await self._patch(removal_patch(verdict.dead))
             wake = next_keepalive
+            if self._unsaid:
+                wake = min(wake, anyio.current_time() + RETRY_PERIOD)
             if verdict.next_expiry is not None:
                 left = (verdict.next_expiry - _now()).total_seconds()
                 wake = min(wake, anyio.current_time() + max(left, 0) + 0.1)
             with anyio.move_on_after(max(0.0, wake - anyio.current_time())):
-                await changed.wait()
+                await first_of(changed.wait, self.gate.changed.wait)
             if anyio.current_time() >= next_keepalive:
                 await self._keep_alive()
                 next_keepalive = anyio.current_time() + keepalive_interval(self.settings.lifetime)
-            changed, verdict = self._changed, self._judge()
+            changed, verdict = self._changed, await self._judge()
 
     async def _seen(self, event: WatchEvent) -> None:
-        self.status = {} if event.type == "DELETED" else dict(event.object.get("status") or {})
+        self._gone = event.type == "DELETED"
+        self.status = {} if self._gone else dict(event.object.get("status") or {})
         self._wake()
 
-    async def _keep_alive(self) -> None:
+    async def _keep_alive(self, serving: bool | None = None) -> bool:
+        """Renew our record, saying ``serving`` (or what it says now, if known); whether it
+        was written."""
+        serving = self.serving if serving is None else serving
         patch = keepalive_patch(
             self.identity,
             priority=self.settings.priority,
             lifetime=self.settings.lifetime,
             now=_now(),
+            serving=serving,
         )
-        if await self._patch(patch) and not self.settings.stealth:
+        written = await self._patch(patch)
+        if written and not self.settings.stealth:
             logger.debug(f"Keep-alive in {self.where}: ok.")
+        return written
 
     async def _patch(self, patch: dict[str, Any], *, quiet: bool = False) -> bool:
         try:
             body = await self.client.patch(
                 self.resource, patch, name=self.settings.name, namespace=self.namespace
             )
+        except NotFoundError as e:
+            self._gone = True
+            if not quiet:
+                logger.warning(f"Peering in {self.where} failed; will retry: {e}")
+            return False
         except AnyopError as e:
             if not quiet:
                 logger.warning(f"Peering in {self.where} failed; will retry: {e}")
@@ -173,27 +199,61 @@ class PeeringKeeper:
         self._wake()
         return True
 
-    def _judge(self) -> Verdict:
-        verdict = judge(
-            parse_peers(self.status),
-            identity=self.identity,
-            priority=self.settings.priority,
-            now=_now(),
-            shared=self.settings.shared,
-        )
-        for warning, message in transition_messages(self.paused, verdict):
-            logger.log(logging.WARNING if warning else logging.INFO, message)
-        if verdict.paused != self.paused:
+    async def _judge(self) -> Verdict:
+        """Judge the records; pause or open the gate; say whether we serve where that changed.
+
+        The gate opens only after a write of ``serving: true`` whose answer (the object's status
+        right after it) still lets us serve: a peer that wrote its record before that write is
+        in the answer, and one that writes after it sees that we serve and waits for our
+        ``serving: false``, which we write only once the gate is closed and idle.
+        """
+        self._unsaid = False
+        while True:
+            if self._gone:  # no peer can see us, nor we them: as in the standalone mode
+                self.serving = None  # whatever a new object says, it is said at the next write
+                self.gate.resume(self._key)
+                return Verdict()
+            verdict = judge(
+                parse_peers(self.status),
+                identity=self.identity,
+                priority=self.settings.priority,
+                now=_now(),
+                shared=self.settings.shared,
+            )
+            for warning, message in transition_messages(self.paused, verdict):
+                logger.log(logging.WARNING if warning else logging.INFO, message)
             self.paused = verdict.paused
-            if verdict.paused:
-                self.gate.pause(self._key, f"peers {[*verdict.higher, *verdict.same]}")
+            if verdict.serving_lower != self._waiting and verdict.serving_lower:
+                logger.info(f"Waiting for lower-priority peers to pause: {verdict.serving_lower}.")
+            self._waiting = verdict.serving_lower
+            if not verdict.may_serve:
+                self.gate.pause(self._key, _why(verdict))
+                if self.serving is False or not self.gate.idle:
+                    return verdict
+                said = await self._keep_alive(serving=False)
+                self.serving, self._unsaid = (False, False) if said else (None, True)
+                if not said:
+                    return verdict
+            elif self.serving is not True:
+                said = await self._keep_alive(serving=True)
+                self.serving, self._unsaid = (True, False) if said else (None, True)
+                if not said:
+                    return verdict
+                # judged again on the answer, before the gate opens
             else:
                 self.gate.resume(self._key)
-        return verdict
+                return verdict
 
     def _wake(self) -> None:
         changed, self._changed = self._changed, anyio.Event()
         changed.set()
+
+
+def _why(verdict: Verdict) -> str:
+    """The gate's reason to pause for a verdict that does not let us serve."""
+    if verdict.paused:
+        return f"peers {[*verdict.higher, *verdict.same]}"
+    return f"lower-priority peers still serving: {list(verdict.serving_lower)}"
 
 
 async def hold_peering(

@@ -466,7 +466,7 @@ async def _serve_rounds(
             await first_of(stop.wait, gate.wait_open)
             continue
         ending = anyio.Event()
-        with gate.round_scope():
+        with gate.serving_round(), gate.round_scope():
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_set_after_first, ending, stop.wait, gate.wait_paused)
                 await serve_scopes(stop_event=ending, ready_event=ready_event)
