@@ -20,6 +20,7 @@ from tests.e2e.test_examples_more_e2e import (
     EXAMPLES,
     Output,
     apply,
+    find,
     get,
     kex,
     running_example,
@@ -55,7 +56,7 @@ def test_a_new_namespace_gets_its_service_account_and_root_ca(plane_ns: Cluster)
         "the service-account controller makes the default account",
     )
     assert "default" in account
-    config = until(lambda: get(plane, ns, "configmap", "kube-root-ca.crt"), "the root CA is there")
+    config = until(lambda: find(plane, ns, "configmap", "kube-root-ca.crt"), "the root CA is there")
     assert config["data"]["ca.crt"] == plane.ca_path.read_text()
     node = get(plane, "default", "node", NODE_NAME)
     ready = [c for c in node["status"]["conditions"] if c["type"] == "Ready"]

@@ -109,6 +109,12 @@ def get(plane: LocalControlPlane, namespace: str, *what: str) -> dict[str, Any]:
     return result
 
 
+def find(plane: LocalControlPlane, namespace: str, *what: str) -> dict[str, Any] | None:
+    """``kubectl get ... -o json``, parsed; ``None`` if there is no such object (yet)."""
+    found = kubectl(plane, "get", "-n", namespace, *what, "--ignore-not-found", "-o", "json")
+    return json.loads(found) if found.strip() else None
+
+
 def until(check: Callable[[], Any], what: str) -> Any:
     """Call ``check`` until it returns something truthy; return that."""
     deadline = time.monotonic() + DEADLINE

@@ -25,7 +25,7 @@ import pytest
 import yaml
 from tests.e2e.conftest import EXAMPLES, MANIFESTS
 from tests.e2e.kex import wait_for_status
-from tests.e2e.test_examples_more_e2e import BACKENDS, Output, apply, get, kex, until
+from tests.e2e.test_examples_more_e2e import BACKENDS, Output, apply, find, get, kex, until
 
 from anyop.testing.controlplane import LocalControlPlane
 from anyop.testing.pytest_plugin import kubectl
@@ -64,7 +64,7 @@ def service_account_folder(
             json={"spec": {"expirationSeconds": 3600}},
         )
     response.raise_for_status()
-    root_ca = until(lambda: get(plane, namespace, "configmap", "kube-root-ca.crt"), "root CA")
+    root_ca = until(lambda: find(plane, namespace, "configmap", "kube-root-ca.crt"), "root CA")
     folder.mkdir()
     (folder / "token").write_text(response.json()["status"]["token"])
     (folder / "ca.crt").write_text(root_ca["data"]["ca.crt"])

@@ -15,6 +15,7 @@ Pending.
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import signal
 import socket
@@ -41,6 +42,8 @@ from anyop.webhooks.certs import (
 
 __all__ = ["NODE_NAME", "PID_VARIABLES", "LocalControlPlane", "free_port"]
 
+logger = logging.getLogger("anyop.testing")
+
 PID_VARIABLES = {
     "ANYOP_ETCD_PID": "etcd",
     "ANYOP_APISERVER_PID": "kube-apiserver",
@@ -56,6 +59,8 @@ _SERVICE_RANGE = "10.0.0.0/24"
 _ADVERTISE = "10.0.0.1"  # the API server refuses a loopback advertise address
 _COMPONENT_RESTARTS = 3
 """How often a cluster component that exits during start-up is started again."""
+_COMPONENT_REVIVALS = 10
+"""How often :meth:`LocalControlPlane.revive` starts again a cluster component that exited."""
 
 _READY_PATHS = ("/readyz", "/api/v1/namespaces/default")
 _POD_CIDR = "10.0.1.0/24"  # KWOK's fake Pod IPs: addresses nothing listens on
@@ -143,6 +148,8 @@ class LocalControlPlane:
         self.controllers = controllers
         self.nodes = nodes
         self.controller_manager: ChildProcess | None = None
+        self._restarts: dict[str, int] = {}
+        self._revivals: dict[str, int] = {}
         self.scheduler: ChildProcess | None = None
         self.kwok: ChildProcess | None = None
 
@@ -370,6 +377,7 @@ class LocalControlPlane:
 
     def _spawn(self) -> None:
         self._restarts: dict[str, int] = {}
+        self._revivals: dict[str, int] = {}
         self.workdir.mkdir(parents=True, exist_ok=True)
         self._write_pki()
         self.port = self.port or free_port()
@@ -407,6 +415,27 @@ class LocalControlPlane:
                 raise ControlPlaneError(proc.failure("stopped during start-up"))
             self._restarts[proc.name] = restarts + 1
             proc.start()
+
+    def revive(self) -> list[str]:
+        """Start again the cluster components that have exited since (as a kubelet restarts a
+        static Pod), at most :data:`_COMPONENT_REVIVALS` times each; return their names.
+
+        kube-controller-manager exits when it loses its way to a busy API server, and namespaces
+        then stay without their ``kube-root-ca.crt``, the garbage stays uncollected. etcd and
+        kube-apiserver are not started again: tests stop them on purpose.
+        """
+        revived: list[str] = []
+        for proc in self._processes():
+            if proc in (self.etcd, self.apiserver) or proc.exited() is None:
+                continue
+            revivals = self._revivals.get(proc.name, 0)
+            if revivals >= _COMPONENT_REVIVALS:
+                continue
+            self._revivals[proc.name] = revivals + 1
+            logger.warning(proc.failure("exited; starting it again"))
+            proc.start()
+            revived.append(proc.name)
+        return revived
 
     def _not_ready(self, waited: float, last: str) -> ControlPlaneError:
         logs = "\n".join(proc.failure("log") for proc in self._processes())

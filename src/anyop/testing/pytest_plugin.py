@@ -157,6 +157,14 @@ def anyop_controlplane(request: pytest.FixtureRequest) -> Iterator[LocalControlP
         yield plane
 
 
+@pytest.fixture(autouse=True)
+def _anyop_controlplane_revived(request: pytest.FixtureRequest) -> None:
+    """Before each test on the session's control plane: its cluster components that exited
+    meanwhile are started again (:meth:`LocalControlPlane.revive`)."""
+    if "anyop_controlplane" in request.fixturenames:
+        _plane_of(request).revive()
+
+
 @pytest.fixture
 def anyop_kubeconfig(
     request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path

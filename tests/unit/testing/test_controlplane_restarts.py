@@ -1,5 +1,6 @@
 """A cluster component that exits while the control plane starts is started again, a few times;
-etcd or the API server exiting fails the start at once (pure: stand-in processes)."""
+etcd or the API server exiting fails the start at once. Later, ``revive()`` (before each test)
+starts again the components that exited, a bounded number of times (pure: stand-in processes)."""
 
 from __future__ import annotations
 
@@ -58,3 +59,25 @@ def test_etcd_or_the_api_server_exiting_fails_the_start_at_once(tmp_path: Any) -
     with pytest.raises(ControlPlaneError, match="kube-apiserver stopped during start-up"):
         _plane(tmp_path, api=api)._check_alive()
     assert api.starts == 0
+
+
+def test_components_that_exit_later_are_revived_but_not_etcd_nor_the_api_server(
+    tmp_path: Any,
+) -> None:
+    kcm, api = Stand("kube-controller-manager", exits=1), Stand("kube-apiserver", exits=1)
+    plane = _plane(tmp_path, kcm=kcm, api=api)
+    plane._revivals = {}
+    assert plane.revive() == ["kube-controller-manager"]
+    assert plane.revive() == []  # it runs again
+    assert (kcm.starts, api.starts) == (1, 0)  # a test that stopped the API server restarts it
+
+
+def test_a_component_that_keeps_exiting_is_revived_a_bounded_number_of_times(
+    tmp_path: Any,
+) -> None:
+    broken = Stand("kube-controller-manager", exits=99)
+    plane = _plane(tmp_path, kcm=broken)
+    plane._revivals = {}
+    for _ in range(20):
+        plane.revive()
+    assert broken.starts == 10

@@ -117,7 +117,7 @@ class ShardKeeper:
         clean = self.shard.sweep()
         ack = self.shard.state.target.digest if clean else self.ack
         await self._renew(ack)
-        lapsed = self.gate.fence < anyio.current_time()  # we may have been counted out
+        lapsed = self.gate.fence <= anyio.current_time()  # we may have been counted out
         if lapsed:
             self._lapsed()
         self.gate.fence_until(started + self.settings.renew_deadline)
@@ -157,7 +157,7 @@ class ShardKeeper:
         """Once the fence has passed without a renewal (the gate stops the work itself), handle
         nothing until every member acknowledges a view again (see :meth:`_lapsed`); read our
         Lease anew at the next step."""
-        if anyio.current_time() > self.gate.fence:
+        if anyio.current_time() >= self.gate.fence:  # as the gate sees it: not leading
             self._lapsed()
             self._unregistered()
 
