@@ -376,8 +376,8 @@ class LocalControlPlane:
     # -- lifecycle ------------------------------------------------------------------------------
 
     def _spawn(self) -> None:
-        self._restarts: dict[str, int] = {}
-        self._revivals: dict[str, int] = {}
+        self._restarts = {}
+        self._revivals = {}
         self.workdir.mkdir(parents=True, exist_ok=True)
         self._write_pki()
         self.port = self.port or free_port()
