@@ -51,7 +51,7 @@ async def test_a_crd_applied_after_the_start_is_served(
     anyop_apply: Callable[[str], str],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.INFO, logger="anyop")
+    caplog.set_level(logging.DEBUG, logger="anyop")  # a failure shows what the watches did
     suffix = uuid.uuid4().hex[:8]
     kind, plural, singular = f"Late{suffix}", f"late{suffix}s", f"late{suffix}"
     registry = OperatorRegistry()
@@ -110,7 +110,7 @@ async def test_with_scanning_disabled_namespace_patterns_are_ignored_with_a_warn
 ) -> None:
     from tests.e2e.test_engine_e2e import create, url
 
-    caplog.set_level(logging.INFO, logger="anyop")
+    caplog.set_level(logging.DEBUG, logger="anyop")  # a failure shows what the watches did
     registry = OperatorRegistry()
     on.create("kopfexamples", registry=registry, id="create_fn")(lambda **_: "seen")
     settings = OperatorSettings()

@@ -25,6 +25,11 @@ pytestmark = [
 PAUSING = "Pausing operations in favour of ['high']."
 
 
+def serving(peering: dict[str, Any]) -> dict[str, bool]:
+    """Who says that it serves, in a peering object's records."""
+    return {who: record.get("serving") for who, record in (peering.get("status") or {}).items()}
+
+
 def operator_of(name: str, priority: int, seen: list[str]) -> tuple[Any, Any]:
     registry = OperatorRegistry()
 
@@ -57,6 +62,11 @@ async def test_two_operators_on_one_glob_do_not_both_serve(
     low, high = operator_of("low", 10, seen), operator_of("high", 100, seen)
     async with running(low[0], None, low[1], **glob), running(high[0], None, high[1], **glob):
         await wait_for_log(caplog, PAUSING)
+        # The high one serves once the low one says it stopped: an object created before may
+        # still reach the low one's workers while its watch stops (handled there, once).
+        path = f"/apis/anyop.dev/v1/namespaces/{ns}/anyoppeerings/default"
+        handed_over = {"low": False, "high": True}
+        await wait_for(api, path, lambda b: serving(b) == handed_over)
         await create(api, ns, "globbed")
         found = await wait_for(
             api, url(ns, "globbed"), lambda b: "create_fn" in b.get("status", {})
