@@ -232,3 +232,26 @@ async def test_operators_in_one_peering_never_run_handlers_at_once(
     story = "\n".join([schedule.describe(), *world.trace[-60:]])
     assert world.violations == [], story
     assert all(world.done.values()), story
+
+
+async def test_an_operator_whose_peering_object_is_deleted_serves_on_as_if_standalone() -> None:
+    schedule = Plan(seed=1, priorities={"op0": 10}, steps=(), fault_rate=0.0)
+    world, fake = World(1), cluster(schedule)
+    settings = anyop.OperatorSettings()
+    settings.peering.name, settings.peering.identity = "default", "op0"
+    with fake.routed(), anyio.fail_after(300):
+        async with (
+            fake.client(faults=False, timeout=30) as api,
+            open_operator(world.registry("op0"), namespace=NAMESPACE, api=api,
+                          settings=settings, vault=await fake.vault()) as operator,
+        ):  # fmt: skip
+            await api_create(api, {"metadata": {"name": "before"}})
+            while "before" not in world.done:
+                await anyio.sleep(0.5)
+            peering = f"/apis/anyop.dev/v1/namespaces/{NAMESPACE}/anyoppeerings/default"
+            (await api.delete(peering)).raise_for_status()
+            await anyio.sleep(120)  # virtual: its keep-alives meet a 404 meanwhile
+            await api_create(api, {"metadata": {"name": "after"}})
+            while "after" not in world.done:
+                await anyio.sleep(0.5)
+            assert not any("Pausing" in message for message in operator.messages)

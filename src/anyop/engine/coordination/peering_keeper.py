@@ -186,16 +186,12 @@ class PeeringKeeper:
             body = await self.client.patch(
                 self.resource, patch, name=self.settings.name, namespace=self.namespace
             )
-        except NotFoundError as e:
-            self._gone = True
-            if not quiet:
-                logger.warning(f"Peering in {self.where} failed; will retry: {e}")
-            return False
         except AnyopError as e:
+            self._gone = self._gone or isinstance(e, NotFoundError)
             if not quiet:
                 logger.warning(f"Peering in {self.where} failed; will retry: {e}")
             return False
-        self.status = dict(body.get("status") or {})
+        self.status, self._gone = dict(body.get("status") or {}), False
         self._wake()
         return True
 
@@ -224,7 +220,8 @@ class PeeringKeeper:
                 logger.log(logging.WARNING if warning else logging.INFO, message)
             self.paused = verdict.paused
             if verdict.serving_lower != self._waiting and verdict.serving_lower:
-                logger.info(f"Waiting for lower-priority peers to pause: {verdict.serving_lower}.")
+                waited = list(verdict.serving_lower)
+                logger.info(f"Waiting for lower-priority peers to pause: {waited}.")
             self._waiting = verdict.serving_lower
             if not verdict.may_serve:
                 self.gate.pause(self._key, _why(verdict))
