@@ -83,7 +83,7 @@ def plan(seed: int, *, span: float = 60.0) -> Plan:
     for index, name in enumerate(names):
         steps.append(Step(0.0 if together else rng.uniform(0, 4) * index, "start", name))
         alive.add(name)
-    t = rng.uniform(1, 5)
+    t = max(step.at for step in steps) + rng.uniform(1, 5)  # all started: then stops, restarts
     while t < span:
         choice = rng.random()
         if choice < 0.4:
