@@ -1,7 +1,8 @@
 """What an operator keeps per object it has seen come and go: Python's heap and the RSS.
 
 ``python -m bench.heap_per_object [--warm 100] [--objects 500] [--backend asyncio|trio]
-[--real] [--frames 8]``
+[--real] [--frames 8]``; ``--frames 0`` measures the RSS alone (tracemalloc's own tables grow
+the RSS of a traced process).
 
 One operator (create, update and delete handlers) in this process; the bench creates an
 object, waits for its create handler, changes it, waits for its update handler, deletes it and
@@ -73,6 +74,10 @@ async def come_and_go(operator: RunningOperator, index: int) -> None:
     await operator.wait_for_deletion(KEX, name, timeout=60)
 
 
+def snapshot() -> tracemalloc.Snapshot | None:
+    return tracemalloc.take_snapshot() if tracemalloc.is_tracing() else None
+
+
 def rss_kib() -> int:
     pages = int(Path("/proc/self/statm").read_text().split()[1])
     return pages * resource.getpagesize() // 1024
@@ -87,12 +92,12 @@ async def measure(
             await come_and_go(operator, index)
         forget()
         gc.collect()
-        before, rss_before = tracemalloc.take_snapshot(), rss_kib()
+        before, rss_before = snapshot(), rss_kib()
         for index in range(args.warm, args.warm + args.objects):
             await come_and_go(operator, index)
         forget()
         gc.collect()
-        return before, tracemalloc.take_snapshot(), rss_before, rss_kib()
+        return before, snapshot(), rss_before, rss_kib()
 
 
 async def on_fake(args: argparse.Namespace) -> tuple[Any, Any, int, int]:
@@ -117,14 +122,21 @@ async def on_real(plane: LocalControlPlane, args: argparse.Namespace) -> tuple[A
 
 
 def report(args: argparse.Namespace, before: Any, after: Any, rss: tuple[int, int]) -> None:
+    where = "real control plane" if args.real else "FakeCluster"
+    per_object = (rss[1] - rss[0]) * 1024 / args.objects
+    grown = f"RSS {rss[0]} -> {rss[1]} KiB ({per_object:+.0f} B per object)"
+    if before is None:
+        print(
+            f"{args.backend}, {where}, {args.objects} objects after {args.warm}, untraced: {grown}"
+        )
+        return
     ignored = [tracemalloc.Filter(False, tracemalloc.__file__), tracemalloc.Filter(False, "<*")]
     stats = after.filter_traces(ignored).compare_to(before.filter_traces(ignored), "traceback")
     heap = sum(stat.size_diff for stat in stats)
-    where = "real control plane" if args.real else "FakeCluster"
-    print(f"{args.backend}, {where}, {args.objects} objects after {args.warm}: heap "
-          f"{heap / 1024:+.1f} KiB ({heap / args.objects:+.0f} B per object); RSS "
-          f"{rss[0]} -> {rss[1]} KiB ({(rss[1] - rss[0]) * 1024 / args.objects:+.0f} B per "
-          f"object)")  # fmt: skip
+    print(
+        f"{args.backend}, {where}, {args.objects} objects after {args.warm}: heap "
+        f"{heap / 1024:+.1f} KiB ({heap / args.objects:+.0f} B per object); traced {grown}"
+    )
     for stat in [stat for stat in stats if stat.size_diff > 0][: args.top]:
         print(f"\n{stat.size_diff / 1024:+.1f} KiB in {stat.count_diff:+d} blocks, allocated at:")
         for line in stat.traceback.format()[-2 * args.frames :]:
@@ -141,7 +153,8 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=5, help="how many growths to show")
     args = parser.parse_args()
     logging.disable(logging.CRITICAL)  # the records would be measured too
-    tracemalloc.start(args.frames)
+    if args.frames:
+        tracemalloc.start(args.frames)
     if not args.real:
         before, after, *rss = anyio.run(on_fake, args, backend=args.backend)
     else:
