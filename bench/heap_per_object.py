@@ -95,6 +95,8 @@ async def measure(
         before, rss_before = snapshot(), rss_kib()
         for index in range(args.warm, args.warm + args.objects):
             await come_and_go(operator, index)
+            if (index - args.warm + 1) % max(1, args.objects // 5) == 0:
+                print(f"  after {index + 1} objects: RSS {rss_kib()} KiB", flush=True)
         forget()
         gc.collect()
         return before, snapshot(), rss_before, rss_kib()
