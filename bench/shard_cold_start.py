@@ -182,7 +182,6 @@ def run(
                         raise RuntimeError(f"only {len(names)} of {objects} handled within 300 s")
                     time.sleep(0.2)
                 time.sleep(5)  # two retry periods more: a duplicate would show by then
-                api.delete(KEX.format(namespace=namespace))  # the next run's API server is lighter
         finally:
             for process in processes:
                 process.terminate()

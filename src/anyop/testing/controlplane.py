@@ -14,7 +14,6 @@ Pending.
 
 from __future__ import annotations
 
-import json
 import logging
 import shutil
 import signal
@@ -32,13 +31,8 @@ import httpx
 
 from anyop.errors import ControlPlaneError
 from anyop.testing.assets import Assets, ensure_assets, kwok_stages
+from anyop.testing.controlplane_files import write_kubeconfig, write_pki
 from anyop.testing.processes import ChildProcess
-from anyop.webhooks.certs import (
-    CertificateAuthority,
-    generate_private_key,
-    private_key_pem,
-    public_key_pem,
-)
 
 __all__ = ["NODE_NAME", "PID_VARIABLES", "LocalControlPlane", "free_port"]
 
@@ -208,37 +202,7 @@ class LocalControlPlane:
         procs = (self.etcd, self.apiserver, self.controller_manager, self.scheduler, self.kwok)
         return [proc for proc in procs if proc is not None]
 
-    # -- the PKI and the command lines --------------------------------------------------------
-
-    def _write_pki(self) -> None:
-        pki = self.workdir / "pki"
-        pki.mkdir(parents=True, exist_ok=True)
-        if self.ca_path.exists():
-            return  # a restart keeps its certificates
-        ca = CertificateAuthority("anyop-controlplane-ca")
-        self.ca_path.write_bytes(ca.cert_pem)
-        sans = [
-            "127.0.0.1",
-            "localhost",
-            _ADVERTISE,
-            "kubernetes",
-            "kubernetes.default",
-            "kubernetes.default.svc",
-            "kubernetes.default.svc.cluster.local",
-        ]
-        ca.issue("kube-apiserver", sans=sans, server=True).write(
-            pki / "apiserver.crt", pki / "apiserver.key"
-        )
-        ca.issue("anyop-admin", organizations=["system:masters"], client=True).write(
-            self.client_cert_path, self.client_key_path
-        )
-        sa_key = generate_private_key()
-        (pki / "sa.pub").write_bytes(public_key_pem(sa_key))
-        sa_key_path = pki / "sa.key"
-        sa_key_path.touch(mode=0o600)
-        sa_key_path.write_bytes(private_key_pem(sa_key))
-        (pki / "ca.key").touch(mode=0o600)
-        (pki / "ca.key").write_bytes(ca.key_pem)
+    # -- the command lines ------------------------------------------------------------------
 
     def _etcd_args(self) -> list[str]:
         peer = f"http://127.0.0.1:{free_port()}"
@@ -344,45 +308,16 @@ class LocalControlPlane:
             procs.append(ChildProcess(name, makers[name](binary), log, detached=self.detached))
         return procs
 
-    def _write_kubeconfig(self) -> None:
-        config: dict[str, Any] = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [
-                {
-                    "name": "anyop",
-                    "cluster": {"server": self.server, "certificate-authority": str(self.ca_path)},
-                }
-            ],
-            "users": [
-                {
-                    "name": "anyop-admin",
-                    "user": {
-                        "client-certificate": str(self.client_cert_path),
-                        "client-key": str(self.client_key_path),
-                    },
-                }
-            ],
-            "contexts": [
-                {
-                    "name": "anyop",
-                    "context": {"cluster": "anyop", "user": "anyop-admin", "namespace": "default"},
-                }
-            ],
-            "current-context": "anyop",
-        }
-        self.kubeconfig.write_text(json.dumps(config, indent=2))
-
     # -- lifecycle ------------------------------------------------------------------------------
 
     def _spawn(self) -> None:
         self._restarts = {}
         self._revivals = {}
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self._write_pki()
+        write_pki(self.workdir / "pki", advertise=_ADVERTISE)
         self.port = self.port or free_port()
         self.etcd_port = self.etcd_port or free_port()
-        self._write_kubeconfig()
+        write_kubeconfig(self.kubeconfig, server=self.server, pki=self.workdir / "pki")
         logs = self.workdir
         self.etcd = ChildProcess(
             "etcd", self._etcd_args(), logs / "etcd.log", detached=self.detached
