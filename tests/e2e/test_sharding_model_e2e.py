@@ -89,7 +89,10 @@ class Cluster:
         self.every: list[tuple[subprocess.Popen[bytes], Path]] = []
         self.stopped: dict[int, list[tuple[float, float]]] = collections.defaultdict(list)
         self.killed: dict[int, float] = {}
+        self.frozen: dict[int, float] = {}  # pid: when its (last) stall ends, monotonic
         self.objects = 0
+        self.names: dict[int, str] = {}  # pid: the replica it was
+        self.t0 = time.time()  # when the schedule began to play
         self.api = httpx.Client(base_url=plane.server, verify=plane.ssl_context(), timeout=30)
 
     def start(self, name: str) -> None:
@@ -108,6 +111,7 @@ class Cluster:
         log = self.work / f"{name}-{time.monotonic_ns()}.log"
         with log.open("w") as out:
             process = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
+        self.names[process.pid] = name
         old = self.processes.get(name)
         if old is not None and old.poll() is None:
             self.kill(name)  # a leftover of a leave still on its way: the pod is replaced
@@ -117,7 +121,7 @@ class Cluster:
     def leave(self, name: str) -> None:
         process = self.processes.get(name)
         if process is not None and process.poll() is None:
-            self.thaw(name, process.pid)  # a stalled one would get the signal once it thaws
+            self.thaw(name, process.pid, due=False)  # a stalled one gets the signal at its thaw
             process.send_signal(signal.SIGTERM)
 
     def kill(self, name: str) -> None:
@@ -127,15 +131,26 @@ class Cluster:
             process.wait()
             self.killed[process.pid] = time.time()
 
-    def stall(self, name: str, seconds: float) -> float | None:
+    def stall(self, name: str, seconds: float, until: float | None = None) -> float | None:
+        """SIGSTOP until ``until`` (monotonic; ``seconds`` from now if not given); a process
+        stopped already stays stopped until the later of its thaws."""
         process = self.processes.get(name)
         if process is None or process.poll() is not None:
             return None
+        until = time.monotonic() + seconds if until is None else until
+        if self.frozen.get(process.pid, 0.0) > time.monotonic():  # stopped already: for longer
+            self.frozen[process.pid] = max(self.frozen[process.pid], until)
+            return seconds
+        self.frozen[process.pid] = until
         process.send_signal(signal.SIGSTOP)
         self.stopped[process.pid].append((time.time(), float("inf")))
         return seconds
 
-    def thaw(self, name: str, pid: int) -> None:
+    def thaw(self, name: str, pid: int, *, due: bool = True) -> None:
+        """Continue the process (``due``: its stall's time is up; a later stall may hold it)."""
+        if due and self.frozen.get(pid, 0.0) > time.monotonic() + 0.001:
+            return
+        self.frozen.pop(pid, None)
         process = self.processes.get(name)
         if process is not None and process.pid == pid and process.poll() is None:
             process.send_signal(signal.SIGCONT)
@@ -177,6 +192,7 @@ class Cluster:
 def play(cluster: Cluster, events: tuple[Event, ...]) -> None:
     """The schedule in real time (thaws are due events of their own)."""
     started = time.monotonic()
+    cluster.t0 = time.time()
     due: list[tuple[float, int, str, Any]] = [
         (e.at, index, e.kind, e) for index, e in enumerate(events)
     ]
@@ -196,7 +212,8 @@ def play(cluster: Cluster, events: tuple[Event, ...]) -> None:
             cluster.kill(payload.who)
         elif kind == "stall":
             process = cluster.processes.get(payload.who)
-            if cluster.stall(payload.who, payload.value) is not None and process is not None:
+            until = started + at + payload.value
+            if cluster.stall(payload.who, payload.value, until) is not None and process:
                 due.append((at + payload.value, index, "thaw", (payload.who, process.pid)))
 
 
@@ -222,6 +239,21 @@ def spans(
     for (name, pid), began in open_.items():
         runs[name].append((began, cluster.killed.get(pid, time.time()), pid))
     return runs
+
+
+def explain(name: str, entries: list[dict[str, Any]], cluster: Cluster) -> str:
+    """What the ledger says of one object, and what the test did to the processes that ran it,
+    in seconds since the schedule began (to read beside the replicas' logs in ``tmp_path``)."""
+    pids = {e["pid"] for e in entries if e["name"] == name}
+    lines = [f"{e['t'] - cluster.t0:9.3f} {cluster.names.get(e['pid'], '?')} pid {e['pid']}: "
+             f"{e['what']}" for e in entries if e["name"] == name]  # fmt: skip
+    for pid in sorted(pids):
+        who = f"{cluster.names.get(pid, '?')} pid {pid}"
+        lines += [f"{stop - cluster.t0:9.3f} {who}: stopped until {cont - cluster.t0:.3f}"
+                  for stop, cont in cluster.stopped.get(pid, [])]  # fmt: skip
+        if pid in cluster.killed:
+            lines.append(f"{cluster.killed[pid] - cluster.t0:9.3f} {who}: killed")
+    return "\n".join(sorted(lines))
 
 
 def resumed_after_a_stall(entries: list[dict[str, Any]], cluster: Cluster) -> set[int]:
@@ -281,11 +313,13 @@ def test_model_schedules_with_real_replicas_handle_every_object_once(
             e["name"] for e in found if e["what"] == "end" and id(e) not in resumed
         )
         twice = {name: count for name, count in ends.items() if count > 1}
-        assert not twice, f"seed {seed}: handled twice: {twice}\n{plan.describe()}"
+        stories = "\n".join(explain(name, found, cluster) for name in twice)
+        assert not twice, f"seed {seed}: handled twice: {twice}\n{stories}\n{plan.describe()}"
         handled = {e["name"] for e in found if e["what"] == "end"}  # a thawed step's end counts
         assert len(handled) == cluster.objects, f"seed {seed}\n{plan.describe()}"
         for name, runs in spans(found, cluster).items():
             runs.sort()
             for (_, end, pid), (start, _, other) in itertools.pairwise(runs):
                 where = f"seed {seed}: {name} ran on {pid} and {other} at once"
-                assert end <= start, f"{where}\n{plan.describe()}"
+                story = explain(name, found, cluster)
+                assert end <= start, f"{where}\n{story}\nlogs in {work}\n{plan.describe()}"

@@ -212,17 +212,18 @@ async def serve_resource(
     if scope.gate is not None and scope.gate.warm:
         await _serve_warm(scope, scope.gate, stopping, watched=watched, task_status=task_status)
         return
-    async with _handling(scope, watched) as workers, _reconciling(scope) as controllers:
-        watched.reconcilers = controllers.running
-        dispatch = _dispatcher(scope, workers, controllers)
-        if scope.shard is None:
+    # A shard's part is left only once the workers, daemons and reconcilers are all done: a
+    # replica that stops (its watch ended, its cycles finishing) still hands its objects over
+    # by the rules, and acknowledges no view while it handles something outside its share.
+    with contextlib.ExitStack() as membership:
+        async with _handling(scope, watched) as workers, _reconciling(scope) as controllers:
+            watched.reconcilers = controllers.running
+            dispatch = _dispatcher(scope, workers, controllers)
+            if scope.shard is not None:
+                part = _shard_part(scope, scope.shard, watched, dispatch, controllers)
+                membership.enter_context(scope.shard.joined(part))
+                dispatch = part.dispatch
             await _watch_until(scope, dispatch, stopping, watched=watched, task_status=task_status)
-            return
-        part = _shard_part(scope, scope.shard, watched, dispatch, controllers)
-        with scope.shard.joined(part):
-            await _watch_until(
-                scope, part.dispatch, stopping, watched=watched, task_status=task_status
-            )
 
 
 def _shard_part(
