@@ -151,12 +151,13 @@ class Cluster:
         if due and self.frozen.get(pid, 0.0) > time.monotonic() + 0.001:
             return
         self.frozen.pop(pid, None)
+        thawed = time.time()  # before the signal: the process may note something at once
         process = self.processes.get(name)
         if process is not None and process.pid == pid and process.poll() is None:
             process.send_signal(signal.SIGCONT)
         spans = self.stopped[pid]
         if spans and spans[-1][1] == float("inf"):
-            spans[-1] = (spans[-1][0], time.time())
+            spans[-1] = (spans[-1][0], thawed)
 
     def create(self, count: int) -> None:
         path = KEX.format(namespace=self.namespace)
