@@ -321,6 +321,7 @@ def test_model_schedules_with_real_replicas_handle_every_object_once(
         for name, runs in spans(found, cluster).items():
             runs.sort()
             for (_, end, pid), (start, _, other) in itertools.pairwise(runs):
-                where = f"seed {seed}: {name} ran on {pid} and {other} at once"
-                story = explain(name, found, cluster)
-                assert end <= start, f"{where}\n{story}\nlogs in {work}\n{plan.describe()}"
+                if end > start:
+                    where = f"seed {seed}: {name} ran on {pid} and {other} at once"
+                    story = explain(name, found, cluster)
+                    pytest.fail(f"{where}\n{story}\nlogs in {work}\n{plan.describe()}")

@@ -17,13 +17,12 @@ from tests.virtual import virtual_backend
 
 import anyop
 from anyop.handlers.registry import OperatorRegistry
-from anyop.kube.resources import Resource
 from anyop.testing import FakeCluster
 
 pytestmark = pytest.mark.anyio
 
 CRD = Path(__file__).parents[3] / "examples" / "crd.yaml"
-KEX = Resource("kopf.dev", "v1", "kopfexamples", kind="KopfExample")
+KEXES = "/apis/kopf.dev/v1/namespaces/ns/kopfexamples"
 HANDLING = 20.0  # virtual seconds each handler takes
 OBJECTS = 12
 WAIT = 600.0  # virtual seconds; reached only if something is broken
@@ -34,7 +33,9 @@ def anyio_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
     return virtual_backend(request.param, monkeypatch, autojump_threshold=0.005)
 
 
-def replica(identity: str, runs: list[list[Any]]) -> tuple[OperatorRegistry, Any]:
+def replica(
+    identity: str, runs: list[list[Any]]
+) -> tuple[OperatorRegistry, anyop.OperatorSettings]:
     """A replica's registry (a slow create handler noting its runs) and settings."""
     registry = OperatorRegistry()
 
@@ -77,7 +78,7 @@ async def test_a_stopping_replica_hands_over_only_what_it_has_finished() -> None
             for i in range(OBJECTS):
                 body = {"apiVersion": "kopf.dev/v1", "kind": "KopfExample",
                         "metadata": {"name": f"kex-{i}"}}  # fmt: skip
-                (await api.post("/apis/kopf.dev/v1/namespaces/ns/kopfexamples", json=body))
+                (await api.post(KEXES, json=body)).raise_for_status()
             while len({run[1] for run in runs}) < OBJECTS:  # "a" handles them all, slowly
                 await anyio.sleep(0.1)
             stop_a.set()  # its handlers go on: they finish within the exit timeout
