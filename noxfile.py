@@ -105,7 +105,8 @@ def stress(session: nox.Session) -> None:
     session.install("-e", ".[dev]")
     count = session.posargs[0] if session.posargs else "5000"
     env = {"ANYOP_STRESS_COUNT": count}
-    session.run("pytest", "-q", "-s", "-p", "no:randomly", STRESS, env=env)
+    options = ["-q", "-s", "-p", "no:randomly", "-p", "no:logging"]  # thousands of runs' logs
+    session.run("pytest", *options, STRESS, env=env)
 
 
 STRESS = "tests/unit/engine/test_reconcile_stress.py"
