@@ -157,6 +157,7 @@ class Model:
         self.calls: list[Call] = []
         self.violations: list[str] = []
         self.live: dict[str, set[str]] = {}  # parent uid -> its children's names, as written
+        self.removed: set[str] = set()  # children whose deletion was sent (by anyone here)
         self.deleted: dict[str, float] = {}  # parent uid -> when its deletion was made
         self.uids: dict[str, str] = {}  # parent name -> uid
         self.in_write: dict[str, int] = {}  # spec changes to make as the call ends
@@ -216,6 +217,7 @@ class Model:
                 await api.patch("configmaps", child["metadata"]["name"], put_back)
         for child in mine[desired:]:  # counted out first: the operator may stop during it
             self.live.get(uid, set()).discard(child["metadata"]["name"])
+            self.removed.add(child["metadata"]["name"])
             await api.delete("configmaps", child["metadata"]["name"])
         for _ in range(desired - len(mine)):
             live = self.live.setdefault(uid, set())
@@ -223,11 +225,13 @@ class Model:
                 self.violations.append(f"a duplicate child of {name}: {sorted(live)} for {desired}")
             child = {"metadata": {"generateName": f"{name}-"}, "data": {"parent": name}}
             created = await api.create("configmaps", child)
-            live.add(created["metadata"]["name"])
+            if created["metadata"]["name"] not in self.removed:  # a step may have deleted it
+                live.add(created["metadata"]["name"])  # (between its creation and our answer)
             if name in self.fresh:  # deleted by another client right after its creation
                 self.fresh.discard(name)
-                await self._delete("configmaps", created["metadata"]["name"])
                 live.discard(created["metadata"]["name"])
+                self.removed.add(created["metadata"]["name"])
+                await self._delete("configmaps", created["metadata"]["name"])
         patch.status["replicas"] = desired  # the same as before unless the spec changed
         if name in self.in_write:  # lands before the status write: its answer carries it
             await self._patch("kopfexamples", name, {"spec": {"replicas": self.in_write.pop(name)}})
@@ -266,8 +270,11 @@ class Model:
             children = await self._children(self.uids[name])
             if children:
                 gone = self.rng.choice(children)["metadata"]["name"]
-                await self._delete("configmaps", gone)
+                # Counted out first: the deletion's event may reach the reconciler (which then
+                # puts a child back) before this request's answer reaches us.
                 self.live.get(self.uids[name], set()).discard(gone)
+                self.removed.add(gone)
+                await self._delete("configmaps", gone)
         elif step.kind == "edit-child":
             children = await self._children(self.uids[name])
             if children:
