@@ -178,6 +178,11 @@ class Model:
         if answer.status_code != 404:
             answer.raise_for_status()
 
+    def _count_out(self, parent_uid: str, child: str) -> None:
+        """A child whose deletion is about to be sent: no longer live, and never again."""
+        self.live.get(parent_uid, set()).discard(child)
+        self.removed.add(child)
+
     async def _delete(self, plural: str, name: str) -> None:
         answer = await self.api.delete(self._url(plural, name))
         if answer.status_code != 404:
@@ -216,8 +221,7 @@ class Model:
                 put_back = {"data": {"parent": name, "edited": None}}
                 await api.patch("configmaps", child["metadata"]["name"], put_back)
         for child in mine[desired:]:  # counted out first: the operator may stop during it
-            self.live.get(uid, set()).discard(child["metadata"]["name"])
-            self.removed.add(child["metadata"]["name"])
+            self._count_out(uid, child["metadata"]["name"])
             await api.delete("configmaps", child["metadata"]["name"])
         for _ in range(desired - len(mine)):
             live = self.live.setdefault(uid, set())
@@ -229,8 +233,7 @@ class Model:
                 live.add(created["metadata"]["name"])  # (between its creation and our answer)
             if name in self.fresh:  # deleted by another client right after its creation
                 self.fresh.discard(name)
-                live.discard(created["metadata"]["name"])
-                self.removed.add(created["metadata"]["name"])
+                self._count_out(uid, created["metadata"]["name"])
                 await self._delete("configmaps", created["metadata"]["name"])
         patch.status["replicas"] = desired  # the same as before unless the spec changed
         if name in self.in_write:  # lands before the status write: its answer carries it
@@ -272,8 +275,7 @@ class Model:
                 gone = self.rng.choice(children)["metadata"]["name"]
                 # Counted out first: the deletion's event may reach the reconciler (which then
                 # puts a child back) before this request's answer reaches us.
-                self.live.get(self.uids[name], set()).discard(gone)
-                self.removed.add(gone)
+                self._count_out(self.uids[name], gone)
                 await self._delete("configmaps", gone)
         elif step.kind == "edit-child":
             children = await self._children(self.uids[name])
