@@ -187,7 +187,8 @@ class WatchingSettings(BaseModel):
     server_timeout: PositiveFloat | None = None
     """``timeoutSeconds`` of watch requests; ``None``: anyop picks 240-290 s (always sent)."""
     client_timeout: PositiveFloat | None = None
-    """A hard limit on one watch request's duration on the client side."""
+    """A hard limit on one watch request's duration on the client side: lines read ahead past it
+    are dropped, to come again in the next request from the last version seen."""
     connect_timeout: PositiveFloat | None = None
     reconnect_backoff: Seconds = Field(default=0.1, ge=0)
     inactivity_timeout: PositiveFloat | None = 70.0

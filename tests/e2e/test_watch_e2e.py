@@ -93,9 +93,19 @@ class View:
         }
 
     async def wait_for(self, condition: Any) -> None:
-        with anyio.fail_after(DEADLINE):
+        with anyio.move_on_after(DEADLINE):
             while not condition():
                 await anyio.sleep(0.05)
+            return
+        raise AssertionError(f"not met within {DEADLINE} s; the events seen: {self.describe()}")
+
+    def describe(self) -> str:
+        return ", ".join(
+            f"{e.type} {e.object['metadata']['name']}@{e.object['metadata']['resourceVersion']}"
+            + (" (listed)" if e.listed else "")
+            + (" (synthetic)" if e.synthetic else "")
+            for e in self.events
+        )
 
 
 def kex(name: str) -> dict[str, Any]:
@@ -221,7 +231,11 @@ async def test_an_expired_version_relists_and_reports_what_vanished(
         for name in ("keep", "gone"):
             await client.create(CONFIGMAPS, configmap(name), namespace=ns)
         view = View(block_on="keep")
-        watcher = Watcher(client, CONFIGMAPS, namespace=ns, settings=settings(server_timeout=2))
+        # The stream that delivers the blocking event must not deliver the deletion below. The
+        # server ends it after 2 s; a starved server may be late, so the watcher's own 2 s limit
+        # ends it too, before another line is read (even one already in the socket).
+        timeouts = settings(server_timeout=2, client_timeout=2)
+        watcher = Watcher(client, CONFIGMAPS, namespace=ns, settings=timeouts)
         async with anyio.create_task_group() as tg:
             with anyio.fail_after(DEADLINE):
                 await tg.start(watcher.run, view)
@@ -230,7 +244,7 @@ async def test_an_expired_version_relists_and_reports_what_vanished(
                 await view.blocked.wait()  # the engine is busy; the stream stays unread
             version = watcher.state.resource_version
             assert version is not None
-            await anyio.sleep(3)  # the server ends the stream at its 2 s timeout
+            await anyio.sleep(3)  # past both 2 s limits of the stream
             await client.delete(CONFIGMAPS, name="gone", namespace=ns)
             for index in range(5):
                 await client.patch(

@@ -409,10 +409,16 @@ class Watcher:
     async def _next_line(
         self, stream: LineStream, hard_deadline: float
     ) -> tuple[bytes | None, float]:
-        """Read a line within the inactivity deadline; ``(None, seconds)`` if it stalled."""
+        """Read a line within the inactivity deadline; ``(None, seconds)`` if it stalled.
+
+        ``(None, 0.0)`` once the stream's own deadline (``client_timeout``) has passed, even if
+        lines were read ahead: they come again in the next stream, from the last version seen.
+        """
+        now = anyio.current_time()
+        if now >= hard_deadline:
+            return None, 0.0  # a read of data already there would not notice a past deadline
         if (line := stream.buffered_line()) is not None:
             return line, 0.0  # no deadline to set for a line that came with an earlier one
-        now = anyio.current_time()
         inactivity = self.settings.watching.inactivity_timeout or math.inf
         if not self._bookmarked and self._silences >= SILENCES_TO_TRUST:
             inactivity = math.inf  # no bookmarks from this server: a silence is no sign

@@ -536,6 +536,28 @@ async def test_the_client_limit_ends_a_stream_without_calling_it_a_stall(
 
 
 @pytest.mark.anyio
+async def test_the_client_limit_ends_a_stream_even_with_lines_read_ahead() -> None:
+    class Busy(Recorder):
+        async def __call__(self, event: WatchEvent) -> None:
+            await super().__call__(event)
+            if event.object["metadata"]["name"] == "a" and len(self.events) == 1:
+                await anyio.sleep(0.2)  # past the stream's 0.05 s limit
+
+    cluster = Cluster()
+    both = line("ADDED", kex("a", 12)) + line("ADDED", kex("b", 13))  # one chunk: b read ahead
+    cluster.watches = [stream(both, then="hang"), stream(line("ADDED", kex("b", 13)), then="hang")]
+    recorder = Busy(cluster)
+    await watch_until(
+        recorder,
+        lambda: len(cluster.watch_requests) == 3,
+        settings=watching(client_timeout=0.05, inactivity_timeout=60),
+        policy=dataclasses.replace(FAST, quick_close=0.01),
+    )
+    assert versions(cluster)[:2] == ["10", "12"]  # b was left unread: it came again, once
+    assert [name for _, name, _, _ in recorder.summary()] == ["a", "b"]
+
+
+@pytest.mark.anyio
 async def test_a_failing_handler_is_logged_and_the_watch_goes_on(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
