@@ -187,13 +187,16 @@ def _raw_chunks(response: httpx.Response) -> AsyncIterator[bytes]:
 
 
 def _collapsed(records: list[Any]) -> list[Any]:
-    """One bookmark of each run of bookmarks: "clients shouldn't assume bookmarks are returned
-    at any specific interval" (API concepts), so how many come is not compared."""
+    """The first run of bookmarks as one bookmark, and no later one: "clients shouldn't assume
+    bookmarks are returned at any specific interval" (API concepts), so how many come, and when
+    after the first (the end of the initial events, when they are asked for), is not compared."""
     kept: list[Any] = []
     for record in records:
-        if record.get("type") == "BOOKMARK" and kept and kept[-1].get("type") == "BOOKMARK":
+        if record.get("type") != "BOOKMARK":
+            kept.append(record)
+        elif kept and kept[-1].get("type") == "BOOKMARK":
             kept[-1] = record
-        else:
+        elif not any(one.get("type") == "BOOKMARK" for one in kept):
             kept.append(record)
     return kept
 

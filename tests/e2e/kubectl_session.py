@@ -125,6 +125,9 @@ COLLECT = Step((), collects=True)
 
 SESSION: Sequence[Step] = (
     step("create", "namespace", "NS"),
+    # kube-controller-manager publishes the namespace's kube-root-ca.crt a moment later (the
+    # fake at once): the listings below show it on both servers only once it is there.
+    step("-n", "NS", "wait", "--for=create", "configmap/kube-root-ca.crt", "--timeout=60s"),
     step("api-resources", "--api-group=apps", "--namespaced=true"),
     step("-n", "NS", "create", "configmap", "c1", "--from-literal=a=b"),
     step("-n", "NS", "create", "secret", "generic", "s1", "--from-literal=p=q"),
