@@ -83,6 +83,12 @@ class Watcher:
             stream, the inactivity deadline and the reconnect pause.
         policy: The timing rules, when they should differ from those of ``settings``.
         page_size: The ``limit`` of each list page.
+        shard_selector: This replica's share of a sharded operator's objects, as a
+            ``shardSelector`` (asked anew for every request; ``None``: everything). Sent with
+            every listing until one shows that the server ignores it (no ``shardInfo`` in the
+            answer: said once, at INFO), and with the watch-streams of a server that honours it.
+            It only spares the replica the others' objects: the engine still decides what is
+            its own.
 
     Guarantees:
         * ``run`` reports ``started`` only after every object of the initial listing has been
