@@ -1,6 +1,7 @@
 """Sharding: N replicas (`anyop run --shards auto`) share the objects; throughput and RSS.
 
-``python -m bench.sharding [--objects 10000] [--replicas 1 2 3] [--backends asyncio trio]``
+``python -m bench.sharding [--objects 10000] [--replicas 1 2 3] [--backends asyncio trio]
+[--server-shards on off]``
 
 For each number of replicas: the replicas start in an empty namespace (peering in its
 AnyopPeering) and settle (every member's Lease acknowledges the same view); ``anyop freeze``
@@ -8,9 +9,11 @@ pauses them; the objects are created (4 threads); ``anyop resume`` lets the repl
 bench waits until every object has ``status.create_fn``. So the replicas start on the whole
 backlog at once, each from a listing, as after a rollout. It reports the seconds from the resume
 to the last object handled, objects handled per second, and per replica its CPU seconds and RSS
-(VmRSS now, VmHWM peak, from ``/proc``). The operator is
-``bench/operators/create_returns_status.py``. The replicas and the API server share this
-machine's CPUs.
+(VmRSS now, VmHWM peak, from ``/proc``), and the API server's CPU seconds over the backlog and
+its RSS. ``--server-shards on`` runs kube-apiserver with its ``ShardedListAndWatch`` gate (the
+replicas ask it for their own objects only); ``off`` without (every replica receives every object
+and drops the others'). The operator is ``bench/operators/create_returns_status.py``. The
+replicas and the API server share this machine's CPUs.
 """
 
 from __future__ import annotations
@@ -102,6 +105,7 @@ def run(plane: LocalControlPlane, count: int, replicas: int, backend: str) -> di
                     for one in clients:
                         one.close()
                 before = [proc(process.pid)["cpu_s"] for process in processes]
+                server_before = proc(server_pid(plane))["cpu_s"]
                 started = time.monotonic()
                 anyop(plane, "resume", "-P", "x", "-n", namespace, "-q")
                 while handled_by(client, namespace) < count:
@@ -114,12 +118,27 @@ def run(plane: LocalControlPlane, count: int, replicas: int, backend: str) -> di
                 stats = [proc(process.pid) for process in processes]
                 for stat, cpu in zip(stats, before, strict=True):
                     stat["cpu_s"] -= cpu  # the backlog's, not the start's or the settling's
+                server = proc(server_pid(plane))
+                server["cpu_s"] -= server_before
         finally:
             for process in processes:
                 process.terminate()
             for process in processes:
                 process.wait(timeout=60)
-    return {"replicas": replicas, "seconds": seconds, "per_s": count / seconds, "stats": stats}
+    return {
+        "replicas": replicas,
+        "seconds": seconds,
+        "per_s": count / seconds,
+        "stats": stats,
+        "server": server,
+    }
+
+
+def server_pid(plane: LocalControlPlane) -> int:
+    """The pid of the control plane's kube-apiserver."""
+    assert plane.apiserver is not None
+    assert plane.apiserver.pid is not None
+    return plane.apiserver.pid
 
 
 def main() -> None:
@@ -127,26 +146,40 @@ def main() -> None:
     parser.add_argument("--objects", type=int, default=10_000)
     parser.add_argument("--replicas", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--backends", nargs="+", default=["asyncio", "trio"])
+    parser.add_argument("--server-shards", nargs="+", choices=["on", "off"], default=["on"])
     args = parser.parse_args()
-    with LocalControlPlane(controllers=False, nodes=False) as plane:
-        kubectl(plane, "apply", "-f", str(ROOT / "examples" / "crd.yaml"))
-        kubectl(plane, "apply", "-f", str(ROOT / "manifests" / "peering.yaml"))
-        for crd in ("kopfexamples.kopf.dev", "anyoppeerings.anyop.dev"):
-            wait_for_crd(plane, crd)
-        print(f"sharding, a backlog of {args.objects} objects, created while the replicas froze")
-        for backend in args.backends:
-            for replicas in args.replicas:
-                r = run(plane, args.objects, replicas, backend)
-                per = ", ".join(
-                    f"{s['cpu_s']:.1f} s CPU / {s['rss_mib']:.0f} MiB (peak {s['peak_mib']:.0f})"
-                    for s in r["stats"]
-                )
-                print(
-                    f"{backend}, {replicas} replica(s): all handled in {r['seconds']:.1f} s "
-                    f"({r['per_s']:.0f}/s); "
-                    f"per replica: {per}",
-                    flush=True,
-                )
+    for gate in args.server_shards:
+        flags = [f"--feature-gates=ShardedListAndWatch={'true' if gate == 'on' else 'false'}"]
+        with LocalControlPlane(controllers=False, nodes=False, apiserver_flags=flags) as plane:
+            bench(plane, args.objects, args.replicas, args.backends, gate)
+
+
+def bench(
+    plane: LocalControlPlane, objects: int, counts: list[int], backends: list[str], gate: str
+) -> None:
+    """Every backend with every number of replicas, on one control plane."""
+    kubectl(plane, "apply", "-f", str(ROOT / "examples" / "crd.yaml"))
+    kubectl(plane, "apply", "-f", str(ROOT / "manifests" / "peering.yaml"))
+    for crd in ("kopfexamples.kopf.dev", "anyoppeerings.anyop.dev"):
+        wait_for_crd(plane, crd)
+    print(
+        f"sharding, a backlog of {objects} objects, created while the replicas froze; "
+        f"server-side shard selectors {gate}"
+    )
+    for backend in backends:
+        for replicas in counts:
+            r = run(plane, objects, replicas, backend)
+            per = ", ".join(
+                f"{s['cpu_s']:.1f} s CPU / {s['rss_mib']:.0f} MiB (peak {s['peak_mib']:.0f})"
+                for s in r["stats"]
+            )
+            server = r["server"]
+            print(
+                f"{backend}, {replicas} replica(s): all handled in {r['seconds']:.1f} s "
+                f"({r['per_s']:.0f}/s); per replica: {per}; API server: "
+                f"{server['cpu_s']:.1f} s CPU / {server['rss_mib']:.0f} MiB",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import copy
 import dataclasses
 import functools
 import random
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -199,7 +200,8 @@ class World:
     def create(self, count: int) -> None:
         """New objects, for whichever replica owns them."""
         for _ in range(count):
-            uid = f"uid-{self.plan.seed}-{len(self.objects)}"
+            drawn = random.Random(f"{self.plan.seed}/{len(self.objects)}").getrandbits(128)
+            uid = str(uuid.UUID(int=drawn, version=4))  # as random as the API server's
             self.objects.append(uid)
             self.done[uid] = []
         self.note(f"created {count}")

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import collections
 import datetime
+import hashlib
 import itertools
 import random
+import uuid
 
 import pytest
 
@@ -20,9 +22,13 @@ from anyop.sharding import (
     live_members,
     member_body,
     owner,
+    shard_selector,
+    uid_hash,
 )
 
-UIDS = [f"uid-{i:05d}" for i in range(10_000)]
+_RANDOM = random.Random(7)
+UIDS = [str(uuid.UUID(int=_RANDOM.getrandbits(128), version=4)) for _ in range(10_000)]
+"""Uids as the API server makes them (random UUIDs), from a fixed seed."""
 
 
 def test_every_object_has_exactly_one_owner_among_the_members() -> None:
@@ -183,3 +189,40 @@ def test_a_replica_whose_lease_lapsed_waits_for_acknowledgements_again() -> None
     assert not any(state.handles(uid) for uid in UIDS[:200])
     assert not state.may_activate({"a": state.target.digest, "b": "another view"})
     assert state.may_activate({"a": state.target.digest, "b": state.target.digest})
+
+
+@pytest.mark.parametrize(
+    ("text", "hashed"),
+    [("", 0xCBF29CE484222325), ("a", 0xAF63DC4C8601EC8C), ("foobar", 0x85944171F73967E8)],
+)
+def test_the_uid_hash_is_fnv_1a_as_the_api_server_s_shard_range(text: str, hashed: int) -> None:
+    assert uid_hash(text) == hashed
+
+
+def test_the_members_ranges_tile_the_hash_space_and_hold_their_objects() -> None:
+    view = View.of(["r1", "r2", "r3"])
+    ranges = sorted(r for member in view.members for r in view.ranges(member))
+    assert ranges[0][0] == 0
+    assert ranges[-1][1] == 1 << 64
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(ranges))  # no gap, no overlap
+    for uid in UIDS[:2000]:
+        mine = view.ranges(view.owner(uid) or "")
+        assert any(start <= uid_hash(uid) < end for start, end in mine)
+    assert all(len(view.ranges(member)) <= 1024 // 4 for member in view.members)
+
+
+def test_a_member_alone_has_the_whole_space_in_one_range() -> None:
+    assert View.of(["a"]).ranges("a") == ((0, 1 << 64),)
+    assert View.of(["a"]).ranges("b") == ()
+
+
+def test_a_shard_selector_is_written_as_the_api_server_parses_it() -> None:
+    text = shard_selector([(0, 1 << 63), (0xC000000000000000, 1 << 64)])
+    assert text == (
+        "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000') || "
+        "shardRange(object.metadata.uid, '0xc000000000000000', '0x10000000000000000')"
+    )
+
+
+def test_replicas_that_split_objects_differently_never_agree_on_a_view() -> None:
+    assert View.of(["a", "b"]).digest != hashlib.blake2b(b"a\nb", digest_size=10).hexdigest()

@@ -69,12 +69,15 @@ class ListOptions(TypedDict, total=False):
         label_selector: A server-side label selector, e.g. ``"app=x,tier!=db"``.
         field_selector: A server-side field selector, e.g. ``"metadata.name=x"``.
         page_size: The ``limit`` of each page (500 by default).
+        shard_selector: A ``shardSelector`` (hash ranges of ``metadata.uid``); a server that
+            honours it says so in each page's :attr:`ListPage.shard_info`.
     """
 
     namespace: str | None
     label_selector: str | None
     field_selector: str | None
     page_size: int
+    shard_selector: str | None
 
 
 class DeleteOptions(TypedDict, total=False):
@@ -112,11 +115,14 @@ class ListPage:
         resource_version: The list's resourceVersion (the same on every page of one pass).
         restarted: The continue token expired and the list started over with this page: objects
             of the earlier pages come again.
+        shard_info: The shard selector the server applied (``metadata.shardInfo.selector``);
+            ``None`` if it applied none.
     """
 
     items: Items
     resource_version: str
     restarted: bool = False
+    shard_info: str | None = None
 
 
 class KubeClient:
@@ -237,6 +243,7 @@ class KubeClient:
         for option, param in (
             ("label_selector", "labelSelector"),
             ("field_selector", "fieldSelector"),
+            ("shard_selector", "shardSelector"),
         ):
             if value := options.get(option):
                 params[param] = str(value)
@@ -417,7 +424,8 @@ class Pages:
         self._token = metadata.get("continue") or None
         self._done = self._token is None
         items = _typed_items(document)
-        return ListPage(items, str(metadata.get("resourceVersion") or ""), restarted)
+        sharded = (metadata.get("shardInfo") or {}).get("selector") or None
+        return ListPage(items, str(metadata.get("resourceVersion") or ""), restarted, sharded)
 
 
 def _typed_items(document: Mapping[str, Any]) -> Items:

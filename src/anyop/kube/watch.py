@@ -11,6 +11,7 @@ import json
 import logging
 import math
 import random
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 import anyio
@@ -82,6 +83,12 @@ class Watcher:
             stream, the inactivity deadline and the reconnect pause.
         policy: The timing rules, when they should differ from those of ``settings``.
         page_size: The ``limit`` of each list page.
+        shard_selector: This replica's share of a sharded operator's objects, as a
+            ``shardSelector`` (asked anew for every request; ``None``: everything). Sent with
+            every listing until one shows that the server ignores it (no ``shardInfo`` in the
+            answer: said once, at INFO), and with the watch-streams of a server that honours it.
+            It only spares the replica the others' objects: the engine still decides what is
+            its own.
 
     Guarantees:
         * ``run`` reports ``started`` only after every object of the initial listing has been
@@ -113,6 +120,7 @@ class Watcher:
         settings: OperatorSettings | None = None,
         policy: WatchPolicy | None = None,
         page_size: int = PAGE_SIZE,
+        shard_selector: Callable[[], str | None] | None = None,
     ) -> None:
         self.client = client
         self.resource = resource
@@ -139,6 +147,9 @@ class Watcher:
         self._bookmarked = False
         """The server sent this watcher a bookmark once: it sends them (kube-apiserver about
         every minute), so a silence longer than ``inactivity_timeout`` is a stall."""
+        self._shard_selector = shard_selector
+        self._shards_honoured: bool | None = None
+        """Whether the server applies shard selectors: ``None`` until a listing tells."""
         self._silences = 0
         """Stalls of watch-streams that had opened, while no bookmark ever came. A server that
         sends none (its watch cache off, an aggregated API) is silent on a quiet resource:
@@ -183,6 +194,12 @@ class Watcher:
             if self.state.synced and not ready:
                 ready = True
                 task_status.started()
+
+    @property
+    def server_sharded(self) -> bool:
+        """Whether the API server is asked for this replica's share of the objects only (a
+        sharded replica's watcher, unless a listing showed that the server ignores that)."""
+        return self._shard_selector is not None and self._shards_honoured is not False
 
     def relist(self) -> None:
         """List anew, now: every object comes again as a listed ``ADDED`` (and what vanished as
@@ -251,7 +268,12 @@ class Watcher:
     async def _list(self, handle: Handler) -> Listed:
         fresh: set[str] = set()
         version = ""
-        async for page in self.client.list_pages(self.resource, **self._list_options):
+        options, selector = self._list_options, self._shard_selector_to_try()
+        if selector is not None:
+            options = {**options, "shard_selector": selector}
+        async for page in self.client.list_pages(self.resource, **options):
+            if selector is not None:
+                self._note_sharding(honoured=page.shard_info is not None)
             if page.restarted:
                 fresh.clear()
             for body in page.items:
@@ -269,6 +291,11 @@ class Watcher:
         ``k8s.io/initial-events-end`` says the listing is complete at its resourceVersion. A server
         that refuses the parameters (400, 403, 422) is listed page by page from then on.
         """
+        if (selector := self._shard_selector_to_try()) is not None and not self._shards_honoured:
+            probe: ListOptions = {**self._list_options, "page_size": 1, "shard_selector": selector}
+            async for page in self.client.list_pages(self.resource, **probe):
+                self._note_sharding(honoured=page.shard_info is not None)
+                break
         stream = self._stream(initial=True)
         fresh: set[str] = set()
         try:
@@ -303,6 +330,22 @@ class Watcher:
             return await self._refused(handle, str(exc))
         finally:
             self.state = self.state.with_stream(open=False)
+
+    def _shard_selector_to_try(self) -> str | None:
+        """This replica's shard selector, unless the server is known to ignore them."""
+        if self._shard_selector is None or self._shards_honoured is False:
+            return None
+        return self._shard_selector()
+
+    def _note_sharding(self, *, honoured: bool) -> None:
+        """Remember what a listing said of shard selectors; say it once if they are ignored."""
+        if not honoured and self._shards_honoured is not False:
+            what = (
+                "The API server ignores shard selectors for %r (is its ShardedListAndWatch "
+                "feature gate off?): all objects come to this replica, which drops the others'."
+            )
+            logger.info(what, self.resource)
+        self._shards_honoured = honoured
 
     async def _refused(self, handle: Handler, why: str) -> Outcome:
         """List in pages, now and from now on: the server cannot stream lists."""
@@ -394,6 +437,8 @@ class Watcher:
         else:
             params["resourceVersion"] = self.state.resource_version or ""
         params |= {key: value for key, value in self._selectors.items() if value}
+        if self._shards_honoured and (selector := self._shard_selector_to_try()) is not None:
+            params["shardSelector"] = selector
         connect = watching.connect_timeout or self.settings.networking.connect_timeout
         return LineStream(
             self.client.sessions,

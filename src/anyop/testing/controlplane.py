@@ -240,6 +240,7 @@ class LocalControlPlane:
             "--service-account-issuer=https://kubernetes.default.svc",
             "--disable-admission-plugins=ServiceAccount",
             "--allow-privileged=true",
+            "--feature-gates=ShardedListAndWatch=true",  # shardSelector (alpha in 1.36)
             "--v=1",
             *self._apiserver_flags,
         ]

@@ -111,7 +111,7 @@ def _never(self: shard_keeper.ShardKeeper) -> None:
 
 
 MUTANTS = {
-    "a-lapsed-fence-keeps-the-view": ("_lapsed", _never, 100010),
+    "a-lapsed-fence-keeps-the-view": ("_lapsed", _never, 100035),
 }
 """Rules of the keeper broken on purpose, each with a seed whose schedule then fails (the rule
 on acknowledgements written after a join is tested directly in ``test_shard_keeper.py``)."""

@@ -3,6 +3,8 @@ later, what is handed over (its running cycle finishes, no other starts), and wh
 
 from __future__ import annotations
 
+import random
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,7 +28,8 @@ def observed(uid: str, version: int, kind: str = "MODIFIED") -> Observed:
 
 
 def uids_owned_by(view: View, member: str, count: int) -> list[str]:
-    found = [f"uid-{i}" for i in range(200) if view.owner(f"uid-{i}") == member]
+    uids = [str(uuid.UUID(int=random.Random(i).getrandbits(128), version=4)) for i in range(200)]
+    found = [uid for uid in uids if view.owner(uid) == member]
     return found[:count]
 
 

@@ -212,6 +212,7 @@ class Cluster:
         self.watches: list[Reply] = []
         self.requests: list[httpx.Request] = []
         self.changed = anyio.Event()
+        self.sharding = False  # whether it applies shard selectors (and says so in lists)
 
     def notify(self) -> None:
         self.changed.set()
@@ -245,6 +246,8 @@ class Cluster:
         start, limit = int(params.get("continue") or 0), int(params["limit"])
         token = str(start + limit) if start + limit < len(items) else None
         metadata = {"resourceVersion": str(self.version), **({"continue": token} if token else {})}
+        if self.sharding and (selector := params.get("shardSelector")):
+            metadata["shardInfo"] = {"selector": selector}
         body = {
             "kind": "KopfExampleList",
             "metadata": metadata,
@@ -555,6 +558,65 @@ async def test_the_client_limit_ends_a_stream_even_with_lines_read_ahead() -> No
     )
     assert versions(cluster)[:2] == ["10", "12"]  # b was left unread: it came again, once
     assert [name for _, name, _, _ in recorder.summary()] == ["a", "b"]
+
+
+SHARD = "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')"
+OTHER_SHARD = "shardRange(object.metadata.uid, '0x8000000000000000', '0x10000000000000000')"
+
+
+@pytest.mark.anyio
+async def test_a_shard_selector_goes_with_every_request_once_the_server_honours_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    cluster = Cluster(kex("a", 5))
+    cluster.sharding = True
+    cluster.watches = [stream(line("ADDED", kex("b", 12)))]  # then the stream ends
+    selectors = iter([SHARD, SHARD, OTHER_SHARD])  # the replica's share changes meanwhile
+    watcher = await watch_until(
+        Recorder(cluster),
+        lambda: len(cluster.watch_requests) == 2,
+        shard_selector=lambda: next(selectors),
+    )
+    assert cluster.lists[0].url.params["shardSelector"] == SHARD
+    sent = [r.url.params.get("shardSelector") for r in cluster.watch_requests]
+    assert sent == [SHARD, OTHER_SHARD]  # each request asks for the share of its moment
+    assert watcher.server_sharded
+    assert "ignores shard selectors" not in caplog.text
+
+
+@pytest.mark.anyio
+async def test_a_server_that_ignores_shard_selectors_is_watched_whole_and_said_so_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="anyop.kube")
+    cluster = Cluster(kex("a", 5))
+    expired = {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old"}
+    cluster.watches = [stream(line("ERROR", expired))]  # a relist, which asks no more
+    watcher = await watch_until(
+        Recorder(cluster),
+        lambda: len(cluster.watch_requests) == 2,
+        shard_selector=lambda: SHARD,
+    )
+    assert [r.url.params.get("shardSelector") for r in cluster.lists] == [SHARD, None]
+    assert all("shardSelector" not in r.url.params for r in cluster.watch_requests)
+    assert not watcher.server_sharded
+    assert caplog.text.count("ignores shard selectors") == 1
+
+
+@pytest.mark.anyio
+async def test_a_streaming_list_asks_once_whether_shard_selectors_are_honoured() -> None:
+    cluster = Cluster(kex("a", 5))
+    cluster.sharding = True
+    initial = stream(line("ADDED", kex("a", 5)), initial_end(10), then="hang")
+    cluster.watches = [initial]
+    await watch_until(
+        Recorder(cluster),
+        lambda: len(cluster.watch_requests) == 2,
+        shard_selector=lambda: SHARD,
+        settings=watching(streaming_lists=True),
+    )
+    assert [r.url.params.get("shardSelector") for r in cluster.probes] == [SHARD]
+    assert all(r.url.params.get("shardSelector") == SHARD for r in cluster.watch_requests)
 
 
 @pytest.mark.anyio

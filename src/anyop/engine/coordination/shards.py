@@ -13,7 +13,7 @@ import contextlib
 from collections.abc import Iterable, Iterator
 from typing import Protocol
 
-from anyop.sharding import ShardState
+from anyop.sharding import ShardState, shard_selector
 
 __all__ = ["Shard", "ShardPart"]
 
@@ -62,6 +62,15 @@ class Shard:
     def handles(self, uid: str) -> bool:
         """Whether this replica may handle the object now."""
         return self.state.handles(uid)
+
+    def selector(self) -> str | None:
+        """The ``shardSelector`` of this replica's share under its active view (what it may
+        handle is within it); ``None`` before its first activation, or if it has all or none."""
+        active = self.state.active
+        ranges = active.ranges(self.me) if active is not None else ()
+        if not ranges or ranges == ((0, 1 << 64),):
+            return None
+        return shard_selector(ranges)
 
     def gains(self, uid: str) -> bool:
         """Whether the object becomes this replica's once the target view is active."""

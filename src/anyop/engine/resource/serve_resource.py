@@ -179,9 +179,12 @@ class ResourceScope:
         )
 
     def watcher(self) -> Watcher:
-        """The list+watch stream, filtered by the handlers' common label and field selectors."""
+        """The list+watch stream, filtered by the handlers' common label and field selectors,
+        and by this replica's shard where the API server can (a resource with indexes is
+        watched whole: its indexes hold every object, whoever handles it)."""
         labels = self.registry.label_selector(self.resource)
         fields = self.registry.field_selector(self.resource)
+        indexed = self.indexer is not None and self.indexer.serves(self.resource)
         return Watcher(
             self.client,
             self.resource,
@@ -189,6 +192,7 @@ class ResourceScope:
             label_selector=str(labels) if labels else None,
             field_selector=str(fields) if fields else None,
             settings=self.settings,
+            shard_selector=self.shard.selector if self.shard and not indexed else None,
         )
 
 
@@ -242,6 +246,10 @@ def _shard_part(
     def listings() -> int:
         return watched.watcher.listings if watched.watcher is not None else 0
 
+    def reshard() -> None:
+        if watched.watcher is not None and watched.watcher.server_sharded:
+            watched.watcher.relist()
+
     return ResourceShard(
         shard,
         watched.workers,
@@ -249,6 +257,7 @@ def _shard_part(
         spawner=watched.spawner,
         hosts=watched.workers.hosts,
         relist=relist,
+        reshard=reshard,
         listings=listings,
         exit_timeout=scope.settings.queueing.exit_timeout,
         controllers=controllers if controllers.running else None,

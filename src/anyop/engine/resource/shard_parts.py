@@ -38,6 +38,8 @@ class ResourceShard:
         spawner: Its daemons and timers, if any.
         hosts: The objects' task groups (a handed-over object is clean once it has none).
         relist: Asks the resource's watch for a new listing.
+        reshard: Asks the resource's watch for a new listing if the API server selects its
+            objects by this replica's share (which changed): what is no longer ours is forgotten.
         listings: How many listings the resource's watch has started.
         exit_timeout: Seconds a handed-over object's running cycle may take before it is
             cancelled (``queueing.exit_timeout``).
@@ -63,6 +65,7 @@ class ResourceShard:
         exit_timeout: float,
         listings: Callable[[], int] = lambda: 0,
         controllers: Controllers | None = None,
+        reshard: Callable[[], None] = lambda: None,
     ) -> None:
         self.shard = shard
         self.workers = workers
@@ -70,6 +73,7 @@ class ResourceShard:
         self.spawner = spawner
         self.hosts = hosts
         self.relist = relist
+        self.reshard = reshard
         self.listings = listings
         self._stale_before: int | None = None  # after an activation: the listing to wait for
         self.exit_timeout = exit_timeout
@@ -117,10 +121,13 @@ class ResourceShard:
 
     def activate(self, *, gaining: bool) -> None:
         """Handle the gained objects from a new listing (see the class's guarantees); if
-        nothing is gained (a member joined), go on as before."""
+        nothing is gained (a member joined), go on as before (listing only the narrower share
+        anew where the API server selects it)."""
         if gaining:
             self._stale_before = self.listings() + 1
             self.relist()
+        else:
+            self.reshard()
 
     def _stale(self, uid: str) -> bool:
         """Whether the object was gained at the last activation and no listing has started

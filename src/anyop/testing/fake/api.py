@@ -26,6 +26,7 @@ from anyop.testing.fake.request_bodies import decode_body
 from anyop.testing.fake.routes import DiscoveryRoute, Route, parse_path
 from anyop.testing.fake.scales import rescale, scale_of
 from anyop.testing.fake.server_side_apply import apply
+from anyop.testing.fake.shard_selectors import parse_shard_selector
 from anyop.testing.fake.statuses import (
     StatusError,
     no_such_resource,
@@ -358,6 +359,7 @@ def _list_query(kind: Kind, namespace: str | None, query: Mapping[str, str]) -> 
         token=query.get("continue", ""),
         rv=query.get("resourceVersion", ""),
         exact=query.get("resourceVersionMatch") == "Exact",
+        shard=parse_shard_selector(query.get("shardSelector")),
     )
 
 

@@ -29,6 +29,7 @@ from anyop.testing.fake.json_copy import json_copy
 from anyop.testing.fake.kinds import BUILTIN_KINDS, NAMESPACE_KIND, Kind
 from anyop.testing.fake.label_selectors import Selector
 from anyop.testing.fake.schemas import fill_defaults
+from anyop.testing.fake.shard_selectors import ShardSelector
 from anyop.testing.fake.statuses import (
     StatusError,
     bad_request,
@@ -73,6 +74,7 @@ class ListQuery:
         token: The ``continue`` token of the previous page, or ``""``.
         rv: The ``resourceVersion`` parameter, or ``""``.
         exact: ``resourceVersionMatch=Exact``.
+        shard: The shard selector (hash ranges), if any.
     """
 
     def __init__(
@@ -84,17 +86,19 @@ class ListQuery:
         token: str = "",
         rv: str = "",
         exact: bool = False,
+        shard: ShardSelector | None = None,
     ) -> None:
         self.namespace = namespace
         self.selector = selector or Selector()
         self.limit, self.token, self.rv, self.exact = limit, token, rv, exact
+        self.shard = shard
 
     def matches(self, body: Mapping[str, Any]) -> bool:
         """Whether an object is in this list's namespace and matches its selectors."""
         metadata = body.get("metadata") or {}
         if self.namespace is not None and metadata.get("namespace") != self.namespace:
             return False
-        return self.selector(body)
+        return self.selector(body) and (self.shard is None or self.shard(body))
 
 
 class WouldCommit(Exception):
@@ -292,6 +296,8 @@ class Store:
         ]
         items = sorted_objects(matched)
         metadata: Body = {"resourceVersion": str(snapshot)}
+        if query.shard is not None:
+            metadata["shardInfo"] = {"selector": str(query.shard)}
         if kind.custom:
             metadata["continue"] = ""  # custom resources' lists always carry it
         if query.limit and len(items) > query.limit:
