@@ -15,9 +15,9 @@ from whichever member held it; a member that leaves spreads its buckets over the
 object moves. The uid is the key because it never changes for an object's life, it comes with
 every event (a relisting's synthetic ``DELETED`` included), and a re-created object is a new
 object anyway. A member's share is a union of hash ranges, so the API server can send each
-replica only its own objects (``shardSelector``, :func:`shard_selector`); where it does not, a
-replica drops the others' objects at the first step, keeping only the watch's uid, name and
-resourceVersion of them.
+replica only its own objects (``shardSelector``, :mod:`anyop.kube.shard_ranges`); where it does
+not, a replica drops the others' objects at the first step, keeping only the watch's uid, name
+and resourceVersion of them.
 
 Hand-over without overlap (an object is handled by at most one replica at any moment):
 
@@ -47,6 +47,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from anyop import leadership
+from anyop.kube.shard_ranges import ShardRanges, uid_hash
 from anyop.leadership import Observation, micro_time
 
 __all__ = [
@@ -63,8 +64,6 @@ __all__ = [
     "member_body",
     "owner",
     "renewed_since",
-    "shard_selector",
-    "uid_hash",
 ]
 
 GROUP_LABEL = "anyop.dev/shard-group"
@@ -88,15 +87,6 @@ _BUCKET_BITS = BUCKETS.bit_length() - 1
 _HASH_BITS = 64
 _SCHEME = f"rendezvous of {BUCKETS} FNV-1a buckets"
 """Part of every view's digest: replicas that split objects differently never agree on a view."""
-
-
-def uid_hash(value: str) -> int:
-    """The 64-bit FNV-1a hash of the value's UTF-8 bytes, as kube-apiserver's ``shardRange()``
-    hashes ``metadata.uid``."""
-    hashed = 0xCBF29CE484222325  # the offset basis
-    for byte in value.encode():
-        hashed = (hashed ^ byte) * 0x100000001B3  # the prime; the low 64 bits are kept at the end
-    return hashed & 0xFFFFFFFFFFFFFFFF
 
 
 def bucket(uid: str) -> int:
@@ -132,16 +122,6 @@ def owner(members: tuple[str, ...], uid: str) -> str | None:
     return _owners(tuple(sorted(set(members))))[bucket(uid)]
 
 
-def shard_selector(ranges: Iterable[tuple[int, int]]) -> str:
-    """The ``shardSelector`` of these hash ranges (start inclusive, end exclusive), as
-    kube-apiserver parses it: ``shardRange(object.metadata.uid, '0x…', '0x…') || …`` with
-    16-digit bounds (``0x10000000000000000`` for the end of the space)."""
-    return " || ".join(
-        f"shardRange(object.metadata.uid, '0x{start:016x}', '0x{end:016x}')"
-        for start, end in ranges
-    )
-
-
 @dataclasses.dataclass(frozen=True)
 class View:
     """The members of a shard group as one replica sees them.
@@ -170,6 +150,10 @@ class View:
     def bucket_owner(self, bucket: int) -> str | None:
         """The member that owns the bucket (see :func:`bucket`)."""
         return _owners(self.members)[bucket]
+
+    def share(self, member: str) -> ShardRanges:
+        """The member's share as hash ranges (see :meth:`ranges`)."""
+        return ShardRanges(self.ranges(member))
 
     def ranges(self, member: str) -> tuple[tuple[int, int], ...]:
         """The member's share of the hash space: ranges ``[start, end)``, merged and sorted."""

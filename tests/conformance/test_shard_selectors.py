@@ -14,7 +14,7 @@ import pytest
 from tests.conformance.conftest import Conform
 from tests.conformance.harness import Target
 
-from anyop.sharding import shard_selector, uid_hash
+from anyop.kube.shard_ranges import shard_selector, uid_hash
 
 pytestmark = pytest.mark.anyio
 

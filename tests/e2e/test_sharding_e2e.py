@@ -142,6 +142,15 @@ def wait_settled(http: httpx.Client, namespace: str, members: int, timeout: floa
     raise AssertionError(f"the group did not settle with {members} members: {found}")
 
 
+def filtered_events(http: httpx.Client) -> float:
+    """How many events of KopfExamples the API server has kept from watches by their shard
+    selectors (kube-apiserver's ``apiserver_watch_filtered_events_total`` counter)."""
+    text = http.get("/metrics").raise_for_status().text
+    wanted = 'apiserver_watch_filtered_events_total{group="kopf.dev",resource="kopfexamples"}'
+    found = [line.split()[-1] for line in text.splitlines() if line.startswith(wanted)]
+    return float(found[0]) if found else 0.0
+
+
 def create_objects(http: httpx.Client, namespace: str, count: int) -> None:
     path = KEX.format(namespace=namespace)
     for index in range(count):
@@ -425,9 +434,12 @@ def test_sharded_reconcilers_call_each_object_on_one_replica_at_a_time(
 
     try:
         wait_settled(http, ns, 2)
+        filtered = filtered_events(http)
         create_objects(http, ns, count)
         wait_for(ledger, "every object reconciled", lambda f: len(called(f)) == count, 60)
         assert children() == sorted(f"kex-{i:05d}-child" for i in range(count))
+        # Each replica asked for its own objects only: the others' events were kept from it.
+        assert filtered_events(http) - filtered >= count
         first = called(entries(ledger))
         assert all(len(pids) == 1 for pids in first.values())  # one replica per object
         assert {pid for pids in first.values() for pid in pids} == {r.pid for r in replicas}

@@ -11,6 +11,7 @@ import uuid
 
 import pytest
 
+from anyop.kube.shard_ranges import ShardRanges, shard_selector, uid_hash
 from anyop.leadership import Observation
 from anyop.sharding import (
     ACK_ANNOTATION,
@@ -22,8 +23,6 @@ from anyop.sharding import (
     live_members,
     member_body,
     owner,
-    shard_selector,
-    uid_hash,
 )
 
 _RANDOM = random.Random(7)
@@ -226,3 +225,11 @@ def test_a_shard_selector_is_written_as_the_api_server_parses_it() -> None:
 
 def test_replicas_that_split_objects_differently_never_agree_on_a_view() -> None:
     assert View.of(["a", "b"]).digest != hashlib.blake2b(b"a\nb", digest_size=10).hexdigest()
+
+
+def test_a_share_holds_the_objects_in_its_ranges() -> None:
+    view = View.of(["r1", "r2", "r3"])
+    share = view.share("r2")
+    assert share == ShardRanges(view.ranges("r2"))
+    assert share.selector == shard_selector(view.ranges("r2"))
+    assert all(share.holds(uid) == (view.owner(uid) == "r2") for uid in UIDS[:2000])

@@ -23,6 +23,7 @@ from anyop.kube.client import PAGE_SIZE, Body, KubeClient, ListOptions
 from anyop.kube.linestream import EventType, Handler, LineStream, WatchEvent
 from anyop.kube.resources import Resource
 from anyop.kube.sessions import Request, strip_managed_fields
+from anyop.kube.shard_ranges import ShardRanges
 from anyop.kube.watchstate import (
     Ended,
     Expired,
@@ -83,12 +84,11 @@ class Watcher:
             stream, the inactivity deadline and the reconnect pause.
         policy: The timing rules, when they should differ from those of ``settings``.
         page_size: The ``limit`` of each list page.
-        shard_selector: This replica's share of a sharded operator's objects, as a
-            ``shardSelector`` (asked anew for every request; ``None``: everything). Sent with
-            every listing until one shows that the server ignores it (no ``shardInfo`` in the
-            answer: said once, at INFO), and with the watch-streams of a server that honours it.
-            It only spares the replica the others' objects: the engine still decides what is
-            its own.
+        shard: This replica's share of a sharded operator's objects (asked anew for every
+            request; ``None``: everything), sent as a ``shardSelector`` with every listing and
+            watch-stream until an object outside it shows that the server ignores it (said
+            once, at INFO). It only spares the replica the others' objects: the engine still
+            decides what is its own.
 
     Guarantees:
         * ``run`` reports ``started`` only after every object of the initial listing has been
@@ -120,7 +120,7 @@ class Watcher:
         settings: OperatorSettings | None = None,
         policy: WatchPolicy | None = None,
         page_size: int = PAGE_SIZE,
-        shard_selector: Callable[[], str | None] | None = None,
+        shard: Callable[[], ShardRanges | None] | None = None,
     ) -> None:
         self.client = client
         self.resource = resource
@@ -147,9 +147,10 @@ class Watcher:
         self._bookmarked = False
         """The server sent this watcher a bookmark once: it sends them (kube-apiserver about
         every minute), so a silence longer than ``inactivity_timeout`` is a stall."""
-        self._shard_selector = shard_selector
-        self._shards_honoured: bool | None = None
-        """Whether the server applies shard selectors: ``None`` until a listing tells."""
+        self._shard = shard
+        self._shards_ignored = False
+        """An object outside the share came: the server ignores shard selectors."""
+        self._streamed_share: ShardRanges | None = None  # the share the open stream asked for
         self._silences = 0
         """Stalls of watch-streams that had opened, while no bookmark ever came. A server that
         sends none (its watch cache off, an aggregated API) is silent on a quiet resource:
@@ -198,8 +199,8 @@ class Watcher:
     @property
     def server_sharded(self) -> bool:
         """Whether the API server is asked for this replica's share of the objects only (a
-        sharded replica's watcher, unless a listing showed that the server ignores that)."""
-        return self._shard_selector is not None and self._shards_honoured is not False
+        sharded replica's watcher, unless an object showed that the server ignores that)."""
+        return self._shard is not None and not self._shards_ignored
 
     def relist(self) -> None:
         """List anew, now: every object comes again as a listed ``ADDED`` (and what vanished as
@@ -268,12 +269,13 @@ class Watcher:
     async def _list(self, handle: Handler) -> Listed:
         fresh: set[str] = set()
         version = ""
-        options, selector = self._list_options, self._shard_selector_to_try()
-        if selector is not None:
-            options = {**options, "shard_selector": selector}
+        options, share = self._list_options, self._share_to_ask()
+        if share is not None:
+            options = {**options, "shard_selector": share.selector}
         async for page in self.client.list_pages(self.resource, **options):
-            if selector is not None:
-                self._note_sharding(honoured=page.shard_info is not None)
+            if share is not None and page.shard_info is None:  # not said: look (custom resources)
+                for body in page.items:
+                    self._check_share(share, body)
             if page.restarted:
                 fresh.clear()
             for body in page.items:
@@ -291,11 +293,6 @@ class Watcher:
         ``k8s.io/initial-events-end`` says the listing is complete at its resourceVersion. A server
         that refuses the parameters (400, 403, 422) is listed page by page from then on.
         """
-        if (selector := self._shard_selector_to_try()) is not None and not self._shards_honoured:
-            probe: ListOptions = {**self._list_options, "page_size": 1, "shard_selector": selector}
-            async for page in self.client.list_pages(self.resource, **probe):
-                self._note_sharding(honoured=page.shard_info is not None)
-                break
         stream = self._stream(initial=True)
         fresh: set[str] = set()
         try:
@@ -319,6 +316,7 @@ class Watcher:
                             await self._vanish(handle, fresh)
                             return Listed(str(metadata.get("resourceVersion") or ""))
                     elif kind == "ADDED":
+                        self._check_share(self._streamed_share, body)
                         fresh.add(self._remember(body))
                         body = (
                             body if self.client.keep_managed_fields else strip_managed_fields(body)
@@ -331,21 +329,25 @@ class Watcher:
         finally:
             self.state = self.state.with_stream(open=False)
 
-    def _shard_selector_to_try(self) -> str | None:
-        """This replica's shard selector, unless the server is known to ignore them."""
-        if self._shard_selector is None or self._shards_honoured is False:
+    def _share_to_ask(self) -> ShardRanges | None:
+        """This replica's share, unless the server is known to ignore shard selectors."""
+        if self._shard is None or self._shards_ignored:
             return None
-        return self._shard_selector()
+        return self._shard()
 
-    def _note_sharding(self, *, honoured: bool) -> None:
-        """Remember what a listing said of shard selectors; say it once if they are ignored."""
-        if not honoured and self._shards_honoured is not False:
-            what = (
-                "The API server ignores shard selectors for %r (is its ShardedListAndWatch "
-                "feature gate off?): all objects come to this replica, which drops the others'."
-            )
-            logger.info(what, self.resource)
-        self._shards_honoured = honoured
+    def _check_share(self, share: ShardRanges | None, body: Body) -> None:
+        """Note an object that the server sent although it is outside the share asked for: the
+        server ignores shard selectors (said once; they are not sent again)."""
+        if share is None or self._shards_ignored:
+            return
+        if share.holds(str((body.get("metadata") or {}).get("uid") or "")):
+            return
+        self._shards_ignored = True
+        what = (
+            "The API server ignores shard selectors for %r (is its ShardedListAndWatch feature "
+            "gate off?): all objects come to this replica, which drops the others'."
+        )
+        logger.info(what, self.resource)
 
     async def _refused(self, handle: Handler, why: str) -> Outcome:
         """List in pages, now and from now on: the server cannot stream lists."""
@@ -437,8 +439,9 @@ class Watcher:
         else:
             params["resourceVersion"] = self.state.resource_version or ""
         params |= {key: value for key, value in self._selectors.items() if value}
-        if self._shards_honoured and (selector := self._shard_selector_to_try()) is not None:
-            params["shardSelector"] = selector
+        self._streamed_share = self._share_to_ask()
+        if self._streamed_share is not None:
+            params["shardSelector"] = self._streamed_share.selector
         connect = watching.connect_timeout or self.settings.networking.connect_timeout
         return LineStream(
             self.client.sessions,
@@ -488,6 +491,7 @@ class Watcher:
                 "Ignoring an unknown event type in the watch-stream for %r: %r", self.resource, kind
             )
             return None
+        self._check_share(self._streamed_share, body)
         if kind == "DELETED":
             self._known.pop(str(body.get("metadata", {}).get("uid")), None)
         else:

@@ -18,7 +18,8 @@ from tests.virtual import virtual_backend
 
 import anyop
 from anyop.handlers.registry import OperatorRegistry
-from anyop.sharding import View, shard_selector
+from anyop.kube.shard_ranges import shard_selector
+from anyop.sharding import View
 from anyop.testing import FakeCluster
 
 pytestmark = pytest.mark.anyio

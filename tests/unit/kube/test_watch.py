@@ -28,6 +28,7 @@ from anyop.kube.client import KubeClient, open_client
 from anyop.kube.connection import ConnectionInfo
 from anyop.kube.resources import Resource
 from anyop.kube.retries import Backoff
+from anyop.kube.shard_ranges import ShardRanges, uid_hash
 from anyop.kube.watch import QUIET_404S, Watcher, WatchEvent
 from anyop.kube.watchstate import (
     Ended,
@@ -560,63 +561,76 @@ async def test_the_client_limit_ends_a_stream_even_with_lines_read_ahead() -> No
     assert [name for _, name, _, _ in recorder.summary()] == ["a", "b"]
 
 
-SHARD = "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')"
-OTHER_SHARD = "shardRange(object.metadata.uid, '0x8000000000000000', '0x10000000000000000')"
+EVERYTHING = ShardRanges(((0, 1 << 63), (1 << 63, 1 << 64)))  # in two halves: a selector
+QUARTERS = ShardRanges(((0, 1 << 62), (1 << 62, 1 << 64)))
+
+
+def without(body: dict[str, Any]) -> ShardRanges:
+    """A share that does not hold this object."""
+    hashed = uid_hash(body["metadata"]["uid"])
+    return ShardRanges(tuple(r for r in ((0, hashed), (hashed + 1, 1 << 64)) if r[0] < r[1]))
 
 
 @pytest.mark.anyio
-async def test_a_shard_selector_goes_with_every_request_once_the_server_honours_it(
+async def test_a_shard_selector_goes_with_every_request_for_the_share_of_its_moment(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     cluster = Cluster(kex("a", 5))
-    cluster.sharding = True
     cluster.watches = [stream(line("ADDED", kex("b", 12)))]  # then the stream ends
-    selectors = iter([SHARD, SHARD, OTHER_SHARD])  # the replica's share changes meanwhile
+    shares = iter([EVERYTHING, EVERYTHING, QUARTERS])  # the replica's share changes meanwhile
     watcher = await watch_until(
-        Recorder(cluster),
-        lambda: len(cluster.watch_requests) == 2,
-        shard_selector=lambda: next(selectors),
+        Recorder(cluster), lambda: len(cluster.watch_requests) == 2, shard=lambda: next(shares)
     )
-    assert cluster.lists[0].url.params["shardSelector"] == SHARD
+    assert cluster.lists[0].url.params["shardSelector"] == EVERYTHING.selector
     sent = [r.url.params.get("shardSelector") for r in cluster.watch_requests]
-    assert sent == [SHARD, OTHER_SHARD]  # each request asks for the share of its moment
+    assert sent == [EVERYTHING.selector, QUARTERS.selector]
     assert watcher.server_sharded
     assert "ignores shard selectors" not in caplog.text
 
 
 @pytest.mark.anyio
-async def test_a_server_that_ignores_shard_selectors_is_watched_whole_and_said_so_once(
-    caplog: pytest.LogCaptureFixture,
+@pytest.mark.parametrize("echoed", [False, True], ids=["custom", "typed"])
+async def test_an_object_outside_the_share_shows_the_server_ignores_it_and_is_said_once(
+    caplog: pytest.LogCaptureFixture, echoed: bool
 ) -> None:
     caplog.set_level(logging.INFO, logger="anyop.kube")
-    cluster = Cluster(kex("a", 5))
+    first, second = kex("a", 5), kex("b", 12)
+    cluster = Cluster(first)
+    cluster.sharding = echoed  # a typed list says it applied the selector: no object is checked
     expired = {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old"}
-    cluster.watches = [stream(line("ERROR", expired))]  # a relist, which asks no more
+    cluster.watches = [stream(line("ADDED", second), line("ERROR", expired))]
     watcher = await watch_until(
         Recorder(cluster),
         lambda: len(cluster.watch_requests) == 2,
-        shard_selector=lambda: SHARD,
+        shard=lambda: without(first if not echoed else second),
     )
-    assert [r.url.params.get("shardSelector") for r in cluster.lists] == [SHARD, None]
-    assert all("shardSelector" not in r.url.params for r in cluster.watch_requests)
+    lists = [r.url.params.get("shardSelector") is not None for r in cluster.lists]
+    watches = [r.url.params.get("shardSelector") is not None for r in cluster.watch_requests]
+    if echoed:  # b came on the watch-stream: that tells
+        assert (lists, watches) == ([True, False], [True, False])
+    else:  # a came in the listing: that tells
+        assert (lists, watches) == ([True, False], [False, False])
     assert not watcher.server_sharded
     assert caplog.text.count("ignores shard selectors") == 1
 
 
 @pytest.mark.anyio
-async def test_a_streaming_list_asks_once_whether_shard_selectors_are_honoured() -> None:
+async def test_a_streaming_list_sends_the_shard_selector_and_checks_its_objects(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="anyop.kube")
     cluster = Cluster(kex("a", 5))
-    cluster.sharding = True
-    initial = stream(line("ADDED", kex("a", 5)), initial_end(10), then="hang")
-    cluster.watches = [initial]
+    cluster.watches = [stream(line("ADDED", kex("a", 5)), initial_end(10), then="hang")]
     await watch_until(
         Recorder(cluster),
         lambda: len(cluster.watch_requests) == 2,
-        shard_selector=lambda: SHARD,
+        shard=lambda: without(kex("a", 5)),
         settings=watching(streaming_lists=True),
     )
-    assert [r.url.params.get("shardSelector") for r in cluster.probes] == [SHARD]
-    assert all(r.url.params.get("shardSelector") == SHARD for r in cluster.watch_requests)
+    sent = [r.url.params.get("shardSelector") is not None for r in cluster.watch_requests]
+    assert sent == [True, False]  # "a" was outside: the server ignores the selector
+    assert cluster.lists == []
+    assert "ignores shard selectors" in caplog.text
 
 
 @pytest.mark.anyio

@@ -13,7 +13,8 @@ import contextlib
 from collections.abc import Iterable, Iterator
 from typing import Protocol
 
-from anyop.sharding import ShardState, shard_selector
+from anyop.kube.shard_ranges import HASH_SPACE, ShardRanges
+from anyop.sharding import ShardState
 
 __all__ = ["Shard", "ShardPart"]
 
@@ -63,14 +64,14 @@ class Shard:
         """Whether this replica may handle the object now."""
         return self.state.handles(uid)
 
-    def selector(self) -> str | None:
-        """The ``shardSelector`` of this replica's share under its active view (what it may
-        handle is within it); ``None`` before its first activation, or if it has all or none."""
+    def share(self) -> ShardRanges | None:
+        """This replica's share under its active view (what it may handle is within it), to ask
+        the API server for; ``None`` before its first activation, or if it has all or none."""
         active = self.state.active
-        ranges = active.ranges(self.me) if active is not None else ()
-        if not ranges or ranges == ((0, 1 << 64),):
+        share = active.share(self.me) if active is not None else None
+        if share is None or share.ranges in ((), ((0, HASH_SPACE),)):
             return None
-        return shard_selector(ranges)
+        return share
 
     def gains(self, uid: str) -> bool:
         """Whether the object becomes this replica's once the target view is active."""

@@ -192,7 +192,7 @@ class ResourceScope:
             label_selector=str(labels) if labels else None,
             field_selector=str(fields) if fields else None,
             settings=self.settings,
-            shard_selector=self.shard.selector if self.shard and not indexed else None,
+            shard=self.shard.share if self.shard and not indexed else None,
         )
 
 

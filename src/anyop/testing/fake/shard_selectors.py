@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from anyop.sharding import uid_hash
+from anyop.kube.shard_ranges import uid_hash
 from anyop.testing.fake.statuses import StatusError, status_body
 
 __all__ = ["ShardSelector", "parse_shard_selector"]

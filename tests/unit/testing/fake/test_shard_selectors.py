@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from anyop.sharding import uid_hash
+from anyop.kube.shard_ranges import uid_hash
 from anyop.testing.fake.shard_selectors import parse_shard_selector
 from anyop.testing.fake.statuses import StatusError
 
