@@ -57,6 +57,27 @@ async def test_a_list_keeps_the_objects_whose_uid_hash_is_in_the_ranges(conform:
     await conform(scenario)
 
 
+async def test_a_list_of_custom_resources_is_sharded_without_saying_so(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        for index in range(8):
+            body = {"apiVersion": "conformance.anyop.dev/v1", "kind": "Widget",
+                    "metadata": {"name": f"w-{index}"}, "spec": {"size": index}}  # fmt: skip
+            await t.call("POST", t.widgets(), body, record=lambda d: None)
+        listed = await t.call("GET", t.widgets(), record=lambda d: None)
+        kept = {i["metadata"]["name"] for i in listed["items"] if _inside(i)}
+        answer = await t.get(
+            t.widgets(),
+            params={"shardSelector": SELECTOR},
+            record=lambda d: sorted(d["metadata"]),
+        )
+        t.note(
+            "kept exactly the objects in range",
+            {i["metadata"]["name"] for i in answer["items"]} == kept,
+        )
+
+    await conform(scenario)
+
+
 async def test_pages_of_a_sharded_list_carry_the_selector(conform: Conform) -> None:
     async def scenario(t: Target) -> None:
         expected = await _objects(t, 10)

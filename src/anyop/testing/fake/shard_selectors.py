@@ -3,7 +3,8 @@
 Pure. kube-apiserver 1.36 with its ``ShardedListAndWatch`` feature gate (the local control plane
 turns it on, and so does the fake) keeps only the objects whose 64-bit FNV-1a hash of
 ``metadata.uid`` or ``metadata.namespace`` falls in one of the selector's ranges, in lists and
-watch-streams alike, and echoes the selector in a list's ``metadata.shardInfo``. The grammar is a
+watch-streams alike, and echoes the selector in a typed list's ``metadata.shardInfo`` (not in a
+list of custom resources, which kube-apiserver builds unstructured). The grammar is a
 small part of CEL: ``shardRange(object.metadata.uid, '0x…', '0x…')`` calls joined by ``||``,
 with parentheses. A selector the server cannot parse fails the request as it does there (its
 message, an internal error).

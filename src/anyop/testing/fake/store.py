@@ -296,7 +296,7 @@ class Store:
         ]
         items = sorted_objects(matched)
         metadata: Body = {"resourceVersion": str(snapshot)}
-        if query.shard is not None:
+        if query.shard is not None and not kind.custom:  # an unstructured list has no field
             metadata["shardInfo"] = {"selector": str(query.shard)}
         if kind.custom:
             metadata["continue"] = ""  # custom resources' lists always carry it
