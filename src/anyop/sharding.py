@@ -94,15 +94,15 @@ def bucket(uid: str) -> int:
     return uid_hash(uid) >> (_HASH_BITS - _BUCKET_BITS)
 
 
-def _score(member: str, bucket: int) -> int:
-    digest = hashlib.blake2b(f"{member}\0{bucket}".encode(), digest_size=8).digest()
+def _score(member: str, part: int) -> int:
+    digest = hashlib.blake2b(f"{member}\0{part}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big")
 
 
 @functools.lru_cache(maxsize=256)
 def _scores(member: str) -> tuple[int, ...]:
     """The member's score for every bucket (computed once per identity)."""
-    return tuple(_score(member, bucket) for bucket in range(BUCKETS))
+    return tuple(_score(member, part) for part in range(BUCKETS))
 
 
 @functools.lru_cache(maxsize=64)
@@ -112,7 +112,7 @@ def _owners(members: tuple[str, ...]) -> tuple[str | None, ...]:
         return (None,) * BUCKETS
     scored = [(_scores(member), member) for member in members]
     return tuple(
-        max((scores[bucket], member) for scores, member in scored)[1] for bucket in range(BUCKETS)
+        max((scores[part], member) for scores, member in scored)[1] for part in range(BUCKETS)
     )
 
 
@@ -147,9 +147,9 @@ class View:
         """The member that owns the object with this uid."""
         return _owners(self.members)[bucket(uid)]
 
-    def bucket_owner(self, bucket: int) -> str | None:
-        """The member that owns the bucket (see :func:`bucket`)."""
-        return _owners(self.members)[bucket]
+    def bucket_owner(self, part: int) -> str | None:
+        """The member that owns the bucket ``part`` (see :func:`bucket`)."""
+        return _owners(self.members)[part]
 
     def share(self, member: str) -> ShardRanges:
         """The member's share as hash ranges (see :meth:`ranges`)."""
@@ -159,10 +159,10 @@ class View:
         """The member's share of the hash space: ranges ``[start, end)``, merged and sorted."""
         width = 1 << (_HASH_BITS - _BUCKET_BITS)
         ranges: list[tuple[int, int]] = []
-        for bucket, holder in enumerate(_owners(self.members)):
+        for part, holder in enumerate(_owners(self.members)):
             if holder != member:
                 continue
-            start = bucket * width
+            start = part * width
             if ranges and ranges[-1][1] == start:
                 ranges[-1] = (ranges[-1][0], start + width)
             else:
