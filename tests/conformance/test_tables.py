@@ -327,8 +327,12 @@ def _network_kinds(t: Target) -> list[tuple[str, dict[str, Any]]]:
               "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
               "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
                   "operations": ["CREATE"], "resources": ["configmaps"]}]}}  # fmt: skip
+    # The binding denies ConfigMaps in this scenario's namespace only: a cluster-wide one lingers
+    # in kube-apiserver's admission for a moment after its deletion, denying other scenarios'.
+    scope = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": t.namespace}}}
     binding = {"policyName": f"{t.namespace}-policy", "validationActions": ["Deny"],
-               "paramRef": {"name": "p", "parameterNotFoundAction": "Deny"}}  # fmt: skip
+               "paramRef": {"name": "p", "parameterNotFoundAction": "Deny"},
+               "matchResources": scope}  # fmt: skip
     owner = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "ss", "uid": "u",
              "controller": True}  # fmt: skip
     return [
