@@ -1,7 +1,7 @@
 """Sharding: N replicas (`anyop run --shards auto`) share the objects; throughput and RSS.
 
 ``python -m bench.sharding [--objects 10000] [--replicas 1 2 3] [--backends asyncio trio]
-[--server-shards on off]``
+[--server-shards on off] [--no-record]``
 
 For each number of replicas: the replicas start in an empty namespace (peering in its
 AnyopPeering) and settle (every member's Lease acknowledges the same view); ``anyop freeze``
@@ -14,6 +14,7 @@ its RSS. ``--server-shards on`` runs kube-apiserver with its ``ShardedListAndWat
 replicas ask it for their own objects only); ``off`` without (every replica receives every object
 and drops the others'). The operator is ``bench/operators/create_returns_status.py``. The
 replicas and the API server share this machine's CPUs.
+The results are kept in ``bench/results/sharding.json`` (see ``bench/results.py``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import httpx
 from anyop.sharding import ACK_ANNOTATION, GROUP_LABEL
 from anyop.testing.controlplane import LocalControlPlane
 from anyop.testing.pytest_plugin import kubectl, wait_for_crd
+from bench import results
 from bench.namespaces import scratch_namespace
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -147,17 +149,22 @@ def main() -> None:
     parser.add_argument("--replicas", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--backends", nargs="+", default=["asyncio", "trio"])
     parser.add_argument("--server-shards", nargs="+", choices=["on", "off"], default=["on"])
+    parser.add_argument("--no-record", action="store_true",
+                        help="Do not keep the results in bench/results/sharding.json.")  # fmt: skip
     args = parser.parse_args()
     for gate in args.server_shards:
         flags = [f"--feature-gates=ShardedListAndWatch={'true' if gate == 'on' else 'false'}"]
         with LocalControlPlane(controllers=False, nodes=False, apiserver_flags=flags) as plane:
-            bench(plane, args.objects, args.replicas, args.backends, gate)
+            found = bench(plane, args.objects, args.replicas, args.backends, gate)
+        if not args.no_record:
+            results.record("sharding", found, key=("objects", "backend", "selectors", "replicas"))
 
 
 def bench(
     plane: LocalControlPlane, objects: int, counts: list[int], backends: list[str], gate: str
-) -> None:
-    """Every backend with every number of replicas, on one control plane."""
+) -> list[dict[str, Any]]:
+    """Every backend with every number of replicas, on one control plane; their results."""
+    found = []
     kubectl(plane, "apply", "-f", str(ROOT / "examples" / "crd.yaml"))
     kubectl(plane, "apply", "-f", str(ROOT / "manifests" / "peering.yaml"))
     for crd in ("kopfexamples.kopf.dev", "anyoppeerings.anyop.dev"):
@@ -180,6 +187,8 @@ def bench(
                 f"{server['cpu_s']:.1f} s CPU / {server['rss_mib']:.0f} MiB",
                 flush=True,
             )
+            found.append({"objects": objects, "backend": backend, "selectors": gate, **r})
+    return found
 
 
 if __name__ == "__main__":
