@@ -58,14 +58,30 @@ def docs(session: nox.Session) -> None:
         session.run("mkdocs", "serve", *session.posargs)
 
 
+CHARTED = ("anyop-asyncio", "anyop-trio", "kopf", "raw-aiohttp-state")
+"""The frameworks of the charts' bulk runs: anyop on both backends, Kopf and the floor."""
+
+
 @nox.session
 def bench(session: nox.Session) -> None:
-    """anyop beside Kopf on the real control plane: `nox -s bench -- --objects 1000`.
+    """anyop beside Kopf on the real control plane, then the charts of docs/benchmarks.md.
 
-    Kopf gets its own venv in the cache (bench/kopf_env.py); see docs/benchmarks.md.
+    `nox -s bench` measures what the charts show (bulk at 1,000, 3,000 and 10,000 objects;
+    sharding at 10,000 objects with 1-3 replicas, shard selectors on and off), keeps the results
+    in bench/results/ and draws docs/images/bench-*.svg from them: about an hour on 2 CPUs.
+    `nox -s bench -- --objects 1000` runs bench.compare with those arguments instead, and draws
+    the charts again. Kopf gets its own venv in the cache (bench/kopf_env.py).
     """
     session.install("-e", ".[dev]", "aiohttp", "py-spy")
-    session.run("python", "-m", "bench.compare", *session.posargs)
+    if session.posargs:
+        session.run("python", "-m", "bench.compare", *session.posargs)
+    else:
+        for objects, repeats in ((1000, "3"), (3000, "2"), (10000, "1")):
+            bulk = ("--objects", str(objects), "--repeats", repeats, "--scenarios", "bulk")
+            session.run("python", "-m", "bench.compare", *bulk, "--frameworks", *CHARTED)
+        session.run("python", "-m", "bench.sharding", "--objects", "10000",
+                    "--server-shards", "on", "off")  # fmt: skip
+    session.run("python", "-m", "bench.charts")
 
 
 @nox.session(name="stress-sharding")

@@ -34,8 +34,10 @@ deleted namespaces). Scenarios:
   ``bulk``'s CPU per object beyond it is ``(bulk cpu_s - idle cpu_s) / N``.
 
 Every repetition runs every framework, in a rotating order; reported are medians and the ratios
-to Kopf. Numbers are printed as a Markdown table for ``docs/benchmarks.md``. ``--profile DIR``
-attaches py-spy to every anyop run (read the profiles with ``python -m bench.profiles``).
+to Kopf, and the medians are kept in ``bench/results/compare.json`` (``--no-record``: not kept;
+``python -m bench.charts`` draws them). Numbers are printed as a Markdown table for
+``docs/benchmarks.md``. ``--profile DIR`` attaches py-spy to every anyop run (read the profiles
+with ``python -m bench.profiles``).
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from anyop.testing.controlplane import LocalControlPlane
 from anyop.testing.pytest_plugin import kubectl, wait_for_crd
-from bench import profiles
+from bench import profiles, results
 from bench.bulk_create import proc_stats
 from bench.daemons import create_objects
 from bench.kopf_env import KOPF_VERSION, kopf_command
@@ -486,6 +488,16 @@ def run_all(plane: LocalControlPlane, scenarios: list[str], frameworks: list[str
     return results
 
 
+def records(found: dict[str, Runs], count: int, repeats: int) -> list[results.Record]:
+    """One record per scenario and framework: the medians of its metrics."""
+    return [
+        {"scenario": scenario, "objects": count, "framework": framework, "repeats": repeats,
+         "values": {metric: statistics.median(values) for metric, values in metrics.items()}}
+        for scenario, runs in found.items()
+        for framework, metrics in runs.items()
+    ]  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--objects", type=int, default=1000)
@@ -493,6 +505,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--scenarios", nargs="+", default=list(SCENARIOS), choices=SCENARIOS)
     parser.add_argument("--frameworks", nargs="+", default=list(FRAMEWORKS), choices=FRAMEWORKS)
     parser.add_argument("--smoke", action="store_true", help="20 objects, once (the tests).")
+    parser.add_argument("--no-record", action="store_true",
+                        help="Do not keep the medians in bench/results/compare.json.")  # fmt: skip
     parser.add_argument(
         "--verbose-logs",
         action="store_true",
@@ -519,7 +533,10 @@ def main(argv: list[str] | None = None) -> None:
     with LocalControlPlane(controllers=False, nodes=False) as plane:
         kubectl(plane, "apply", "-f", str(ROOT / "examples" / "crd.yaml"))
         wait_for_crd(plane, "kopfexamples.kopf.dev")
-        run_all(plane, args.scenarios, args.frameworks, count, repeats)
+        found = run_all(plane, args.scenarios, args.frameworks, count, repeats)
+    if not (args.smoke or args.no_record):
+        results.record("compare", records(found, count, repeats),
+                       key=("scenario", "objects", "framework"))  # fmt: skip
 
 
 if __name__ == "__main__":

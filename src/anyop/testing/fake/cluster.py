@@ -54,6 +54,12 @@ BASE_URL = "http://fake-cluster.invalid"
 """The base URL of in-process clients (no name is resolved: requests never leave the process)."""
 
 
+@functools.lru_cache(maxsize=4)
+def _stamp(epoch: datetime.datetime, seconds: int) -> str:
+    """The RFC 3339 time ``seconds`` after ``epoch`` (one second's string made once)."""
+    return (epoch + datetime.timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 class FakeCluster:
     """An in-memory Kubernetes API: namespaces, built-in kinds, CRDs and their objects, watches.
 
@@ -124,8 +130,7 @@ class FakeCluster:
             self._started = now - self._elapsed
         if now is not None and self._started is not None:
             self._elapsed = now - self._started
-        moment = self._epoch + datetime.timedelta(seconds=int(self._elapsed))
-        return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+        return _stamp(self._epoch, int(self._elapsed))
 
     # -- requests -------------------------------------------------------------------------------
 

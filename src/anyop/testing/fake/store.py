@@ -132,6 +132,7 @@ class Store:
         self.now = clock
         self.history = History(history_limit)
         self.kinds: dict[tuple[str, str, str], Kind] = {}
+        self._groups: frozenset[tuple[str, str]] | None = None  # of the kinds; None: to be made
         self.objects: dict[ResourceKey, dict[ObjectKey, Body]] = collections.defaultdict(dict)
         self.listeners: list[Listener] = []
         self.controllers: list[Controller] = []
@@ -164,12 +165,14 @@ class Store:
     def serve(self, kind: Kind) -> None:
         """Serve a kind (replacing one of the same group, version and plural)."""
         self.kinds[(kind.group, kind.version, kind.plural)] = kind
+        self._groups = None
 
     def unserve(self, crd: str) -> list[Kind]:
         """Stop serving the kinds of a CRD; return them."""
         gone = [kind for kind in self.kinds.values() if kind.crd == crd]
         for kind in gone:
             del self.kinds[(kind.group, kind.version, kind.plural)]
+        self._groups = None
         return gone
 
     def kind(self, group: str, version: str, plural: str) -> Kind | None:
@@ -191,9 +194,11 @@ class Store:
             if (kind.group, kind.version) == (group, version)
         )
 
-    def groups(self) -> set[tuple[str, str]]:
-        """The served ``(group, version)`` pairs."""
-        return {(kind.group, kind.version) for kind in self.kinds.values()}
+    def groups(self) -> frozenset[tuple[str, str]]:
+        """The served ``(group, version)`` pairs (a set kept until the kinds change)."""
+        if self._groups is None:
+            self._groups = frozenset((kind.group, kind.version) for kind in self.kinds.values())
+        return self._groups
 
     # -- writes' primitives ---------------------------------------------------------------------
 
