@@ -530,13 +530,14 @@ def main(argv: list[str] | None = None) -> None:
     # Bytecode for anyop's sources, as an installed package has (Kopf's venv has it): with
     # PYTHONDONTWRITEBYTECODE set, an editable checkout would be compiled at every start.
     compileall.compile_dir(str(ROOT / "src"), quiet=1)
+    measured = results.stamp()
     with LocalControlPlane(controllers=False, nodes=False) as plane:
         kubectl(plane, "apply", "-f", str(ROOT / "examples" / "crd.yaml"))
         wait_for_crd(plane, "kopfexamples.kopf.dev")
         found = run_all(plane, args.scenarios, args.frameworks, count, repeats)
     if not (args.smoke or args.no_record):
         results.record("compare", records(found, count, repeats),
-                       key=("scenario", "objects", "framework"))  # fmt: skip
+                       key=("scenario", "objects", "framework"), measured=measured)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RESULTS", "commit", "load", "record"]
+__all__ = ["RESULTS", "commit", "load", "record", "stamp"]
 
 RESULTS = Path(__file__).resolve().parent / "results"
 Record = dict[str, Any]
@@ -48,10 +48,15 @@ def merged(old: Sequence[Record], new: Sequence[Record], key: Sequence[str]) -> 
     return sorted([*kept, *new], key=lambda entry: tuple(str(entry.get(f)) for f in key))
 
 
-def record(name: str, entries: Sequence[Record], key: Sequence[str]) -> Path:
-    """Keep ``entries`` (stamped with the commit and today's date) in the bench's file."""
-    stamp = {"commit": commit(), "date": datetime.date.today().isoformat()}
-    new = [{**entry, **stamp} for entry in entries]
+def stamp() -> Record:
+    """The commit and the date of a measurement: take it when the bench starts, before the
+    checkout can change under it."""
+    return {"commit": commit(), "date": datetime.date.today().isoformat()}
+
+
+def record(name: str, entries: Sequence[Record], key: Sequence[str], measured: Record) -> Path:
+    """Keep ``entries``, stamped with ``measured`` (see :func:`stamp`), in the bench's file."""
+    new = [{**entry, **measured} for entry in entries]
     path = RESULTS / f"{name}.json"
     RESULTS.mkdir(exist_ok=True)
     path.write_text(json.dumps(merged(load(name), new, key), indent=1, sort_keys=True) + "\n")

@@ -152,12 +152,14 @@ def main() -> None:
     parser.add_argument("--no-record", action="store_true",
                         help="Do not keep the results in bench/results/sharding.json.")  # fmt: skip
     args = parser.parse_args()
+    measured = results.stamp()
     for gate in args.server_shards:
         flags = [f"--feature-gates=ShardedListAndWatch={'true' if gate == 'on' else 'false'}"]
         with LocalControlPlane(controllers=False, nodes=False, apiserver_flags=flags) as plane:
             found = bench(plane, args.objects, args.replicas, args.backends, gate)
         if not args.no_record:
-            results.record("sharding", found, key=("objects", "backend", "selectors", "replicas"))
+            key = ("objects", "backend", "selectors", "replicas")
+            results.record("sharding", found, key=key, measured=measured)
 
 
 def bench(
