@@ -27,6 +27,7 @@ Caveats:
 from __future__ import annotations
 
 import datetime
+import math
 import time
 import weakref
 from collections.abc import Callable
@@ -57,19 +58,27 @@ def suspended() -> float:
     """Seconds the machine has been suspended since it booted, where the system says
     (``CLOCK_BOOTTIME`` counts them, ``CLOCK_MONOTONIC`` does not); ``0.0`` elsewhere.
 
-    The two clocks cannot be read at one instant: of three tries, the one with the narrowest
-    window between its reads is taken, so a pre-emption between them does not count as sleep.
+    The two clocks cannot be read at one instant: a reading whose window between its reads is
+    under a millisecond is taken at once (its error is half of that, and the result is used
+    rounded to whole seconds); otherwise, of three tries, the one with the narrowest window, so
+    a pre-emption between the reads does not count as sleep.
     """
     boottime = getattr(time, "CLOCK_BOOTTIME", None)
     if boottime is None:
         return 0.0
-    readings = []
+    best = (math.inf, 0.0)
     for _ in range(3):
         before = time.monotonic()
         booted = time.clock_gettime(boottime)
         after = time.monotonic()
-        readings.append((after - before, booted - (before + after) / 2))
-    return min(readings)[1]
+        best = min(best, (after - before, booted - (before + after) / 2))
+        if best[0] < _NARROW:
+            break
+    return best[1]
+
+
+_NARROW = 1e-3
+"""A window between two clocks' reads narrow enough to take the reading at once (seconds)."""
 
 
 def _slept(asleep: float) -> float:
