@@ -13,8 +13,9 @@ advances it by the event loop's own clock (:func:`anyio.current_time`, monotonic
 - On virtual time (Trio's ``MockClock``, or a test loop with a fake clock) the wall clock moves
   with the virtual one, so a retry written 60 seconds ahead is due 60 virtual seconds later.
 - While the machine is suspended (a laptop, a VM), the loop's monotonic clock stands still;
-  the time it slept (where the system counts it: Linux's ``CLOCK_BOOTTIME``) is added, so the
-  times written after it are not behind those of other replicas.
+  the time it slept (where the system counts it: Linux's ``CLOCK_BOOTTIME``; read once per
+  second of the loop's time) is added, so the times written after it are not behind those of
+  other replicas.
 
 Outside an event loop (a sync helper, a thread) it is the system's clock.
 
@@ -26,14 +27,22 @@ Caveats:
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
-import math
 import time
 import weakref
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["LoopClock", "seconds_until", "suspended", "system_now", "use_loop_clock", "utcnow"]
+__all__ = [
+    "CHECK_EVERY",
+    "LoopClock",
+    "seconds_until",
+    "suspended",
+    "system_now",
+    "use_loop_clock",
+    "utcnow",
+]
 
 LoopClock = Callable[[], "tuple[Any, float] | None"]
 """The running event loop (anything weak-referenceable that identifies it) and its time now, or
@@ -58,27 +67,19 @@ def suspended() -> float:
     """Seconds the machine has been suspended since it booted, where the system says
     (``CLOCK_BOOTTIME`` counts them, ``CLOCK_MONOTONIC`` does not); ``0.0`` elsewhere.
 
-    The two clocks cannot be read at one instant: a reading whose window between its reads is
-    under a millisecond is taken at once (its error is half of that, and the result is used
-    rounded to whole seconds); otherwise, of three tries, the one with the narrowest window, so
-    a pre-emption between the reads does not count as sleep.
+    The two clocks cannot be read at one instant: of three tries, the one with the narrowest
+    window between its reads is taken, so a pre-emption between them does not count as sleep.
     """
     boottime = getattr(time, "CLOCK_BOOTTIME", None)
     if boottime is None:
         return 0.0
-    best = (math.inf, 0.0)
+    readings = []
     for _ in range(3):
         before = time.monotonic()
         booted = time.clock_gettime(boottime)
         after = time.monotonic()
-        best = min(best, (after - before, booted - (before + after) / 2))
-        if best[0] < _NARROW:
-            break
-    return best[1]
-
-
-_NARROW = 1e-3
-"""A window between two clocks' reads narrow enough to take the reading at once (seconds)."""
+        readings.append((after - before, booted - (before + after) / 2))
+    return min(readings)[1]
 
 
 def _slept(asleep: float) -> float:
@@ -98,11 +99,31 @@ def seconds_until(when: datetime.datetime, now: datetime.datetime) -> float:
 
 
 _loop_clock: LoopClock = _no_loop
-_anchors: weakref.WeakKeyDictionary[Any, tuple[float, datetime.datetime, float]] = (
-    weakref.WeakKeyDictionary()
-)
-"""Per event loop: its time, the system's wall clock and :func:`suspended` when it first
-asked."""
+
+CHECK_EVERY = 1.0
+"""How often, in seconds of the loop's time, :func:`utcnow` asks whether the machine slept."""
+
+
+@dataclasses.dataclass(slots=True)
+class _Anchor:
+    """An event loop's clock against the wall clock."""
+
+    started: float
+    """The loop's time when it first asked."""
+    wall: datetime.datetime
+    """The system's wall clock then."""
+    asleep: float
+    """:func:`suspended` then."""
+    checked: float
+    """The loop's time when :func:`suspended` was last read."""
+    slept: float = 0.0
+    """Whole seconds suspended since the start, as read then."""
+
+
+_anchors: weakref.WeakKeyDictionary[Any, _Anchor] = weakref.WeakKeyDictionary()
+"""Per event loop, its anchor."""
+_last: tuple[weakref.ReferenceType[Any], _Anchor] | None = None
+"""The last loop that asked and its anchor: most calls come from the same loop."""
 
 
 def use_loop_clock(clock: LoopClock) -> None:
@@ -112,18 +133,33 @@ def use_loop_clock(clock: LoopClock) -> None:
     _loop_clock = clock
 
 
+def _anchor_of(loop: Any, now: float) -> _Anchor:
+    global _last
+    if _last is not None and _last[0]() is loop:
+        return _last[1]
+    anchor = _anchors.get(loop)
+    if anchor is None:
+        anchor = _anchors[loop] = _Anchor(now, system_now(), suspended(), checked=now)
+    _last = (weakref.ref(loop), anchor)
+    return anchor
+
+
 def utcnow() -> datetime.datetime:
     """The operator's wall clock now (aware UTC): the system's when the event loop first asked,
-    advanced by the loop's monotonic clock since."""
+    advanced by the loop's monotonic clock since, and by the time the machine slept.
+
+    Whether it slept is read at most once per :data:`CHECK_EVERY` of the loop's time (the
+    engine asks for the time several times per object): what is written within that second
+    after a wake-up may still lack the time slept.
+    """
     running = _loop_clock()
     if running is None:
         return system_now()
     loop, now = running
-    anchor = _anchors.get(loop)
-    if anchor is None:
-        anchor = _anchors[loop] = (now, system_now(), suspended())
-    started, wall, asleep = anchor
-    # The loop's clock stands still while the machine sleeps (a suspended laptop or VM): the
-    # wall clock does not, and other replicas read the times written here against theirs.
-    slept = _slept(asleep)
-    return wall + datetime.timedelta(seconds=now - started + slept)
+    anchor = _anchor_of(loop, now)
+    if not anchor.checked <= now < anchor.checked + CHECK_EVERY:
+        # The loop's clock stands still while the machine sleeps (a suspended laptop or VM):
+        # the wall clock does not, and other replicas read the times written here against
+        # theirs.
+        anchor.slept, anchor.checked = _slept(anchor.asleep), now
+    return anchor.wall + datetime.timedelta(seconds=now - anchor.started + anchor.slept)
