@@ -21,8 +21,12 @@ __all__ = ["charts", "line_chart", "nice_ticks"]
 IMAGES = Path(__file__).resolve().parents[1] / "docs" / "images"
 Series = Mapping[str, Sequence[tuple[float, float]]]
 
-WIDTH, HEIGHT = 560, 340
-LEFT, RIGHT, TOP, BOTTOM = 64, 150, 36, 48
+HEIGHT = 340
+LEFT, TOP, BOTTOM = 64, 36, 48
+PLOT_WIDTH = 350
+"""The width of the plotting area; the legend's column widens the image to fit its names."""
+CHAR_WIDTH = 6.6
+"""About how wide a character of the 11 px sans-serif text is."""
 COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
 DASHES = ("", "6 3", "2 3", "8 3 2 3")
 
@@ -68,7 +72,9 @@ def line_chart(title: str, x_label: str, y_label: str, series: Series, *,
         raise ValueError(f"the chart {title!r} has an x of {xs[0]} on a logarithmic axis")
     y_ticks = nice_ticks(0.0, max(y for _, y in points))
     x_ticks = xs if x_log or len(xs) <= 6 else nice_ticks(0.0, xs[-1])
-    inner_w, inner_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    inner_w, inner_h = PLOT_WIDTH, HEIGHT - TOP - BOTTOM
+    right = 50 + CHAR_WIDTH * max(len(name) for name in series)
+    width = round(LEFT + inner_w + right)
 
     def fx(x: float) -> float:
         if x_log:
@@ -80,9 +86,9 @@ def line_chart(title: str, x_label: str, y_label: str, series: Series, *,
         return TOP + inner_h * (1 - y / y_ticks[-1])
 
     out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
-        f'viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="11">',
-        f'<rect width="{WIDTH}" height="{HEIGHT}" fill="white"/>',
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{HEIGHT}" '
+        f'viewBox="0 0 {width} {HEIGHT}" font-family="sans-serif" font-size="11">',
+        f'<rect width="{width}" height="{HEIGHT}" fill="white"/>',
         f'<text x="{LEFT}" y="20" font-size="13" font-weight="bold">{escape(title)}</text>',
     ]
     for tick in y_ticks:
@@ -114,9 +120,10 @@ def line_chart(title: str, x_label: str, y_label: str, series: Series, *,
         for x, y in ordered:
             out.append(f'<circle cx="{fx(x):.1f}" cy="{fy(y):.1f}" r="3" fill="{colour}"/>')
         legend_y = TOP + 8 + 16 * index
-        out.append(f'<line x1="{WIDTH - RIGHT + 12}" y1="{legend_y}" x2="{WIDTH - RIGHT + 32}" '
+        legend_x = LEFT + inner_w + 12
+        out.append(f'<line x1="{legend_x}" y1="{legend_y}" x2="{legend_x + 20}" '
                    f'y2="{legend_y}" stroke="{colour}" stroke-width="2"{dashing}/>')  # fmt: skip
-        out.append(f'<text x="{WIDTH - RIGHT + 38}" y="{legend_y + 4}">{escape(name)}</text>')
+        out.append(f'<text x="{legend_x + 26}" y="{legend_y + 4}">{escape(name)}</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
 
@@ -137,11 +144,12 @@ def _sharding_series(
 ) -> dict[str, list[tuple[float, float]]]:
     series: dict[str, list[tuple[float, float]]] = {}
     for entry in records:
-        name = f"{entry['backend']}, selectors {entry['selectors']}"
+        name = f"{entry['backend']}, shard selectors {entry['selectors']}"
         stats = entry["stats"]
         y = {
             "per_s": float(entry["per_s"]),
             "cpu_s": max(float(s["cpu_s"]) for s in stats),
+            "cpu_sum": sum(float(s["cpu_s"]) for s in stats),
             "peak_mib": max(float(s["peak_mib"]) for s in stats),
             "server_cpu_s": float(entry["server"]["cpu_s"]),
         }[value]
@@ -177,6 +185,7 @@ def charts() -> dict[str, str]:
         for value, title, unit in (
             ("per_s", "objects handled per second", "objects / s"),
             ("cpu_s", "CPU of the busiest replica", "CPU s"),
+            ("cpu_sum", "CPU of all replicas together", "CPU s"),
             ("peak_mib", "peak RSS of the largest replica", "MiB"),
             ("server_cpu_s", "kube-apiserver's CPU", "CPU s"),
         ):

@@ -58,3 +58,11 @@ def test_a_new_measurement_replaces_the_old_one_of_its_point_only() -> None:
     new = [{"framework": "kopf", "objects": 1000, "v": 3}]
     kept = results.merged(old, new, key=("framework", "objects"))
     assert sorted(entry["v"] for entry in kept) == [2, 3]
+
+
+def test_the_charts_in_the_docs_are_those_the_kept_results_draw() -> None:
+    """docs/images/bench-*.svg are made by `python -m bench.charts`, never by hand."""
+    drawn = charts.charts()
+    assert drawn, "no results kept in bench/results/"
+    kept = {path.name: path.read_text() for path in charts.IMAGES.glob("bench-*.svg")}
+    assert kept == drawn
