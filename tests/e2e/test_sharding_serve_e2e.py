@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 import pytest
 from tests.e2e.test_fake_faults_e2e import CRD, anyio_backend  # noqa: F401 (a fixture)
+from tests.replicas import sharded_settings
 
 import anyop
 from anyop.handlers.registry import OperatorRegistry
@@ -28,10 +29,7 @@ WAIT = 3600.0  # virtual seconds; only reached when something is broken
 
 
 def sharded(identity: str) -> anyop.OperatorSettings:
-    settings = anyop.OperatorSettings()
-    settings.sharding.enabled = True
-    settings.sharding.identity = identity
-    settings.sharding.lease_namespace = NAMESPACE
+    settings = sharded_settings(identity, namespace=NAMESPACE)
     settings.sharding.lease_duration = 4
     settings.sharding.renew_deadline = 3
     settings.sharding.retry_period = 1

@@ -12,6 +12,7 @@ from typing import Any
 
 import anyio
 import pytest
+from tests.replicas import sharded_settings
 from tests.virtual import virtual_backend
 
 import anyop
@@ -55,11 +56,7 @@ async def test_a_dead_replicas_lease_is_deleted_and_its_objects_are_handled() ->
     def create_fn(**_: Any) -> str:
         return "handled"
 
-    settings = anyop.OperatorSettings()
-    settings.sharding.enabled = True
-    settings.sharding.group = GROUP
-    settings.sharding.lease_namespace = "ns"
-    settings.sharding.identity = "live-replica"
+    settings = sharded_settings("live-replica", namespace="ns", group=GROUP)
     fake = cluster_with_a_dead_replica()
     names = [f"kex-{i}" for i in range(8)]
     with fake.routed():

@@ -14,6 +14,7 @@ from typing import Any
 
 import anyio
 import pytest
+from tests.replicas import sharded_settings
 from tests.virtual import virtual_backend
 
 import anyop
@@ -50,12 +51,7 @@ def replica(
         def names(name: str, **_: Any) -> str:
             return name
 
-    settings = anyop.OperatorSettings()
-    settings.sharding.enabled = True
-    settings.sharding.group = "kex-shards"
-    settings.sharding.lease_namespace = "ns"
-    settings.sharding.identity = identity
-    return registry, settings
+    return registry, sharded_settings(identity, namespace="ns", group="kex-shards")
 
 
 def selectors_sent(fake: FakeCluster) -> list[str | None]:

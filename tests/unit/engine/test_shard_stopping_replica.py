@@ -13,6 +13,7 @@ from typing import Any
 
 import anyio
 import pytest
+from tests.replicas import sharded_settings
 from tests.virtual import virtual_backend
 
 import anyop
@@ -47,11 +48,7 @@ def replica(
         run[3] = anyio.current_time()
         return identity
 
-    settings = anyop.OperatorSettings()
-    settings.sharding.enabled = True
-    settings.sharding.group = "kex-shards"
-    settings.sharding.lease_namespace = "ns"
-    settings.sharding.identity = identity
+    settings = sharded_settings(identity, namespace="ns", group="kex-shards")
     settings.queueing.exit_timeout = 10 * HANDLING  # a stop lets the running handlers finish
     return registry, settings
 
