@@ -112,7 +112,7 @@ class Catalog:
             for prefix, entry in document["documents"].items()
             for resource in _resources(entry["paths"], prefix)
         ]
-        self._resolved: dict[int, tuple[Schema, tuple[Schema, str]]] = {}
+        self._merged: dict[int, tuple[Schema, str]] = {}
         self._by_kind: dict[tuple[str, str, str], str] = {}
         for name, schema in document["schemas"].items():
             for gvk in schema.get("x-kubernetes-group-version-kind") or ():
@@ -126,19 +126,18 @@ class Catalog:
     def resolve(self, schema: Schema) -> tuple[Schema, str]:
         """The schema itself, or what its ``$ref`` names (with the referring keys over it), and
         that name (``""`` for an inline schema)."""
-        key = id(schema)  # the catalog's schemas live as long as it does
-        found = self._resolved.get(key)
-        if found is not None and found[0] is schema:
-            return found[1]
         ref = schema.get("$ref")
         if not isinstance(ref, str):
-            result: tuple[Schema, str] = (schema, "")
-        else:
-            target = self.schemas.get(ref, {})
+            return schema, ""
+        target = self.schemas.get(ref, {})
+        if len(schema) == 1:
+            return target, ref
+        key = id(schema)  # the catalog's schemas live as long as it does
+        found = self._merged.get(key)
+        if found is None:
             extra = {name: value for name, value in schema.items() if name != "$ref"}
-            result = ({**target, **extra} if extra else target, ref)
-        self._resolved[key] = (schema, result)  # the schema kept: its id stays its own
-        return result
+            found = self._merged[key] = ({**target, **extra}, ref)
+        return found
 
 
 def _resources(paths: Mapping[str, Any], prefix: str) -> Iterator[Resource]:
