@@ -177,3 +177,44 @@ async def test_others_objects_are_handed_over_by_reconcilers_only_if_they_hold_t
                     part.dispatch(observed(uid, version))
     assert reconcilers.released == [theirs[0]]  # the others' events cost nothing
     assert workers.slots == {}
+
+
+async def test_a_clean_sweep_is_not_repeated_until_the_views_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The shard keeper sweeps every second: under views that did not change since a clean
+    sweep, held objects are not looked at again (at 100,000 objects that took most of a
+    replica's CPU); once the views change, they are, and what is no longer ours goes."""
+    shard = Shard(ShardState.alone("a"))
+    shard.retarget(["b"])
+    shard.activate()
+    ours = uids_owned_by(View.of(["a", "b"]), "a", 6)
+    asked: list[str] = []
+    handles = shard.handles
+    monkeypatch.setattr(shard, "handles", lambda uid: asked.append(uid) or handles(uid))
+    with anyio.fail_after(DEADLINE):
+        async with anyio.create_task_group() as tg:
+            workers = ObjectWorkers(Cycles(), tg, idle_timeout=100)
+            part = ResourceShard(
+                shard, workers, workers.dispatch, spawner=None, hosts=workers.hosts,
+                relist=lambda: None, exit_timeout=10,
+            )  # fmt: skip
+            with shard.joined(part):
+                for uid in ours:
+                    part.dispatch(observed(uid, 1))
+                await anyio.sleep(0.1)
+                assert set(workers.slots) == set(ours)
+                assert shard.sweep()
+                asked.clear()
+                for _ in range(3):
+                    assert shard.sweep()
+                assert asked == []
+
+                shard.retarget(["b", "c"])
+                lost = [uid for uid in ours if View.of(["a", "b", "c"]).owner(uid) != "a"]
+                assert lost
+                while not shard.sweep():
+                    await anyio.sleep(0.01)
+                assert set(asked) >= set(ours)  # every held object looked at again
+                assert set(workers.slots) == set(ours) - set(lost)
+            workers.close()
