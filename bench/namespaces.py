@@ -62,8 +62,12 @@ async def _discard(plane: LocalControlPlane, namespace: str, parallel: int = 16)
                 tg.start_soon(release)
         for _ in range(MAX_DELETIONS):
             # Deleting a collection of 100,000 objects outlasts the server's request timeout
-            # (504), and it stops where it was: asked again, it goes on from there.
-            response = await client.delete(url)
+            # (504, or a dropped connection), and it stops where it was: asked again, it goes
+            # on from there.
+            try:
+                response = await client.delete(url)
+            except httpx.TransportError:
+                continue
             if response.status_code != 504:
                 response.raise_for_status()
                 break

@@ -155,18 +155,22 @@ def main() -> None:
     measured = results.stamp()
     for gate in args.server_shards:
         flags = [f"--feature-gates=ShardedListAndWatch={'true' if gate == 'on' else 'false'}"]
+        keep = None if args.no_record else measured
         with LocalControlPlane(controllers=False, nodes=False, apiserver_flags=flags) as plane:
-            found = bench(plane, args.objects, args.replicas, args.backends, gate)
-        if not args.no_record:
-            key = ("objects", "backend", "selectors", "replicas")
-            results.record("sharding", found, key=key, measured=measured)
+            bench(plane, args.objects, args.replicas, args.backends, gate, keep=keep)
 
 
 def bench(
-    plane: LocalControlPlane, objects: int, counts: list[int], backends: list[str], gate: str
-) -> list[dict[str, Any]]:
-    """Every backend with every number of replicas, on one control plane; their results."""
-    found = []
+    plane: LocalControlPlane,
+    objects: int,
+    counts: list[int],
+    backends: list[str],
+    gate: str,
+    *,
+    keep: results.Record | None,
+) -> None:
+    """Every backend with every number of replicas, on one control plane; each run's result is
+    kept as soon as it is measured (``keep``: the stamp of :func:`bench.results.stamp`)."""
     kubectl(plane, "apply", "-f", str(ROOT / "examples" / "crd.yaml"))
     kubectl(plane, "apply", "-f", str(ROOT / "manifests" / "peering.yaml"))
     for crd in ("kopfexamples.kopf.dev", "anyoppeerings.anyop.dev"):
@@ -189,8 +193,10 @@ def bench(
                 f"{server['cpu_s']:.1f} s CPU / {server['rss_mib']:.0f} MiB",
                 flush=True,
             )
-            found.append({"objects": objects, "backend": backend, "selectors": gate, **r})
-    return found
+            if keep is not None:
+                found = {"objects": objects, "backend": backend, "selectors": gate, **r}
+                key = ("objects", "backend", "selectors", "replicas")
+                results.record("sharding", [found], key=key, measured=keep)
 
 
 if __name__ == "__main__":
