@@ -6,16 +6,16 @@
 For each number of replicas: the replicas start in an empty namespace (peering in its
 AnyopPeering) and settle (every member's Lease acknowledges the same view); ``anyop freeze``
 pauses them; the objects are created (4 threads); ``anyop resume`` lets the replicas go, and the
-bench waits until every object has ``status.create_fn`` (counted every 5 s). So the replicas start on the whole
-backlog at once, each from a listing, as after a rollout. It reports the seconds from the resume
-to the last object handled, objects handled per second, and per replica its CPU seconds and RSS
-(VmRSS now, VmHWM peak, from ``/proc``), and the API server's CPU seconds over the backlog and
-its RSS. ``--server-shards on`` runs kube-apiserver with its ``ShardedListAndWatch`` gate (the
-replicas ask it for their own objects only); ``off`` without (every replica receives every object
-and drops the others'). The operator is ``bench/operators/create_returns_status.py``. The
-replicas and the API server share this machine's CPUs.
-The results are kept in ``bench/results/sharding.json`` (see ``bench/results.py``).
-"""
+bench waits until every object has ``status.create_fn`` (counted every 5 s). So the replicas
+start on the whole backlog at once, each from a listing, as after a rollout. It reports the
+seconds from the resume to the last object handled, objects handled per second, and per replica
+its CPU seconds and RSS (VmRSS now, VmHWM peak, from ``/proc``), and the API server's CPU
+seconds over the backlog and its RSS. ``--server-shards on`` runs kube-apiserver with its
+``ShardedListAndWatch`` gate (the replicas ask it for their own objects only); ``off`` without
+(every replica receives every object and drops the others'). The operator is
+``bench/operators/create_returns_status.py``. The replicas and the API server share this
+machine's CPUs. The results are kept in ``bench/results/sharding.json`` (see
+``bench/results.py``)."""
 
 from __future__ import annotations
 
