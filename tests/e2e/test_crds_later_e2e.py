@@ -45,16 +45,6 @@ spec:
 """
 
 
-def recovering() -> OperatorSettings:
-    """Settings whose watches reconnect after 10 s without events (70 s by default): on a
-    loaded API server the first watch of a CRD just created has, rarely, sent nothing (the
-    object created a moment later never came), and the test's deadline is 30 s. What is tested
-    is that a late CRD is served; a silent watch is recovered from as anywhere else."""
-    settings = OperatorSettings()
-    settings.watching.inactivity_timeout = 10
-    return settings
-
-
 async def test_a_crd_applied_after_the_start_is_served(
     api: httpx.AsyncClient,
     anyop_namespace: str,
@@ -72,7 +62,7 @@ async def test_a_crd_applied_after_the_start_is_served(
         created.append(name)
         return "seen"
 
-    async with running(registry, anyop_namespace, recovering()):
+    async with running(registry, anyop_namespace):
         assert any(m.startswith("Unresolved resources") for m in caplog.messages)
         manifest = CRD.format(kind=kind, plural=plural, singular=singular)
         await anyio.to_thread.run_sync(anyop_apply, manifest)
@@ -175,7 +165,7 @@ async def test_a_deleted_crd_stops_its_watches_after_its_objects_and_a_new_one_i
         (await api.post(base, json=body)).raise_for_status()
         await wait_for(api, f"{base}/{name}", lambda b: "create_fn" in b.get("status", {}))
 
-    async with running(registry, anyop_namespace, recovering()):
+    async with running(registry, anyop_namespace):
         await create("before")
         (await api.delete(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd_name}"))
         await wait_for_log(caplog, f"Stopped serving resources whose CRD is deleted or changed: "
@@ -277,7 +267,7 @@ async def test_row24_a_version_no_longer_served_is_withdrawn_and_the_others_are_
         watchers = health[0].watchers.values() if health[0] else ()
         return next((w.watcher for w in watchers if str(w.resource) == resource), None)
 
-    async with running(registry, anyop_namespace, recovering()):
+    async with running(registry, anyop_namespace):
         await create("before", "create_v1", "create_v2")
         v1_watcher, since = watcher(v1), len(caplog.records)
         changed = time.monotonic()
