@@ -148,51 +148,16 @@ class Selector:
     def select(self, resources: Iterable[Resource]) -> frozenset[Resource]:
         """Select the matching resources; a specific name prefers the core API, as kubectl does.
 
-        Without a version, a resource is taken in its group's preferred version, or, where the
-        group prefers a version that this resource is not served in (another CRD of the group
-        serves a higher one), in its own highest served version, as kubectl takes it.
+        Without a version, a resource is taken in its preferred version: its group's, or, where
+        the group prefers a version that this resource is not served in (another CRD of the
+        group serves a higher one), its own highest served version, as kubectl takes it (the
+        discovery marks it so: :func:`~anyop.kube.resources.with_own_preferences`).
         """
-        resources = list(resources)
         selected = frozenset(resource for resource in resources if self.check(resource))
-        if self.version is None and self.fn is None:
-            selected |= self._in_other_versions(resources, selected)
         if self.is_specific:
             core = frozenset(resource for resource in selected if resource.group == "")
             return core or selected
         return selected
-
-    def _in_other_versions(
-        self, resources: list[Resource], selected: frozenset[Resource]
-    ) -> frozenset[Resource]:
-        """The highest served version of each matching resource not served in its group's
-        preferred version."""
-        taken = {(resource.group, resource.plural) for resource in selected}
-        best: dict[tuple[str, str], Resource] = {}
-        for resource in resources:
-            key = (resource.group, resource.plural)
-            if key in taken or resource.preferred or not self._matches_names(resource):
-                continue
-            if self.group is not None and self.group != resource.group:
-                continue
-            if key not in best or _version_rank(resource.version) < _version_rank(
-                best[key].version
-            ):
-                best[key] = resource
-        return frozenset(best.values())
-
-
-def _version_rank(version: str) -> tuple[int, int, int, int, str]:
-    """Kubernetes' version priority as a sort key (the first is preferred): GA over beta over
-    alpha, a higher number first; other names last, alphabetically."""
-    match = _VERSION.match(version)
-    if match is None:
-        return (1, 0, 0, 0, version)
-    major, stability, minor = match.groups()
-    return (0, -_STABILITY[stability], -int(major), -int(minor or 0), version)
-
-
-_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
-_STABILITY = {"alpha": 0, "beta": 1, None: 2}
 
 
 def _interpret(arg1: Arg, arg2: Arg, arg3: Arg) -> dict[str, object]:

@@ -23,6 +23,7 @@ from anyop.kube.resources import (
     parse_api_groups,
     parse_core_versions,
     parse_resource_list,
+    with_own_preferences,
 )
 
 __all__ = ["Catalog", "discover", "discover_group"]
@@ -116,7 +117,7 @@ async def _resources(client: KubeClient, versions: Iterable[GroupVersion]) -> li
     async with anyio.create_task_group() as group:
         for version in ordered:
             group.start_soon(fetch, version)
-    return [resource for version in ordered for resource in found.get(version, [])]
+    return with_own_preferences(r for version in ordered for r in found.get(version, []))
 
 
 async def _group_version(client: KubeClient, version: GroupVersion) -> list[Resource]:

@@ -8,8 +8,9 @@ functions below, which turn them into :class:`Resource` records.
 from __future__ import annotations
 
 import dataclasses
+import re
 import urllib.parse
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 __all__ = [
@@ -18,6 +19,8 @@ __all__ = [
     "parse_api_groups",
     "parse_core_versions",
     "parse_resource_list",
+    "version_priority",
+    "with_own_preferences",
 ]
 
 
@@ -38,8 +41,10 @@ class Resource:
         categories: The categories, e.g. ``{"all"}``.
         subresources: The subresources, e.g. ``{"status", "scale"}``.
         namespaced: Whether objects live in namespaces; ``None`` if unknown.
-        preferred: Whether this is the group's preferred version (versionless selectors match only
-            preferred versions).
+        preferred: Whether a reference without a version means this version: the group's
+            preferred version, or, for a resource that version does not serve, the resource's
+            own highest served version (see :func:`with_own_preferences`). Versionless selectors
+            match only such resources.
         verbs: The verbs the API supports for it, e.g. ``{"list", "watch", "patch"}``.
     """
 
@@ -212,3 +217,43 @@ def _resource_from_entry(
         preferred=preferred,
         verbs=frozenset(entry.get("verbs") or ()),
     )
+
+
+def version_priority(version: str) -> tuple[int, int, int, int, str]:
+    """Kubernetes' version priority as a sort key (the first is preferred): GA over beta over
+    alpha, a higher number first; other names last, alphabetically."""
+    match = _VERSION.match(version)
+    if match is None:
+        return (1, 0, 0, 0, version)
+    major, stability, minor = match.groups()
+    return (0, -_STABILITY[stability], -int(major), -int(minor or 0), version)
+
+
+_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
+_STABILITY = {"alpha": 0, "beta": 1, None: 2}
+
+
+def with_own_preferences(resources: Iterable[Resource]) -> list[Resource]:
+    """Discovered resources, where each one that its group's preferred version does not serve is
+    preferred in its own highest served version, as kubectl resolves a name without a version.
+
+    A group prefers one version for all its resources: once a CRD of the group serves ``v2``,
+    the group prefers ``v2``, and another CRD of it that serves only ``v1`` would otherwise have
+    no preferred version at all (and selectors without a version would never match it).
+    """
+    resources = list(resources)
+    covered = {(r.group, r.plural) for r in resources if r.preferred}
+    best: dict[tuple[str, str], Resource] = {}
+    for resource in resources:
+        key = (resource.group, resource.plural)
+        if key in covered:
+            continue
+        if key not in best or version_priority(resource.version) < version_priority(
+            best[key].version
+        ):
+            best[key] = resource
+    chosen = {(r.group, r.version, r.plural) for r in best.values()}
+    return [
+        dataclasses.replace(r, preferred=True) if (r.group, r.version, r.plural) in chosen else r
+        for r in resources
+    ]

@@ -15,7 +15,7 @@ from anyop.handlers.selectors import (
     resolve,
     unresolved_message,
 )
-from anyop.kube.resources import Resource, parse_resource_list
+from anyop.kube.resources import Resource, parse_resource_list, with_own_preferences
 
 VERBS = frozenset({"list", "watch", "patch", "get"})
 
@@ -128,13 +128,19 @@ def test_explicit_versions_select_non_preferred_resources() -> None:
 
 def test_a_resource_missing_from_its_groups_preferred_version_is_taken_in_its_highest() -> None:
     # Another CRD of the group serves v2, so the group prefers v2; this one serves v1 and
-    # v1beta1 only: kubectl takes it in v1, and so does a selector without a version.
+    # v1beta1 only: kubectl takes it in v1, and so does a selector without a version, both to
+    # serve it and to match its handlers to it (an object of it reaches its handlers).
     only_v1 = [kex("v1", preferred=False), kex("v1beta1", preferred=False)]
     other = Resource("kopf.dev", "v2", "others", kind="Other", preferred=True, verbs=VERBS)
+    discovered = with_own_preferences([*only_v1, other])
+    v1, v1beta1 = (r for r in discovered if r.plural == "kopfexamples")
     for selector in (Selector("kex"), Selector("kopf.dev", "kopfexamples"), Selector(EVERYTHING)):
-        assert kex("v1", preferred=False) in selector.select([*only_v1, other])
-        assert kex("v1beta1", preferred=False) not in selector.select([*only_v1, other])
-    assert Selector("kex").select([kex("v1"), kex("v2", preferred=False)]) == {kex("v1")}
+        assert v1 in selector.select(discovered)
+        assert v1beta1 not in selector.select(discovered)
+        assert selector.check(v1)
+        assert not selector.check(v1beta1)
+    both = with_own_preferences([kex("v1"), kex("v2", preferred=False)])
+    assert Selector("kex").select(both) == {kex("v1")}
 
 
 def test_specific_names_prefer_the_core_api_over_other_groups() -> None:

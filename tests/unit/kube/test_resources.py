@@ -12,6 +12,8 @@ from anyop.kube.resources import (
     parse_api_groups,
     parse_core_versions,
     parse_resource_list,
+    version_priority,
+    with_own_preferences,
 )
 
 KEX = Resource("kopf.dev", "v1", "kopfexamples", kind="KopfExample", namespaced=True)
@@ -161,3 +163,43 @@ def test_api_groups_list_every_version_and_mark_the_preferred_one() -> None:
 def test_core_versions_come_from_the_api_document() -> None:
     assert parse_core_versions({"kind": "APIVersions", "versions": ["v1"]}) == ["v1"]
     assert parse_core_versions({}) == []
+
+
+def _versions(*names: str, preferred: str | None = None, plural: str = "kopfexamples") -> list[Any]:
+    return [Resource("kopf.dev", v, plural, preferred=v == preferred) for v in names]
+
+
+def test_a_resource_its_groups_preferred_version_serves_keeps_that_version_alone() -> None:
+    resources = _versions("v2", "v1", preferred="v2")
+    assert [(r.version, r.preferred) for r in with_own_preferences(resources)] == [
+        ("v2", True),
+        ("v1", False),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("served", "chosen"),
+    [
+        (("v1", "v1beta1"), "v1"),
+        (("v1beta1", "v1alpha2", "v1beta2"), "v1beta2"),
+        (("v1alpha1", "v1alpha3"), "v1alpha3"),
+        (("v2beta1", "v1"), "v1"),  # GA over beta, whatever the number
+        (("foo", "v1alpha1"), "v1alpha1"),  # other names last
+        (("foo", "bar"), "bar"),  # alphabetically among themselves
+    ],
+)
+def test_a_resource_missing_from_its_groups_preferred_version_prefers_its_highest(
+    served: tuple[str, ...], chosen: str
+) -> None:
+    # The group prefers v3 (another CRD of it serves v3): this resource is not served in v3.
+    other = Resource("kopf.dev", "v3", "others", preferred=True)
+    resources = with_own_preferences([*_versions(*served), other])
+    assert {r.version for r in resources if r.plural == "kopfexamples" and r.preferred} == {chosen}
+    assert [r.version for r in resources] == [*served, "v3"]  # the order is kept
+    assert next(r for r in resources if r.plural == "others").preferred
+
+
+def test_version_priority_orders_as_kubernetes_does() -> None:
+    versions = ["v1alpha1", "foo", "v11alpha2", "v10", "v2", "v1", "v12alpha1", "v3beta1", "bar"]
+    expected = ["v10", "v2", "v1", "v3beta1", "v12alpha1", "v11alpha2", "v1alpha1", "bar", "foo"]
+    assert sorted(versions, key=version_priority) == expected
