@@ -19,6 +19,7 @@ import yaml
 
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.openapi_catalog import Schema, catalog
+from anyop.testing.fake.request_bodies import applied_document
 from anyop.testing.fake.statuses import Cause, StatusError, bad_request, invalid, status_body
 from anyop.testing.fake.writes import JSON_PATCH, STRATEGIC, patched
 
@@ -312,7 +313,7 @@ def undeclared_applied_field(kind: Kind, ref_name: str, namespace: str | None, b
         StatusError: 500, the configuration has such a field.
     """
     try:
-        config = yaml.safe_load(body)
+        config = applied_document(body)
     except yaml.YAMLError:
         return
     if not isinstance(config, Mapping):

@@ -10,6 +10,7 @@ be of type Kind): why (summary)``; for a delete's options, the reason alone.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -20,7 +21,7 @@ from anyop.testing.fake.faults import ConnectionDropped
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.statuses import StatusError, bad_request, unsupported_media_type
 
-__all__ = ["JSON", "YAML", "accepted_types", "decode_body"]
+__all__ = ["JSON", "YAML", "accepted_types", "applied_document", "decode_body"]
 
 JSON = "application/json"
 YAML = "application/yaml"
@@ -76,6 +77,19 @@ def decode_body(kind: Kind, content_type: str, body: bytes, *, options: bool = F
         reason = f"{_VERSION_KIND}{go_json.unmarshal_type_error(document, _TYPE_META)}"
         raise _undecodable(kind, reason, body, options=options)
     return document
+
+
+def applied_document(body: bytes) -> Any:
+    """A server-side apply configuration's document: JSON (what clients mostly send, and JSON is
+    YAML) is read as JSON, fast; anything else as YAML.
+
+    Raises:
+        yaml.YAMLError: Neither JSON nor YAML.
+    """
+    try:
+        return json.loads(body)
+    except ValueError:
+        return yaml.safe_load(body)
 
 
 _VERSION_KIND = "couldn't get version/kind; json parse error: "

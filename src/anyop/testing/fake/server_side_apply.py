@@ -38,6 +38,7 @@ from anyop.testing.fake.managed_fields import (
     shape_of,
     status_mode,
 )
+from anyop.testing.fake.request_bodies import applied_document
 from anyop.testing.fake.statuses import StatusError, bad_request, invalid, status_body
 from anyop.testing.fake.store import Ref, Store, shown
 
@@ -105,12 +106,9 @@ def _who(entry: Mapping[str, Any]) -> str:
 
 def _configuration(document: bytes, kind: Kind, ref: Ref) -> Body:
     try:
-        body = json.loads(document)  # what clients mostly send (JSON is YAML), and fast
-    except ValueError:
-        try:
-            body = yaml.safe_load(document)
-        except yaml.YAMLError as exc:
-            raise bad_request(f"error decoding YAML: {exc}") from None
+        body = applied_document(document)
+    except yaml.YAMLError as exc:
+        raise bad_request(f"error decoding YAML: {exc}") from None
     if not isinstance(body, Mapping):
         raise bad_request("the applied configuration is not an object")
     if (body.get("apiVersion"), body.get("kind")) != (kind.api_version, kind.kind):
