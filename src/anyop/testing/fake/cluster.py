@@ -14,12 +14,14 @@ import functools
 import json
 import os
 import random
-from collections.abc import AsyncIterator, Mapping
+import threading
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
+import anyio.from_thread
 import httpx
 import sniffio
 import yaml
@@ -52,6 +54,9 @@ EPOCH = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 """The fake clock's time when a FakeCluster is created (on a fake clock, times repeat)."""
 BASE_URL = "http://fake-cluster.invalid"
 """The base URL of in-process clients (no name is resolved: requests never leave the process)."""
+
+
+T = TypeVar("T")
 
 
 @functools.lru_cache(maxsize=4)
@@ -115,6 +120,7 @@ class FakeCluster:
         or ``fake.faults.inject(seed=1, rate=0.05)`` (see :mod:`anyop.testing.fake.faults`)."""
         self.trace = Trace()
         """Every request, fault and change, in order; ``fake.trace.digest()`` hashes it."""
+        self._loop_thread: int | None = None  # the thread of the last request's event loop
         self.store.listeners.append(self._traced)
         if controllers:
             self.store.controllers.append(run_controllers)
@@ -146,6 +152,7 @@ class FakeCluster:
         Raises:
             ConnectionDropped: A fault cuts the connection.
         """
+        self._loop_thread = threading.get_ident()
         self.trace.request(request.method, request.path, query=request.query)
         watch = is_watch(request)
         fault = self.faults.decide(request.method, request.path, watch=watch) if faults else None
@@ -307,10 +314,34 @@ class FakeCluster:
     def create(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """Create an object from a manifest (its apiVersion, kind and metadata say where).
 
+        Call it in the thread of the event loop that uses the fake (it does no I/O), or in an
+        AnyIO worker thread (``await anyio.to_thread.run_sync(fake.apply, manifest)``, as for a
+        blocking ``kubectl``): the change is then made in the event loop's thread, where the
+        watches that it wakes wait.
+
         Raises:
             StatusError: As the API would answer it, e.g. 409 AlreadyExists.
             LookupError: The kind is not served.
+            RuntimeError: Called in another thread, which the watches could not be woken from.
         """
+        return self._in_loop_thread("create", functools.partial(self._create, body))
+
+    def _in_loop_thread(self, name: str, change: Callable[[], T]) -> T:
+        """Make a change in the thread of the event loop that serves the fake's requests."""
+        if self._loop_thread in (None, threading.get_ident()):
+            return change()
+        try:
+            anyio.from_thread.check_cancelled()  # an AnyIO worker thread, or a RuntimeError
+        except RuntimeError:
+            raise RuntimeError(
+                f"FakeCluster.{name}() was called in a thread that is neither its event loop's "
+                "nor an AnyIO worker thread: the watches it changes could not be woken. Call "
+                "it in the event loop's thread (it does no I/O), or through "
+                "anyio.to_thread.run_sync()."
+            ) from None
+        return anyio.from_thread.run_sync(change)
+
+    def _create(self, body: Mapping[str, Any]) -> dict[str, Any]:
         api_version = str(body.get("apiVersion", ""))
         group, _, version = api_version.rpartition("/")
         kind = next(
