@@ -29,7 +29,7 @@ from anyop.kube.connection import ConnectionInfo
 from anyop.kube.resources import Resource
 from anyop.kube.retries import Backoff
 from anyop.kube.shard_ranges import ShardRanges, uid_hash
-from anyop.kube.watch import QUIET_404S, Watcher, WatchEvent
+from anyop.kube.watch import QUIET_404S, SHARE_CHECKS, Watcher, WatchEvent
 from anyop.kube.watchstate import (
     Ended,
     Expired,
@@ -612,6 +612,26 @@ async def test_an_object_outside_the_share_shows_the_server_ignores_it_and_is_sa
         assert (lists, watches) == ([True, False], [False, False])
     assert not watcher.server_sharded
     assert caplog.text.count("ignores shard selectors") == 1
+
+
+@pytest.mark.anyio
+async def test_after_enough_objects_inside_the_share_the_server_is_trusted(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A server that ignored the selector would have sent another replica's object among the
+    # first ones; after SHARE_CHECKS inside the share, no uid is hashed again (the engine still
+    # admits only its own objects).
+    caplog.set_level(logging.INFO, logger="anyop.kube")
+    outsider = kex("z", 1000)
+    listed = [kex(f"o{i}", 10 + i) for i in range(SHARE_CHECKS)]
+    cluster = Cluster(*listed)
+    cluster.watches = [stream(line("ADDED", outsider), then="hang")]
+    recorder = Recorder(cluster)
+    watcher = await watch_until(
+        recorder, lambda: len(recorder.events) == SHARE_CHECKS + 1, shard=lambda: without(outsider)
+    )
+    assert watcher.server_sharded
+    assert "ignores shard selectors" not in caplog.text
 
 
 @pytest.mark.anyio
