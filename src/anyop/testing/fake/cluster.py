@@ -18,14 +18,16 @@ import threading
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import anyio
 import anyio.from_thread
+import anyio.lowlevel
 import httpx
 import sniffio
 import yaml
 from anyio.abc import TaskStatus
+from anyio.lowlevel import EventLoopToken
 
 from anyop.kube.auth import Vault
 from anyop.kube.connection import ConnectionInfo
@@ -120,7 +122,8 @@ class FakeCluster:
         or ``fake.faults.inject(seed=1, rate=0.05)`` (see :mod:`anyop.testing.fake.faults`)."""
         self.trace = Trace()
         """Every request, fault and change, in order; ``fake.trace.digest()`` hashes it."""
-        self._loop_thread: int | None = None  # the thread of the last request's event loop
+        self._loop: tuple[int, EventLoopToken] | None = None
+        """The thread and event loop of the last request (see :meth:`_in_loop_thread`)."""
         self.store.listeners.append(self._traced)
         if controllers:
             self.store.controllers.append(run_controllers)
@@ -152,7 +155,7 @@ class FakeCluster:
         Raises:
             ConnectionDropped: A fault cuts the connection.
         """
-        self._loop_thread = threading.get_ident()
+        self._loop = (threading.get_ident(), anyio.lowlevel.current_token())
         self.trace.request(request.method, request.path, query=request.query)
         watch = is_watch(request)
         fault = self.faults.decide(request.method, request.path, watch=watch) if faults else None
@@ -314,32 +317,39 @@ class FakeCluster:
     def create(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """Create an object from a manifest (its apiVersion, kind and metadata say where).
 
-        Call it in the thread of the event loop that uses the fake (it does no I/O), or in an
-        AnyIO worker thread (``await anyio.to_thread.run_sync(fake.apply, manifest)``, as for a
-        blocking ``kubectl``): the change is then made in the event loop's thread, where the
-        watches that it wakes wait.
+        Any thread may call it (a sync test beside an operator's thread, or an AnyIO worker
+        thread that applies manifests as a blocking ``kubectl`` would): the change is made in
+        the thread of the event loop that serves the fake's requests, where the watches that
+        it wakes wait.
 
         Raises:
             StatusError: As the API would answer it, e.g. 409 AlreadyExists.
             LookupError: The kind is not served.
-            RuntimeError: Called in another thread, which the watches could not be woken from.
         """
-        return self._in_loop_thread("create", functools.partial(self._create, body))
+        return self._in_loop_thread(functools.partial(self._create, body))
 
-    def _in_loop_thread(self, name: str, change: Callable[[], T]) -> T:
-        """Make a change in the thread of the event loop that serves the fake's requests."""
-        if self._loop_thread in (None, threading.get_ident()):
+    def _in_loop_thread(self, change: Callable[[], T]) -> T:
+        """Make a change in the thread of the event loop of the last request, if it runs in
+        another thread (watches can only be woken from there); else here."""
+        loop = self._loop
+        if loop is None or loop[0] == threading.get_ident():
             return change()
+        outcome: list[tuple[bool, Any]] = []
+
+        def boxed() -> None:  # the change's own errors, apart from those of reaching the loop
+            try:
+                outcome.append((True, change()))
+            except BaseException as exc:  # re-raised in the calling thread
+                outcome.append((False, exc))
+
         try:
-            anyio.from_thread.check_cancelled()  # an AnyIO worker thread, or a RuntimeError
-        except RuntimeError:
-            raise RuntimeError(
-                f"FakeCluster.{name}() was called in a thread that is neither its event loop's "
-                "nor an AnyIO worker thread: the watches it changes could not be woken. Call "
-                "it in the event loop's thread (it does no I/O), or through "
-                "anyio.to_thread.run_sync()."
-            ) from None
-        return anyio.from_thread.run_sync(change)
+            anyio.from_thread.run_sync(boxed, token=loop[1])
+        except RuntimeError:  # that event loop has ended: no watch waits for the change
+            return change()
+        succeeded, value = outcome[0]
+        if not succeeded:
+            raise value
+        return cast(T, value)
 
     def _create(self, body: Mapping[str, Any]) -> dict[str, Any]:
         api_version = str(body.get("apiVersion", ""))
