@@ -104,7 +104,7 @@ async def test_with_scanning_disabled_a_crd_applied_after_the_start_is_not_serve
     assert not any("created after the start" in m for m in caplog.messages)
 
 
-ONE_OF_TWO = """
+TWO_VERSIONS = """
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
@@ -113,6 +113,7 @@ spec:
   scope: Namespaced
   group: {group}
   names: {{kind: {kind}, plural: {plural}, singular: {singular}}}
+  conversion: {{strategy: None}}
   versions:
     - name: v1
       served: true
@@ -143,7 +144,7 @@ async def test_a_crd_missing_from_its_groups_preferred_version_is_handled_in_its
     def crd(plural: str, *, v2_served: bool) -> str:
         names = {"kind": plural.capitalize()[:-1], "plural": plural, "singular": plural[:-1]}
         served = "true" if v2_served else "false"
-        return ONE_OF_TWO.format(group=group, **names, v2_served=served)
+        return TWO_VERSIONS.format(group=group, **names, v2_served=served)
 
     async def apply(manifest: str) -> None:
         if on_cluster == "fake":
@@ -261,30 +262,6 @@ async def test_a_deleted_crd_stops_its_watches_after_its_objects_and_a_new_one_i
     assert not errors
 
 
-TWO_VERSIONS = """
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: {plural}.late.anyop.dev
-spec:
-  scope: Namespaced
-  group: late.anyop.dev
-  names: {{kind: {kind}, plural: {plural}, singular: {singular}}}
-  conversion: {{strategy: None}}
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      subresources: {{status: {{}}}}
-      schema: {{openAPIV3Schema: {{type: object, x-kubernetes-preserve-unknown-fields: true}}}}
-    - name: v2
-      served: {v2_served}
-      storage: false
-      subresources: {{status: {{}}}}
-      schema: {{openAPIV3Schema: {{type: object, x-kubernetes-preserve-unknown-fields: true}}}}
-"""
-
-
 @pytest.fixture
 def watch_requests(monkeypatch: pytest.MonkeyPatch) -> list[tuple[float, str]]:
     """When each watch request of the operator was made, and of which resource."""
@@ -319,7 +296,7 @@ async def test_row24_a_version_no_longer_served_is_withdrawn_and_the_others_are_
     caplog.set_level(logging.DEBUG, logger="anyop")
     suffix = uuid.uuid4().hex[:8]
     kind, plural, singular = f"Late{suffix}", f"late{suffix}s", f"late{suffix}"
-    names = {"kind": kind, "plural": plural, "singular": singular}
+    names = {"kind": kind, "plural": plural, "singular": singular, "group": "late.anyop.dev"}
     v1, v2 = f"{plural}.v1.late.anyop.dev", f"{plural}.v2.late.anyop.dev"
     await anyio.to_thread.run_sync(anyop_apply, TWO_VERSIONS.format(**names, v2_served="true"))
     registry = OperatorRegistry()
