@@ -179,7 +179,7 @@ def charts() -> dict[str, str]:
         made["bench-bulk-rss.svg"] = line_chart(
             "bulk: operator peak RSS", "objects", "MiB", _bulk_series(bulk, "rss_mib"), x_log=True
         )
-    shards = results.load("sharding")
+    shards = [entry for entry in results.load("sharding") if entry.get("kill_after") is None]
     for objects in sorted({int(entry["objects"]) for entry in shards}):
         of_count = [entry for entry in shards if int(entry["objects"]) == objects]
         for value, title, unit in (
