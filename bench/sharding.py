@@ -260,7 +260,11 @@ def main() -> None:
     for gate in args.server_shards:
         flags = [f"--feature-gates=ShardedListAndWatch={'true' if gate == 'on' else 'false'}"]
         keep = None if args.no_record else measured
-        with LocalControlPlane(controllers=False, nodes=False, apiserver_flags=flags) as plane:
+        # etcd's default quota (2 GiB) would end a run of a few hundred thousand objects.
+        quota = ["--quota-backend-bytes=8589934592"]
+        with LocalControlPlane(
+            controllers=False, nodes=False, apiserver_flags=flags, etcd_flags=quota
+        ) as plane:
             bench(plane, args.objects, args.replicas, args.backends, gate, keep=keep,
                   kill_after=args.kill_after)  # fmt: skip
 
