@@ -75,6 +75,7 @@ class FakeCluster:
             same test makes the same objects.
         history_limit: How many recent changes watches and paginated lists can go back to;
             older resourceVersions get 410 Expired (see also :meth:`compact`).
+        trace_limit: How many of the latest lines :attr:`trace` keeps (its digest covers all).
         epoch: The time of the first timestamps; later ones add AnyIO's clock (virtual under
             Trio's ``MockClock``).
         controllers: Run the garbage collector, the namespace controller (see
@@ -100,6 +101,7 @@ class FakeCluster:
         *,
         seed: int = 0,
         history_limit: int = 10_000,
+        trace_limit: int = 100_000,
         epoch: datetime.datetime = EPOCH,
         controllers: bool = True,
     ) -> None:
@@ -120,8 +122,9 @@ class FakeCluster:
         self.faults = FaultPlan()
         """The faults in force: ``fake.faults.script(Fault.throttle(), path="/configmaps")``
         or ``fake.faults.inject(seed=1, rate=0.05)`` (see :mod:`anyop.testing.fake.faults`)."""
-        self.trace = Trace()
-        """Every request, fault and change, in order; ``fake.trace.digest()`` hashes it."""
+        self.trace = Trace(trace_limit)
+        """Every request, fault and change, in order (the latest ``trace_limit`` of them kept);
+        ``fake.trace.digest()`` hashes them all."""
         self._loop: tuple[int, EventLoopToken] | None = None
         """The thread and event loop of the last request (see :meth:`_in_loop_thread`)."""
         self.store.listeners.append(self._traced)

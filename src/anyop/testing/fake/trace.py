@@ -4,12 +4,16 @@ Pure. Two runs of the same test on the same seed give the same trace (so the sam
 :meth:`Trace.digest`); a different seed with faults gives another one. What a trace leaves out on
 purpose: timestamps (real time is not repeatable unless the clock is fake) and bodies other than
 the changed objects' contents (their digests stand for them).
+
+Bounded: it keeps the latest lines only (``limit``), while its digest covers every line since
+the start, so that a long test does not hold every request it ever made.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,15 +28,30 @@ def _digest(document: Any) -> str:
 class Trace:
     """Lines of what happened, as compact JSON documents.
 
+    Args:
+        limit: How many of the latest lines are kept in :attr:`lines` (at least 1).
+
     Attributes:
-        lines: One JSON text per request, change or fault, oldest first.
+        lines: One JSON text per request, change or fault, oldest first: the latest ``limit``.
     """
 
-    def __init__(self) -> None:
-        self.lines: list[str] = []
+    def __init__(self, limit: int = 100_000) -> None:
+        if limit < 1:
+            raise ValueError(f"A trace keeps at least one line; trace_limit={limit!r}.")
+        self.lines: deque[str] = deque(maxlen=limit)
+        self._hash = hashlib.sha256()
+        self._count = 0
+
+    def __len__(self) -> int:
+        """How many lines were traced since the start (kept or not)."""
+        return self._count
 
     def _add(self, *entry: Any) -> None:
-        self.lines.append(json.dumps(entry, separators=(",", ":"), default=str))
+        line = json.dumps(entry, separators=(",", ":"), default=str)
+        self.lines.append(line)
+        self._hash.update(line.encode())
+        self._hash.update(b"\n")
+        self._count += 1
 
     def request(self, method: str, path: str, *, query: Mapping[str, str]) -> None:
         """A request as it arrived (its query sorted)."""
@@ -54,5 +73,6 @@ class Trace:
         self._add("change", rv, type_, obj.get("kind"), where, _digest(contents))
 
     def digest(self) -> str:
-        """A SHA-256 of the whole trace: equal traces, equal digests."""
-        return hashlib.sha256("\n".join(self.lines).encode()).hexdigest()
+        """A SHA-256 of the whole trace since the start, the lines no longer kept included:
+        equal traces, equal digests."""
+        return self._hash.hexdigest()

@@ -10,6 +10,7 @@ import pytest
 
 from anyop.testing.fake import FakeCluster, Fault, Rule
 from anyop.testing.fake.faults import FaultPlan
+from anyop.testing.fake.trace import Trace
 
 NS = {"metadata": {"name": "ns"}}
 CMS = "/api/v1/namespaces/ns/configmaps"
@@ -212,3 +213,36 @@ async def test_the_trace_records_requests_faults_and_changes() -> None:
         await api.post(CMS, json={"metadata": {"name": "a"}})
     kinds = [json.loads(line)[0] for line in fake.trace.lines]
     assert kinds[-6:] == ["request", "fault", "answer", "request", "change", "answer"]
+
+
+def test_a_trace_keeps_its_latest_lines_and_its_digest_covers_all_of_them() -> None:
+    first, second = Trace(limit=2), Trace(limit=2)
+    first.request("GET", "/a", query={})
+    second.request("GET", "/b", query={})  # the only difference: a line neither keeps
+    for trace in (first, second):
+        trace.answer(200)
+        trace.fault("drop")
+    assert list(first.lines) == list(second.lines) == ['["answer",200]', '["fault","drop"]']
+    assert len(first) == len(second) == 3
+    assert first.digest() != second.digest()
+    again = Trace(limit=100)
+    again.request("GET", "/a", query={})
+    again.answer(200)
+    again.fault("drop")
+    assert again.digest() == first.digest()  # the limit does not change the digest
+
+
+def test_a_trace_that_keeps_nothing_is_refused() -> None:
+    with pytest.raises(ValueError, match="trace_limit=0"):
+        FakeCluster(trace_limit=0)
+
+
+@pytest.mark.anyio
+async def test_a_long_running_fake_keeps_only_its_trace_limit() -> None:
+    fake = FakeCluster(trace_limit=5)
+    async with fake.client() as api:
+        await api.post("/api/v1/namespaces", json=NS)
+        for n in range(10):
+            await api.post(CMS, json={"metadata": {"name": f"cm-{n}"}})
+    assert len(fake.trace.lines) == 5
+    assert len(fake.trace) > 30  # request, change and answer per creation
