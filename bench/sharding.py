@@ -1,7 +1,7 @@
 """Sharding: N replicas (`anyop run --shards auto`) share the objects; throughput and RSS.
 
 ``python -m bench.sharding [--objects 10000] [--replicas 1 2 3] [--backends asyncio trio]
-[--server-shards on off] [--kill-after SECONDS] [--no-record]``
+[--server-shards on off] [--kill-after SECONDS] [--logs DIR] [--no-record]``
 
 For each number of replicas: the replicas start in an empty namespace (peering in its
 AnyopPeering) and settle (every member's Lease acknowledges the same view); ``anyop freeze``
@@ -147,8 +147,10 @@ def run(
     kill_after: float | None,
     *,
     last: bool = False,
+    logs: Path | None = None,
 ) -> dict[str, Any]:
-    """One run; ``last``: the control plane's last, whose objects are left to its end."""
+    """One run; ``last``: the control plane's last, whose objects are left to its end; ``logs``:
+    where each replica's log goes (at the INFO level), instead of its warnings to the bench's."""
     namespace = f"shards-{replicas}-{backend}-{int(time.time())}"
     scratch = scratch_namespace(plane, namespace, keep=last)
     with scratch, tempfile.TemporaryDirectory() as noted:
@@ -159,8 +161,15 @@ def run(
         env = {**os.environ, "KUBECONFIG": str(plane.kubeconfig),
                "ANYOP_SHARDING__RETRY_PERIOD": "1", "ANYOP_BENCH_HANDLED": noted}  # fmt: skip
         cmd = [sys.executable, "-m", "anyop", "run", str(OPERATOR), "-n", namespace, "--backend",
-               backend, "--shards", "auto", "--lease-name", GROUP, "-P", "x", "-q"]  # fmt: skip
-        processes = [subprocess.Popen(cmd, env=env) for _ in range(replicas)]
+               backend, "--shards", "auto", "--lease-name", GROUP, "-P", "x"]  # fmt: skip
+        if logs is None:
+            processes = [subprocess.Popen([*cmd, "-q"], env=env) for _ in range(replicas)]
+        else:
+            logs.mkdir(parents=True, exist_ok=True)
+            processes = []
+            for i in range(replicas):
+                with (logs / f"{namespace}-{i}.log").open("wb") as log:
+                    processes.append(subprocess.Popen(cmd, env=env, stderr=log))
         killed: subprocess.Popen[bytes] | None = None
         takeover: float | None = None
         ctx = plane.ssl_context()
@@ -267,6 +276,8 @@ def main() -> None:
     parser.add_argument("--server-shards", nargs="+", choices=["on", "off"], default=["on"])
     parser.add_argument("--kill-after", type=float, default=None,
                         help="Kill one replica this many seconds after the resume.")  # fmt: skip
+    parser.add_argument("--logs", type=Path, default=None,
+                        help="Keep each replica's log (INFO) in this folder.")  # fmt: skip
     parser.add_argument("--no-record", action="store_true",
                         help="Do not keep the results in bench/results/sharding.json.")  # fmt: skip
     args = parser.parse_args()
@@ -284,7 +295,7 @@ def main() -> None:
             controllers=False, nodes=False, apiserver_flags=flags, etcd_flags=quota
         ) as plane:
             bench(plane, args.objects, args.replicas, args.backends, gate, keep=keep,
-                  kill_after=args.kill_after)  # fmt: skip
+                  kill_after=args.kill_after, logs=args.logs)  # fmt: skip
 
 
 def bench(
@@ -296,6 +307,7 @@ def bench(
     *,
     keep: results.Record | None,
     kill_after: float | None = None,
+    logs: Path | None = None,
 ) -> None:
     """Every backend with every number of replicas, on one control plane; each run's result is
     kept as soon as it is measured (``keep``: the stamp of :func:`bench.results.stamp`); with
@@ -311,7 +323,8 @@ def bench(
     last = (backends[-1], counts[-1])
     for backend in backends:
         for replicas in counts:
-            r = run(plane, objects, replicas, backend, kill_after, last=(backend, replicas) == last)
+            at_end = (backend, replicas) == last
+            r = run(plane, objects, replicas, backend, kill_after, last=at_end, logs=logs)
             per = ", ".join(
                 f"{s['cpu_s']:.1f} s CPU / {s['rss_mib']:.0f} MiB (peak {s['peak_mib']:.0f})"
                 for s in r["stats"]
