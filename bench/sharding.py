@@ -215,9 +215,9 @@ def run(
                     stat["cpu_s"] -= cpu  # the backlog's, not the start's or the settling's
                 server = proc(server_pid(plane))
                 server["cpu_s"] -= server_before
-                twice, twice_killed = handled_more_than_once(Path(noted), killed)
                 while handled_by(client, namespace) < count:  # every result written: proof
                     time.sleep(POLL)
+                twice, twice_killed = handled_more_than_once(Path(noted), killed)  # runs since
         finally:
             for process in processes:
                 process.terminate()

@@ -129,6 +129,9 @@ class ObjectSlot:
     """What outlives the slot: the memo, the resume mark, the daemons that are finished."""
     echo: Echo | None = None
     """Our latest patch's response while older states may still arrive (read-your-own-writes)."""
+    written: str = ""
+    """The resourceVersion of our latest write that landed: an older state is never handled as
+    the object's current one, even after the echo's deadline (it is read afresh instead)."""
     settled: Settled | None = None
     """Our write's response whose echo needs no cause detection."""
     errors: int = 0

@@ -115,6 +115,11 @@ def _not_older(version: str, than: str) -> bool:
     return version == than
 
 
+def _older(version: str, than: str) -> bool:
+    """Whether a resourceVersion is known to be older (both numeric, as etcd's are)."""
+    return version.isdigit() and than.isdigit() and int(version) < int(than)
+
+
 @dataclasses.dataclass(eq=False)
 class Reconciler(HandlerCalls, StateRecords):
     """Runs handling cycles for the objects of one resource (an :class:`ObjectWorkers` cycle).
@@ -123,7 +128,8 @@ class Reconciler(HandlerCalls, StateRecords):
         * One patch per cycle (status and main parts are separate requests when the resource
           has the status subresource); the freshest body goes back to the worker.
         * Read-your-own-writes: after our patch, older bodies are not handled until our echo
-          comes or ``persistence.consistency_timeout`` passes.
+          comes or ``persistence.consistency_timeout`` passes; after that, a body older than
+          our write (a listing from a cache far behind) is replaced by the object read afresh.
         * An unexpected error is logged and the object is retried after
           ``queueing.error_delays``; other objects are not affected.
 
@@ -199,6 +205,11 @@ class Reconciler(HandlerCalls, StateRecords):
             delay = max(0.0, echo.deadline - anyio.current_time())
             fresh = await self._send(slot, echo.body, patch) if patch else None
             return CycleResult(delay=delay, body=fresh or echo.body)
+        if not deleted and _older(_version(body), slot.written):
+            logger.debug("A state older than our own last write: reading the object afresh.")
+            if (fresh := await self.client.find(self.resource, body)) is None:
+                return CycleResult(delay=None, body=body)  # gone: its deletion comes next
+            body = fresh
         settled, slot.settled = slot.settled, None
         if (
             settled is not None
@@ -573,5 +584,6 @@ class Reconciler(HandlerCalls, StateRecords):
             )
         finally:
             if landed:
-                deadline = anyio.current_time() + self.settings.persistence.consistency_timeout
-                slot.echo = Echo(landed[-1], deadline)
+                timeout = self.settings.persistence.consistency_timeout
+                slot.echo = Echo(landed[-1], anyio.current_time() + timeout)
+                slot.written = _version(landed[-1]) if timeout > 0 else ""  # 0: as in Kopf
