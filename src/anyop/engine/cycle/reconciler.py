@@ -586,4 +586,4 @@ class Reconciler(HandlerCalls, StateRecords):
             if landed:
                 timeout = self.settings.persistence.consistency_timeout
                 slot.echo = Echo(landed[-1], anyio.current_time() + timeout)
-                slot.written = _version(landed[-1]) if timeout > 0 else ""  # 0: as in Kopf
+                slot.written = _version(landed[-1] or {}) if timeout > 0 else ""  # 0: Kopf's
