@@ -29,7 +29,7 @@ from anyop.engine.cycle.reconciler import Observed, Reconciler
 from anyop.engine.resource.serve_resource import persistence_for
 from anyop.errors import InvalidError, NotFoundError, ServerError
 from anyop.handlers.registry import OperatorRegistry
-from anyop.kube.client import PatchType
+from anyop.kube.client import ObjectList, PatchType
 from anyop.kube.jsonpatch import apply_json_patch
 from anyop.kube.patches import merge
 from anyop.kube.resources import Resource
@@ -133,9 +133,10 @@ class Server:
             raise NotFoundError("not found", status=404)
         return self.body()
 
-    async def find(self, resource: Resource, body: Body) -> Body | None:
+    async def list(self, resource: Resource, *, field_selector: str, **_: Any) -> ObjectList:
         self.reads += 1
-        return None if self.current is None else self.body()
+        assert self.current is None or field_selector == "metadata.name=kex"
+        return ObjectList([] if self.current is None else [self.body()], str(self.version))
 
     async def patch(
         self,

@@ -207,7 +207,7 @@ class Reconciler(HandlerCalls, StateRecords):
             return CycleResult(delay=delay, body=fresh or echo.body)
         if not deleted and _older(_version(body), slot.written):
             logger.debug("A state older than our own last write: reading the object afresh.")
-            if (fresh := await self.client.find(self.resource, body)) is None:
+            if (fresh := await self._reread(body)) is None:
                 return CycleResult(delay=None, body=body)  # gone: its deletion comes next
             body = fresh
         settled, slot.settled = slot.settled, None
@@ -221,6 +221,16 @@ class Reconciler(HandlerCalls, StateRecords):
             logger.debug(NOOP_MESSAGE)  # as the full cycle ends
             return CycleResult(delay=None, body=body)
         return await self._run_changing(cycle, body)
+
+    async def _reread(self, body: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        """The object as it is now (``None`` if gone), listed by its name: with the verbs it
+        is watched with, as least-privilege RBAC grants no ``get`` (``anyop manifests``)."""
+        meta = body.get("metadata") or {}
+        selector = f"metadata.name={meta.get('name')}"
+        found = await self.client.list(
+            self.resource, namespace=meta.get("namespace"), field_selector=selector
+        )
+        return next((o for o in found.items if o["metadata"].get("uid") == meta.get("uid")), None)
 
     def _released_before(self, body: Mapping[str, Any]) -> bool:
         """Whether a body is older than the release of our finalizer, which has landed.
