@@ -229,7 +229,7 @@ async def test_days_of_changes_through_faults_and_restarts_lose_and_repeat_nothi
     with fake.routed(), _quiet_logs():
         for start in range(0, round(DAYS * 24), LIFE):
             await life(fake, ledger, world, range(start, min(start + LIFE, round(DAYS * 24))))
-            fake.trace.lines.clear()  # the fake's own record of every request: not the operator's
+            fake.trace.clear()  # the fake's own record of every request: not the operator's
             measured.append(measure())
             print(f"soak: hour {start + LIFE}: {measured[-1]}, faults {struck(fake)}")
     calls, causes = Counter(ledger.calls), Counter(world.causes)

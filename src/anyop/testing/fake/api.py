@@ -38,6 +38,7 @@ from anyop.testing.fake.store import ListQuery, Ref, Store, WatchStart
 __all__ = ["ApiRequest", "ApiResponse", "WatchPlan", "handle", "is_watch"]
 
 _TEXT_404 = "404 page not found\n"
+_encode = json.JSONEncoder(separators=(",", ":")).encode
 _TRUE = ("true", "1")
 
 
@@ -86,7 +87,7 @@ class ApiResponse:
             return self.document, self.media_type
         if isinstance(self.document, str):
             return self.document.encode(), "text/plain; charset=utf-8"
-        return json.dumps(self.document, separators=(",", ":")).encode(), "application/json"
+        return _encode(self.document).encode(), "application/json"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -14,6 +14,8 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from anyop.testing.fake.json_copy import is_map
+
 __all__ = [
     "Path",
     "Shape",
@@ -42,38 +44,58 @@ _UNTRACKED_META = (
 )
 
 
+class _Node:
+    """What a schema node says of structure, read once (see :meth:`Shape.node`)."""
+
+    __slots__ = ("atomic_map", "extra", "items", "keys", "list_type", "properties")
+
+    def __init__(self, node: Schema) -> None:
+        self.properties: Mapping[str, Schema] = node.get("properties") or {}
+        extra = node.get("additionalProperties")
+        self.extra: Schema | None = extra if isinstance(extra, Mapping) else None
+        self.items: Schema | None = node.get("items")
+        self.list_type = str(node.get("x-kubernetes-list-type") or "atomic")
+        self.keys: tuple[str, ...] = tuple(node.get("x-kubernetes-list-map-keys") or ())
+        self.atomic_map = node.get("x-kubernetes-map-type") == "atomic"
+
+
 class Shape:
-    """How a kind's schema structures lists and maps (no schema: lists atomic)."""
+    """How a kind's schema structures lists and maps (no schema: lists atomic).
+
+    Each schema node is resolved and read once per shape: a shape must not outlive its schema
+    (the catalog's live as long as the process; a CRD's shape is made per write).
+    """
 
     def __init__(self, schema: Schema | None, resolve: Callable[[Schema], Schema]) -> None:
         self.schema = schema
         self.resolve = resolve
+        self._nodes: dict[int, _Node] = {}
+
+    def node(self, where: Schema) -> _Node:
+        """The structure ``where`` (resolved) gives."""
+        found = self._nodes.get(id(where))
+        if found is None:
+            found = self._nodes[id(where)] = _Node(self.resolve(where))
+        return found
 
     def child(self, where: Schema | None, key: str) -> Schema | None:
         if where is None:
             return None
-        node = self.resolve(where)
-        properties = node.get("properties") or {}
-        if key in properties:
-            return properties[key]  # type: ignore[no-any-return]
-        extra = node.get("additionalProperties")
-        return extra if isinstance(extra, Mapping) else None
+        node = self.node(where)
+        found = node.properties.get(key)
+        return found if found is not None else node.extra
 
     def items(self, where: Schema | None) -> Schema | None:
-        return None if where is None else self.resolve(where).get("items")
+        return None if where is None else self.node(where).items
 
     def list_type(self, where: Schema | None) -> tuple[str, tuple[str, ...]]:
         if where is None:
             return "atomic", ()
-        node = self.resolve(where)
-        kind = str(node.get("x-kubernetes-list-type") or "atomic")
-        return kind, tuple(node.get("x-kubernetes-list-map-keys") or ())
+        node = self.node(where)
+        return node.list_type, node.keys
 
     def atomic_map(self, where: Schema | None) -> bool:
-        if where is None:
-            return False
-        node = self.resolve(where)
-        return node.get("x-kubernetes-map-type") == "atomic"
+        return where is not None and self.node(where).atomic_map
 
 
 def _item_key(item: Any, keys: tuple[str, ...]) -> str:
@@ -112,22 +134,30 @@ def fields_of(obj: Mapping[str, Any], shape: Shape, *, status: str = "keep") -> 
 
 
 def _walk(value: Any, where: Schema | None, shape: Shape, path: Path, out: dict[Path, Any]) -> None:
-    if isinstance(value, Mapping) and value and not shape.atomic_map(where):
-        for key, item in value.items():
-            _walk(item, shape.child(where, key), shape, (*path, ("f", str(key))), out)
-        return
-    if isinstance(value, list) and value:
-        kind, keys = shape.list_type(where)
-        items = shape.items(where)
-        if kind == "map" and keys:
-            for item in value:
-                item_path = (*path, ("k", _item_key(item, keys)))
-                out[item_path] = None
-                _walk(item, items, shape, item_path, out)
+    if isinstance(value, list):
+        if value:
+            node = None if where is None else shape.node(where)
+            if node is not None and node.list_type == "map" and node.keys:
+                for item in value:
+                    item_path = (*path, ("k", _item_key(item, node.keys)))
+                    out[item_path] = None
+                    _walk(item, node.items, shape, item_path, out)
+                return
+            if node is not None and node.list_type == "set":
+                for item in value:
+                    out[(*path, ("v", json.dumps(item, separators=(",", ":"))))] = None
+                return
+    elif value and is_map(value):
+        node = None if where is None else shape.node(where)
+        if node is None:
+            for key, item in value.items():
+                _walk(item, None, shape, (*path, ("f", str(key))), out)
             return
-        if kind == "set":
-            for item in value:
-                out[(*path, ("v", json.dumps(item, separators=(",", ":"))))] = None
+        if not node.atomic_map:
+            properties, extra = node.properties, node.extra
+            for key, item in value.items():
+                sub = properties.get(key)
+                _walk(item, extra if sub is None else sub, shape, (*path, ("f", str(key))), out)
             return
     if path:
         out[path] = value
@@ -136,23 +166,22 @@ def _walk(value: Any, where: Schema | None, shape: Shape, path: Path, out: dict[
 def to_fields_v1(fields: set[Path]) -> dict[str, Any]:
     """The ``fieldsV1`` document of a field set."""
     root: dict[str, Any] = {}
-    for path in sorted(fields):
+    ordered = sorted(fields)  # a path's extensions come right after it
+    for index, path in enumerate(ordered):
         node = root
         for kind, name in path:
             node = node.setdefault(f"{kind}:{name}", {})
-        if (
-            path
-            and path[-1][0] in ("k", "i")
-            and any(p[: len(path)] == path and p != path for p in fields)
-        ):
-            node["."] = {}
+        if path and path[-1][0] in ("k", "i") and index + 1 < len(ordered):
+            following = ordered[index + 1]
+            if following[: len(path)] == path:  # an item with fields: owned itself too
+                node["."] = {}
     return root
 
 
 def from_fields_v1(document: Any, prefix: Path = ()) -> set[Path]:
     """The field set of a ``fieldsV1`` document."""
     found: set[Path] = set()
-    if not isinstance(document, Mapping):
+    if not is_map(document):
         return found
     if not document and prefix:
         return {prefix}

@@ -8,6 +8,7 @@ exactly six digits of fraction; a refused value is reported as Go reports it, e.
 from __future__ import annotations
 
 import calendar
+import functools
 import json
 
 __all__ = ["RFC3339", "RFC3339_MICRO", "time_error"]
@@ -117,9 +118,11 @@ def _walk(layout: str, text: str) -> None:
         raise _Bad("\0day out of range")
 
 
+@functools.lru_cache(maxsize=4096)
 def time_error(layout: str, text: str) -> str | None:
     """Go's error for parsing ``text`` with ``layout`` (:data:`RFC3339` or
-    :data:`RFC3339_MICRO`), or ``None`` if it parses."""
+    :data:`RFC3339_MICRO`), or ``None`` if it parses (remembered: an object's times come back
+    with every write of it)."""
     try:
         _walk(layout, text)
     except _Bad as exc:

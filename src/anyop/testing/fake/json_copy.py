@@ -1,21 +1,38 @@
 """Deep copies of JSON documents, several times faster than :func:`copy.deepcopy`.
 
 Pure. Objects of the fake API are JSON: dicts, lists and immutable scalars, with no cycles and no
-shared parts that must stay shared, so a copy needs no memo.
+shared parts that must stay shared, so a copy needs no memo. Such a document made of the exact
+built-in types goes through :mod:`marshal` (C, without back-references in its version 2: every
+part copied), about 1.5x as fast as a walk in Python; anything else (a dict's subclass, a
+``Mapping`` of another kind's values) is walked.
 """
 
 from __future__ import annotations
 
+import marshal
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
-__all__ = ["json_copy"]
+__all__ = ["is_map", "json_copy"]
 
 T = TypeVar("T")
+_PLAIN = (str, int, float, list, tuple, type(None))
+
+
+def is_map(value: Any) -> bool:
+    """``isinstance(value, Mapping)``, answered without the ABC's Python-level check for the
+    types JSON documents are made of (the walks of the fake's writes ask it of every value)."""
+    return isinstance(value, dict) or (not isinstance(value, _PLAIN) and isinstance(value, Mapping))
 
 
 def json_copy(value: T) -> T:
-    """A deep copy of a JSON document (dicts and lists copied, scalars shared)."""
-    return _copy(value)  # type: ignore[no-any-return]
+    """A deep copy of a JSON document (dicts and lists copied; scalars equal)."""
+    if not isinstance(value, (dict, list)):
+        return value
+    try:
+        return marshal.loads(marshal.dumps(value, 2))  # type: ignore[no-any-return]
+    except ValueError:  # a part marshal does not take as it is (a subclass): walked
+        return _copy(value)  # type: ignore[no-any-return]
 
 
 def _copy(value: Any) -> Any:

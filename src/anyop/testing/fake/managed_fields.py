@@ -37,13 +37,22 @@ MISSING = object()
 """A path's value where the path is not there."""
 
 
+_BUILTIN_SHAPES: dict[tuple[str, str, str], Shape] = {}
+
+
 def shape_of(kind: Kind) -> Shape:
-    """The structure of a kind's objects: its CRD schema, or its OpenAPI schema."""
+    """The structure of a kind's objects: its CRD schema, or its OpenAPI schema (one shape per
+    built-in kind, kept: the catalog's schemas live as long as the process)."""
     if kind.custom:
         return Shape(kind.schema, lambda node: node)
-    books = catalog()
-    name = books.schema_name(kind.group, kind.version, kind.kind)
-    return Shape(books.schemas.get(name or ""), lambda node: books.resolve(node)[0])
+    key = (kind.group, kind.version, kind.kind)
+    found = _BUILTIN_SHAPES.get(key)
+    if found is None:
+        books = catalog()
+        name = books.schema_name(*key)
+        schema = books.schemas.get(name or "")
+        found = _BUILTIN_SHAPES[key] = Shape(schema, lambda node: books.resolve(node)[0])
+    return found
 
 
 def status_mode(kind: Kind, subresource: str | None) -> str:
@@ -87,11 +96,21 @@ def same_owner(entry: Mapping[str, Any], manager: str, operation: str, sub: str 
     )
 
 
-def rebuilt(kind: Kind, entries: list[Body], owned: list[set[Path]]) -> list[Body]:
-    """The entries with their new field sets; those left without fields go."""
+def rebuilt(
+    kind: Kind,
+    entries: list[Body],
+    owned: list[set[Path]],
+    before: list[set[Path]] | None = None,
+) -> list[Body]:
+    """The entries with their new field sets; those left without fields go. An entry whose
+    set is what it was (``before``: the sets its ``fieldsV1`` gave) keeps its document."""
     kept = []
-    for entry, fields in zip(entries, owned, strict=True):
-        if fields:
+    for index, (entry, fields) in enumerate(zip(entries, owned, strict=True)):
+        if not fields:
+            continue
+        if before is not None and index < len(before) and before[index] == fields:
+            kept.append(entry)
+        else:
             kept.append({**entry, "fieldsV1": to_fields_v1(fields)})
     return kept
 
@@ -115,17 +134,18 @@ def owners_after_update(
         p for p in before.keys() | after.keys() if before.get(p, MISSING) != after.get(p, MISSING)
     }
     entries = entries_of(old)
-    owned = [from_fields_v1(entry.get("fieldsV1")) - changed for entry in entries]
+    sets = [from_fields_v1(entry.get("fieldsV1")) for entry in entries]
+    owned = [fields - changed for fields in sets]
     taken = {p for p in changed if p in after}
     mine = next(
         (i for i, e in enumerate(entries) if same_owner(e, manager, "Update", subresource)), None
     )
     if not taken:
-        return rebuilt(kind, entries, owned)
+        return rebuilt(kind, entries, owned, sets)
     if mine is None:
         entries.append(new_entry(kind, manager, "Update", now, subresource, set()))
         owned.append(set())
         mine = len(entries) - 1
     owned[mine] |= taken
     entries[mine]["time"] = now
-    return rebuilt(kind, entries, owned)
+    return rebuilt(kind, entries, owned, sets)

@@ -113,6 +113,7 @@ class Catalog:
             for resource in _resources(entry["paths"], prefix)
         ]
         self._merged: dict[int, tuple[Schema, str]] = {}
+        self._targets: dict[str, Schema] = {}
         self._by_kind: dict[tuple[str, str, str], str] = {}
         for name, schema in document["schemas"].items():
             for gvk in schema.get("x-kubernetes-group-version-kind") or ():
@@ -129,7 +130,9 @@ class Catalog:
         ref = schema.get("$ref")
         if not isinstance(ref, str):
             return schema, ""
-        target = self.schemas.get(ref, {})
+        target = self._targets.get(ref)
+        if target is None:
+            target = self._targets[ref] = self.schemas.get(ref, {})
         if len(schema) == 1:
             return target, ref
         key = id(schema)  # the catalog's schemas live as long as it does

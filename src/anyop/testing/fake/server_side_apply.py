@@ -158,7 +158,8 @@ def apply(
     stored = store.find(kind, ref.namespace, ref.name)
     live = shown(kind, stored)
     entries = entries_of(live)
-    owned = [from_fields_v1(entry.get("fieldsV1")) for entry in entries]
+    sets = [from_fields_v1(entry.get("fieldsV1")) for entry in entries]
+    owned = list(sets)  # replaced, never changed in place: ``sets`` stays as stored
     merged = _merge(live, config, shape.schema, shape)
     live_values = values_of(live, shape, status=mode)
     wanted = values_of(config, shape, status=mode)
@@ -183,7 +184,7 @@ def apply(
         owned[mine] = applied
         if previous != applied or changing:
             entries[mine]["time"] = store.now()
-    new_entries = rebuilt(kind, entries, owned)
+    new_entries = rebuilt(kind, entries, owned, sets)
     result = writes.update(
         store, kind, stored, new=merged, subresource=subresource, owners=new_entries
     )

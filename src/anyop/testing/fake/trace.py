@@ -13,16 +13,24 @@ from __future__ import annotations
 
 import hashlib
 import json
+import marshal
 from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
 __all__ = ["Trace"]
 
+_encode = json.JSONEncoder(separators=(",", ":"), default=str).encode
+
 
 def _digest(document: Any) -> str:
-    text = json.dumps(document, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    """A digest of a JSON document's contents: of its :mod:`marshal` bytes (version 2, stable
+    across Python versions), so the same document built in the same order digests the same."""
+    try:
+        data = marshal.dumps(document, 2)
+    except ValueError:  # a part marshal does not take (a subclass): its JSON text, sorted
+        data = json.dumps(document, sort_keys=True, separators=(",", ":"), default=str).encode()
+    return hashlib.sha256(data).hexdigest()[:16]
 
 
 class Trace:
@@ -31,14 +39,16 @@ class Trace:
     Args:
         limit: How many of the latest lines are kept in :attr:`lines` (at least 1).
 
-    Attributes:
-        lines: One JSON text per request, change or fault, oldest first: the latest ``limit``.
+    A line is kept as its parts and written out as JSON when it is read (:attr:`lines`) or
+    hashed (:meth:`digest`, or before it is dropped): a request costs the fake no formatting
+    while nobody reads its trace.
     """
 
     def __init__(self, limit: int = 100_000) -> None:
         if limit < 1:
             raise ValueError(f"A trace keeps at least one line; trace_limit={limit!r}.")
-        self.lines: deque[str] = deque(maxlen=limit)
+        self._entries: deque[tuple[Any, ...]] = deque(maxlen=limit)
+        self._unhashed = 0  # the newest entries not in the hash yet
         self._hash = hashlib.sha256()
         self._count = 0
 
@@ -46,12 +56,31 @@ class Trace:
         """How many lines were traced since the start (kept or not)."""
         return self._count
 
+    @property
+    def lines(self) -> list[str]:
+        """One JSON text per request, change or fault, oldest first: the latest ``limit``
+        (a copy; :meth:`clear` forgets them)."""
+        return [_encode(entry) for entry in self._entries]
+
+    def clear(self) -> None:
+        """Forget the kept lines; the digest still covers them."""
+        self._fold()
+        self._entries.clear()
+
     def _add(self, *entry: Any) -> None:
-        line = json.dumps(entry, separators=(",", ":"), default=str)
-        self.lines.append(line)
-        self._hash.update(line.encode())
-        self._hash.update(b"\n")
+        if self._unhashed == self._entries.maxlen:
+            self._fold()  # the oldest would go unhashed
+        self._entries.append(entry)
+        self._unhashed += 1
         self._count += 1
+
+    def _fold(self) -> None:
+        """Put the unhashed entries into the hash, oldest first."""
+        entries = self._entries
+        for back in range(self._unhashed, 0, -1):  # a deque's ends are read in O(1)
+            self._hash.update(_encode(entries[-back]).encode())
+            self._hash.update(b"\n")
+        self._unhashed = 0
 
     def request(self, method: str, path: str, *, query: Mapping[str, str]) -> None:
         """A request as it arrived (its query sorted)."""
@@ -75,4 +104,5 @@ class Trace:
     def digest(self) -> str:
         """A SHA-256 of the whole trace since the start, the lines no longer kept included:
         equal traces, equal digests."""
+        self._fold()
         return self._hash.hexdigest()

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from anyop.testing.fake.go_times import RFC3339, RFC3339_MICRO, time_error
-from anyop.testing.fake.json_copy import json_copy
+from anyop.testing.fake.json_copy import is_map, json_copy
 from anyop.testing.fake.openapi_catalog import Catalog, Schema, catalog
 from anyop.testing.fake.statuses import StatusError, bad_request
 
@@ -32,7 +32,7 @@ class _DecodeError(Exception):
     """The first error Go's decoder saves (it goes on decoding, keeping only the first)."""
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(slots=True)
 class _Context:
     """Go's decoder error context: the innermost struct and the JSON field names to here."""
 
@@ -92,31 +92,58 @@ def _go_type(books: Catalog, schema: Schema) -> str:
     return "interface {}"
 
 
+_ANY: Schema = {}
+"""The schema of an array's items that its schema does not give."""
+_PLANS: dict[int, tuple[Schema, str, str]] = {}
+"""What each (catalog) schema is, by its id: the schemas live as long as the process."""
+
+
+def _plan(books: Catalog, schema: Schema) -> tuple[Schema, str, str]:
+    """A schema resolved, its name, and how its values decode."""
+    found = _PLANS.get(id(schema))
+    if found is None:
+        resolved, name = books.resolve(schema)
+        kind = resolved.get("type")
+        if name in _TIMES:
+            how = "time"
+        elif name == _INT_OR_STRING:
+            how = "int-or-string"
+        elif name == _QUANTITY:
+            how = "quantity"
+        elif kind == "object" or (kind is None and "properties" in resolved):
+            how = "object"
+        elif kind == "array":
+            how = "array"
+        else:
+            how = "scalar"
+        found = _PLANS[id(schema)] = (resolved, name, how)
+    return found
+
+
 def _value(books: Catalog, value: Any, schema: Schema, ctx: _Context) -> Any:
     """Decode one value by its schema: the kept (pruned) value; errors go into ``ctx``."""
     if value is None:
         return None
-    resolved, name = books.resolve(schema)
-    if name in _TIMES:
-        return _time(value, _TIMES[name], ctx)
-    if name == _INT_OR_STRING:
-        if not isinstance(value, (str, int)) or isinstance(value, bool):
-            ctx.other_error(
-                f"json: cannot unmarshal {_json_name(value)} into Go value of type int32"
-            )
-        return value
-    if name == _QUANTITY:
-        return value
-    kind = resolved.get("type")
-    if kind == "object" or (kind is None and "properties" in resolved):
-        return _object(books, value, resolved, name, schema, ctx)
-    if kind == "array":
-        if not isinstance(value, list):
-            ctx.type_error(_json_name(value), _go_type(books, schema))
-            return value
-        items = resolved.get("items") or {}
-        return [_value(books, item, items, ctx) for item in value]
-    return _scalar(value, resolved, ctx, go_type=lambda: _go_type(books, schema))
+    resolved, name, how = _plan(books, schema)
+    match how:
+        case "scalar":
+            return _scalar(value, resolved, ctx, go_type=lambda: _go_type(books, schema))
+        case "object":
+            return _object(books, value, resolved, name, schema, ctx)
+        case "array":
+            if not isinstance(value, list):
+                ctx.type_error(_json_name(value), _go_type(books, schema))
+                return value
+            items = resolved.get("items") or _ANY
+            return [_value(books, item, items, ctx) for item in value]
+        case "time":
+            return _time(value, _TIMES[name], ctx)
+        case "int-or-string":
+            if not isinstance(value, (str, int)) or isinstance(value, bool):
+                ctx.other_error(
+                    f"json: cannot unmarshal {_json_name(value)} into Go value of type int32"
+                )
+    return value  # an IntOrString, a Quantity: as it is
 
 
 def _time(value: Any, layout: str, ctx: _Context) -> Any:
@@ -132,7 +159,7 @@ def _time(value: Any, layout: str, ctx: _Context) -> Any:
 def _object(
     books: Catalog, value: Any, resolved: Schema, name: str, schema: Schema, ctx: _Context
 ) -> Any:
-    if not isinstance(value, Mapping):
+    if not is_map(value):
         ctx.type_error(_json_name(value), _go_type(books, schema))
         return value
     properties: Mapping[str, Any] = resolved.get("properties") or {}
@@ -172,13 +199,21 @@ def _defaulted_properties(resolved: Schema) -> list[tuple[str, Schema]]:
     return found
 
 
+_COLLECTIONS: dict[int, bool] = {}
+
+
 def _collection(books: Catalog, schema: Schema) -> bool:
-    resolved, name = books.resolve(schema)
-    if name:
-        return False
-    return resolved.get("type") == "array" or isinstance(
-        resolved.get("additionalProperties"), Mapping
-    )
+    """Whether a (catalog) schema is an inline list or map: Go leaves it out when empty."""
+    key = id(schema)
+    found = _COLLECTIONS.get(key)
+    if found is None:
+        resolved, name = books.resolve(schema)
+        found = not name and (
+            resolved.get("type") == "array"
+            or isinstance(resolved.get("additionalProperties"), Mapping)
+        )
+        _COLLECTIONS[key] = found
+    return found
 
 
 def _serialised_default(schema: Schema) -> bool:

@@ -18,6 +18,7 @@ from anyop.testing.fake.builtin_rules import (
     error_group,
     update_causes,
 )
+from anyop.testing.fake.json_copy import json_copy
 from anyop.testing.fake.kinds import CRD_KIND, NAMESPACE_KIND, Kind, kinds_of_crd
 from anyop.testing.fake.managed_fields import owners_after_update
 from anyop.testing.fake.objects import (
@@ -93,10 +94,16 @@ def decoded(kind: Kind, body: Mapping[str, Any]) -> Body:
     return defaulted(kind, decode(kind.group, kind.version, kind.kind, body))
 
 
+_EMPTY_STATUSES: dict[tuple[str, str, str], Any] = {}
+
+
 def _empty_status(kind: Kind, obj: Body) -> Body:
     """The status a create resets, as the kind's Go type serialises it when empty."""
-    empty = decode(kind.group, kind.version, kind.kind, {}).get("status")
-    return obj if empty is None else {**obj, "status": empty}
+    key = (kind.group, kind.version, kind.kind)
+    if key not in _EMPTY_STATUSES:
+        _EMPTY_STATUSES[key] = decode(*key, {}).get("status")
+    empty = _EMPTY_STATUSES[key]
+    return obj if empty is None else {**obj, "status": json_copy(empty)}
 
 
 def _service_ip(store: Store) -> str:

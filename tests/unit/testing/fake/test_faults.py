@@ -232,6 +232,34 @@ def test_a_trace_keeps_its_latest_lines_and_its_digest_covers_all_of_them() -> N
     assert again.digest() == first.digest()  # the limit does not change the digest
 
 
+def test_a_digest_is_the_same_whenever_it_is_asked_for_and_after_the_lines_are_cleared() -> None:
+    """Lines are hashed lazily (when read, asked for or dropped): when does not matter."""
+
+    def lines(trace: Trace, asked: set[int]) -> str:
+        for n in range(12):
+            trace.request("GET", f"/{n}", query={"limit": str(n)})
+            trace.change(n, "ADDED", obj={"kind": "K", "metadata": {"name": f"o{n}"}, "n": n})
+            if n in asked:
+                trace.digest()
+            if n == 7 and asked:
+                trace.clear()
+        return trace.digest()
+
+    expected = lines(Trace(limit=1000), asked=set())
+    assert lines(Trace(limit=3), asked=set()) == expected
+    assert lines(Trace(limit=3), asked={0, 4, 5, 11}) == expected
+    assert lines(Trace(limit=1000), asked={2, 9}) == expected
+    cleared = Trace(limit=1000)
+    lines(cleared, asked={1})
+    assert len(cleared.lines) == 8
+    assert len(cleared) == 24
+    changed = Trace(limit=1000)
+    changed.change(1, "ADDED", obj={"kind": "K", "metadata": {"name": "o"}, "n": 2})
+    other = Trace(limit=1000)
+    other.change(1, "ADDED", obj={"kind": "K", "metadata": {"name": "o"}, "n": 3})
+    assert changed.digest() != other.digest()  # the contents' digest is in the line
+
+
 def test_a_trace_that_keeps_nothing_is_refused() -> None:
     with pytest.raises(ValueError, match="trace_limit=0"):
         FakeCluster(trace_limit=0)
