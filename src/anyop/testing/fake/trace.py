@@ -84,7 +84,7 @@ class Trace:
 
     def request(self, method: str, path: str, *, query: Mapping[str, str]) -> None:
         """A request as it arrived (its query sorted)."""
-        self._add("request", method, path, sorted(query.items()))
+        self._add("request", method, path, tuple(sorted(query.items())))  # untracked by gc
 
     def answer(self, status: int) -> None:
         """The status of the request just traced (a watch's is its first line's: 200)."""
