@@ -161,10 +161,17 @@ async def play(plan: Plan) -> World:
     stops: dict[str, anyio.Event] = {}
     created = 0
 
+    runs: dict[str, int] = {}
+
     async def operator(who: str, stop: anyio.Event) -> None:
         settings = anyop.OperatorSettings()
         settings.peering.name = "default"
-        settings.peering.identity = who
+        # Each run is a process of its own, with an identity of its own (as anyop's default,
+        # which has its start time in it): one that starts again while its previous run still
+        # finishes its handlers is another peer, not the same one. Two live operators that
+        # claim one identity are one peer to the others: when either leaves, its record goes.
+        runs[who] = runs.get(who, 0) + 1
+        settings.peering.identity = f"{who}/{runs[who]}"
         settings.peering.priority = plan.priorities[who]
         settings.peering.lifetime = 20
         settings.networking.error_backoffs = (0.5, 1, 2)
