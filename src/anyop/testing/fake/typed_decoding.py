@@ -96,6 +96,21 @@ _ANY: Schema = {}
 """The schema of an array's items that its schema does not give."""
 _PLANS: dict[int, tuple[Schema, str, str]] = {}
 """What each (catalog) schema is, by its id: the schemas live as long as the process."""
+_PLAIN: dict[int, type | None] = {}
+"""The Python type whose values a (catalog) schema takes as they are, with nothing to check."""
+_SIMPLE = {"string": str, "boolean": bool}
+
+
+def _plain(books: Catalog, schema: Schema) -> type | None:
+    """``str`` for a string (not base64 bytes), ``bool`` for a boolean; else ``None``."""
+    key = id(schema)
+    if key not in _PLAIN:
+        resolved, _, how = _plan(books, schema)
+        kind = str(resolved.get("type"))
+        byte = resolved.get("format") == "byte"
+        simple = how == "scalar" and kind in _SIMPLE and not byte
+        _PLAIN[key] = _SIMPLE[kind] if simple else None
+    return _PLAIN[key]
 
 
 def _plan(books: Catalog, schema: Schema) -> tuple[Schema, str, str]:
@@ -174,6 +189,9 @@ def _object(
         sub = properties.get(key)
         if sub is None:
             continue  # an unknown field: dropped (and warned about)
+        if type(item) is _plain(books, sub):  # most fields: nothing to check, nothing to drop
+            kept[key] = item
+            continue
         inner = _Context(struct, (*ctx.fields, key), ctx.error)
         decoded = _value(books, item, sub, inner)
         ctx.error = ctx.error or inner.error
