@@ -24,10 +24,11 @@ _encode = json.JSONEncoder(separators=(",", ":"), default=str).encode
 
 
 def _digest(document: Any) -> str:
-    """A digest of a JSON document's contents: of its :mod:`marshal` bytes (version 2, stable
-    across Python versions), so the same document built in the same order digests the same."""
+    """A digest of a JSON document's contents: of its :mod:`marshal` bytes (version 0, which
+    does not mark interned strings), so equal documents built in the same order digest the
+    same."""
     try:
-        data = marshal.dumps(document, 2)
+        data = marshal.dumps(document, 0)
     except ValueError:  # a part marshal does not take (a subclass): its JSON text, sorted
         data = json.dumps(document, sort_keys=True, separators=(",", ":"), default=str).encode()
     return hashlib.sha256(data).hexdigest()[:16]
