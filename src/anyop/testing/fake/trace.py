@@ -12,6 +12,7 @@ the start, so that a long test does not hold every request it ever made.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import marshal
 from collections import deque
@@ -77,9 +78,9 @@ class Trace:
 
     def _fold(self) -> None:
         """Put the unhashed entries into the hash, oldest first."""
-        entries = self._entries
-        for back in range(self._unhashed, 0, -1):  # a deque's ends are read in O(1)
-            self._hash.update(_encode(entries[-back]).encode())
+        newest = list(itertools.islice(reversed(self._entries), self._unhashed))
+        for entry in reversed(newest):  # from the end: as many steps as entries to hash
+            self._hash.update(_encode(entry).encode())
             self._hash.update(b"\n")
         self._unhashed = 0
 
