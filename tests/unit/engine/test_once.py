@@ -388,6 +388,12 @@ def _v(body: Body) -> str:
     return str(body["metadata"]["resourceVersion"])
 
 
+def skip_unstorable(storage: str, resource: Resource) -> None:
+    """Skip the combination the status storage cannot serve: a resource without ``/status``."""
+    if storage == "status" and resource is WITHOUT_STATUS:
+        pytest.skip("status storage needs the status subresource")
+
+
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 @pytest.mark.parametrize("consistency", [5.0, 0.0], ids=["echo-awaited", "no-echo-awaited"])
 @pytest.mark.parametrize("resource", [WITH_STATUS, WITHOUT_STATUS], ids=["status", "no-status"])
@@ -395,8 +401,7 @@ def _v(body: Body) -> str:
 def test_no_sequence_of_our_own_echoes_calls_a_handler_twice(
     storage: str, resource: Resource, consistency: float, backend: str
 ) -> None:
-    if storage == "status" and resource is WITHOUT_STATUS:
-        pytest.skip("status storage needs the status subresource")
+    skip_unstorable(storage, resource)
     tried = anyio.run(explore, storage, resource, consistency, backend=backend)
     assert tried >= 20
 
@@ -434,8 +439,7 @@ async def explore_failures(storage: str, resource: Resource) -> int:
 def test_a_refused_request_after_the_first_calls_no_handler_twice(
     storage: str, resource: Resource, backend: str
 ) -> None:
-    if storage == "status" and resource is WITHOUT_STATUS:
-        pytest.skip("status storage needs the status subresource")
+    skip_unstorable(storage, resource)
     tried = anyio.run(explore_failures, storage, resource, backend=backend)
     assert tried >= 1
 
@@ -449,8 +453,7 @@ def test_the_states_before_our_release_get_no_cycle(
     """The answer to the release carries the version of the state before it: no echo is awaited
     for that state, and it is no newer than what we know. It is the last one with our finalizer.
     """
-    if storage == "status" and resource is WITHOUT_STATUS:
-        pytest.skip("status storage needs the status subresource")
+    skip_unstorable(storage, resource)
     reference = World(storage, resource, 5.0)
     written = anyio.run(deleted, reference, backend=backend)
     assert len(written[0]) >= 1  # the results and the records, then the release
@@ -470,8 +473,7 @@ def test_the_states_before_our_release_get_no_cycle(
 def test_sub_handlers_run_again_for_each_new_cause(
     storage: str, resource: Resource, backend: str
 ) -> None:
-    if storage == "status" and resource is WITHOUT_STATUS:
-        pytest.skip("status storage needs the status subresource")
+    skip_unstorable(storage, resource)
     world = World(storage, resource, 5.0)
     registry = world.reconciler.registry = OperatorRegistry()
     calls: Counter[str] = Counter()
@@ -553,8 +555,7 @@ async def listed_from_far_behind(world: World) -> None:
 def test_a_state_older_than_our_write_is_read_afresh_after_the_consistency_timeout(
     storage: str, resource: Resource, backend: str
 ) -> None:
-    if storage == "status" and resource is WITHOUT_STATUS:
-        pytest.skip("status storage needs the status subresource")
+    skip_unstorable(storage, resource)
     reference = World(storage, resource, 0.01)
     anyio.run(created, reference, backend=backend)
     world = World(storage, resource, 0.01)

@@ -94,53 +94,69 @@ def _go_type(books: Catalog, schema: Schema) -> str:
 
 _ANY: Schema = {}
 """The schema of an array's items that its schema does not give."""
-_PLANS: dict[int, tuple[Schema, str, str]] = {}
-"""What each (catalog) schema is, by its id: the schemas live as long as the process."""
-_PLAIN: dict[int, type | None] = {}
-"""The Python type whose values a (catalog) schema takes as they are, with nothing to check."""
 _SIMPLE = {"string": str, "boolean": bool}
 
 
-def _plain(books: Catalog, schema: Schema) -> type | None:
-    """``str`` for a string (not base64 bytes), ``bool`` for a boolean; else ``None``."""
-    key = id(schema)
-    if key not in _PLAIN:
-        resolved, _, how = _plan(books, schema)
-        kind = str(resolved.get("type"))
-        byte = resolved.get("format") == "byte"
-        simple = how == "scalar" and kind in _SIMPLE and not byte
-        _PLAIN[key] = _SIMPLE[kind] if simple else None
-    return _PLAIN[key]
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Plan:
+    """How the values of one (catalog) schema decode.
+
+    Attributes:
+        resolved: The schema, its ``$ref`` followed.
+        name: The name it refers to (``""`` for an inline schema).
+        how: ``object``, ``array``, ``scalar``, ``time``, ``int-or-string`` or ``quantity``.
+        collection: An inline list or map: Go leaves it out when empty.
+        plain: The Python type whose values it takes as they are, with nothing to check
+            (``str`` for a string that is not base64 bytes, ``bool`` for a boolean).
+    """
+
+    resolved: Schema
+    name: str
+    how: str
+    collection: bool
+    plain: type | None
 
 
-def _plan(books: Catalog, schema: Schema) -> tuple[Schema, str, str]:
-    """A schema resolved, its name, and how its values decode."""
+_PLANS: dict[int, _Plan] = {}
+"""The plan of each (catalog) schema, by its id: the schemas live as long as the process."""
+
+
+def _plan(books: Catalog, schema: Schema) -> _Plan:
+    """How the values of ``schema`` decode (made once per schema)."""
     found = _PLANS.get(id(schema))
     if found is None:
-        resolved, name = books.resolve(schema)
-        kind = resolved.get("type")
-        if name in _TIMES:
-            how = "time"
-        elif name == _INT_OR_STRING:
-            how = "int-or-string"
-        elif name == _QUANTITY:
-            how = "quantity"
-        elif kind == "object" or (kind is None and "properties" in resolved):
-            how = "object"
-        elif kind == "array":
-            how = "array"
-        else:
-            how = "scalar"
-        found = _PLANS[id(schema)] = (resolved, name, how)
+        found = _PLANS[id(schema)] = _plan_of(books, schema)
     return found
+
+
+def _plan_of(books: Catalog, schema: Schema) -> _Plan:
+    resolved, name = books.resolve(schema)
+    kind = resolved.get("type")
+    if name in _TIMES:
+        how = "time"
+    elif name == _INT_OR_STRING:
+        how = "int-or-string"
+    elif name == _QUANTITY:
+        how = "quantity"
+    elif kind == "object" or (kind is None and "properties" in resolved):
+        how = "object"
+    elif kind == "array":
+        how = "array"
+    else:
+        how = "scalar"
+    extra = resolved.get("additionalProperties")
+    collection = not name and (kind == "array" or isinstance(extra, Mapping))
+    simple = how == "scalar" and kind in _SIMPLE and resolved.get("format") != "byte"
+    return _Plan(resolved, name, how, collection, _SIMPLE[str(kind)] if simple else None)
 
 
 def _value(books: Catalog, value: Any, schema: Schema, ctx: _Context) -> Any:
     """Decode one value by its schema: the kept (pruned) value; errors go into ``ctx``."""
     if value is None:
         return None
-    resolved, name, how = _plan(books, schema)
-    match how:
+    plan = _plan(books, schema)
+    resolved, name = plan.resolved, plan.name
+    match plan.how:
         case "scalar":
             return _scalar(value, resolved, ctx, go_type=lambda: _go_type(books, schema))
         case "object":
@@ -189,13 +205,13 @@ def _object(
         sub = properties.get(key)
         if sub is None:
             continue  # an unknown field: dropped (and warned about)
-        if type(item) is _plain(books, sub):  # most fields: nothing to check, nothing to drop
+        if type(item) is _plan(books, sub).plain:  # most fields: nothing to check, nothing to drop
             kept[key] = item
             continue
         inner = _Context(struct, (*ctx.fields, key), ctx.error)
         decoded = _value(books, item, sub, inner)
         ctx.error = ctx.error or inner.error
-        if decoded is not None and not (decoded in ({}, []) and _collection(books, sub)):
+        if decoded is not None and not (decoded in ({}, []) and _plan(books, sub).collection):
             kept[key] = decoded  # Go leaves out nulls, and empty maps and lists (omitempty)
     for key, sub in _defaulted_properties(resolved):
         if key not in kept:
@@ -214,23 +230,6 @@ def _defaulted_properties(resolved: Schema) -> list[tuple[str, Schema]]:
         properties: Mapping[str, Any] = resolved.get("properties") or {}
         found = [(name, sub) for name, sub in properties.items() if _serialised_default(sub)]
         _DEFAULTED[key] = found
-    return found
-
-
-_COLLECTIONS: dict[int, bool] = {}
-
-
-def _collection(books: Catalog, schema: Schema) -> bool:
-    """Whether a (catalog) schema is an inline list or map: Go leaves it out when empty."""
-    key = id(schema)
-    found = _COLLECTIONS.get(key)
-    if found is None:
-        resolved, name = books.resolve(schema)
-        found = not name and (
-            resolved.get("type") == "array"
-            or isinstance(resolved.get("additionalProperties"), Mapping)
-        )
-        _COLLECTIONS[key] = found
     return found
 
 
