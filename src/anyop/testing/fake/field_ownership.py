@@ -10,15 +10,21 @@ item itself).
 
 from __future__ import annotations
 
+import functools
 import json
+import marshal
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from anyop.testing.fake.json_copy import is_map
 
+_json_string: Callable[[str], str] = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
+"""A string as ``json.dumps`` writes it (ASCII, escaped), without its keyword handling."""
+
 __all__ = [
     "Path",
     "Shape",
+    "changes",
     "fields_of",
     "from_fields_v1",
     "path_text",
@@ -99,8 +105,22 @@ class Shape:
 
 
 def _item_key(item: Any, keys: tuple[str, ...]) -> str:
-    found = {key: item.get(key) for key in keys if isinstance(item, Mapping) and key in item}
-    return json.dumps(found, separators=(",", ":"), sort_keys=True)
+    """A map-list item's key fields as compact JSON with sorted keys (``{"name":"a"}``)."""
+    if not isinstance(item, Mapping):
+        return "{}"
+    parts = []
+    for key in sorted(keys):
+        if key in item:
+            value = item[key]
+            if type(value) is str:
+                text = _json_string(value)
+            elif type(value) is int:
+                text = repr(value)
+            else:  # the rare rest, as json.dumps writes it
+                found = {key: item[key] for key in keys if key in item}
+                return json.dumps(found, separators=(",", ":"), sort_keys=True)
+            parts.append(f"{_json_string(key)}:{text}")
+    return "{" + ",".join(parts) + "}"
 
 
 def _tracked(obj: Mapping[str, Any], *, status: str) -> dict[str, Any]:
@@ -131,6 +151,86 @@ def values_of(obj: Mapping[str, Any], shape: Shape, *, status: str = "keep") -> 
 def fields_of(obj: Mapping[str, Any], shape: Shape, *, status: str = "keep") -> set[Path]:
     """The field set of an object (or of an applied configuration)."""
     return set(values_of(obj, shape, status=status))
+
+
+def changes(
+    old: Mapping[str, Any], new: Mapping[str, Any], shape: Shape, *, status: str = "keep"
+) -> tuple[set[Path], set[Path]]:
+    """The owned paths whose value differs between two objects, and those of them that ``new``
+    has: what comparing their :func:`values_of` gives, path by path.
+
+    Equal subtrees are skipped whole (compared by ``==``, in C), so an update walks only what it
+    changed: the maps down to each change, and whatever list or value differs, walked on both
+    sides as :func:`values_of` walks it.
+    """
+    changed: set[Path] = set()
+    taken: set[Path] = set()
+    old_kept, new_kept = _tracked(old, status=status), _tracked(new, status=status)
+    _diff(old_kept, new_kept, shape.schema, shape, (), changed, taken)
+    return changed, taken
+
+
+_ABSENT = object()
+
+
+def _diff(
+    old: Any,
+    new: Any,
+    where: Schema | None,
+    shape: Shape,
+    path: Path,
+    changed: set[Path],
+    taken: set[Path],
+    item: bool = False,
+) -> None:
+    """Add the changes between two values at ``path`` (``item``: of a map-list's item, which
+    owns its own path too; :data:`_ABSENT`: not there)."""
+    if old == new:
+        return
+    if old and new:
+        node = None if where is None else shape.node(where)
+        if is_map(old) and is_map(new) and (node is None or not node.atomic_map):
+            properties: Mapping[str, Schema] = {} if node is None else node.properties
+            extra = None if node is None else node.extra
+            for key in old.keys() | new.keys():
+                before, after = old.get(key, _ABSENT), new.get(key, _ABSENT)
+                if before == after:
+                    continue
+                sub = properties.get(key)
+                sub = extra if sub is None else sub
+                inner = (*path, ("f", str(key)))
+                _diff(before, after, sub, shape, inner, changed, taken)
+            return
+        if (
+            node is not None
+            and node.list_type == "map"
+            and node.keys
+            and isinstance(old, list)
+            and isinstance(new, list)
+        ):
+            olds = {_item_key(each, node.keys): each for each in old}
+            news = {_item_key(each, node.keys): each for each in new}
+            if len(olds) == len(old) and len(news) == len(new):  # no key twice: items pair up
+                for key in olds.keys() | news.keys():
+                    inner = (*path, ("k", key))
+                    _diff(olds.get(key, _ABSENT), news.get(key, _ABSENT), node.items, shape,
+                          inner, changed, taken, True)  # fmt: skip
+                return
+    before: dict[Path, Any] = {}
+    after: dict[Path, Any] = {}
+    if old is not _ABSENT:
+        if item:
+            before[path] = None
+        _walk(old, where, shape, path, before)
+    if new is not _ABSENT:
+        if item:
+            after[path] = None
+        _walk(new, where, shape, path, after)
+    for key in before.keys() | after.keys():
+        if before.get(key, _ABSENT) != after.get(key, _ABSENT):
+            changed.add(key)
+            if key in after:
+                taken.add(key)
 
 
 def _walk(value: Any, where: Schema | None, shape: Shape, path: Path, out: dict[Path, Any]) -> None:
@@ -178,8 +278,29 @@ def to_fields_v1(fields: set[Path]) -> dict[str, Any]:
     return root
 
 
-def from_fields_v1(document: Any, prefix: Path = ()) -> set[Path]:
-    """The field set of a ``fieldsV1`` document."""
+def from_fields_v1(document: Any) -> set[Path]:
+    """The field set of a ``fieldsV1`` document.
+
+    Every write reads the documents of the object's owners: those read lately are remembered
+    by their content (as ``marshal`` writes it), so an owner whose document did not change is
+    not parsed again.
+    """
+    if type(document) is dict:
+        try:
+            blob = marshal.dumps(document)
+        except ValueError:  # not plain JSON data
+            pass
+        else:
+            return set(_read_fields_v1(blob))
+    return _fields_v1(document, ())
+
+
+@functools.lru_cache(maxsize=1024)
+def _read_fields_v1(blob: bytes) -> frozenset[Path]:
+    return frozenset(_fields_v1(marshal.loads(blob), ()))
+
+
+def _fields_v1(document: Any, prefix: Path) -> set[Path]:
     found: set[Path] = set()
     if not is_map(document):
         return found
@@ -190,7 +311,7 @@ def from_fields_v1(document: Any, prefix: Path = ()) -> set[Path]:
             found.add(prefix)
             continue
         kind, _, name = str(key).partition(":")
-        found |= from_fields_v1(inner, (*prefix, (kind, name)))
+        found |= _fields_v1(inner, (*prefix, (kind, name)))
     return found
 
 

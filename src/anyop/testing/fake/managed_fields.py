@@ -14,9 +14,9 @@ from typing import Any
 from anyop.testing.fake.field_ownership import (
     Path,
     Shape,
+    changes,
     from_fields_v1,
     to_fields_v1,
-    values_of,
 )
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.openapi_catalog import catalog
@@ -128,15 +128,10 @@ def owners_after_update(
     changed (all of a new object's), which the other managers lose; removed fields go."""
     shape = shape_of(kind)
     mode = status_mode(kind, subresource)
-    before = values_of(old, shape, status=mode) if old is not None else {}
-    after = values_of(new, shape, status=mode)
-    changed = {
-        p for p in before.keys() | after.keys() if before.get(p, MISSING) != after.get(p, MISSING)
-    }
+    changed, taken = changes(old or {}, new, shape, status=mode)
     entries = entries_of(old)
     sets = [from_fields_v1(entry.get("fieldsV1")) for entry in entries]
     owned = [fields - changed for fields in sets]
-    taken = {p for p in changed if p in after}
     mine = next(
         (i for i, e in enumerate(entries) if same_owner(e, manager, "Update", subresource)), None
     )

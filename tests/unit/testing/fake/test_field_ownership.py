@@ -7,9 +7,15 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from anyop.testing.fake.field_ownership import Path, from_fields_v1, to_fields_v1
+from anyop.testing.fake.field_ownership import (
+    Path,
+    changes,
+    from_fields_v1,
+    to_fields_v1,
+    values_of,
+)
 from anyop.testing.fake.kinds import Kind
-from anyop.testing.fake.managed_fields import owners_after_update
+from anyop.testing.fake.managed_fields import owners_after_update, shape_of
 
 ELEMENTS = st.tuples(st.sampled_from("fkvi"), st.sampled_from(["a", "b", '{"name":"x"}', "0"]))
 PATHS = st.lists(ELEMENTS, min_size=1, max_size=4).map(tuple)
@@ -81,3 +87,99 @@ def test_an_update_keeps_the_documents_of_the_owners_it_does_not_touch() -> None
     )
     assert after[0]["fieldsV1"] is owners[0]["fieldsV1"]  # kept, not rewritten
     assert after[2]["fieldsV1"] == {"f:data": {"f:c": {}}}
+
+
+DEPLOYMENTS = Kind("apps", "v1", "deployments", "deployment", "Deployment")
+# Not both 1 and True: they are equal values, which an update leaves unchanged (see `changes`).
+LEAVES = st.one_of(st.none(), st.booleans(), st.integers(2, 4), st.sampled_from(["m", "x", "TCP"]))
+ANY = st.recursive(
+    LEAVES,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["name", "image", "a"]), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+def shaped(tree: Any, *, patch: bool) -> st.SearchStrategy[Any]:
+    """Values shaped as ``tree`` says (a dict: a map of those fields, else a strategy): an
+    object has every field; a patch some of them, each possibly ``None`` (which removes)."""
+    if not isinstance(tree, dict):
+        return tree
+    fields = {key: shaped(inner, patch=patch) for key, inner in tree.items()}
+    if not patch:
+        return st.fixed_dictionaries(fields)
+    return st.fixed_dictionaries({}, optional={k: st.none() | v for k, v in fields.items()})
+
+
+NAMES = st.sampled_from(["a", "b"])
+LABELS = st.dictionaries(NAMES, st.sampled_from(["v", "w"]), max_size=2)
+PORT = {"containerPort": st.integers(80, 81), "protocol": st.sampled_from(["TCP", "UDP"])}
+CONTAINER = {"name": NAMES, "image": st.sampled_from(["x", "y"]), "args": st.lists(NAMES)}
+STRUCTURE = {
+    "metadata": {"labels": LABELS, "finalizers": st.lists(NAMES, max_size=2), "name": NAMES},
+    "spec": {
+        "replicas": st.integers(2, 3),
+        "selector": {"matchLabels": LABELS},  # an atomic map
+        "template": {
+            "metadata": {"labels": LABELS},
+            "spec": {"nodeSelector": LABELS, "other": ANY},
+        },
+    },
+    "status": {"replicas": st.integers(2, 3), "conditions": ANY},
+    "other": ANY,
+}  # a Deployment's structure: maps, an atomic map, a set (finalizers); containers below
+
+
+def deployments(*, patch: bool) -> st.SearchStrategy[dict[str, Any]]:
+    """Deployments (or patches of them) with a map-list of containers keyed by name, each with
+    a map-list of ports keyed by port and protocol and an atomic list of args."""
+    ports = st.lists(shaped(PORT, patch=patch), max_size=2)
+    containers = st.lists(shaped({**CONTAINER, "ports": ports}, patch=patch), max_size=3)
+
+    def with_containers(obj: dict[str, Any], found: list[Any]) -> dict[str, Any]:
+        spec = ((obj.get("spec") or {}).get("template") or {}).get("spec")
+        if isinstance(spec, dict):
+            spec["containers"] = found
+        return obj
+
+    return st.builds(with_containers, shaped(STRUCTURE, patch=patch), containers)
+
+
+def merged(old: Any, patch: Any) -> Any:
+    """A JSON merge patch (RFC 7386) applied to a copy: ``None`` removes."""
+    if not isinstance(patch, dict):
+        return patch
+    result = dict(old) if isinstance(old, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merged(result.get(key), value)
+    return result
+
+
+def changed_by_definition(
+    old: dict[str, Any], new: dict[str, Any], status: str
+) -> tuple[set[Path], set[Path]]:
+    """Every owned path of both objects, compared one by one."""
+    shape = shape_of(DEPLOYMENTS)
+    before, after = values_of(old, shape, status=status), values_of(new, shape, status=status)
+    missing = object()
+    changed = {
+        p for p in before.keys() | after.keys() if before.get(p, missing) != after.get(p, missing)
+    }
+    return changed, {p for p in changed if p in after}
+
+
+@settings(max_examples=500, deadline=None)
+@given(deployments(patch=False), deployments(patch=True), st.sampled_from(["keep", "skip", "only"]))
+def test_an_updates_changes_are_those_of_every_path_compared(
+    old: dict[str, Any], patch: dict[str, Any], status: str
+) -> None:
+    """The changed paths of an update, found by skipping equal subtrees, are those that
+    comparing every path of both objects finds (on a kind with map-lists, sets, maps)."""
+    new = merged(old, patch)
+    found = changes(old, new, shape_of(DEPLOYMENTS), status=status)
+    assert found == changed_by_definition(old, new, status)
