@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from hypothesis import given, settings
@@ -9,6 +10,7 @@ from hypothesis import strategies as st
 
 from anyop.testing.fake.field_ownership import (
     Path,
+    _item_key,
     changes,
     from_fields_v1,
     to_fields_v1,
@@ -183,3 +185,21 @@ def test_an_updates_changes_are_those_of_every_path_compared(
     new = merged(old, patch)
     found = changes(old, new, shape_of(DEPLOYMENTS), status=status)
     assert found == changed_by_definition(old, new, status)
+
+
+ITEM_VALUES = st.one_of(
+    st.text(max_size=4), st.integers(), st.booleans(), st.none(), st.floats(allow_nan=False)
+) | st.lists(st.integers(), max_size=2)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(st.sampled_from(["name", "port", "é", 'q"']), ITEM_VALUES, max_size=3)
+    | ITEM_VALUES,
+    st.lists(st.sampled_from(["name", "port", "é", 'q"']), min_size=1, max_size=3, unique=True),
+)
+def test_an_items_key_is_the_json_of_its_key_fields(item: Any, keys: list[str]) -> None:
+    """A map-list item's key: its key fields as compact JSON with sorted keys (`k:` paths)."""
+    found = {key: item[key] for key in keys if isinstance(item, dict) and key in item}
+    expected = json.dumps(found, separators=(",", ":"), sort_keys=True)
+    assert _item_key(item, tuple(keys)) == expected
