@@ -18,7 +18,7 @@ from typing import Any
 
 from anyop.testing.fake.json_copy import is_map
 
-_json_string: Callable[[str], str] = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
+_json_string: Callable[[str], str] = json.encoder.encode_basestring_ascii
 """A string as ``json.dumps`` writes it (ASCII, escaped), without its keyword handling."""
 
 __all__ = [
@@ -193,13 +193,13 @@ def _diff(
             properties: Mapping[str, Schema] = {} if node is None else node.properties
             extra = None if node is None else node.extra
             for key in old.keys() | new.keys():
-                before, after = old.get(key, _ABSENT), new.get(key, _ABSENT)
-                if before == after:
+                was, now = old.get(key, _ABSENT), new.get(key, _ABSENT)
+                if was == now:
                     continue
                 sub = properties.get(key)
                 sub = extra if sub is None else sub
                 inner = (*path, ("f", str(key)))
-                _diff(before, after, sub, shape, inner, changed, taken)
+                _diff(was, now, sub, shape, inner, changed, taken)
             return
         if (
             node is not None
