@@ -161,7 +161,8 @@ def changes(
 
     Equal subtrees are skipped whole (compared by ``==``, in C), so an update walks only what it
     changed: the maps down to each change, and whatever list or value differs, walked on both
-    sides as :func:`values_of` walks it.
+    sides as :func:`values_of` walks it. Values equal by ``==`` that JSON writes differently
+    (``1`` and ``1.0`` in a set's item) count as unchanged, as the API server's typed values do.
     """
     changed: set[Path] = set()
     taken: set[Path] = set()
