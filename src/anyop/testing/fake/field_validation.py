@@ -63,10 +63,7 @@ def checked_patch(
     if directive == "Ignore":
         return []
     try:
-        try:  # most patches have no duplicates: plain dicts then, at half the cost
-            patch = json.loads(document, object_pairs_hook=_unique)
-        except _Duplicates:
-            patch = json.loads(document, object_pairs_hook=_object)
+        patch = _parsed(document)
     except ValueError:
         return []  # the patch fails as it does without validation
     problems = [f'duplicate field "{path}"' for path in _duplicated(patch, "")]
@@ -207,14 +204,24 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return found
 
 
+def _parsed(document: bytes) -> Any:
+    """A JSON document: plain dicts where no object repeats a member (most documents, at half
+    the cost), else :class:`_Object` maps that keep every member.
+
+    Raises:
+        ValueError: It is not JSON.
+    """
+    try:
+        return json.loads(document, object_pairs_hook=_unique)
+    except _Duplicates:
+        return json.loads(document, object_pairs_hook=_object)
+
+
 def _problems(kind: Kind, body: bytes) -> list[str]:
     """A JSON object's duplicate fields, then its unknown ones, as Go's strict decoder names
     them."""
     try:
-        try:  # most objects have no duplicates: plain dicts then, at half the cost
-            document: Any = json.loads(body, object_pairs_hook=_unique)
-        except _Duplicates:
-            document = json.loads(body, object_pairs_hook=_object)
+        document = _parsed(body)
     except ValueError:
         return []
     if not isinstance(document, Mapping):

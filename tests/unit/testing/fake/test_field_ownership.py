@@ -8,6 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from anyop.kube.patches import merge
 from anyop.testing.fake.field_ownership import (
     Path,
     _item_key,
@@ -149,19 +150,6 @@ def deployments(*, patch: bool) -> st.SearchStrategy[dict[str, Any]]:
     return st.builds(with_containers, shaped(STRUCTURE, patch=patch), containers)
 
 
-def merged(old: Any, patch: Any) -> Any:
-    """A JSON merge patch (RFC 7386) applied to a copy: ``None`` removes."""
-    if not isinstance(patch, dict):
-        return patch
-    result = dict(old) if isinstance(old, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merged(result.get(key), value)
-    return result
-
-
 def changed_by_definition(
     old: dict[str, Any], new: dict[str, Any], status: str
 ) -> tuple[set[Path], set[Path]]:
@@ -187,7 +175,7 @@ def test_an_updates_changes_are_those_of_every_path_compared(
     """The changed paths of an update, found by skipping equal subtrees, are those that
     comparing every path of both objects finds (on a kind with map-lists, sets, maps); the
     update is a merge patch, or a whole object merged over the old one."""
-    new = merged(old, patch)
+    new = merge(old, patch)
     found = changes(old, new, shape_of(DEPLOYMENTS), status=status)
     assert found == changed_by_definition(old, new, status)
 
