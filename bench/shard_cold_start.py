@@ -71,6 +71,8 @@ class Outcome:
         shares: Objects handled per replica (pid).
         first: Seconds from the start of the replicas to the first object handled.
         to_serve: Per replica, seconds from its "Joining" to its first "Serving" log line.
+        alone: Replicas that served as the group's only member first (their start-up ended
+            before the others joined: it may handle the whole backlog meanwhile).
         notes: The replicas' sharding log lines, when an object was handled twice.
     """
 
@@ -82,6 +84,7 @@ class Outcome:
     shares: list[int]
     first: float
     to_serve: list[float]
+    alone: int = 0
     notes: list[str] = dataclasses.field(default_factory=list)
 
     @property
@@ -212,6 +215,7 @@ def run(
         shares=sorted(shares.values(), reverse=True),
         first=first,
         to_serve=[time_to_serve(text) for text in texts],
+        alone=sum(1 for text in texts if "objects now as 1 of 1 members" in text),
         notes=notes,
     )
 
@@ -230,6 +234,7 @@ def describe(index: int, backend: str, outcome: Outcome) -> str:
         f"{outcome.twice} twice ({outcome.across} by two replicas), {outcome.lapses} lapses, "
         f"shares {outcome.shares}, first handled after "
         f"{outcome.first:.1f} s, Joining->Serving per replica {serve} s"
+        + (f", {outcome.alone} served alone first" if outcome.alone else "")
     )
 
 

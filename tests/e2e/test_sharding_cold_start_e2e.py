@@ -27,10 +27,12 @@ def test_replicas_started_together_handle_a_backlog_once(
     print(describe(0, backend, outcome))
     assert outcome.twice == 0, describe(0, backend, outcome)
     assert outcome.handled == OBJECTS
-    assert len(outcome.shares) == 3  # every replica served its share
     # Each replica's share depends on when its start-up ends: on a quiet machine within 0.2 s of
     # the others' (a third each, bench.shard_cold_start), on the suite's loaded one seconds
     # apart ([496, 52, 52] and [305, 271, 24] seen at load 10, the last one serving 2 s after
-    # the others). Exactly once is the promise; each takes part.
-    assert all(share > 0 for share in outcome.shares), outcome
-    assert all(math.isfinite(seconds) for seconds in outcome.to_serve)
+    # the others). Exactly once is the promise; each takes part, unless one served alone first
+    # (it joined 1.3 s before the others, and handled all 600 objects meanwhile: [600]).
+    if not outcome.alone:
+        assert len(outcome.shares) == 3, outcome  # every replica served its share
+        assert all(share > 0 for share in outcome.shares), outcome
+    assert all(math.isfinite(seconds) for seconds in outcome.to_serve)  # every replica served
