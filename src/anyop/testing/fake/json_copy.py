@@ -13,7 +13,7 @@ import marshal
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-__all__ = ["is_map", "json_copy"]
+__all__ = ["frozen", "is_map", "json_copy", "thawed"]
 
 T = TypeVar("T")
 _PLAIN = (str, int, float, list, tuple, type(None))
@@ -33,6 +33,20 @@ def json_copy(value: T) -> T:
         return marshal.loads(marshal.dumps(value, 2))  # type: ignore[no-any-return]
     except ValueError:  # a part marshal does not take as it is (a subclass): walked
         return _copy(value)  # type: ignore[no-any-return]
+
+
+def frozen(value: Any) -> bytes:
+    """A JSON document as bytes that :func:`thawed` makes a new copy of, each time (bytes hold no
+    references: the garbage collector does not walk them)."""
+    try:
+        return marshal.dumps(value, 2)
+    except ValueError:  # a part marshal does not take as it is (a subclass): walked first
+        return marshal.dumps(_copy(value), 2)
+
+
+def thawed(data: bytes) -> Any:
+    """A new copy of the document that :func:`frozen` made ``data`` of."""
+    return marshal.loads(data)
 
 
 def _copy(value: Any) -> Any:

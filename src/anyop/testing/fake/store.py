@@ -25,7 +25,7 @@ from anyop.testing.fake.history import (
     storage_key,
     visible_change,
 )
-from anyop.testing.fake.json_copy import json_copy
+from anyop.testing.fake.json_copy import frozen, json_copy, thawed
 from anyop.testing.fake.kinds import BUILTIN_KINDS, NAMESPACE_KIND, Kind
 from anyop.testing.fake.label_selectors import Selector
 from anyop.testing.fake.schemas import fill_defaults
@@ -218,15 +218,16 @@ class Store:
         if self.substitute is not None:
             obj = self._substituted(kind, obj, old)
         self.rv += 1
-        obj = json_copy(obj)
-        obj["metadata"]["resourceVersion"] = str(self.rv)
+        versioned = {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(self.rv)}}
+        data = frozen(versioned)  # one copy made for the store, the answer, the history
+        obj = thawed(data)
         objects = self.objects[(kind.group, kind.plural)]
         change = Change(self.rv, (kind.group, kind.plural), type_, obj, old)
         if type_ == "DELETED":
             objects.pop(change.key, None)
         else:
             objects[change.key] = obj
-        self.history.append(change)
+        self.history.append(change, obj=data)
         for listener in list(self.listeners):
             listener(change)
         self._queued.append(change)
@@ -237,7 +238,7 @@ class Store:
                     self._queued.popleft()
             finally:
                 self._queued.clear()
-        return json_copy(obj)
+        return thawed(data)  # type: ignore[no-any-return]
 
     def _control(self, change: Change) -> None:
         """Let the controllers act on a change; a write they are refused is kept in

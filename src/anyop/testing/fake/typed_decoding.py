@@ -150,23 +150,33 @@ def _plan_of(books: Catalog, schema: Schema) -> _Plan:
     return _Plan(resolved, name, how, collection, _SIMPLE[str(kind)] if simple else None)
 
 
-def _value(books: Catalog, value: Any, schema: Schema, ctx: _Context) -> Any:
-    """Decode one value by its schema: the kept (pruned) value; errors go into ``ctx``."""
+def _value(books: Catalog, value: Any, schema: Schema, ctx: _Context, like: Any = None) -> Any:
+    """Decode one value by its schema: the kept (pruned) value; errors go into ``ctx``.
+
+    ``like`` is the value decoded before at the same place, if any (see :func:`decode`).
+    """
     if value is None:
         return None
     plan = _plan(books, schema)
+    if type(value) is plan.plain:
+        return value  # nothing to check, nothing to drop
     resolved, name = plan.resolved, plan.name
     match plan.how:
         case "scalar":
             return _scalar(value, resolved, ctx, go_type=lambda: _go_type(books, schema))
         case "object":
-            return _object(books, value, resolved, name, schema, ctx)
+            return _object(books, value, resolved, name, schema, ctx, like)
         case "array":
             if not isinstance(value, list):
                 ctx.type_error(_json_name(value), _go_type(books, schema))
                 return value
             items = resolved.get("items") or _ANY
-            return [_value(books, item, items, ctx) for item in value]
+            if type(like) is not list or len(like) != len(value):
+                return [_value(books, item, items, ctx) for item in value]
+            return [
+                _value(books, item, items, ctx, before)
+                for item, before in zip(value, like, strict=True)
+            ]
         case "time":
             return _time(value, _TIMES[name], ctx)
         case "int-or-string":
@@ -188,49 +198,97 @@ def _time(value: Any, layout: str, ctx: _Context) -> Any:
 
 
 def _object(
-    books: Catalog, value: Any, resolved: Schema, name: str, schema: Schema, ctx: _Context
+    books: Catalog,
+    value: Any,
+    resolved: Schema,
+    name: str,
+    schema: Schema,
+    ctx: _Context,
+    like: Any = None,
 ) -> Any:
-    if not is_map(value):
+    if type(value) is not dict and not is_map(value):
         ctx.type_error(_json_name(value), _go_type(books, schema))
         return value
-    properties: Mapping[str, Any] = resolved.get("properties") or {}
-    extra = resolved.get("additionalProperties")
-    if not properties and not isinstance(extra, Mapping):
+    shape = _shape(books, resolved)
+    if shape.free_form:
         return dict(value)  # free-form (e.g. a RawExtension's object)
-    if isinstance(extra, Mapping) and not properties:
+    if shape.fields is None:
+        extra, plain = shape.extra, shape.extra_plain
+        if plain is not None and all(type(item) is plain for item in value.values()):
+            return dict(value)  # labels, annotations, a ConfigMap's data: nothing to check
         return {key: _value(books, item, extra, ctx) for key, item in value.items()}
     kept: dict[str, Any] = {}
-    struct = name.rpartition(".")[2] if name else ctx.struct
+    fields = shape.fields
+    struct = ""
+    if type(like) is not dict:
+        like = _NOTHING
     for key, item in value.items():
-        sub = properties.get(key)
-        if sub is None:
+        field = fields.get(key)
+        if field is None:
             continue  # an unknown field: dropped (and warned about)
-        if type(item) is _plan(books, sub).plain:  # most fields: nothing to check, nothing to drop
+        sub, plan = field
+        if type(item) is plan.plain:  # most fields: nothing to check, nothing to drop
             kept[key] = item
             continue
+        before = like.get(key)
+        if before is not None and item == before:  # decoded before: it decodes to itself
+            kept[key] = json_copy(item) if type(item) in _TREES else item  # the decoder's own
+            continue
+        struct = struct or (name.rpartition(".")[2] if name else ctx.struct)
         inner = _Context(struct, (*ctx.fields, key), ctx.error)
-        decoded = _value(books, item, sub, inner)
+        decoded = _value(books, item, sub, inner, before)
         ctx.error = ctx.error or inner.error
-        if decoded is not None and not (decoded in ({}, []) and _plan(books, sub).collection):
+        if decoded is not None and not (decoded in ({}, []) and plan.collection):
             kept[key] = decoded  # Go leaves out nulls, and empty maps and lists (omitempty)
-    for key, sub in _defaulted_properties(resolved):
+    for key, sub in shape.defaulted:
         if key not in kept:
+            struct = struct or (name.rpartition(".")[2] if name else ctx.struct)
             kept[key] = _value(books, json_copy(sub["default"]), sub, _Context(struct))
     return kept
 
 
-_DEFAULTED: dict[int, list[tuple[str, Schema]]] = {}
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Shape:
+    """How an object schema's fields decode, read once per (catalog) schema.
+
+    Attributes:
+        fields: Each property's schema and plan; ``None`` for a map (no properties).
+        extra: A map's value schema (``additionalProperties``).
+        extra_plain: The Python type a map's values are taken as they are, if any.
+        free_form: Neither properties nor a value schema: kept as it is.
+        defaulted: The properties whose fields come back when missing.
+    """
+
+    fields: dict[str, tuple[Schema, _Plan]] | None
+    extra: Schema
+    extra_plain: type | None
+    free_form: bool
+    defaulted: list[tuple[str, Schema]]
 
 
-def _defaulted_properties(resolved: Schema) -> list[tuple[str, Schema]]:
-    """The properties of a (catalog) schema whose fields come back when missing."""
-    key = id(resolved)
-    found = _DEFAULTED.get(key)
+_SHAPES: dict[int, _Shape] = {}
+_NOTHING: dict[str, Any] = {}
+_TREES = (dict, list)
+
+
+def _shape(books: Catalog, resolved: Schema) -> _Shape:
+    found = _SHAPES.get(id(resolved))
     if found is None:
-        properties: Mapping[str, Any] = resolved.get("properties") or {}
-        found = [(name, sub) for name, sub in properties.items() if _serialised_default(sub)]
-        _DEFAULTED[key] = found
+        found = _SHAPES[id(resolved)] = _shape_of(books, resolved)
     return found
+
+
+def _shape_of(books: Catalog, resolved: Schema) -> _Shape:
+    properties: Mapping[str, Any] = resolved.get("properties") or {}
+    extra = resolved.get("additionalProperties")
+    if not isinstance(extra, Mapping):
+        extra = None
+    defaulted = [(key, sub) for key, sub in properties.items() if _serialised_default(sub)]
+    if not properties:
+        plain = _plan(books, extra).plain if extra is not None else None
+        return _Shape(None, extra or _ANY, plain, extra is None, defaulted)
+    fields = {key: (sub, _plan(books, sub)) for key, sub in properties.items()}
+    return _Shape(fields, _ANY, None, False, defaulted)
 
 
 def _serialised_default(schema: Schema) -> bool:
@@ -286,8 +344,13 @@ def _base64(value: str, ctx: _Context) -> None:
         ctx.other_error(f"illegal base64 data at input byte {offset}")
 
 
-def decode(group: str, version: str, kind: str, body: Mapping[str, Any]) -> dict[str, Any]:
+def decode(
+    group: str, version: str, kind: str, body: Mapping[str, Any], *, like: Any = None
+) -> dict[str, Any]:
     """A built-in object as its Go type keeps it: unknown fields dropped.
+
+    ``like`` is the object as stored (an update's old object): a field equal to its own there
+    was decoded before, and decodes to itself, so it is kept without being walked again.
 
     Objects of kinds the catalog has no schema for come back as they are.
 
@@ -299,7 +362,7 @@ def decode(group: str, version: str, kind: str, body: Mapping[str, Any]) -> dict
     if name is None:
         return dict(body)
     ctx = _Context()
-    kept = _object(books, body, books.schemas[name], name, {"$ref": name}, ctx)
+    kept = _object(books, body, books.schemas[name], name, {"$ref": name}, ctx, like)
     if ctx.error:
         raise _refused(kind, version, ctx.error)
     for key in ("apiVersion", "kind"):

@@ -76,9 +76,12 @@ _NAMES_ORDER = ("plural", "singular", "shortNames", "kind", "listKind", "categor
 """The fields of ``CustomResourceDefinitionNames`` in the Go struct's order (the JSON's)."""
 
 
-def decoded(kind: Kind, body: Mapping[str, Any]) -> Body:
+def decoded(kind: Kind, body: Mapping[str, Any], *, stored: Body | None = None) -> Body:
     """A request's object as the API server reads it: a built-in one into its Go type (unknown
     fields dropped, wrong types refused), a custom resource's metadata into ``ObjectMeta``.
+
+    ``stored`` is the object an update replaces: its fields, decoded before, are not walked
+    again where the new object has them unchanged.
 
     Raises:
         StatusError: 400, a built-in object does not decode.
@@ -91,7 +94,7 @@ def decoded(kind: Kind, body: Mapping[str, Any]) -> Body:
         if not isinstance(body.get("metadata"), Mapping):
             return dict(body)
         return {**body, "metadata": decode_metadata(body["metadata"])}
-    return defaulted(kind, decode(kind.group, kind.version, kind.kind, body))
+    return defaulted(kind, decode(kind.group, kind.version, kind.kind, body, like=stored))
 
 
 _EMPTY_STATUSES: dict[tuple[str, str, str], Any] = {}
@@ -267,7 +270,7 @@ def update(
     Raises:
         StatusError: 422, as :func:`~anyop.testing.fake.objects.prepare_update` refuses it.
     """
-    obj = prepare_update(kind, stored, decoded(kind, new), subresource=subresource)
+    obj = prepare_update(kind, stored, decoded(kind, new, stored=stored), subresource=subresource)
     if causes := update_causes(kind, stored, obj):
         raise invalid(kind.kind, error_group(kind), stored["metadata"]["name"], causes=causes)
     if owners is None and manager is not None:

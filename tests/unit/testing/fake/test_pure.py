@@ -171,6 +171,21 @@ def test_history_rebuilds_a_past_state_by_undoing_later_changes() -> None:
     assert state == {key: old}
 
 
+def test_history_keeps_past_objects_as_they_were_and_gives_copies() -> None:
+    history = History(limit=10)
+    old, new = _obj("a", 1), _obj("a", 2)
+    history.append(Change(2, ("", "configmaps"), "MODIFIED", new, old))
+    old["metadata"]["labels"], new["metadata"]["labels"] = {"x": "1"}, {"x": "2"}  # in place
+    [change] = history.since(1, ("", "configmaps"))
+    assert (change.obj, change.old) == (_obj("a", 2), _obj("a", 1))
+    change.obj["metadata"]["name"] = "changed by a reader"
+    [again] = history.since(1, ("", "configmaps"))
+    assert again.obj == _obj("a", 2)
+    assert history.state_at(1, ("", "configmaps"), {("ns", "a"): new}) == {
+        ("ns", "a"): _obj("a", 1)
+    }
+
+
 def test_a_watch_with_a_selector_sees_an_object_leave_as_deleted_at_the_new_version() -> None:
     change = Change(5, ("", "configmaps"), "MODIFIED", _obj("a", 5, k="x"), _obj("a", 4, k="v"))
     seen = visible_change(change, parse_label_selector("k=v"))
