@@ -231,10 +231,9 @@ def _collection(
             listed = store.list(kind, _list_query(kind, namespace, request.query))
             return ApiResponse(200, view.render(listed))
         case "POST":
-            warnings = _field_warnings(kind, request)
-            created = writes.create(
-                store, kind, _body(kind, request), namespace=namespace, manager=request.manager
-            )
+            warnings, read = _field_warnings(kind, request)
+            body = _body(kind, request) if read is None else read
+            created = writes.create(store, kind, body, namespace=namespace, manager=request.manager)
             return ApiResponse(201, created, warnings)
         case "DELETE" if kind != NAMESPACE_KIND:
             query = _list_query(kind, namespace, request.query)
@@ -253,11 +252,11 @@ def _member(store: Store, ref: Ref, request: ApiRequest, *, route: Route) -> Api
             view = _view(store, ref.kind, request, collection=False)
             return ApiResponse(200, view.render(store.get(ref.kind, ref.namespace, ref.name)))
         case "PUT":
-            warnings = _field_warnings(ref.kind, request)
+            warnings, read = _field_warnings(ref.kind, request)
             replaced = writes.replace(
                 store,
                 ref,
-                _body(ref.kind, request),
+                _body(ref.kind, request) if read is None else read,
                 subresource=route.subresource,
                 manager=request.manager,
             )
@@ -315,15 +314,16 @@ def _body(kind: Kind, request: ApiRequest, *, options: bool = False) -> Any:
     return decode_body(kind, request.content_type, request.body, options=options)
 
 
-def _field_warnings(kind: Kind, request: ApiRequest) -> dict[str, str]:
+def _field_warnings(kind: Kind, request: ApiRequest) -> tuple[dict[str, str], Any]:
     """The ``Warning`` header of a create's or update's unknown and duplicate fields (or the
-    refusal, with ``fieldValidation=Strict``)."""
+    refusal, with ``fieldValidation=Strict``), and the body as read for them, if it was read
+    as :func:`_body` reads it (``None`` if not)."""
     options = "CreateOptions" if request.method == "POST" else "UpdateOptions"
     directive = directive_of(request.query.get("fieldValidation"), options)
     if request.content_type != "application/json":
-        return {}
-    warnings = checked_fields(kind, request.body, directive)
-    return _warning_header(warnings)
+        return {}, None
+    warnings, read = checked_fields(kind, request.body, directive)
+    return _warning_header(warnings), read
 
 
 def _patch_warnings(

@@ -30,19 +30,21 @@ _META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 _DIRECTIVES = ("Strict", "Warn", "Ignore")
 
 
-def checked_fields(kind: Kind, body: bytes, directive: str) -> list[str]:
-    """The warnings of a write's JSON object under ``directive`` (see :func:`directive_of`).
+def checked_fields(kind: Kind, body: bytes, directive: str) -> tuple[list[str], Any]:
+    """The warnings of a write's JSON object under ``directive`` (see :func:`directive_of`),
+    and the object as read for them: a plain JSON object, as the request's body decodes (or
+    ``None``: not read, or not as the body decodes; the caller decodes it).
 
     Raises:
         StatusError: 400, ``Strict`` and the object has unknown or duplicate fields.
     """
     if directive == "Ignore":
-        return []
-    problems = _problems(kind, body)
+        return [], None
+    problems, document = _problems(kind, body)
     if problems and directive == "Strict":
         found = ", ".join(problems)
         raise _refused(kind, f"strict decoding error: {found}")
-    return problems
+    return problems, document
 
 
 def checked_patch(
@@ -93,11 +95,11 @@ def _may_add_unknown(kind: Kind, patch: Any) -> bool:
 
 
 def _without_directives(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {k: _without_directives(v) for k, v in value.items() if not k.startswith("$")}
     if isinstance(value, list):
         return [_without_directives(item) for item in value]
-    return value
+    if type(value) in _LEAVES or not is_map(value):
+        return value
+    return {k: _without_directives(v) for k, v in value.items() if not k.startswith("$")}
 
 
 def _invalid_patch(shown: str, problems: list[str]) -> StatusError:
@@ -204,7 +206,7 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return found
 
 
-def _parsed(document: bytes) -> Any:
+def _parsed(document: bytes | str) -> Any:
     """A JSON document: plain dicts where no object repeats a member (most documents, at half
     the cost), else :class:`_Object` maps that keep every member.
 
@@ -217,22 +219,25 @@ def _parsed(document: bytes) -> Any:
         return json.loads(document, object_pairs_hook=_object)
 
 
-def _problems(kind: Kind, body: bytes) -> list[str]:
+def _problems(kind: Kind, body: bytes) -> tuple[list[str], Any]:
     """A JSON object's duplicate fields, then its unknown ones, as Go's strict decoder names
-    them."""
+    them; and the object, if it is a plain one (no member twice) of UTF-8 text."""
     try:
-        document = _parsed(body)
+        document = _parsed(body.decode())  # UTF-8 only: what the body decodes as otherwise
     except ValueError:
-        return []
+        return [], None
     if not isinstance(document, Mapping):
-        return []
+        return [], None
     if kind.custom:  # the decoder's duplicates, then what pruning drops
         found = [("duplicate", path) for path in _duplicated(document, "")]
         found += [("unknown", path) for path in _unknown_in(kind, document)]
     else:
         name = catalog().schema_name(kind.group, kind.version, kind.kind)
         found = list(_builtin(document, {"$ref": name}, "")) if name else []
-    return [f'{problem} field "{path}"' for problem, path in found]
+    plain = (
+        document if type(document) is dict and not any(p == "duplicate" for p, _ in found) else None
+    )
+    return [f'{problem} field "{path}"' for problem, path in found], plain
 
 
 def _duplicated(value: Any, path: str) -> Iterator[str]:
@@ -268,32 +273,48 @@ def _builtin(value: Any, schema: Schema, path: str) -> Iterator[tuple[str, str]]
 def _collect(
     books: Catalog, value: Any, schema: Schema, path: str, found: list[tuple[str, str]]
 ) -> None:
-    resolved, _ = books.resolve(schema)
+    properties, extra, items = _node(books, schema)
     if isinstance(value, list):
-        items = resolved.get("items")
-        if isinstance(items, Mapping):
+        if items is not None:
             for index, item in enumerate(value):
-                if isinstance(item, list) or is_map(item):
+                if type(item) not in _LEAVES and (isinstance(item, list) or is_map(item)):
                     _collect(books, item, items, f"{path}[{index}]", found)
         return
-    if not is_map(value):
-        return
-    properties: Mapping[str, Any] = resolved.get("properties") or {}
-    declared = resolved.get("additionalProperties")
-    if not properties and not isinstance(declared, Mapping):
-        return  # free-form
-    extra: Schema = declared if isinstance(declared, Mapping) else {}
-    pairs = value.pairs if isinstance(value, _Object) else value.items()
+    if (not properties and extra is None) or not is_map(value):
+        return  # free-form, or not an object
+    repeats = isinstance(value, _Object)  # only these can have a member twice
+    pairs = value.pairs if repeats else value.items()
     seen: set[str] = set()
     for key, item in pairs:
-        where = f"{path}.{key}" if path else key
-        if key in seen:
-            found.append(("duplicate", where))
-        seen.add(key)
+        if repeats:
+            if key in seen:
+                found.append(("duplicate", f"{path}.{key}" if path else key))
+            seen.add(key)
         if properties and key not in properties:
-            found.append(("unknown", where))
-        elif isinstance(item, list) or is_map(item):
-            _collect(books, item, properties[key] if properties else extra, where, found)
+            found.append(("unknown", f"{path}.{key}" if path else key))
+        elif type(item) not in _LEAVES and (isinstance(item, list) or is_map(item)):
+            sub = properties[key] if properties else extra
+            _collect(books, item, sub or {}, f"{path}.{key}" if path else key, found)
+
+
+_LEAVES = frozenset((str, int, float, bool, type(None)))
+_Node = tuple[Mapping[str, Any], "Schema | None", "Schema | None"]
+_NODES: dict[int, _Node] = {}
+"""Each (catalog) schema's properties, value schema and items schema, by the resolved
+schema's id: the catalog's schemas live as long as the process."""
+
+
+def _node(books: Catalog, schema: Schema) -> _Node:
+    resolved, _ = books.resolve(schema)
+    found = _NODES.get(id(resolved))
+    if found is None:
+        extra, items = resolved.get("additionalProperties"), resolved.get("items")
+        found = _NODES[id(resolved)] = (
+            resolved.get("properties") or {},
+            extra if isinstance(extra, Mapping) else None,
+            items if isinstance(items, Mapping) else None,
+        )
+    return found
 
 
 def _custom(document: Mapping[str, Any], schema: Schema) -> Iterator[str]:

@@ -15,6 +15,7 @@ from anyop.testing.fake.field_ownership import (
     Path,
     Shape,
     changes,
+    fields_v1_of,
     from_fields_v1,
     to_fields_v1,
 )
@@ -128,7 +129,14 @@ def owners_after_update(
     changed (all of a new object's), which the other managers lose; removed fields go."""
     shape = shape_of(kind)
     mode = status_mode(kind, subresource)
-    changed, taken = changes(old or {}, new, shape, status=mode)
+    if old is None:  # a create: the manager owns every field, in one entry
+        document = fields_v1_of(new, shape, status=mode)
+        if not document:
+            return []
+        return [
+            {**new_entry(kind, manager, "Update", now, subresource, set()), "fieldsV1": document}
+        ]
+    changed, taken = changes(old, new, shape, status=mode)
     entries = entries_of(old)
     sets = [from_fields_v1(entry.get("fieldsV1")) for entry in entries]
     owned = [fields - changed for fields in sets]

@@ -15,6 +15,7 @@ in JSON, as before negotiation was done.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 from anyop.testing.fake.statuses import StatusError, status_body
 
@@ -179,6 +180,13 @@ def negotiate(
     Raises:
         StatusError: ``406 Not Acceptable``.
     """
+    return _negotiated(header, custom, collection, watch)
+
+
+@functools.lru_cache(maxsize=512)
+def _negotiated(header: str, custom: bool, collection: bool, watch: bool) -> Conversion | None:
+    """:func:`negotiate`, remembered: clients send the same few headers (a refusal is not
+    remembered, and is worked out again)."""
     if not custom and _router_refuses(header, watch_route=collection):
         raise _router_refusal(collection=collection)
     if not header:

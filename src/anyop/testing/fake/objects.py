@@ -183,7 +183,8 @@ def _finalizer_causes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[tu
 def prepare_update(
     kind: Kind, old: Mapping[str, Any], new: Mapping[str, Any], *, subresource: str | None
 ) -> Body:
-    """The object to store for an update of ``old`` to ``new`` (a PUT body or a patch result).
+    """The object to store for an update of ``old`` to ``new`` (a PUT body or a patch result,
+    decoded: the result takes its parts, so give a copy of one that must stay as it is).
 
     The main resource keeps the old ``status`` when ``/status`` is a subresource; the
     ``/status`` subresource keeps everything but ``status``. System metadata stays as it was;
@@ -196,9 +197,9 @@ def prepare_update(
         obj = json_copy(dict(old))
         obj.pop("status", None)
         if "status" in new:
-            obj["status"] = json_copy(new["status"])
+            obj["status"] = new["status"]
     else:
-        obj = json_copy(dict(new))
+        obj = dict(new)
         if kind.status:
             obj.pop("status", None)
             if "status" in old:

@@ -207,7 +207,8 @@ class Store:
         return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
 
     def commit(self, kind: Kind, type_: str, obj: Body, *, old: Body | None) -> Body:
-        """Store a change with the next resourceVersion; tell the listeners; return a copy.
+        """Store a change with the next resourceVersion; tell the listeners; return the object
+        as stored (not a copy: copy it before changing it or handing it out).
 
         Raises:
             WouldCommit: In a dry run.
@@ -219,7 +220,7 @@ class Store:
             obj = self._substituted(kind, obj, old)
         self.rv += 1
         versioned = {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(self.rv)}}
-        data = frozen(versioned)  # one copy made for the store, the answer, the history
+        data = frozen(versioned)  # one copy, made for the store and the history
         obj = thawed(data)
         objects = self.objects[(kind.group, kind.plural)]
         change = Change(self.rv, (kind.group, kind.plural), type_, obj, old)
@@ -238,7 +239,7 @@ class Store:
                     self._queued.popleft()
             finally:
                 self._queued.clear()
-        return thawed(data)  # type: ignore[no-any-return]
+        return obj
 
     def _control(self, change: Change) -> None:
         """Let the controllers act on a change; a write they are refused is kept in

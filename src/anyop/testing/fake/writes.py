@@ -120,9 +120,10 @@ def _service_ip(store: Store) -> str:
 
 
 def _served(kind: Kind, committed: Body) -> Body:
-    """The answer of a write: the copy that the commit returned, in the kind's version."""
-    committed["apiVersion"] = kind.api_version
-    return committed
+    """The answer of a write: a copy of the object as committed, in the kind's version."""
+    served = json_copy(committed)
+    served["apiVersion"] = kind.api_version
+    return served
 
 
 def _check_namespace(store: Store, ref: Ref) -> None:
@@ -368,7 +369,11 @@ def patched(kind: Kind, stored: Body, *, content_type: str, document: bytes) -> 
         # The strategic merge patcher passes the decoder's error on bare; the others prefix it.
         prefix = "" if content_type == STRATEGIC else "error decoding patch: "
         raise bad_request(f"{prefix}{exc}") from None
-    current = shown(kind, stored)
+    if kind.custom or stored.get("apiVersion") != kind.api_version:
+        current = shown(kind, stored)  # as read: in the kind's version, with its defaults
+    else:
+        current = stored  # as read already; the patches leave it as it is, and what they
+        # share with it, the decoding of the update copies
     if content_type == JSON_PATCH:
         if not isinstance(patch, list):
             error = go_json.unmarshal_type_error(patch, "[]handlers.jsonPatchOp")

@@ -13,6 +13,8 @@ from anyop.testing.fake.field_ownership import (
     Path,
     _item_key,
     changes,
+    fields_of,
+    fields_v1_of,
     from_fields_v1,
     to_fields_v1,
     values_of,
@@ -178,6 +180,23 @@ def test_an_updates_changes_are_those_of_every_path_compared(
     new = merge(old, patch)
     found = changes(old, new, shape_of(DEPLOYMENTS), status=status)
     assert found == changed_by_definition(old, new, status)
+
+
+@settings(max_examples=400, deadline=None)
+@given(deployments(patch=False), st.sampled_from(["keep", "skip", "only"]), st.booleans())
+def test_a_creates_document_is_the_one_of_its_field_set(
+    obj: dict[str, Any], status: str, twice: bool
+) -> None:
+    """Made in one walk, a create's ``fieldsV1`` is the document of its field set, in the same
+    order (an item's ``.`` first, each level sorted); also when a map-list has a key twice."""
+    containers = obj["spec"]["template"]["spec"]["containers"]
+    if twice and containers:
+        containers.append(
+            {"name": containers[0]["name"], "image": "z", "ports": [{"containerPort": 9}]}
+        )
+    shape = shape_of(DEPLOYMENTS)
+    expected = to_fields_v1(fields_of(obj, shape, status=status))
+    assert json.dumps(fields_v1_of(obj, shape, status=status)) == json.dumps(expected)
 
 
 ITEM_VALUES = st.one_of(
