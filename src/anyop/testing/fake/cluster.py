@@ -41,6 +41,7 @@ from anyop.testing.fake.fault_answers import answer_of_fault
 from anyop.testing.fake.faults import FaultPlan
 from anyop.testing.fake.history import Change
 from anyop.testing.fake.inprocess_transport import FakeTransport
+from anyop.testing.fake.json_copy import json_copy
 from anyop.testing.fake.loopback_server import serve_loopback
 from anyop.testing.fake.loopback_tls import fake_authority, loopback_certificates
 from anyop.testing.fake.root_ca_publisher import publish_everywhere, root_ca_publisher
@@ -368,7 +369,7 @@ class FakeCluster:
         if kind is None:
             raise LookupError(f"No kind {body.get('kind')!r} is served in {api_version!r}.")
         namespace = (body.get("metadata") or {}).get("namespace") if kind.namespaced else None
-        return writes.create(self.store, kind, body, namespace=namespace)
+        return json_copy(writes.create(self.store, kind, body, namespace=namespace))
 
 
 def _root_ca() -> str:

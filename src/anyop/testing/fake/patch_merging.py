@@ -1,7 +1,8 @@
 """The three patch formats, applied as kube-apiserver applies them.
 
-Pure; inputs are never modified. :class:`PatchFailed` means a JSON patch could not be applied
-(the API server answers 422); the caller maps it to a ``Status``.
+Pure; inputs are never modified, and a merge's result shares the parts it leaves unchanged
+with the target (copy it before changing it in place). :class:`PatchFailed` means a JSON patch
+could not be applied (the API server answers 422); the caller maps it to a ``Status``.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from anyop.testing.fake.json_copy import json_copy
+from anyop.testing.fake.json_copy import is_map, json_copy
 
 __all__ = ["PatchFailed", "apply_json_patch", "apply_merge_patch", "apply_strategic_patch"]
 
@@ -243,8 +244,21 @@ class _Walker:
         return merges, node.get("x-kubernetes-patch-merge-key")
 
     def merge(self, target: Any, patch: Any, where: Any) -> Any:
-        if not isinstance(patch, Mapping):
+        if not is_map(patch):
             return json_copy(patch)
+        if not any(key[:1] == "$" for key in patch):  # no directive: most patches
+            result = dict(target) if is_map(target) else {}
+            for key, value in patch.items():
+                merged = (
+                    None
+                    if value is None
+                    else self.value(result.get(key), value, self.child(where, key), None)
+                )
+                if merged is None:
+                    result.pop(key, None)
+                else:
+                    result[key] = merged
+            return result
         directive = patch.get("$patch")
         if directive == "delete":
             return None
@@ -302,7 +316,7 @@ class _Walker:
             patch_order = order if isinstance(order, list) else patch
             return _ordered(merged, patch_order, current, lambda item: json.dumps(item))
         items = self.items(where)
-        merged = [json_copy(item) for item in current]
+        merged = list(current)  # the items merged become new ones; the others stay shared
         for item in patch:
             if not isinstance(item, Mapping):
                 continue

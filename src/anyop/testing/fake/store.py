@@ -25,7 +25,7 @@ from anyop.testing.fake.history import (
     storage_key,
     visible_change,
 )
-from anyop.testing.fake.json_copy import frozen, json_copy, thawed
+from anyop.testing.fake.json_copy import frozen, json_copy
 from anyop.testing.fake.kinds import BUILTIN_KINDS, NAMESPACE_KIND, Kind
 from anyop.testing.fake.label_selectors import Selector
 from anyop.testing.fake.schemas import fill_defaults
@@ -210,6 +210,10 @@ class Store:
         """Store a change with the next resourceVersion; tell the listeners; return the object
         as stored (not a copy: copy it before changing it or handing it out).
 
+        The store takes ``obj`` over: its parts become the stored object's (they may be those
+        of the object it replaces: no stored object is changed in place, each write stores a
+        new one). The caller does not change it afterwards.
+
         Raises:
             WouldCommit: In a dry run.
             StatusError: 409, a substitute's old object changed meanwhile.
@@ -220,8 +224,8 @@ class Store:
             obj = self._substituted(kind, obj, old)
         self.rv += 1
         versioned = {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(self.rv)}}
-        data = frozen(versioned)  # one copy, made for the store and the history
-        obj = thawed(data)
+        data = frozen(versioned)  # the history's
+        obj = versioned
         objects = self.objects[(kind.group, kind.plural)]
         change = Change(self.rv, (kind.group, kind.plural), type_, obj, old)
         if type_ == "DELETED":

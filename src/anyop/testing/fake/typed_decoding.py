@@ -235,9 +235,10 @@ def _object(
             kept[key] = json_copy(item) if type(item) in _TREES else item  # the decoder's own
             continue
         struct = struct or (name.rpartition(".")[2] if name else ctx.struct)
-        inner = _Context(struct, (*ctx.fields, key), ctx.error)
-        decoded = _value(books, item, sub, inner, before)
-        ctx.error = ctx.error or inner.error
+        outer = ctx.struct, ctx.fields
+        ctx.struct, ctx.fields = struct, (*outer[1], key)  # where an error inside is
+        decoded = _value(books, item, sub, ctx, before)
+        ctx.struct, ctx.fields = outer
         if decoded is not None and not (decoded in ({}, []) and plan.collection):
             kept[key] = decoded  # Go leaves out nulls, and empty maps and lists (omitempty)
     for key, sub in shape.defaulted:
