@@ -194,14 +194,17 @@ def _diff(
         if is_map(old) and is_map(new) and (node is None or not node.atomic_map):
             properties: Mapping[str, Schema] = {} if node is None else node.properties
             extra = None if node is None else node.extra
-            for key in old.keys() | new.keys():
-                was, now = old.get(key, _ABSENT), new.get(key, _ABSENT)
-                if was == now:
+            for key, now in new.items():
+                was = old.get(key, _ABSENT)
+                if was is now or was == now:
                     continue
                 sub = properties.get(key)
                 sub = extra if sub is None else sub
-                inner = (*path, ("f", str(key)))
-                _diff(was, now, sub, shape, inner, changed, taken)
+                _diff(was, now, sub, shape, (*path, ("f", str(key))), changed, taken)
+            for key in old.keys() - new.keys():  # removed
+                sub = properties.get(key)
+                sub = extra if sub is None else sub
+                _diff(old[key], _ABSENT, sub, shape, (*path, ("f", str(key))), changed, taken)
             return
         if (
             node is not None

@@ -76,22 +76,44 @@ class History:
         self.limit = limit
         self.horizon = 0
         self._changes: collections.deque[_Kept] = collections.deque()
+        self._latest: dict[tuple[ResourceKey, ObjectKey], bytes] = {}
+        """Each object's newest state in the window, frozen (its last change's object)."""
 
-    def append(self, change: Change, *, obj: bytes | None = None) -> None:
-        """Record a change (``obj``: its object frozen, if it is already); the oldest ones fall
-        out of the window."""
-        obj = frozen(change.obj) if obj is None else obj
-        old = None if change.old is None else frozen(change.old)
+    def append(self, change: Change, *, obj: bytes | None = None, old_latest: bool = False) -> None:
+        """Record a change; the oldest ones fall out of the window.
+
+        Args:
+            change: The change.
+            obj: Its object frozen, if it is already.
+            old_latest: Its old object is the object as its latest change in the window left
+                it (unchanged since: then that change's frozen object is taken).
+        """
         key = change.key
+        where = (change.resource, key)
+        obj = frozen(change.obj) if obj is None else obj
+        old = None
+        if change.old is not None:
+            old = self._latest.get(where) if old_latest else None
+            old = frozen(change.old) if old is None else old
         self._changes.append((change.rv, change.resource, change.type, key, obj, old))
+        if change.type == "DELETED":
+            self._latest.pop(where, None)
+        else:
+            self._latest[where] = obj
         while len(self._changes) > self.limit:
-            self.horizon = self._changes.popleft()[0]
+            self.horizon = self._forget(self._changes.popleft())
 
     def compact(self, rv: int) -> None:
         """Forget every change up to ``rv``, as etcd's compaction does."""
         while self._changes and self._changes[0][0] <= rv:
-            self._changes.popleft()
+            self._forget(self._changes.popleft())
         self.horizon = max(self.horizon, rv)
+
+    def _forget(self, kept: _Kept) -> int:
+        where = (kept[1], kept[3])
+        if self._latest.get(where) is kept[4]:
+            del self._latest[where]
+        return kept[0]
 
     def check(self, rv: int, what: str, current: int) -> None:
         """Refuse a resourceVersion older than the window.

@@ -8,6 +8,7 @@ paths become :class:`DiscoveryRoute`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 __all__ = ["DiscoveryRoute", "Route", "parse_path"]
 
@@ -34,8 +35,10 @@ class DiscoveryRoute:
     core: bool = False
 
 
+@functools.lru_cache(maxsize=1024)
 def parse_path(path: str) -> Route | DiscoveryRoute | None:
-    """What a URL path addresses, or ``None`` for a path the API does not have."""
+    """What a URL path addresses, or ``None`` for a path the API does not have (remembered
+    for the latest paths: a client asks for the same ones again and again)."""
     parts = [part for part in path.split("/") if part]
     if not parts:
         return None

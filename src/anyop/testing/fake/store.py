@@ -228,11 +228,12 @@ class Store:
         obj = versioned
         objects = self.objects[(kind.group, kind.plural)]
         change = Change(self.rv, (kind.group, kind.plural), type_, obj, old)
+        latest = old is not None and objects.get(change.key) is old  # as stored, unchanged
         if type_ == "DELETED":
             objects.pop(change.key, None)
         else:
             objects[change.key] = obj
-        self.history.append(change, obj=data)
+        self.history.append(change, obj=data, old_latest=latest)
         for listener in list(self.listeners):
             listener(change)
         self._queued.append(change)

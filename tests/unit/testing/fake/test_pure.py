@@ -186,6 +186,22 @@ def test_history_keeps_past_objects_as_they_were_and_gives_copies() -> None:
     }
 
 
+def test_history_takes_an_old_object_from_its_latest_change_while_in_the_window() -> None:
+    history, cms = History(limit=2), ("", "configmaps")
+    history.append(Change(1, cms, "ADDED", _obj("a", 1), None))
+    told = _obj("a", 1, k="not what was stored")  # the store says: as stored, unchanged
+    history.append(Change(2, cms, "MODIFIED", _obj("a", 2), told), old_latest=True)
+    assert [c.old for c in history.since(1, cms)] == [_obj("a", 1)]
+    history.append(Change(3, cms, "DELETED", _obj("a", 3), _obj("a", 2)), old_latest=True)
+    history.append(Change(4, cms, "ADDED", _obj("a", 4), None))
+    history.append(Change(5, cms, "MODIFIED", _obj("a", 5), told), old_latest=True)
+    assert [c.old for c in history.since(4, cms)] == [_obj("a", 4)]
+    history.append(Change(6, ("", "secrets"), "ADDED", _obj("s", 6), None))
+    history.append(Change(7, ("", "secrets"), "ADDED", _obj("t", 7), None))
+    history.append(Change(8, cms, "MODIFIED", _obj("a", 8), told), old_latest=True)
+    assert [c.old for c in history.since(7, cms)] == [told]  # a's latest left the window
+
+
 def test_a_watch_with_a_selector_sees_an_object_leave_as_deleted_at_the_new_version() -> None:
     change = Change(5, ("", "configmaps"), "MODIFIED", _obj("a", 5, k="x"), _obj("a", 4, k="v"))
     seen = visible_change(change, parse_label_selector("k=v"))
