@@ -369,7 +369,8 @@ class FakeCluster:
         if kind is None:
             raise LookupError(f"No kind {body.get('kind')!r} is served in {api_version!r}.")
         namespace = (body.get("metadata") or {}).get("namespace") if kind.namespaced else None
-        return json_copy(writes.create(self.store, kind, body, namespace=namespace))
+        mine = json_copy(dict(body))  # the store's from here: the caller's stays the caller's
+        return json_copy(writes.create(self.store, kind, mine, namespace=namespace))
 
 
 def _root_ca() -> str:

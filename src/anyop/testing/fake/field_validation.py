@@ -405,7 +405,32 @@ def _custom_smd(config: Mapping[str, Any], schema: Schema) -> Iterator[str]:
 
 
 def _builtin_smd(value: Any, schema: Schema, path: str) -> Iterator[str]:
-    yield from _smd(value, schema, path, lambda s: catalog().resolve(s)[0])
+    """:func:`_smd` for a built-in kind's (catalog) schema, by its nodes read once."""
+    found: list[str] = []
+    _catalog_smd(catalog(), value, schema, path, found)
+    return iter(found)
+
+
+def _catalog_smd(books: Catalog, value: Any, schema: Schema, path: str, found: list[str]) -> None:
+    properties, extra, items = _node(books, schema)
+    if isinstance(value, list):
+        if items is not None:
+            resolved, _ = books.resolve(schema)
+            for index, item in enumerate(value):
+                if type(item) not in _LEAVES:
+                    where = path + _element(resolved, item, index)
+                    _catalog_smd(books, item, items, where, found)
+        return
+    if (not properties and extra is None) or not is_map(value):
+        return  # free-form, or not an object
+    if books.resolve(schema)[0].get("x-kubernetes-preserve-unknown-fields"):
+        return
+    for key, item in value.items():
+        sub = properties.get(key) or extra
+        if sub is None:
+            found.append(f"{path}.{key}")
+        elif type(item) not in _LEAVES:
+            _catalog_smd(books, item, sub, f"{path}.{key}", found)
 
 
 def _smd(

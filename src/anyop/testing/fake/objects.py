@@ -103,12 +103,13 @@ def _within_status(field: str, cause: Cause) -> tuple[str, Cause]:
 def prepare_create(
     kind: Kind, body: Mapping[str, Any], *, namespace: str | None, uid: str, now: str
 ) -> Body:
-    """The object to store for a create (its name already generated if asked).
+    """The object to store for a create (its name already generated if asked), made of the
+    body's parts: give a copy of a body that must stay as it is.
 
     Raises:
         StatusError: 422, the name is missing or invalid, or the schema refuses the object.
     """
-    obj = json_copy(dict(body))
+    obj = dict(body)
     obj["apiVersion"], obj["kind"] = kind.api_version, kind.kind
     metadata = obj["metadata"] = dict(obj.get("metadata") or {})
     name = str(metadata.get("name") or "")

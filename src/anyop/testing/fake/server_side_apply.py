@@ -27,7 +27,7 @@ from anyop.testing.fake.field_ownership import (
     remove_path,
     values_of,
 )
-from anyop.testing.fake.json_copy import json_copy
+from anyop.testing.fake.json_copy import is_map, json_copy
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.managed_fields import (
     MISSING,
@@ -52,7 +52,7 @@ Body = dict[str, Any]
 
 def _merge(live: Any, config: Any, where: Any, shape: Shape) -> Any:
     """The applied configuration merged into the live value, by the schema's structure."""
-    if isinstance(config, Mapping) and isinstance(live, Mapping) and not shape.atomic_map(where):
+    if is_map(config) and is_map(live) and not shape.atomic_map(where):
         result = dict(live)
         for key, value in config.items():
             result[key] = _merge(live.get(key, MISSING), value, shape.child(where, key), shape)

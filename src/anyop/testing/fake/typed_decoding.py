@@ -26,6 +26,7 @@ _TIMES = {f"{_META}Time": RFC3339, f"{_META}MicroTime": RFC3339_MICRO}
 _INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 _QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 _INT_LIMITS = {"int32": 2**31, "int64": 2**63}
+_INT32 = 2**31
 
 
 class _DecodeError(Exception):
@@ -108,6 +109,7 @@ class _Plan:
         collection: An inline list or map: Go leaves it out when empty.
         plain: The Python type whose values it takes as they are, with nothing to check
             (``str`` for a string that is not base64 bytes, ``bool`` for a boolean).
+        integer: An integer: an ``int`` of 32 bits fits, whatever the format.
     """
 
     resolved: Schema
@@ -115,6 +117,7 @@ class _Plan:
     how: str
     collection: bool
     plain: type | None
+    integer: bool
 
 
 _PLANS: dict[int, _Plan] = {}
@@ -147,7 +150,8 @@ def _plan_of(books: Catalog, schema: Schema) -> _Plan:
     extra = resolved.get("additionalProperties")
     collection = not name and (kind == "array" or isinstance(extra, Mapping))
     simple = how == "scalar" and kind in _SIMPLE and resolved.get("format") != "byte"
-    return _Plan(resolved, name, how, collection, _SIMPLE[str(kind)] if simple else None)
+    plain = _SIMPLE[str(kind)] if simple else None
+    return _Plan(resolved, name, how, collection, plain, how == "scalar" and kind == "integer")
 
 
 def _value(books: Catalog, value: Any, schema: Schema, ctx: _Context, like: Any = None) -> Any:
@@ -230,6 +234,9 @@ def _object(
         if type(item) is plan.plain:  # most fields: nothing to check, nothing to drop
             kept[key] = item
             continue
+        if plan.integer and type(item) is int and -_INT32 <= item < _INT32:
+            kept[key] = item  # fits any integer format
+            continue
         before = like.get(key)
         if before is not None and item == before:  # decoded before: it decodes to itself
             kept[key] = json_copy(item) if type(item) in _TREES else item  # the decoder's own
@@ -244,8 +251,24 @@ def _object(
     for key, sub in shape.defaulted:
         if key not in kept:
             struct = struct or (name.rpartition(".")[2] if name else ctx.struct)
-            kept[key] = _value(books, json_copy(sub["default"]), sub, _Context(struct))
+            kept[key] = _default(books, sub, struct)
     return kept
+
+
+_DEFAULTS: dict[int, Any] = {}
+"""Each (catalog) schema's default as it decodes, by the schema's id."""
+
+
+def _default(books: Catalog, schema: Schema, struct: str) -> Any:
+    """A new copy of a field's default, decoded (once per schema)."""
+    found = _DEFAULTS.get(id(schema), _DEFAULTS)
+    if found is _DEFAULTS:
+        found = _DEFAULTS[id(schema)] = _value(
+            books, json_copy(schema["default"]), schema, _Context(struct)
+        )
+    if type(found) is dict and not found:
+        return {}  # most: a struct Go serialises empty
+    return json_copy(found)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

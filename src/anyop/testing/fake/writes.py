@@ -146,7 +146,8 @@ def create(
     manager: str | None = None,
     owners: list[Body] | None = None,
 ) -> Body:
-    """Create an object; with ``generateName``, under a new name.
+    """Create an object; with ``generateName``, under a new name. The object is made of
+    ``body``'s parts: give a copy of a body that must stay as it is.
 
     ``manager`` (the request's field manager) comes to own the object's fields in
     ``managedFields``; ``owners`` are those entries as they are (server-side apply's).
