@@ -91,7 +91,31 @@ def _may_add_unknown(kind: Kind, patch: Any) -> bool:
     the stored object has none."""
     if not isinstance(patch, Mapping):
         return False
-    return any(True for _ in _unknown_in(kind, _without_directives(patch)))
+    if kind.custom:
+        return any(True for _ in _unknown_in(kind, _without_directives(patch)))
+    name = catalog().schema_name(kind.group, kind.version, kind.kind)
+    return name is not None and _has_unknown(catalog(), patch, {"$ref": name})
+
+
+def _has_unknown(books: Catalog, value: Any, schema: Schema) -> bool:
+    """Whether a built-in object's patch has a field its schema does not (directives, the
+    members named ``$...``, aside): what :func:`_collect` finds first, found sooner."""
+    properties, extra, items = _node(books, schema)
+    if isinstance(value, list):
+        if items is None:
+            return False
+        return any(type(i) not in _LEAVES and _has_unknown(books, i, items) for i in value)
+    if (not properties and extra is None) or not is_map(value):
+        return False
+    for key, item in value.items():
+        if key[:1] == "$":
+            continue
+        if properties and key not in properties:
+            return True
+        sub = properties[key] if properties else extra
+        if type(item) not in _LEAVES and _has_unknown(books, item, sub or {}):
+            return True
+    return False
 
 
 def _without_directives(value: Any) -> Any:
