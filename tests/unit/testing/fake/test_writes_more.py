@@ -3,12 +3,15 @@ field selectors, without a real API server (tests/conformance compares them with
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from anyop.testing.fake import FakeCluster
+
+EXAMPLE_CRD = Path(__file__).parents[4] / "examples" / "crd.yaml"
 
 pytestmark = pytest.mark.anyio
 
@@ -121,3 +124,24 @@ async def test_a_dry_run_answers_without_storing_and_events_select_by_their_obje
     assert (dry.status_code, missing.status_code) == (201, 404)
     assert [item["reason"] for item in selected.json()["items"]] == ["Done"]
     assert other.json()["items"] == []
+
+
+@pytest.mark.parametrize("side", ["given", "answered"])
+def test_the_store_shares_nothing_with_the_manifest_it_was_given_nor_with_its_answer(
+    side: str,
+) -> None:
+    """The store takes objects over without copying them inside the fake; where Python code
+    gives or gets one (``FakeCluster.create``), it is a copy: of a custom resource too, whose
+    spec no decoding rebuilds."""
+    fake = FakeCluster(controllers=False)
+    fake.apply(EXAMPLE_CRD)
+    body = {"apiVersion": "kopf.dev/v1", "kind": "KopfExample",
+            "metadata": {"name": "e", "namespace": "default", "labels": {"a": "1"}},
+            "spec": {"items": [{"x": 1}], "nested": {"y": 2}}}  # fmt: skip
+    created = fake.create(body)
+    changed = body if side == "given" else created
+    changed["spec"]["items"][0]["x"] = changed["spec"]["nested"]["y"] = "changed"
+    changed["metadata"]["labels"]["a"] = "changed"
+    stored = fake.store.objects[("kopf.dev", "kopfexamples")][("default", "e")]
+    assert stored["spec"] == {"items": [{"x": 1}], "nested": {"y": 2}}
+    assert stored["metadata"]["labels"] == {"a": "1"}
