@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
+import marshal
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -215,7 +216,7 @@ def _object(
         return value
     shape = _shape(books, resolved)
     if shape.free_form:
-        return dict(value)  # free-form (e.g. a RawExtension's object)
+        return json_copy(dict(value))  # free-form (e.g. a RawExtension's object)
     if shape.fields is None:
         extra, plain = shape.extra, shape.extra_plain
         if plain is not None and all(type(item) is plain for item in value.values()):
@@ -238,9 +239,11 @@ def _object(
             kept[key] = item  # fits any integer format
             continue
         before = like.get(key)
-        if before is not None and item == before:  # decoded before: it decodes to itself
-            kept[key] = json_copy(item) if type(item) in _TREES else item  # the decoder's own
-            continue
+        if before is not None and item == before and type(item) is type(before):
+            same = _strictly_same(item, before)  # ``==`` takes 2.0 for 2, Go's decoder not
+            if same is not None:  # decoded before: it decodes to itself, as the decoder's own
+                kept[key] = marshal.loads(same) if type(item) in _TREES else item
+                continue
         struct = struct or (name.rpartition(".")[2] if name else ctx.struct)
         outer = ctx.struct, ctx.fields
         ctx.struct, ctx.fields = struct, (*outer[1], key)  # where an error inside is
@@ -253,6 +256,19 @@ def _object(
             struct = struct or (name.rpartition(".")[2] if name else ctx.struct)
             kept[key] = _default(books, sub, struct)
     return kept
+
+
+def _strictly_same(value: Any, other: Any) -> bytes | None:
+    """For two values equal by ``==`` and of one type: the marshal bytes of a dict or list if
+    the other's are the same, type for type inside (``True`` is not ``1``, nor ``1.0``), else
+    ``None`` (also for parts marshal does not take); ``b""`` for a scalar."""
+    if type(value) not in _TREES:
+        return b""
+    try:
+        data = marshal.dumps(value, 2)
+        return data if data == marshal.dumps(other, 2) else None
+    except ValueError:
+        return None
 
 
 _DEFAULTS: dict[int, Any] = {}
@@ -376,7 +392,8 @@ def decode(
     ``like`` is the object as stored (an update's old object): a field equal to its own there
     was decoded before, and decodes to itself, so it is kept without being walked again.
 
-    Objects of kinds the catalog has no schema for come back as they are.
+    The result shares no dict or list with ``body`` or ``like``: the writes change it in
+    place. Objects of kinds the catalog has no schema for come back as they are (copied).
 
     Raises:
         StatusError: 400, a field has the wrong JSON type or a timestamp does not parse.
@@ -384,7 +401,7 @@ def decode(
     books = catalog()
     name = books.schema_name(group, version, kind)
     if name is None:
-        return dict(body)
+        return json_copy(dict(body))  # the decoder's own, as below
     ctx = _Context()
     kept = _object(books, body, books.schemas[name], name, {"$ref": name}, ctx, like)
     if ctx.error:

@@ -41,19 +41,30 @@ def _containers(value: Any) -> set[int]:
 @given(
     deployments(patch=False),
     deployments(patch=True) | deployments(patch=False),
-    st.booleans(),
+    st.sampled_from(["none", "string", "float", "nested float"]),
 )
 def test_an_update_decodes_as_its_object_alone_does(
-    old: dict[str, Any], patch: dict[str, Any], wrong_replicas: bool
+    old: dict[str, Any], patch: dict[str, Any], wrong: str
 ) -> None:
-    """Same object or same refusal, whatever the stored object shares with the new one; and
+    """Same object or same refusal, whatever the stored object shares with the new one (a
+    wrong type too, where it is equal by ``==`` to the stored value: ``2.0`` and ``2``); and
     the decoded object shares no dict or list with either (the decoder's own, changed in place
     by the defaulting that follows)."""
     stored = _decoded(old)
     assume(isinstance(stored, dict))
     new = json_copy(merge(stored, patch))  # changed below: none of it the stored object's
-    if wrong_replicas and isinstance(new.get("spec"), dict):
-        new["spec"]["replicas"] = "two"  # a wrong type beside fields equal to the stored ones
+    spec = new.get("spec") if isinstance(new.get("spec"), dict) else {}
+    if wrong == "string" and spec:
+        spec["replicas"] = "two"  # a wrong type beside fields equal to the stored ones
+    if wrong == "float" and type(spec.get("replicas")) is int:
+        spec["replicas"] = float(spec["replicas"])
+    if wrong == "nested float":
+        template = spec.get("template") if isinstance(spec.get("template"), dict) else {}
+        pod = template.get("spec") if isinstance(template.get("spec"), dict) else {}
+        for container in pod.get("containers") or []:
+            for port in container.get("ports") or [] if isinstance(container, dict) else []:
+                if isinstance(port, dict) and type(port.get("containerPort")) is int:
+                    port["containerPort"] = float(port["containerPort"])
     alone = _decoded(new)
     reused = _decoded(new, like=stored)
     assert reused == alone
