@@ -349,7 +349,7 @@ def from_fields_v1(document: Any) -> set[Path]:
     """
     if type(document) is dict:
         try:
-            blob = marshal.dumps(document)
+            blob = marshal.dumps(document, 0)  # no marks of interning or references
         except ValueError:  # not plain JSON data
             pass
         else:

@@ -264,9 +264,9 @@ def _strictly_same(value: Any, other: Any) -> bytes | None:
     ``None`` (also for parts marshal does not take); ``b""`` for a scalar."""
     if type(value) not in _TREES:
         return b""
-    try:
-        data = marshal.dumps(value, 2)
-        return data if data == marshal.dumps(other, 2) else None
+    try:  # version 0: no mark of interned strings, nor references, to tell equal values apart
+        data = marshal.dumps(value, 0)
+        return data if data == marshal.dumps(other, 0) else None
     except ValueError:
         return None
 
