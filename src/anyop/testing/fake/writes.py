@@ -373,8 +373,9 @@ def patched(kind: Kind, stored: Body, *, content_type: str, document: bytes) -> 
     if kind.custom or stored.get("apiVersion") != kind.api_version:
         current = shown(kind, stored)  # as read: in the kind's version, with its defaults
     else:
-        current = stored  # as read already; the patches leave it as it is, and what they
-        # share with it, the decoding of the update copies
+        # As read already. The patches leave it as it is; what they share with it, the
+        # update's decoding copies.
+        current = stored
     if content_type == JSON_PATCH:
         if not isinstance(patch, list):
             error = go_json.unmarshal_type_error(patch, "[]handlers.jsonPatchOp")
