@@ -11,6 +11,7 @@ resource's structural schema (where ``x-kubernetes-preserve-unknown-fields`` kee
 from __future__ import annotations
 
 import decimal
+import functools
 import json
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -100,7 +101,7 @@ def _may_add_unknown(kind: Kind, patch: Any) -> bool:
 def _has_unknown(books: Catalog, value: Any, schema: Schema) -> bool:
     """Whether a built-in object's patch has a field its schema does not (directives, the
     members named ``$...``, aside): what :func:`_collect` finds first, found sooner."""
-    properties, extra, items = _node(books, schema)
+    _, properties, extra, items = _node(books, schema)
     if isinstance(value, list):
         if items is None:
             return False
@@ -297,7 +298,7 @@ def _builtin(value: Any, schema: Schema, path: str) -> Iterator[tuple[str, str]]
 def _collect(
     books: Catalog, value: Any, schema: Schema, path: str, found: list[tuple[str, str]]
 ) -> None:
-    properties, extra, items = _node(books, schema)
+    _, properties, extra, items = _node(books, schema)
     if isinstance(value, list):
         if items is not None:
             for index, item in enumerate(value):
@@ -322,23 +323,30 @@ def _collect(
 
 
 _LEAVES = frozenset((str, int, float, bool, type(None)))
-_Node = tuple[Mapping[str, Any], "Schema | None", "Schema | None"]
+_Node = tuple[Schema, Mapping[str, Any], "Schema | None", "Schema | None"]
+"""A schema resolved, and its properties, value schema and items schema."""
 _NODES: dict[int, _Node] = {}
-"""Each (catalog) schema's properties, value schema and items schema, by the resolved
-schema's id: the catalog's schemas live as long as the process."""
+"""Each (catalog) schema's node, by the resolved schema's id: the catalog's schemas live as long
+as the process."""
 
 
 def _node(books: Catalog, schema: Schema) -> _Node:
+    """A catalog schema's node, read once."""
     resolved, _ = books.resolve(schema)
     found = _NODES.get(id(resolved))
     if found is None:
-        extra, items = resolved.get("additionalProperties"), resolved.get("items")
-        found = _NODES[id(resolved)] = (
-            resolved.get("properties") or {},
-            extra if isinstance(extra, Mapping) else None,
-            items if isinstance(items, Mapping) else None,
-        )
+        found = _NODES[id(resolved)] = _read_node(resolved)
     return found
+
+
+def _read_node(resolved: Schema) -> _Node:
+    extra, items = resolved.get("additionalProperties"), resolved.get("items")
+    return (
+        resolved,
+        resolved.get("properties") or {},
+        extra if isinstance(extra, Mapping) else None,
+        items if isinstance(items, Mapping) else None,
+    )
 
 
 def _custom(document: Mapping[str, Any], schema: Schema) -> Iterator[str]:
@@ -431,53 +439,41 @@ def _custom_smd(config: Mapping[str, Any], schema: Schema) -> Iterator[str]:
 def _builtin_smd(value: Any, schema: Schema, path: str) -> Iterator[str]:
     """:func:`_smd` for a built-in kind's (catalog) schema, by its nodes read once."""
     found: list[str] = []
-    _catalog_smd(catalog(), value, schema, path, found)
+    _undeclared(value, schema, path, functools.partial(_node, catalog()), found)
     return iter(found)
 
 
-def _catalog_smd(books: Catalog, value: Any, schema: Schema, path: str, found: list[str]) -> None:
-    properties, extra, items = _node(books, schema)
+def _smd(
+    value: Any, schema: Schema, path: str, resolve: Callable[[Schema], Schema]
+) -> Iterator[str]:
+    """The paths of a configuration's fields that ``schema`` does not declare (``resolve``
+    follows a ``$ref``), in structured merge's syntax."""
+    found: list[str] = []
+    _undeclared(value, schema, path, lambda node: _read_node(resolve(node)), found)
+    return iter(found)
+
+
+def _undeclared(
+    value: Any, schema: Schema, path: str, node_of: Callable[[Schema], _Node], found: list[str]
+) -> None:
+    resolved, properties, extra, items = node_of(schema)
     if isinstance(value, list):
         if items is not None:
-            resolved, _ = books.resolve(schema)
             for index, item in enumerate(value):
                 if type(item) not in _LEAVES:
                     where = path + _element(resolved, item, index)
-                    _catalog_smd(books, item, items, where, found)
+                    _undeclared(item, items, where, node_of, found)
         return
     if (not properties and extra is None) or not is_map(value):
         return  # free-form, or not an object
-    if books.resolve(schema)[0].get("x-kubernetes-preserve-unknown-fields"):
+    if resolved.get("x-kubernetes-preserve-unknown-fields"):
         return
     for key, item in value.items():
         sub = properties.get(key) or extra
         if sub is None:
             found.append(f"{path}.{key}")
         elif type(item) not in _LEAVES:
-            _catalog_smd(books, item, sub, f"{path}.{key}", found)
-
-
-def _smd(
-    value: Any, schema: Schema, path: str, resolve: Callable[[Schema], Schema]
-) -> Iterator[str]:
-    resolved = resolve(schema)
-    items = resolved.get("items")
-    if isinstance(value, list) and isinstance(items, Mapping):
-        for index, item in enumerate(value):
-            yield from _smd(item, items, path + _element(resolved, item, index), resolve)
-        return
-    if not isinstance(value, Mapping) or resolved.get("x-kubernetes-preserve-unknown-fields"):
-        return
-    properties: Mapping[str, Any] = resolved.get("properties") or {}
-    extra = resolved.get("additionalProperties")
-    if not properties and not isinstance(extra, Mapping):
-        return  # free-form
-    for key, item in value.items():
-        sub = properties.get(key) or (extra if isinstance(extra, Mapping) else None)
-        if sub is None:
-            yield f"{path}.{key}"
-        else:
-            yield from _smd(item, sub, f"{path}.{key}", resolve)
+            _undeclared(item, sub, f"{path}.{key}", node_of, found)
 
 
 def _element(schema: Schema, item: Any, index: int) -> str:

@@ -92,13 +92,10 @@ class FakeTransport(httpx.AsyncBaseTransport):
                 "Server disconnected without sending a response.", request=request
             ) from None
         if isinstance(answer, ApiResponse):
-            content, kind = answer.content()
             # As a network transport gives httpx a response: a stream that the client reads, and
             # every header set here (``content=`` would read it at once, at 8x the cost).
-            raw = [(b"content-type", kind.encode("latin-1"))]
-            raw += [(k.encode("latin-1"), v.encode("latin-1")) for k, v in answer.headers.items()]
-            raw.append((b"content-length", b"%d" % len(content)))
-            return httpx.Response(answer.status, headers=raw, stream=httpx.ByteStream(content))
+            content, head = answer.encoded()
+            return httpx.Response(answer.status, headers=head, stream=httpx.ByteStream(content))
         chunked = {"content-type": "application/json", "transfer-encoding": "chunked"}
         return httpx.Response(200, headers=chunked, stream=_Body(answer))
 

@@ -130,9 +130,7 @@ async def _send_answer(
     stream: ByteStream, conn: h11.Connection, answer: ApiResponse | AsyncIterator[bytes]
 ) -> None:
     if isinstance(answer, ApiResponse):
-        content, kind = answer.content()
-        head = [(b"content-type", kind.encode()), (b"content-length", str(len(content)).encode())]
-        head += [(key.encode(), value.encode()) for key, value in answer.headers.items()]
+        content, head = answer.encoded()
         reason = reason_phrase(answer.status).encode()
         status_line = h11.Response(status_code=answer.status, headers=head, reason=reason)
         await stream.send(conn.send(status_line))

@@ -30,10 +30,6 @@ _INT_LIMITS = {"int32": 2**31, "int64": 2**63}
 _INT32 = 2**31
 
 
-class _DecodeError(Exception):
-    """The first error Go's decoder saves (it goes on decoding, keeping only the first)."""
-
-
 @dataclasses.dataclass(slots=True)
 class _Context:
     """Go's decoder error context: the innermost struct and the JSON field names to here."""

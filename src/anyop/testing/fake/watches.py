@@ -7,7 +7,6 @@ intervals pass in virtual time.
 
 from __future__ import annotations
 
-import json
 import math
 import random
 from collections.abc import AsyncIterator
@@ -18,6 +17,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from anyop.testing.fake.api import WatchPlan
 from anyop.testing.fake.history import Change, visible_change
+from anyop.testing.fake.json_copy import compact_json
 from anyop.testing.fake.store import Store, shown
 
 __all__ = ["BOOKMARK_INTERVAL", "WatchStream", "bookmark_line", "event_line"]
@@ -28,13 +28,9 @@ _DEFAULT_TIMEOUTS = (1800, 3600)  # the server's choice when the client sends no
 _INITIAL_END = "k8s.io/initial-events-end"
 
 
-_encode = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
-"""Compact JSON; API documents have no cycles to look for."""
-
-
 def event_line(type_: str, obj: Any) -> bytes:
     """One watch event as a line of JSON."""
-    return _encode({"type": type_, "object": obj}).encode() + b"\n"
+    return compact_json({"type": type_, "object": obj}).encode() + b"\n"
 
 
 def bookmark_line(plan: WatchPlan, rv: int, *, initial_end: bool = False) -> bytes:
