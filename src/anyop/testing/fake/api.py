@@ -86,7 +86,7 @@ class ApiResponse:
             return self.document, self.media_type
         if isinstance(self.document, str):
             return self.document.encode(), "text/plain; charset=utf-8"
-        return compact_json(self.document).encode(), "application/json"
+        return compact_json(self.document), "application/json"
 
     def encoded(self) -> tuple[bytes, list[tuple[bytes, bytes]]]:
         """The encoded body and every header of the answer, as HTTP sends them (values in

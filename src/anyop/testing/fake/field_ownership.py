@@ -168,7 +168,8 @@ def changes(
     changed: set[Path] = set()
     taken: set[Path] = set()
     old_kept, new_kept = _tracked(old, status=status), _tracked(new, status=status)
-    _diff(old_kept, new_kept, shape.schema, shape, (), changed, taken)
+    if old_kept != new_kept:
+        _diff(old_kept, new_kept, shape.schema, shape, (), changed, taken)
     return changed, taken
 
 
@@ -186,9 +187,8 @@ def _diff(
     item: bool = False,
 ) -> None:
     """Add the changes between two values at ``path`` (``item``: of a map-list's item, which
-    owns its own path too; :data:`_ABSENT`: not there)."""
-    if old == new:
-        return
+    owns its own path too; :data:`_ABSENT`: not there), which differ (each caller compares them
+    first: a subtree is compared once, not again at each level below)."""
     if old and new:
         node = None if where is None else shape.node(where)
         if is_map(old) and is_map(new) and (node is None or not node.atomic_map):
@@ -217,9 +217,10 @@ def _diff(
             news = {_item_key(each, node.keys): each for each in new}
             if len(olds) == len(old) and len(news) == len(new):  # no key twice: items pair up
                 for key in olds.keys() | news.keys():
-                    inner = (*path, ("k", key))
-                    _diff(olds.get(key, _ABSENT), news.get(key, _ABSENT), node.items, shape,
-                          inner, changed, taken, True)  # fmt: skip
+                    was, now = olds.get(key, _ABSENT), news.get(key, _ABSENT)
+                    if was is now or was == now:
+                        continue
+                    _diff(was, now, node.items, shape, (*path, ("k", key)), changed, taken, True)
                 return
     before: dict[Path, Any] = {}
     after: dict[Path, Any] = {}

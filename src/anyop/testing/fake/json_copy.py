@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import marshal
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 __all__ = ["compact_json", "frozen", "is_map", "json_copy", "thawed"]
@@ -37,8 +37,30 @@ def json_copy(value: T) -> T:
         return _copy(value)  # type: ignore[no-any-return]
 
 
-compact_json = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
-"""A JSON document's compact text; with no cycles to look for (0.84x the time of the check)."""
+_stdlib_json = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
+_fast_json: Callable[[Any], bytes] | None
+try:  # a test dependency of anyop: about 9x as fast as the standard library on an object
+    from msgspec.json import Encoder
+except ImportError:  # pragma: no cover - the standard library's encoder, alone
+    _fast_json = None
+else:
+    _fast_json = Encoder().encode
+
+
+def compact_json(document: Any) -> bytes:
+    """A JSON document's compact text in UTF-8, as kube-apiserver writes it: other scripts as
+    they are, not escaped.
+
+    Encoded by ``msgspec`` where it is installed, else (and where it refuses a part, such as a
+    string with a lone surrogate) by the standard library, which escapes every character
+    outside ASCII (``\\u00e9``): the same document to any JSON reader.
+    """
+    if _fast_json is not None:
+        try:
+            return _fast_json(document)
+        except (TypeError, ValueError, OverflowError):  # UnicodeEncodeError is a ValueError
+            pass
+    return _stdlib_json(document).encode()
 
 
 def frozen(value: Any) -> bytes:

@@ -30,7 +30,7 @@ _INITIAL_END = "k8s.io/initial-events-end"
 
 def event_line(type_: str, obj: Any) -> bytes:
     """One watch event as a line of JSON."""
-    return compact_json({"type": type_, "object": obj}).encode() + b"\n"
+    return compact_json({"type": type_, "object": obj}) + b"\n"
 
 
 def bookmark_line(plan: WatchPlan, rv: int, *, initial_end: bool = False) -> bytes:
