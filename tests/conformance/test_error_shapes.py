@@ -72,3 +72,23 @@ async def test_a_malformed_create_body_is_400(conform: Conform) -> None:
         await t.post(t.cm(), b"{", record=lambda d: d if isinstance(d, str) else d.get("code"))
 
     await conform(scenario)
+
+
+@pytest.mark.parametrize("constant", [b"NaN", b"Infinity", b"-Infinity"])
+async def test_a_number_json_does_not_have_is_400(conform: Conform, constant: bytes) -> None:
+    """Python's decoder takes ``NaN`` and ``Infinity``; JSON, and Go's decoder, do not."""
+
+    async def scenario(t: Target) -> None:
+        widget = b'{"apiVersion":"%s/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"n":%s}}'
+        await t.post(t.widgets(), widget % (GROUP.encode(), constant))
+        configmap = b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"%s"},'
+        configmap += b'"data":{"x":%s}}'
+        await t.post(t.cm(), configmap % (b"a", constant))
+        await t.post(t.cm(), _cm("b"))
+        await t.patch(t.cm("b"), b'{"data":{"x":%s}}' % constant)
+        apply = "application/apply-patch+yaml"  # YAML: the word is a string there
+        manager = {"fieldManager": "m"}
+        await t.patch(t.cm("c"), configmap % (b"c", constant), ct=apply, params=manager)
+        await t.get(t.cm("b"))
+
+    await conform(scenario)

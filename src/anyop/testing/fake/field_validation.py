@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from anyop.testing.fake.go_json import refuse_constant
 from anyop.testing.fake.json_copy import is_map
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.openapi_catalog import Catalog, Schema, catalog
@@ -231,8 +232,8 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return found
 
 
-_UNIQUE = json.JSONDecoder(object_pairs_hook=_unique)
-_KEEPING = json.JSONDecoder(object_pairs_hook=_object)
+_UNIQUE = json.JSONDecoder(object_pairs_hook=_unique, parse_constant=refuse_constant)
+_KEEPING = json.JSONDecoder(object_pairs_hook=_object, parse_constant=refuse_constant)
 """The decoders, made once (``json.loads`` with a hook makes one per call: half its time on a
 small patch)."""
 

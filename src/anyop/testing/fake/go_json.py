@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["GoJSONError", "loads", "unmarshal_type_error"]
+__all__ = ["GoJSONError", "NotJSON", "loads", "refuse_constant", "unmarshal_type_error"]
 
 
 class GoJSONError(ValueError):
@@ -81,17 +81,39 @@ def _innermost(text: str, position: int) -> str:
     return stack[-1] if stack else ""
 
 
+class NotJSON(ValueError):
+    """A document has ``NaN``, ``Infinity`` or ``-Infinity``: Python's decoder takes them,
+    JSON (and Go's decoder) does not."""
+
+
+def refuse_constant(name: str) -> Any:
+    """The ``parse_constant`` of the fake's JSON decoders: each such word refused.
+
+    Raises:
+        NotJSON: Always.
+    """
+    raise NotJSON(name)
+
+
+_DECODER = json.JSONDecoder(parse_constant=refuse_constant)
+
+
 def loads(document: bytes | str) -> Any:
-    """Decode JSON.
+    """Decode JSON, as Go does: not the ``NaN``, ``Infinity`` and ``-Infinity`` that Python's
+    decoder takes.
 
     Raises:
         GoJSONError: It is not JSON; the message is Go's.
     """
     text = document.decode(errors="replace") if isinstance(document, bytes) else document
     try:
-        return json.loads(text)
+        return _DECODER.decode(text)
     except json.JSONDecodeError as exc:
         raise GoJSONError(_go_message(text, exc)) from None
+    except NotJSON as exc:
+        # Go reads "-" as a number's sign and stops at the letter after it.
+        where = "in numeric literal" if exc.args[0][0] == "-" else "looking for beginning of value"
+        raise GoJSONError(f"invalid character '{exc.args[0].lstrip('-')[0]}' {where}") from None
 
 
 def unmarshal_type_error(value: Any, go_type: str) -> str:

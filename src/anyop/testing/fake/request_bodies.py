@@ -86,10 +86,13 @@ def applied_document(body: bytes) -> Any:
     Raises:
         yaml.YAMLError: Neither JSON nor YAML.
     """
-    try:
-        return json.loads(body)
+    try:  # not the NaN and Infinity of Python's decoder: YAML reads those words as strings
+        return _STRICT_JSON.decode(body.decode(json.detect_encoding(body), "surrogatepass"))
     except ValueError:
         return yaml.safe_load(body)
+
+
+_STRICT_JSON = json.JSONDecoder(parse_constant=go_json.refuse_constant)
 
 
 _VERSION_KIND = "couldn't get version/kind; json parse error: "
