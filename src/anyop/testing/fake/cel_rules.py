@@ -46,13 +46,54 @@ def _program(rule: str) -> Any:
     return environment.program(environment.compile(rule))
 
 
-def _holds(rule: str, value: Any, old: Any) -> tuple[bool, str]:
-    from celpy.adapter import json_to_cel
+_OPERATORS = ("lt", "le", "gt", "ge", "eq", "ne", "neg", "add", "radd", "sub", "rsub", "mul",
+              "rmul", "truediv", "rtruediv", "floordiv", "rfloordiv", "mod", "rmod")  # fmt: skip
+
+
+@functools.cache
+def _float_for_int() -> type:
+    """The CEL value of a float64 where the schema says integer: ``has()`` finds it, and a rule
+    that uses it fails with kube-apiserver's error (an ``int`` subclass: Python asks it first
+    when an ``int`` is on the left of an operator)."""
+    from celpy import celtypes
     from celpy.evaluation import CELEvalError
 
-    activation = {"self": json_to_cel(value)}
+    def refuse(*_: Any) -> Any:
+        raise CELEvalError("invalid data, expected int, got float64")
+
+    methods: dict[str, Any] = {f"__{name}__": refuse for name in _OPERATORS}
+    methods["__hash__"] = celtypes.IntType.__hash__
+    return type("FloatForInt", (celtypes.IntType,), methods)
+
+
+def _cel(value: Any, schema: Mapping[str, Any]) -> Any:
+    """A value as kube-apiserver gives it to CEL, by its schema: a float64 where the schema
+    says integer (``2.0`` in a request's body) is an error, met when a rule reads it."""
+    from celpy import celtypes
+    from celpy.adapter import json_to_cel
+
+    if type(value) is float and schema.get("type") == "integer":
+        return _float_for_int()(int(value))  # integral: a fraction fails the schema's type first
+    if isinstance(value, Mapping):
+        properties = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        extra = extra if isinstance(extra, Mapping) else {}
+        return celtypes.MapType(
+            {celtypes.StringType(k): _cel(v, properties.get(k, extra)) for k, v in value.items()}
+        )
+    if isinstance(value, list):
+        items = schema.get("items")
+        items = items if isinstance(items, Mapping) else {}
+        return celtypes.ListType([_cel(item, items) for item in value])
+    return json_to_cel(value)
+
+
+def _holds(rule: str, value: Any, old: Any, schema: Mapping[str, Any]) -> tuple[bool, str]:
+    from celpy.evaluation import CELEvalError
+
+    activation = {"self": _cel(value, schema)}
     if old is not _UNSET:
-        activation["oldSelf"] = json_to_cel(old)
+        activation["oldSelf"] = _cel(old, schema)
     try:
         result = _program(rule).evaluate(activation)
     except CELEvalError as exc:
@@ -70,10 +111,16 @@ def rule_causes(
         text = str(rule.get("rule", ""))
         if "oldSelf" in text and old is _UNSET and not rule.get("optionalOldSelf"):
             continue
-        holds, error = _holds(text, value, old)
+        holds, error = _holds(text, value, old, schema)
         if holds:
             continue
-        detail = error or str(rule.get("message") or f"failed rule: {text}")
+        if error:  # the rule could not be evaluated: the node's type is shown, not its value
+            kind = json.dumps(str(schema.get("type") or ""))
+            detail = f"{error} evaluating rule: {rule.get('message') or text.strip()}"
+            yield (path or "<nil>"), {"reason": "FieldValueInvalid",
+                                      "message": f"Invalid value: {kind}: {detail}"}  # fmt: skip
+            continue
+        detail = str(rule.get("message") or f"failed rule: {text}")
         where = path + str(rule.get("fieldPath") or "")
         reason = str(rule.get("reason") or "FieldValueInvalid")
         label = _REASON_TEXT.get(reason, "Invalid value")

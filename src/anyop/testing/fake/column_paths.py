@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from decimal import Decimal
 from typing import Any
+
+from anyop.testing.fake.go_json import go_float
 
 __all__ = ["first_value", "go_text"]
 
@@ -131,20 +132,6 @@ def first_value(document: Any, path: str) -> Any:
     return found[0] if found else None
 
 
-def _go_float(number: float) -> str:
-    """Go's ``%v`` of a float64 (strconv's shortest ``g``: exponent below -4 or from 6 up)."""
-    if number != number or number in (float("inf"), float("-inf")):
-        return {"nan": "NaN", "inf": "+Inf", "-inf": "-Inf"}[repr(number)]
-    sign, digits, exponent = Decimal(repr(number)).normalize().as_tuple()
-    assert isinstance(exponent, int)
-    text = "".join(map(str, digits))
-    exp = len(text) + exponent - 1
-    if exp < -4 or exp >= 6:
-        mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
-        return f"{'-' if sign else ''}{mantissa}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
-    return format(Decimal(repr(number)).normalize(), "f")
-
-
 def go_text(value: Any) -> str:
     """``value`` as a string column prints it (jsonpath's ``PrintResults`` of one value)."""
     if isinstance(value, str):
@@ -154,7 +141,7 @@ def go_text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
-        return _go_float(value)
+        return go_float(value)
     if isinstance(value, int):
         return str(value)
     return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)

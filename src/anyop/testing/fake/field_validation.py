@@ -10,7 +10,6 @@ resource's structural schema (where ``x-kubernetes-preserve-unknown-fields`` kee
 
 from __future__ import annotations
 
-import decimal
 import functools
 import json
 from collections.abc import Callable, Iterator, Mapping
@@ -18,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from anyop.testing.fake.go_json import refuse_constant
+from anyop.testing.fake.go_json import go_printed, refuse_constant
 from anyop.testing.fake.json_copy import is_map
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.openapi_catalog import Catalog, Schema, catalog
@@ -82,7 +81,7 @@ def checked_patch(
     if problems and directive == "Strict":
         if result is None:
             result = _sorted(patched(kind, stored, content_type=content_type, document=document))
-        shown = _go_value(patch) if content_type == STRATEGIC else _json(kind, result)
+        shown = go_printed(patch) if content_type == STRATEGIC else _json(kind, result)
         raise _invalid_patch(shown, problems)
     return problems
 
@@ -171,36 +170,6 @@ def _json(kind: Kind, value: Any) -> str:
     """The patched object as Go encodes it: a custom resource's map with sorted keys; a built-in
     one's untouched parts keep their Go types' field order, which is not kept here."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=kind.custom)
-
-
-def _go_value(value: Any) -> str:
-    """A decoded JSON value as Go's ``%v`` prints it (maps with sorted keys)."""
-    match value:
-        case Mapping():
-            return "map[" + " ".join(f"{k}:{_go_value(value[k])}" for k in sorted(value)) + "]"
-        case list() | tuple():
-            return "[" + " ".join(_go_value(item) for item in value) + "]"
-        case None:
-            return "<nil>"
-        case bool():
-            return "true" if value else "false"
-        case int() | float():
-            return _go_float(value)
-    return str(value)
-
-
-def _go_float(number: float) -> str:
-    """A float64 as ``%v`` prints it: the shortest digits, an exponent from 1e+06 on."""
-    digits = decimal.Decimal(repr(float(number))).normalize()
-    _, figures, exponent = digits.as_tuple()
-    assert isinstance(exponent, int)
-    power = len(figures) + exponent - 1
-    if -4 <= power < 6:
-        return format(digits, "f")
-    mantissa = "".join(map(str, figures))
-    head = mantissa[0] + ("." + mantissa[1:] if len(mantissa) > 1 else "")
-    sign = "-" if digits < 0 else ""
-    return f"{sign}{head}e{'+' if power >= 0 else '-'}{abs(power):02d}"
 
 
 def _refused(kind: Kind, error: str) -> StatusError:

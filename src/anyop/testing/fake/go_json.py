@@ -8,9 +8,20 @@ input``, ...
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
-__all__ = ["GoJSONError", "NotJSON", "loads", "refuse_constant", "unmarshal_type_error"]
+__all__ = [
+    "GoJSONError",
+    "NotJSON",
+    "go_float",
+    "go_printed",
+    "loads",
+    "refuse_constant",
+    "unmarshal_type_error",
+    "unstructured_numbers",
+]
 
 
 class GoJSONError(ValueError):
@@ -130,3 +141,67 @@ def unmarshal_type_error(value: Any, go_type: str) -> str:
     return (
         f"json: cannot unmarshal {names.get(type(value), 'object')} into Go value of type {go_type}"
     )
+
+
+_INT64 = 2**63
+_FIXED = 1e21
+"""Go writes a float64 below this in fixed notation: an integral one reads back as an integer."""
+
+
+def unstructured_numbers(value: Any) -> Any:
+    """A document's numbers as kube-apiserver gives them back from an unstructured object (a
+    custom resource's): an integer literal that fits 64 bits stays an integer, every other
+    number is a float64, and a float64 that is integral below 10^21 is written, so read back,
+    as an integer (``2.0`` and ``1e3`` come back as ``2`` and ``1000``,
+    123456789012345678901234567890 as ``1.2345678901234568e+29``).
+
+    The same object where no number changes; else a copy of the parts that do.
+    """
+    kind = type(value)
+    if kind is float:
+        return int(value) if value.is_integer() and abs(value) < _FIXED else value
+    if kind is int:
+        return value if -_INT64 <= value < _INT64 else unstructured_numbers(float(value))
+    if isinstance(value, dict):
+        changed: dict[Any, Any] | None = None
+        for key, item in value.items():
+            new = unstructured_numbers(item)
+            if new is not item:
+                changed = dict(value) if changed is None else changed
+                changed[key] = new
+        return value if changed is None else changed
+    if isinstance(value, list):
+        items = [unstructured_numbers(item) for item in value]
+        return value if all(new is old for new, old in zip(items, value, strict=True)) else items
+    return value
+
+
+def go_float(number: float) -> str:
+    """Go's ``%v`` of a float64 (strconv's shortest ``g``: exponent below -4 or from 6 up)."""
+    if number != number or number in (float("inf"), float("-inf")):
+        return {"nan": "NaN", "inf": "+Inf", "-inf": "-Inf"}[repr(number)]
+    sign, digits, exponent = Decimal(repr(float(number))).normalize().as_tuple()
+    assert isinstance(exponent, int)
+    text = "".join(map(str, digits))
+    power = len(text) + exponent - 1
+    if power < -4 or power >= 6:
+        mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
+        return f"{'-' if sign else ''}{mantissa}e{'-' if power < 0 else '+'}{abs(power):02d}"
+    return format(Decimal(repr(float(number))).normalize(), "f")
+
+
+def go_printed(value: Any) -> str:
+    """A value decoded from JSON into Go's ``interface {}`` (numbers are float64), as ``%v``
+    prints it: ``map[a:1 b:[x y]]``, maps with sorted keys."""
+    match value:
+        case Mapping():
+            return "map[" + " ".join(f"{k}:{go_printed(value[k])}" for k in sorted(value)) + "]"
+        case list() | tuple():
+            return "[" + " ".join(go_printed(item) for item in value) + "]"
+        case None:
+            return "<nil>"
+        case bool():
+            return "true" if value else "false"
+        case int() | float():
+            return go_float(value)
+    return str(value)

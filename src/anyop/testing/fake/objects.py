@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from anyop.testing.fake.go_json import unstructured_numbers
 from anyop.testing.fake.json_copy import json_copy
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.schemas import default, prune, violations
@@ -82,13 +83,15 @@ def _custom_checks(
     subresource: str | None = None,
 ) -> Body:
     """Default and prune a custom resource by its schema and refuse it on schema errors (and
-    broken validation rules; transition rules against ``old``, the stored object)."""
+    broken validation rules; transition rules against ``old``, the stored object); its numbers
+    as the stored object gives them back (see :func:`.go_json.unstructured_numbers`: the checks
+    see ``2.0`` as a float, as kube-apiserver's do; the object stored says ``2``)."""
     pruned = prune(default(body, kind.schema), kind.schema)
     if causes := violations(pruned, kind.schema, old, scale=kind.scale):
         if subresource == "status":
             causes = [_within_status(field, cause) for field, cause in causes]
         raise invalid(kind.kind, kind.group, name, causes=causes)
-    return pruned
+    return unstructured_numbers(pruned)  # type: ignore[no-any-return]
 
 
 def _within_status(field: str, cause: Cause) -> tuple[str, Cause]:

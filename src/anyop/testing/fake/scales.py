@@ -16,12 +16,15 @@ from anyop.testing.fake.json_copy import json_copy
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.patch_merging import PatchFailed, apply_json_patch, apply_merge_patch
 from anyop.testing.fake.statuses import (
+    StatusError,
     bad_request,
     invalid,
     rejected_patch,
+    status_body,
     unsupported_media_type,
 )
 from anyop.testing.fake.store import Ref, Store
+from anyop.testing.fake.typed_decoding import decode
 
 __all__ = ["rescale", "scale_of", "with_replicas"]
 
@@ -56,9 +59,19 @@ def selector_text(selector: Mapping[str, Any]) -> str:
 
 
 def scale_of(kind: Kind, body: Mapping[str, Any]) -> Body:
-    """The object's Scale."""
+    """The object's Scale.
+
+    Raises:
+        StatusError: 500, a custom resource has no value at its ``specReplicasPath``.
+    """
     paths = kind.scale or {}
     metadata = body["metadata"]
+    spec_path = paths.get("specReplicasPath", "")
+    if kind.custom and _read(body, spec_path) is None:
+        cause = f'the spec replicas field "{spec_path}" does not exist'
+        details = {"causes": [{"message": cause}]}
+        message = f"Internal error occurred: {cause}"
+        raise StatusError(status_body(500, "InternalError", message, details=details))
     kept = ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
     status: Body = {"replicas": int(_read(body, paths.get("statusReplicasPath", "")) or 0)}
     if selector := paths.get("labelSelectorPath"):
@@ -71,7 +84,7 @@ def scale_of(kind: Kind, body: Mapping[str, Any]) -> Body:
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
         "metadata": {key: metadata[key] for key in kept if key in metadata},
-        "spec": {"replicas": int(_read(body, paths.get("specReplicasPath", "")) or 0)},
+        "spec": {"replicas": int(_read(body, spec_path) or 0)},
         "status": status,
     }
 
@@ -130,8 +143,33 @@ def rescale(store: Store, ref: Ref, *, content_type: str, document: bytes) -> Bo
         raise rejected_patch() from None
     if not isinstance(wanted, Mapping):
         raise bad_request("the body of the request is not a JSON object")
+    _check_decodes(wanted, patched=content_type != "application/json")
     writes.check_version(kind, stored, (wanted.get("metadata") or {}).get("resourceVersion"))
     updated = writes.update(
         store, kind, stored, new=with_replicas(kind, stored, wanted), subresource=None
     )
     return scale_of(kind, updated)
+
+
+def _check_decodes(scale: Mapping[str, Any], *, patched: bool) -> None:
+    """Refuse a Scale that ``autoscaling/v1`` does not decode (``"replicas": 3.0``), as
+    kube-apiserver does: a body with an odd 400 of its scheme, a patch with a 422 that shows the
+    patched Scale (here as the fake encodes it, not as Go's patcher writes it).
+
+    Raises:
+        StatusError: 400 or 422.
+    """
+    try:
+        decode("autoscaling", "v1", "Scale", scale)
+    except StatusError as exc:
+        if not patched:
+            scheme = '"pkg/runtime/scheme.go:111"'
+            message = f"no kind is registered for the type v1.Scale in scheme {scheme}"
+            raise bad_request(message) from None
+        refusal = 'Scale in version "v1" cannot be handled as a Scale: '
+        error = str(exc.body.get("message", "")).removeprefix(refusal)
+        shown = json.dumps(scale, separators=(",", ":"))
+        message = f"Invalid value: {json.dumps(shown)}: {error}"
+        cause = {"reason": "FieldValueInvalid", "message": message, "field": "patch"}
+        body = status_body(422, "Invalid", f' "" is invalid: patch: {message}')
+        raise StatusError({**body, "details": {"causes": [cause]}}) from None

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from anyop.testing.fake.cel_rules import RULES, rule_causes, unset
+from anyop.testing.fake.go_json import go_printed
 from anyop.testing.fake.json_copy import json_copy
 from anyop.testing.fake.statuses import Cause
 
@@ -141,8 +142,9 @@ def _scale_causes(
         if node is None:
             continue
         if isinstance(node, bool) or not isinstance(node, int):
-            kind = _type_name(node)
-            detail = f"{path} accessor error: {node} is of the type {kind}, expected int64"
+            kind = _GO_TYPES.get(type(node), "map[string]interface {}")
+            shown = go_printed(node)
+            detail = f"{path} accessor error: {shown} is of the type {kind}, expected int64"
             causes.append(_invalid(path, 0, detail))
         elif node < 0:
             causes.append(_invalid(path, node, "should be a non-negative integer"))
@@ -172,6 +174,10 @@ def _go_value(value: Any) -> str:
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
         return str(int(value))
     return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+_GO_TYPES = {bool: "bool", float: "float64", str: "string", list: "[]interface {}"}
+"""The Go types of an unstructured object's values (a map's is ``map[string]interface {}``)."""
 
 
 def _shown(value: Any) -> str:
@@ -210,6 +216,11 @@ def _check(
         got = _type_name(value)
         message = f'Invalid value: "{got}": {path} in body must be of type {wanted}: "{got}"'
         yield path, {"reason": "FieldValueTypeInvalid", "message": message}
+        if wanted == "integer" and type(value) is float and "format" not in schema:
+            # kube-openapi's format check fails too, and its error names no field.
+            detail = f"Checked value must be of type integer (default format) in {path}"
+            message = f'Invalid value: "": {detail}'
+            yield "<nil>", {"reason": "FieldValueInvalid", "message": message}
         return
     if path:
         yield from _keywords(value, schema, path)

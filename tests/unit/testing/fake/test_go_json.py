@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from anyop.testing.fake import go_json
@@ -30,3 +32,46 @@ def test_an_applied_configuration_reads_the_words_as_yaml_strings() -> None:
     assert applied_document(b'{"data": {"x": NaN, "y": -Infinity}}') == {
         "data": {"x": "NaN", "y": "-Infinity"}
     }
+
+
+@pytest.mark.parametrize(
+    ("given", "kept"),
+    [
+        (2.0, 2),
+        (-0.0, 0),
+        (1e3, 1000),
+        (1.5, 1.5),
+        (1e-7, 1e-7),
+        (1e21, 1e21),  # Go writes it with an exponent: a float again
+        (2**63 - 1, 2**63 - 1),
+        (2**63, 2**63),  # a float64, written in full below 10^21: read back as an integer
+        (123456789012345678901234567890, 1.2345678901234568e29),
+        (True, True),
+    ],
+)
+def test_unstructured_numbers_are_what_kube_apiserver_gives_back(given: Any, kept: Any) -> None:
+    found = go_json.unstructured_numbers({"a": [given]})["a"][0]
+    assert found == kept
+    assert type(found) is type(kept)
+
+
+def test_unstructured_numbers_keep_the_object_when_nothing_changes() -> None:
+    document = {"a": [1, "x", {"b": 1.5}], "c": None}
+    assert go_json.unstructured_numbers(document) is document
+    changed = go_json.unstructured_numbers({"a": [1, {"b": 2.0}], "c": {"d": 1}})
+    assert changed == {"a": [1, {"b": 2}], "c": {"d": 1}}
+
+
+@pytest.mark.parametrize(
+    ("value", "printed"),
+    [
+        (2.0, "2"),
+        (2.5, "2.5"),
+        (1e6, "1e+06"),
+        (1e-5, "1e-05"),
+        ({"b": [1, True], "a": None}, "map[a:<nil> b:[1 true]]"),
+        ("x", "x"),
+    ],
+)
+def test_values_print_as_gos_percent_v(value: object, printed: str) -> None:
+    assert go_json.go_printed(value) == printed

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from anyop.testing.fake import FakeCluster
-from anyop.testing.fake.field_validation import _go_float
+from anyop.testing.fake.go_json import go_float as _go_float
 from anyop.testing.fake.openapi_catalog import catalog
 from anyop.testing.fake.openapi_v2 import PROTOBUF
 
