@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from anyop.testing.fake.go_json import go_quoted
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.statuses import Cause
 
@@ -325,7 +326,10 @@ _IMMUTABLE = "field is immutable when `immutable` is set"
 
 
 def _invalid(field: str, value: Any, detail: str) -> tuple[str, Cause]:
-    shown = json.dumps(value) if not isinstance(value, bool) else str(value).lower()
+    if isinstance(value, str):
+        shown = go_quoted(value)
+    else:
+        shown = json.dumps(value) if not isinstance(value, bool) else str(value).lower()
     return field, {"reason": "FieldValueInvalid", "message": f"Invalid value: {shown}: {detail}"}
 
 

@@ -15,6 +15,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from anyop.testing.fake.go_json import go_quoted
 from anyop.testing.fake.statuses import Cause
 
 __all__ = ["RULES", "CelUnavailable", "rule_causes"]
@@ -126,7 +127,8 @@ def rule_causes(
         label = _REASON_TEXT.get(reason, "Invalid value")
         shown = f"{label}: {detail}"
         if reason == "FieldValueInvalid" and not isinstance(value, (Mapping, list)):
-            shown = f"{label}: {json.dumps(value)}: {detail}"
+            printed = go_quoted(value) if isinstance(value, str) else json.dumps(value)
+            shown = f"{label}: {printed}: {detail}"
         yield (where or "<nil>"), {"reason": reason, "message": shown}
 
 

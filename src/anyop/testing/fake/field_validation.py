@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from anyop.testing.fake.go_json import go_printed, refuse_constant
+from anyop.testing.fake.go_json import go_printed, refuse_constant, surrogates_replaced
 from anyop.testing.fake.json_copy import is_map
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.openapi_catalog import Catalog, Schema, catalog
@@ -237,9 +237,9 @@ def _problems(kind: Kind, body: bytes) -> tuple[list[str], Any]:
     else:
         name = catalog().schema_name(kind.group, kind.version, kind.kind)
         found = list(_builtin(document, {"$ref": name}, "")) if name else []
-    plain = (
-        document if type(document) is dict and not any(p == "duplicate" for p, _ in found) else None
-    )
+    plain = None
+    if type(document) is dict and not any(p == "duplicate" for p, _ in found):
+        plain = surrogates_replaced(body, document)
     return [f'{problem} field "{path}"' for problem, path in found], plain
 
 

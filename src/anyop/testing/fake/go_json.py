@@ -8,6 +8,7 @@ input``, ...
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
@@ -17,8 +18,10 @@ __all__ = [
     "NotJSON",
     "go_float",
     "go_printed",
+    "go_quoted",
     "loads",
     "refuse_constant",
+    "surrogates_replaced",
     "unmarshal_type_error",
     "unstructured_numbers",
 ]
@@ -118,7 +121,7 @@ def loads(document: bytes | str) -> Any:
     """
     text = document.decode(errors="replace") if isinstance(document, bytes) else document
     try:
-        return _DECODER.decode(text)
+        return surrogates_replaced(text, _DECODER.decode(text))
     except json.JSONDecodeError as exc:
         raise GoJSONError(_go_message(text, exc)) from None
     except NotJSON as exc:
@@ -205,3 +208,53 @@ def go_printed(value: Any) -> str:
         case int() | float():
             return go_float(value)
     return str(value)
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def surrogates_replaced(text: str | bytes, document: Any) -> Any:
+    """``document``, decoded from ``text``, with each UTF-16 surrogate that its escapes left
+    alone (``"\\ud800"``, not one of a pair) replaced by U+FFFD, as Go's decoder replaces it.
+
+    Walked only when ``text`` has such an escape; the same object where nothing changes.
+    """
+    source = text.decode("latin-1") if isinstance(text, bytes) else text
+    if not _SURROGATE_ESCAPE.search(source):
+        return document
+    return _replaced(document)
+
+
+def _replaced(value: Any) -> Any:
+    if isinstance(value, str):
+        return _SURROGATES.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_replaced(key): _replaced(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_replaced(item) for item in value]
+    return value
+
+
+_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t",
+            "\v": "\\v", "\\": "\\\\", '"': '\\"'}  # fmt: skip
+
+
+def go_quoted(text: str) -> str:
+    """A string as Go's ``%q`` (``strconv.Quote``) writes it, which field errors show: printable
+    characters as they are, in any script; the others escaped (``\\n``, ``\\x00``, ``\\u2028``)."""
+    if text.isprintable() and '"' not in text and "\\" not in text:
+        return f'"{text}"'
+    parts = []
+    for char in text:
+        if char in _ESCAPES:
+            parts.append(_ESCAPES[char])
+        elif char.isprintable():
+            parts.append(char)
+        elif ord(char) < 0x80:
+            parts.append(f"\\x{ord(char):02x}")
+        elif ord(char) < 0x10000:
+            parts.append(f"\\u{ord(char):04x}")
+        else:
+            parts.append(f"\\U{ord(char):08x}")
+    return '"' + "".join(parts) + '"'

@@ -87,9 +87,10 @@ def applied_document(body: bytes) -> Any:
         yaml.YAMLError: Neither JSON nor YAML.
     """
     try:  # not the NaN and Infinity of Python's decoder: YAML reads those words as strings
-        return _STRICT_JSON.decode(body.decode(json.detect_encoding(body), "surrogatepass"))
+        document = _STRICT_JSON.decode(body.decode(json.detect_encoding(body), "surrogatepass"))
     except ValueError:
-        return yaml.safe_load(body)
+        document = yaml.safe_load(body)
+    return go_json.surrogates_replaced(body, document)
 
 
 _STRICT_JSON = json.JSONDecoder(parse_constant=go_json.refuse_constant)

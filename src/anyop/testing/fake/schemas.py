@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from anyop.testing.fake.cel_rules import RULES, rule_causes, unset
-from anyop.testing.fake.go_json import go_printed
+from anyop.testing.fake.go_json import go_printed, go_quoted
 from anyop.testing.fake.json_copy import json_copy
 from anyop.testing.fake.statuses import Cause
 
@@ -183,7 +183,7 @@ _GO_TYPES = {bool: "bool", float: "float64", str: "string", list: "[]interface {
 def _shown(value: Any) -> str:
     """A bad value as a field error prints it: strings quoted, numbers plain, else JSON."""
     if isinstance(value, str):
-        return json.dumps(value)
+        return go_quoted(value)
     if isinstance(value, (bool, int, float)):
         return _go_value(value)
     return json.dumps(value, separators=(",", ":"))

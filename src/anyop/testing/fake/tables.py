@@ -19,6 +19,7 @@ from typing import Any
 
 from anyop.testing.fake.ages import ager
 from anyop.testing.fake.column_paths import first_value, go_text
+from anyop.testing.fake.go_json import go_quoted
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.more_printers import MORE_PRINTERS
 from anyop.testing.fake.network_printers import NETWORK_PRINTERS
@@ -159,7 +160,7 @@ def include_option(query: Mapping[str, str]) -> str:
     if value not in _INCLUDE:
         raise ValueError(
             f"Unable to convert to Table as requested: includeObject: Invalid value: "
-            f"{json.dumps(value)}: must be 'Metadata', 'Object', 'None', or empty"
+            f"{go_quoted(value)}: must be 'Metadata', 'Object', 'None', or empty"
         )
     return value
 

@@ -75,3 +75,26 @@ def test_unstructured_numbers_keep_the_object_when_nothing_changes() -> None:
 )
 def test_values_print_as_gos_percent_v(value: object, printed: str) -> None:
     assert go_json.go_printed(value) == printed
+
+
+@pytest.mark.parametrize(
+    ("text", "quoted"),
+    [
+        ("abc", '"abc"'),
+        ("café 😀", '"café 😀"'),
+        ('a"b\\c', '"a\\"b\\\\c"'),
+        ("x\ny\tz", '"x\\ny\\tz"'),
+        ("\x00\x7f", '"\\x00\\x7f"'),
+        ("\u2028", '"\\u2028"'),
+    ],
+)
+def test_strings_quote_as_gos_percent_q(text: str, quoted: str) -> None:
+    assert go_json.go_quoted(text) == quoted
+
+
+def test_a_lone_surrogate_escape_decodes_as_the_replacement_character() -> None:
+    text = b'{"a":"x\\ud800y","\\udc00":["\\ud83d\\ude00","\\ud800\\ud800"]}'
+    assert go_json.loads(text) == {"a": "x\ufffdy", "\ufffd": ["\U0001f600", "\ufffd\ufffd"]}
+    assert applied_document(text) == go_json.loads(text)
+    plain = {"a": "\\ud800 as text"}
+    assert go_json.surrogates_replaced(b'{"a":"\\\\ud800 as text"}', plain) == plain
