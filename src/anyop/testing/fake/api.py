@@ -271,7 +271,7 @@ def _member(store: Store, ref: Ref, request: ApiRequest, *, route: Route) -> Api
             return ApiResponse(200, replaced, warnings)
         case "PATCH" if request.content_type == writes.APPLY and route.subresource != "finalize":
             directive_of(request.query.get("fieldValidation"), "PatchOptions")
-            undeclared_applied_field(ref.kind, ref.name, ref.namespace, request.body)
+            undeclared_applied_field(ref.kind, request.body)
             manager = request.query.get("fieldManager", "")
             force = request.query.get("force", "").lower() in _TRUE
             code, applied = apply(store, ref, document=request.body, manager=manager, force=force,

@@ -25,7 +25,6 @@ import anyio.from_thread
 import anyio.lowlevel
 import httpx
 import sniffio
-import yaml
 from anyio.abc import TaskStatus
 from anyio.lowlevel import EventLoopToken
 
@@ -33,7 +32,7 @@ from anyop.kube.auth import Vault
 from anyop.kube.connection import ConnectionInfo
 from anyop.models.crds import crd_manifests
 from anyop.models.resources import CustomResource
-from anyop.testing.fake import writes
+from anyop.testing.fake import go_yaml, writes
 from anyop.testing.fake.admission_rules import OPERATIONS
 from anyop.testing.fake.api import ApiRequest, ApiResponse, WatchPlan, handle, is_watch
 from anyop.testing.fake.controllers import run_controllers
@@ -301,12 +300,16 @@ class FakeCluster:
     def apply(self, manifests: str | os.PathLike[str]) -> list[dict[str, Any]]:
         """Create the objects of a YAML (or JSON) file or text, one document after another.
 
+        The YAML is read as kubectl reads it (see :mod:`~anyop.testing.fake.go_yaml`: ``y`` is
+        ``true``, a date stays a string).
+
         Raises:
             StatusError: One of them is refused (those before it stay created).
             LookupError: A kind is not served.
+            GoYAMLError: The text is not YAML that kubectl reads.
         """
         text = _manifest_text(manifests)
-        return [self.create(document) for document in yaml.safe_load_all(text) if document]
+        return [self.create(document) for document in go_yaml.load_all(text) if document]
 
     def install(self, *resources: type[CustomResource]) -> list[dict[str, Any]]:
         """Create the CRDs of typed resources, as ``anyop manifests`` writes them: objects are

@@ -15,9 +15,13 @@ import json
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-import yaml
-
-from anyop.testing.fake.go_json import go_printed, refuse_constant, surrogates_replaced
+from anyop.testing.fake.go_json import (
+    go_printed,
+    go_syntax,
+    refuse_constant,
+    surrogates_replaced,
+)
+from anyop.testing.fake.go_yaml import GoYAMLError
 from anyop.testing.fake.json_copy import is_map
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.openapi_catalog import Catalog, Schema, catalog
@@ -369,8 +373,9 @@ def _structural(value: Any, schema: Schema, path: str, *, root: bool = False) ->
             yield f"{path}.{key}"
 
 
-def undeclared_applied_field(kind: Kind, ref_name: str, namespace: str | None, body: bytes) -> None:
-    """Refuse a server-side apply configuration with a field its schema does not declare.
+def undeclared_applied_field(kind: Kind, body: bytes) -> None:
+    """Refuse a server-side apply configuration with a field its schema does not declare, or
+    (of a built-in kind) a value of another type than its schema's scalar.
 
     Whatever the ``fieldValidation``, the structured merge cannot type such a configuration:
     500, naming each such field in structured merge's path syntax
@@ -381,7 +386,7 @@ def undeclared_applied_field(kind: Kind, ref_name: str, namespace: str | None, b
     """
     try:
         config = applied_document(body)
-    except yaml.YAMLError:
+    except GoYAMLError:
         return
     if not isinstance(config, Mapping):
         return
@@ -392,10 +397,12 @@ def undeclared_applied_field(kind: Kind, ref_name: str, namespace: str | None, b
         found = sorted(_builtin_smd(config, {"$ref": name}, "")) if name else []
     if found:
         gvk = f"{kind.api_version if kind.group else '/' + kind.version}, Kind={kind.kind}"
-        where = f"{namespace or ''}/{ref_name}"
-        errors = [f"{path}: field not declared in schema" for path in found]
+        # The typed object is the configuration: its own namespace and name (the URL's not).
+        metadata = config.get("metadata")
+        metadata = metadata if isinstance(metadata, Mapping) else {}
+        where = f"{metadata.get('namespace') or ''}/{metadata.get('name') or ''}"
         # Several come in the order of Go's map iteration, which varies: sorted here.
-        error = errors[0] if len(errors) == 1 else "errors:\n" + "\n".join(f"  {e}" for e in errors)
+        error = found[0] if len(found) == 1 else "errors:\n" + "\n".join(f"  {e}" for e in found)
         message = f"failed to create typed patch object ({where}; {gvk}): {error}"
         raise StatusError(status_body(500, "", message, details=None))
 
@@ -411,36 +418,50 @@ def _custom_smd(config: Mapping[str, Any], schema: Schema) -> Iterator[str]:
         if key in properties:
             yield from _smd(item, properties[key], f".{key}", lambda s: s)
         elif not schema.get("x-kubernetes-preserve-unknown-fields"):
-            yield f".{key}"
+            yield f".{key}{_UNDECLARED}"
 
 
 def _builtin_smd(value: Any, schema: Schema, path: str) -> Iterator[str]:
     """:func:`_smd` for a built-in kind's (catalog) schema, by its nodes read once."""
     found: list[str] = []
-    _undeclared(value, schema, path, functools.partial(_node, catalog()), found)
+    _undeclared(value, schema, path, functools.partial(_node, catalog()), found, typed=True)
     return iter(found)
 
 
 def _smd(
     value: Any, schema: Schema, path: str, resolve: Callable[[Schema], Schema]
 ) -> Iterator[str]:
-    """The paths of a configuration's fields that ``schema`` does not declare (``resolve``
-    follows a ``$ref``), in structured merge's syntax."""
+    """The errors of a configuration's fields that ``schema`` does not declare (``resolve``
+    follows a ``$ref``), each at its path in structured merge's syntax."""
     found: list[str] = []
     _undeclared(value, schema, path, lambda node: _read_node(resolve(node)), found)
     return iter(found)
 
 
+_UNDECLARED = ": field not declared in schema"
+
+
 def _undeclared(
-    value: Any, schema: Schema, path: str, node_of: Callable[[Schema], _Node], found: list[str]
+    value: Any,
+    schema: Schema,
+    path: str,
+    node_of: Callable[[Schema], _Node],
+    found: list[str],
+    *,
+    typed: bool = False,
 ) -> None:
+    """Add the errors of ``value`` at ``path``: fields ``schema`` does not declare, and with
+    ``typed``, values of another type than its scalar's."""
     resolved, properties, extra, items = node_of(schema)
+    if typed and (problem := _mistyped(resolved.get("type"), value)):
+        found.append(f"{path}: {problem}")
+        return
     if isinstance(value, list):
         if items is not None:
             for index, item in enumerate(value):
-                if type(item) not in _LEAVES:
+                if type(item) not in _LEAVES or typed:
                     where = path + _element(resolved, item, index)
-                    _undeclared(item, items, where, node_of, found)
+                    _undeclared(item, items, where, node_of, found, typed=typed)
         return
     if (not properties and extra is None) or not is_map(value):
         return  # free-form, or not an object
@@ -449,9 +470,26 @@ def _undeclared(
     for key, item in value.items():
         sub = properties.get(key) or extra
         if sub is None:
-            found.append(f"{path}.{key}")
-        elif type(item) not in _LEAVES:
-            _undeclared(item, sub, f"{path}.{key}", node_of, found)
+            found.append(f"{path}.{key}{_UNDECLARED}")
+        elif type(item) not in _LEAVES or typed:
+            _undeclared(item, sub, f"{path}.{key}", node_of, found, typed=typed)
+
+
+_GO_TYPES = {str: "string", bool: "bool", int: "int64", float: "float64", list: "[]interface {}"}
+
+
+def _mistyped(wanted: Any, value: Any) -> str | None:
+    """Structured merge's error for a value of another type than the schema's scalar."""
+    if value is None:
+        return None
+    if wanted == "string" and not isinstance(value, str):
+        return f"expected string, got &value.valueUnstructured{{Value:{go_syntax(value)}}}"
+    if wanted in ("integer", "number") and (
+        isinstance(value, bool) or not isinstance(value, (int, float))
+    ):
+        got = _GO_TYPES.get(type(value), "map[string]interface {}")
+        return f"expected numeric (int or float), got {got}"
+    return None
 
 
 def _element(schema: Schema, item: Any, index: int) -> str:

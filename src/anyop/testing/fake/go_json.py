@@ -19,6 +19,7 @@ __all__ = [
     "go_float",
     "go_printed",
     "go_quoted",
+    "go_syntax",
     "loads",
     "refuse_constant",
     "surrogates_replaced",
@@ -258,3 +259,22 @@ def go_quoted(text: str) -> str:
         else:
             parts.append(f"\\U{ord(char):08x}")
     return '"' + "".join(parts) + '"'
+
+
+def go_syntax(value: Any, *, map_type: str = "map[string]interface {}") -> str:
+    """A value decoded from JSON into Go's ``interface {}`` as ``%#v`` prints it:
+    ``map[string]interface {}{"a":1, "b":[]interface {}{true}}`` (maps with sorted keys)."""
+    if isinstance(value, str):
+        return go_quoted(value)
+    if isinstance(value, Mapping):
+        items = ", ".join(
+            f"{go_syntax(key, map_type=map_type)}:{go_syntax(value[key], map_type=map_type)}"
+            for key in sorted(value, key=str)
+        )
+        return f"{map_type}{{{items}}}"
+    if isinstance(value, (list, tuple)):
+        inner = ", ".join(go_syntax(item, map_type=map_type) for item in value)
+        return f"[]interface {{}}{{{inner}}}"
+    if value is None:
+        return "interface {}(nil)"
+    return go_printed(value)

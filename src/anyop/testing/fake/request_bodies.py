@@ -11,12 +11,9 @@ be of type Kind): why (summary)``; for a delete's options, the reason alone.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
-import yaml
-
-from anyop.testing.fake import go_json, protobuf_bodies
+from anyop.testing.fake import go_json, go_yaml, protobuf_bodies
 from anyop.testing.fake.faults import ConnectionDropped
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.statuses import StatusError, bad_request, unsupported_media_type
@@ -28,21 +25,6 @@ YAML = "application/yaml"
 _TYPE_META = (
     'struct { APIVersion string "json:\\"apiVersion,omitempty\\""; '
     'Kind string "json:\\"kind,omitempty\\"" }'
-)
-
-
-class _GoYamlLoader(yaml.SafeLoader):
-    """YAML as Go's ``sigs.k8s.io/yaml`` reads it: YAML 1.1, where ``y`` and ``n`` are booleans
-    too (PyYAML's YAML 1.1 leaves them strings)."""
-
-
-_GoYamlLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:bool", re.compile(r"^(?:y|Y|n|N)$"), list("yYnN")
-)
-_GoYamlLoader.yaml_constructors = dict(yaml.SafeLoader.yaml_constructors)
-_GoYamlLoader.add_constructor(
-    "tag:yaml.org,2002:bool",
-    lambda loader, node: loader.construct_scalar(node).lower() in ("y", "yes", "true", "on"),  # type: ignore[arg-type]
 )
 
 
@@ -68,10 +50,10 @@ def decode_body(kind: Kind, content_type: str, body: bytes, *, options: bool = F
     try:
         if media_type == protobuf_bodies.PROTOBUF:
             return protobuf_bodies.decode(body, group=kind.group, version=kind.version)
-        document = _yaml(body) if media_type == YAML else go_json.loads(body)
+        document = go_yaml.load(body) if media_type == YAML else go_json.loads(body)
     except go_json.GoJSONError as exc:
         raise _undecodable(kind, f"{_VERSION_KIND}{exc}", body, options=options) from None
-    except (protobuf_bodies.ProtobufError, _YamlError) as exc:
+    except (protobuf_bodies.ProtobufError, go_yaml.GoYAMLError) as exc:
         raise _undecodable(kind, str(exc), body, options=options) from None
     if not isinstance(document, dict):
         reason = f"{_VERSION_KIND}{go_json.unmarshal_type_error(document, _TYPE_META)}"
@@ -84,12 +66,12 @@ def applied_document(body: bytes) -> Any:
     YAML) is read as JSON, fast; anything else as YAML.
 
     Raises:
-        yaml.YAMLError: Neither JSON nor YAML.
+        go_yaml.GoYAMLError: Neither JSON nor YAML that kube-apiserver reads.
     """
     try:  # not the NaN and Infinity of Python's decoder: YAML reads those words as strings
         document = _STRICT_JSON.decode(body.decode(json.detect_encoding(body), "surrogatepass"))
     except ValueError:
-        document = yaml.safe_load(body)
+        document = go_yaml.load(body)
     return go_json.surrogates_replaced(body, document)
 
 
@@ -97,20 +79,6 @@ _STRICT_JSON = json.JSONDecoder(parse_constant=go_json.refuse_constant)
 
 
 _VERSION_KIND = "couldn't get version/kind; json parse error: "
-
-
-class _YamlError(ValueError):
-    pass
-
-
-def _yaml(body: bytes) -> Any:
-    try:
-        return yaml.load(body, Loader=_GoYamlLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc)
-        where = f"line {mark.line + 1}: " if mark is not None else ""
-        raise _YamlError(f"yaml: {where}{problem}") from None
 
 
 def _undecodable(kind: Kind, reason: str, body: bytes, *, options: bool) -> StatusError:

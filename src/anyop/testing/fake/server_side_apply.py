@@ -15,8 +15,6 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-import yaml
-
 from anyop.testing.fake import writes
 from anyop.testing.fake.field_ownership import (
     Path,
@@ -27,6 +25,7 @@ from anyop.testing.fake.field_ownership import (
     remove_path,
     values_of,
 )
+from anyop.testing.fake.go_yaml import GoYAMLError
 from anyop.testing.fake.json_copy import is_map, json_copy
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.managed_fields import (
@@ -107,8 +106,8 @@ def _who(entry: Mapping[str, Any]) -> str:
 def _configuration(document: bytes, kind: Kind, ref: Ref) -> Body:
     try:
         body = applied_document(document)
-    except yaml.YAMLError as exc:
-        raise bad_request(f"error decoding YAML: {exc}") from None
+    except GoYAMLError as exc:
+        raise bad_request(f"error decoding YAML: error converting YAML to JSON: {exc}") from None
     if not isinstance(body, Mapping):
         raise bad_request("the applied configuration is not an object")
     if (body.get("apiVersion"), body.get("kind")) != (kind.api_version, kind.kind):
