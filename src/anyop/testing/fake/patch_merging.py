@@ -1,8 +1,8 @@
-"""The three patch formats, applied as kube-apiserver applies them.
+"""Merge patches and strategic merge patches, applied as kube-apiserver applies them (JSON
+patches: :mod:`anyop.testing.fake.json_patches`).
 
 Pure; inputs are never modified, and a merge's result shares the parts it leaves unchanged
-with the target (copy it before changing it in place). :class:`PatchFailed` means a JSON patch
-could not be applied (the API server answers 422); the caller maps it to a ``Status``.
+with the target (copy it before changing it in place).
 """
 
 from __future__ import annotations
@@ -13,11 +13,7 @@ from typing import Any
 
 from anyop.testing.fake.json_copy import is_map, json_copy
 
-__all__ = ["PatchFailed", "apply_json_patch", "apply_merge_patch", "apply_strategic_patch"]
-
-
-class PatchFailed(ValueError):
-    """A JSON patch operation failed: a ``test`` mismatch, a missing path, a bad operation."""
+__all__ = ["apply_merge_patch", "apply_strategic_patch"]
 
 
 # -- RFC 7386 merge patch ---------------------------------------------------------------------
@@ -34,128 +30,6 @@ def apply_merge_patch(target: Any, patch: Any) -> Any:
         else:
             result[key] = apply_merge_patch(result.get(key), value)
     return result
-
-
-# -- RFC 6902 JSON patch ----------------------------------------------------------------------
-
-
-def _tokens(path: Any) -> list[str]:
-    if not isinstance(path, str) or (path and not path.startswith("/")):
-        raise PatchFailed(f"invalid path: {path!r}")
-    return [part.replace("~1", "/").replace("~0", "~") for part in path.split("/")[1:]]
-
-
-def _index(container: list[Any], token: str, *, adding: bool) -> int:
-    if adding and token == "-":
-        return len(container)
-    if not token.isdigit() or (len(token) > 1 and token.startswith("0")):
-        raise PatchFailed(f"invalid array index: {token!r}")
-    index = int(token)
-    if index > len(container) or (index == len(container) and not adding):
-        raise PatchFailed(f"array index out of range: {index}")
-    return index
-
-
-def _parent(document: Any, tokens: list[str]) -> Any:
-    node = document
-    for token in tokens[:-1]:
-        if isinstance(node, dict) and token in node:
-            node = node[token]
-        elif isinstance(node, list):
-            node = node[_index(node, token, adding=False)]
-        else:
-            raise PatchFailed(f"missing path: /{'/'.join(tokens)}")
-    return node
-
-
-def _get(document: Any, tokens: list[str]) -> Any:
-    if not tokens:
-        return document
-    parent, last = _parent(document, tokens), tokens[-1]
-    if isinstance(parent, dict) and last in parent:
-        return parent[last]
-    if isinstance(parent, list):
-        return parent[_index(parent, last, adding=False)]
-    raise PatchFailed(f"missing path: /{'/'.join(tokens)}")
-
-
-def _add(document: Any, tokens: list[str], value: Any, *, insert: bool = True) -> Any:
-    if not tokens:
-        return value
-    parent, last = _parent(document, tokens), tokens[-1]
-    if isinstance(parent, dict):
-        parent[last] = value
-    elif isinstance(parent, list):
-        index = _index(parent, last, adding=insert)
-        if insert:
-            parent.insert(index, value)
-        else:
-            parent[index] = value
-    else:
-        raise PatchFailed(f"cannot add to a scalar at /{'/'.join(tokens)}")
-    return document
-
-
-def _remove(document: Any, tokens: list[str]) -> Any:
-    if not tokens:
-        raise PatchFailed("cannot remove the whole document")
-    parent, last = _parent(document, tokens), tokens[-1]
-    if isinstance(parent, dict) and last in parent:
-        return parent.pop(last)
-    if isinstance(parent, list):
-        return parent.pop(_index(parent, last, adding=False))
-    raise PatchFailed(f"missing path: /{'/'.join(tokens)}")
-
-
-def _json_equal(a: Any, b: Any) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    return bool(a == b)
-
-
-def _apply_op(document: Any, op: Mapping[str, Any]) -> Any:
-    kind = op.get("op")
-    tokens = _tokens(op.get("path"))
-    if kind in ("add", "replace", "test") and "value" not in op:
-        raise PatchFailed(f"{kind} needs a value")
-    value = json_copy(op.get("value"))
-    match kind:
-        case "add":
-            return _add(document, tokens, value)
-        case "remove":
-            _remove(document, tokens)
-            return document
-        case "replace":
-            # The API server's patcher replaces a missing map key as an add; a missing list
-            # index or a missing parent still fails.
-            return _add(document, tokens, value, insert=False)
-        case "test":
-            if not _json_equal(_get(document, tokens), value):
-                raise PatchFailed(f"test failed at {op.get('path')}")
-            return document
-        case "move":
-            moved = _remove(document, _tokens(op.get("from")))
-            return _add(document, tokens, moved)
-        case "copy":
-            copied = json_copy(_get(document, _tokens(op.get("from"))))
-            return _add(document, tokens, copied)
-    raise PatchFailed(f"unknown operation: {kind!r}")
-
-
-def apply_json_patch(target: Any, patch: Any) -> Any:
-    """Apply a JSON patch (a list of operations) to a copy of ``target``.
-
-    Raises:
-        PatchFailed: The patch is not a list of operations, or one of them failed.
-    """
-    if not isinstance(patch, list):
-        raise PatchFailed("a JSON patch is a list of operations")
-    document = json_copy(target)
-    for op in patch:
-        if not isinstance(op, Mapping):
-            raise PatchFailed("an operation is an object")
-        document = _apply_op(document, op)
-    return document
 
 
 # -- strategic merge patch (built-in kinds) ----------------------------------------------------

@@ -13,8 +13,9 @@ from typing import Any
 
 from anyop.testing.fake import writes
 from anyop.testing.fake.json_copy import json_copy
+from anyop.testing.fake.json_patches import PatchFailed, apply_json_patch
 from anyop.testing.fake.kinds import Kind
-from anyop.testing.fake.patch_merging import PatchFailed, apply_json_patch, apply_merge_patch
+from anyop.testing.fake.patch_merging import apply_merge_patch
 from anyop.testing.fake.statuses import (
     StatusError,
     bad_request,

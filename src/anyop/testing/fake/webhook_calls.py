@@ -32,7 +32,7 @@ from anyop.testing.fake.admission_rules import (
 )
 from anyop.testing.fake.api import ApiRequest, ApiResponse, handle
 from anyop.testing.fake.kinds import CRD_KIND, MUTATING_KIND, VALIDATING_KIND
-from anyop.testing.fake.patch_merging import PatchFailed, apply_json_patch
+from anyop.testing.fake.json_patches import PatchFailed, apply_json_patch
 from anyop.testing.fake.routes import Route, parse_path
 from anyop.testing.fake.statuses import success
 from anyop.testing.fake.store import Store, WouldCommit, shown

@@ -19,6 +19,7 @@ from anyop.testing.fake.builtin_rules import (
     update_causes,
 )
 from anyop.testing.fake.json_copy import json_copy
+from anyop.testing.fake.json_patches import PatchFailed, apply_json_patch
 from anyop.testing.fake.kinds import CRD_KIND, NAMESPACE_KIND, Kind, kinds_of_crd
 from anyop.testing.fake.managed_fields import owners_after_update
 from anyop.testing.fake.objects import (
@@ -28,12 +29,7 @@ from anyop.testing.fake.objects import (
     prepare_update,
 )
 from anyop.testing.fake.openapi_catalog import catalog
-from anyop.testing.fake.patch_merging import (
-    PatchFailed,
-    apply_json_patch,
-    apply_merge_patch,
-    apply_strategic_patch,
-)
+from anyop.testing.fake.patch_merging import apply_merge_patch, apply_strategic_patch
 from anyop.testing.fake.statuses import (
     StatusError,
     already_exists,

@@ -7,13 +7,9 @@ from typing import Any
 import pytest
 
 from anyop.testing.fake.history import Change, History, visible_change
+from anyop.testing.fake.json_patches import PatchFailed, apply_json_patch
 from anyop.testing.fake.label_selectors import parse_field_selector, parse_label_selector
-from anyop.testing.fake.patch_merging import (
-    PatchFailed,
-    apply_json_patch,
-    apply_merge_patch,
-    apply_strategic_patch,
-)
+from anyop.testing.fake.patch_merging import apply_merge_patch, apply_strategic_patch
 from anyop.testing.fake.routes import DiscoveryRoute, Route, parse_path
 from anyop.testing.fake.schemas import prune, violations
 from anyop.testing.fake.served_discovery import version_key
@@ -57,6 +53,37 @@ def test_json_patch_adds_inserts_appends_and_tests() -> None:
 def test_json_patch_refuses_failed_tests_missing_paths_and_bad_ops(op: dict[str, Any]) -> None:
     with pytest.raises(PatchFailed):
         apply_json_patch({"a": 1, "l": []}, [op])
+
+
+@pytest.mark.parametrize(
+    ("op", "result"),
+    [
+        ({"op": "add", "path": "/l/01", "value": 9}, {"l": [1, 9, 2], "o": {}}),
+        ({"op": "add", "path": "/l/-1", "value": 9}, {"l": [1, 2, 9], "o": {}}),
+        ({"op": "remove", "path": "/l/-2"}, {"l": [2], "o": {}}),
+        ({"op": "add", "path": "o/x", "value": 1}, {"l": [1, 2], "o": {}, "x": 1}),
+        ({"op": "add", "path": "/o/x"}, {"l": [1, 2], "o": {"x": None}}),
+        ({"op": "copy", "from": "/o/nope", "path": "/o/y"}, {"l": [1, 2], "o": {"y": None}}),
+        ({"op": "test", "path": "/o/nope", "value": None}, {"l": [1, 2], "o": {}}),
+    ],
+)
+def test_json_patch_is_as_loose_as_kube_apiservers(op: dict[str, Any], result: Any) -> None:
+    assert apply_json_patch({"l": [1, 2], "o": {}}, [op]) == result
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        {"op": "add", "path": "", "value": {}},
+        {"op": "add", "path": "/l/1e0", "value": 9},
+        {"op": "add", "path": "/l/-4", "value": 9},
+        {"op": "test", "path": "/l/0", "value": 1.0},
+        {"op": "test", "path": "/o", "value": {"x": 1}},
+    ],
+)
+def test_json_patch_refuses_what_kube_apiserver_refuses(op: dict[str, Any]) -> None:
+    with pytest.raises(PatchFailed):
+        apply_json_patch({"l": [1, 2], "o": {}}, [op])
 
 
 def test_json_patch_replace_of_a_missing_key_adds_it_as_the_api_server_does() -> None:
