@@ -15,7 +15,6 @@ from anyop.testing.fake import served_discovery, served_openapi, writes
 from anyop.testing.fake.field_validation import (
     checked_fields,
     checked_patch,
-    directive_of,
     undeclared_applied_field,
 )
 from anyop.testing.fake.json_copy import compact_json
@@ -23,6 +22,14 @@ from anyop.testing.fake.kinds import CRD_KIND, NAMESPACE_KIND, Kind
 from anyop.testing.fake.label_selectors import parse_field_selector, parse_label_selector
 from anyop.testing.fake.read_views import ReadView, view_of
 from anyop.testing.fake.request_bodies import decode_body
+from anyop.testing.fake.request_options import (
+    checked_delete,
+    checked_get,
+    checked_list,
+    checked_write,
+    flag,
+    integer,
+)
 from anyop.testing.fake.routes import DiscoveryRoute, Route, parse_path
 from anyop.testing.fake.scales import rescale, scale_of
 from anyop.testing.fake.server_side_apply import apply
@@ -38,7 +45,6 @@ from anyop.testing.fake.store import ListQuery, Ref, Store, WatchStart
 __all__ = ["ApiRequest", "ApiResponse", "WatchPlan", "handle", "is_watch"]
 
 _TEXT_404 = "404 page not found\n"
-_TRUE = ("true", "1")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -125,7 +131,7 @@ class WatchPlan:
 
 def is_watch(request: ApiRequest) -> bool:
     """Whether the request asks for a watch."""
-    return request.method == "GET" and request.query.get("watch", "").lower() in _TRUE
+    return request.method == "GET" and flag(request.query, "watch")
 
 
 def handle(
@@ -229,12 +235,14 @@ def _collection(
 ) -> ApiResponse | WatchPlan:
     match request.method:
         case "GET" if is_watch(request):
+            checked_list(request.query, watch=True)
             view = _view(store, kind, request, collection=True, watch=True)
             view.check()
             query = _list_query(kind, namespace, request.query)
             plan = _watch(store, kind, query, params=request.query)
             return dataclasses.replace(plan, render=view.watch_renderer())
         case "GET":
+            checked_list(request.query, watch=False)
             view = _view(store, kind, request, collection=True)
             listed = store.list(kind, _list_query(kind, namespace, request.query))
             return ApiResponse(200, view.render(listed))
@@ -244,8 +252,11 @@ def _collection(
             created = writes.create(store, kind, body, namespace=namespace, manager=request.manager)
             return ApiResponse(201, created, warnings)
         case "DELETE" if kind != NAMESPACE_KIND:
-            query = _list_query(kind, namespace, request.query)
             options = _body(kind, request, options=True) if request.body.strip() else {}
+            if policy := request.query.get("propagationPolicy"):
+                options["propagationPolicy"] = policy
+            checked_delete(options, request.query)
+            query = _list_query(kind, namespace, request.query)
             return ApiResponse(200, writes.delete_collection(store, kind, query, options=options))
     return _not_allowed()
 
@@ -257,6 +268,7 @@ def _member(store: Store, ref: Ref, request: ApiRequest, *, route: Route) -> Api
         return _not_allowed()
     match request.method:
         case "GET":
+            checked_get(request.query)
             view = _view(store, ref.kind, request, collection=False)
             return ApiResponse(200, view.render(store.get(ref.kind, ref.namespace, ref.name)))
         case "PUT":
@@ -270,10 +282,10 @@ def _member(store: Store, ref: Ref, request: ApiRequest, *, route: Route) -> Api
             )
             return ApiResponse(200, replaced, warnings)
         case "PATCH" if request.content_type == writes.APPLY and route.subresource != "finalize":
-            directive_of(request.query.get("fieldValidation"), "PatchOptions")
+            checked_write("PatchOptions", request.query, apply=True)
             undeclared_applied_field(ref.kind, request.body)
             manager = request.query.get("fieldManager", "")
-            force = request.query.get("force", "").lower() in _TRUE
+            force = flag(request.query, "force")
             code, applied = apply(store, ref, document=request.body, manager=manager, force=force,
                                   subresource=route.subresource)  # fmt: skip
             return ApiResponse(code, applied)
@@ -292,6 +304,7 @@ def _member(store: Store, ref: Ref, request: ApiRequest, *, route: Route) -> Api
             options = _body(ref.kind, request, options=True) if request.body.strip() else {}
             if policy := request.query.get("propagationPolicy"):
                 options["propagationPolicy"] = policy
+            checked_delete(options, request.query)
             return ApiResponse(200, writes.delete(store, ref, options))
     return _not_allowed()
 
@@ -327,7 +340,7 @@ def _field_warnings(kind: Kind, request: ApiRequest) -> tuple[dict[str, str], An
     refusal, with ``fieldValidation=Strict``), and the body as read for them, if it was read
     as :func:`_body` reads it (``None`` if not)."""
     options = "CreateOptions" if request.method == "POST" else "UpdateOptions"
-    directive = directive_of(request.query.get("fieldValidation"), options)
+    directive = checked_write(options, request.query)
     if request.content_type != "application/json":
         return {}, None
     warnings, read = checked_fields(kind, request.body, directive)
@@ -338,7 +351,7 @@ def _patch_warnings(
     store: Store, ref: Ref, request: ApiRequest, *, subresource: str | None
 ) -> dict[str, str]:
     """The ``Warning`` header of a patch's unknown fields (or the refusal, when strict)."""
-    directive = directive_of(request.query.get("fieldValidation"), "PatchOptions")
+    directive = checked_write("PatchOptions", request.query, apply=False)
     if subresource is not None:
         return {}
     stored = store.find(ref.kind, ref.namespace, ref.name)
@@ -360,11 +373,10 @@ def _list_query(kind: Kind, namespace: str | None, query: Mapping[str, str]) -> 
     selector = parse_label_selector(query.get("labelSelector")) & parse_field_selector(
         query.get("fieldSelector"), fields=kind.fields
     )
-    limit = query.get("limit", "")
     return ListQuery(
         namespace,
         selector,
-        limit=int(limit) if limit.isdigit() else 0,
+        limit=max(integer(query, "limit") or 0, 0),
         token=query.get("continue", ""),
         rv=query.get("resourceVersion", ""),
         exact=query.get("resourceVersionMatch") == "Exact",
@@ -373,11 +385,11 @@ def _list_query(kind: Kind, namespace: str | None, query: Mapping[str, str]) -> 
 
 
 def _watch(store: Store, kind: Kind, query: ListQuery, *, params: Mapping[str, str]) -> WatchPlan:
-    timeout = params.get("timeoutSeconds", "")
-    initial = params.get("sendInitialEvents", "").lower() in _TRUE
+    timeout = integer(params, "timeoutSeconds")
+    initial = flag(params, "sendInitialEvents")
     options: dict[str, Any] = {
-        "timeout": float(timeout) if timeout.isdigit() else None,
-        "bookmarks": params.get("allowWatchBookmarks", "").lower() in _TRUE,
+        "timeout": float(timeout) if timeout is not None and timeout >= 0 else None,
+        "bookmarks": flag(params, "allowWatchBookmarks"),
         "initial_end": initial,
     }
     try:

@@ -26,19 +26,19 @@ from anyop.testing.fake.json_copy import is_map
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.openapi_catalog import Catalog, Schema, catalog
 from anyop.testing.fake.request_bodies import applied_document
-from anyop.testing.fake.statuses import Cause, StatusError, bad_request, invalid, status_body
+from anyop.testing.fake.statuses import StatusError, bad_request, status_body
 from anyop.testing.fake.writes import JSON_PATCH, STRATEGIC, patched
 
-__all__ = ["checked_fields", "checked_patch", "directive_of", "undeclared_applied_field"]
+__all__ = ["checked_fields", "checked_patch", "undeclared_applied_field"]
 
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 _DIRECTIVES = ("Strict", "Warn", "Ignore")
 
 
 def checked_fields(kind: Kind, body: bytes, directive: str) -> tuple[list[str], Any]:
-    """The warnings of a write's JSON object under ``directive`` (see :func:`directive_of`),
-    and the object as read for them: a plain JSON object, as the request's body decodes (or
-    ``None``: not read, or not as the body decodes; the caller decodes it).
+    """The warnings of a write's JSON object under ``directive`` (``Strict``, ``Warn`` or
+    ``Ignore``), and the object as read for them: a plain JSON object, as the request's body
+    decodes (or ``None``: not read, or not as the body decodes; the caller decodes it).
 
     Raises:
         StatusError: 400, ``Strict`` and the object has unknown or duplicate fields.
@@ -60,8 +60,8 @@ def checked_patch(
     document: bytes,
     directive: str,
 ) -> list[str]:
-    """The warnings of a patch under ``directive`` (see :func:`directive_of`): the patch's
-    duplicate fields, then the unknown fields of the object it makes.
+    """The warnings of a patch under ``directive`` (``Strict``, ``Warn`` or ``Ignore``): the
+    patch's duplicate fields, then the unknown fields of the object it makes.
 
     Raises:
         StatusError: 422, ``Strict`` and there are such fields (kube-apiserver's message shows
@@ -146,27 +146,6 @@ def _sorted(value: Any) -> Any:
         return {key: _sorted(value[key]) for key in sorted(value)}
     if isinstance(value, (list, tuple)):
         return [_sorted(item) for item in value]
-    return value
-
-
-def directive_of(value: str | None, options: str) -> str:
-    """The ``fieldValidation`` of a write (``Warn`` when none is given).
-
-    Args:
-        value: The query parameter, if given.
-        options: The options kind of the verb (``CreateOptions``, ``UpdateOptions``,
-            ``PatchOptions``): kube-apiserver names it when it refuses the value.
-
-    Raises:
-        StatusError: 422, the value is none of ``Strict``, ``Warn``, ``Ignore`` and ``""``.
-    """
-    if not value:
-        return "Warn"
-    if value not in _DIRECTIVES:
-        supported = ", ".join(f'"{name}"' for name in ("", *sorted(_DIRECTIVES)))
-        message = f'Unsupported value: "{value}": supported values: {supported}'
-        cause: Cause = {"reason": "FieldValueNotSupported", "message": message}
-        raise invalid(options, "meta.k8s.io", None, causes=[("fieldValidation", cause)])
     return value
 
 

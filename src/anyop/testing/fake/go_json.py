@@ -33,12 +33,18 @@ class GoJSONError(ValueError):
 
 
 def _character(text: str, position: int) -> str:
+    """The character at ``position`` as Go's JSON errors quote it: its first byte (Go reads
+    bytes: an invalid one, decoded here as a surrogate escape, or a UTF-8 sequence's first)."""
     char = text[position]
-    if char == "'":
+    if 0xDC80 <= ord(char) <= 0xDCFF:
+        byte = ord(char) - 0xDC00
+    else:
+        byte = char.encode("utf-8", "surrogatepass")[0]
+    if byte == ord("'"):
         return "'\\''"
-    if char == "\n":
-        return "'\\n'"
-    return f"'{char}'"
+    if byte == ord('"'):
+        return "'\"'"
+    return "'" + go_quoted(chr(byte))[1:-1] + "'"
 
 
 def _go_message(text: str, error: json.JSONDecodeError) -> str:
@@ -120,9 +126,14 @@ def loads(document: bytes | str) -> Any:
     Raises:
         GoJSONError: It is not JSON; the message is Go's.
     """
-    text = document.decode(errors="replace") if isinstance(document, bytes) else document
+    # Go reads bytes: each invalid one is U+FFFD in a string (kept as a surrogate escape here
+    # until the document is read, for the errors' positions).
+    text = document.decode("utf-8", "surrogateescape") if isinstance(document, bytes) else document
     try:
-        return surrogates_replaced(text, _DECODER.decode(text))
+        decoded = _DECODER.decode(text)
+        if isinstance(document, bytes) and _SURROGATES.search(text):
+            return _replaced(decoded)
+        return surrogates_replaced(text, decoded)
     except json.JSONDecodeError as exc:
         raise GoJSONError(_go_message(text, exc)) from None
     except NotJSON as exc:

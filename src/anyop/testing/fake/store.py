@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from anyop.testing.fake import go_json
 from anyop.testing.fake.history import (
     Change,
     History,
@@ -401,14 +402,28 @@ def _version(text: str) -> int:
 
 
 def _token(rv: int, last: str) -> str:
+    """A continue token as kube-apiserver writes one: JSON in unpadded URL-safe base64."""
     document = {"v": "meta.k8s.io/v1", "rv": rv, "start": last + "\x00"}
-    return base64.urlsafe_b64encode(json.dumps(document).encode()).decode()
+    return base64.urlsafe_b64encode(json.dumps(document).encode()).decode().rstrip("=")
 
 
 def _parse_token(token: str) -> tuple[int, str]:
+    """A continue token's resourceVersion and start key, read as kube-apiserver reads them
+    (Go's unpadded base64 and JSON, with their errors).
+
+    Raises:
+        StatusError: 400, the token is not one.
+    """
     try:
-        document = json.loads(base64.urlsafe_b64decode(token.encode()))
+        bad = next((i for i, c in enumerate(token) if c not in _URL_ALPHABET), None)
+        if bad is not None:
+            raise ValueError(f"illegal base64 data at input byte {bad}")
+        data = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        document = go_json.loads(data)
         return int(document["rv"]), str(document["start"]).removesuffix("\x00")
     except (ValueError, KeyError, TypeError, binascii.Error) as exc:
         message = f"invalid continue token: continue key is not valid: {exc}"
         raise bad_request(message) from None
+
+
+_URL_ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")

@@ -31,8 +31,8 @@ from anyop.testing.fake.admission_rules import (
     verdict_of,
 )
 from anyop.testing.fake.api import ApiRequest, ApiResponse, handle
-from anyop.testing.fake.kinds import CRD_KIND, MUTATING_KIND, VALIDATING_KIND
 from anyop.testing.fake.json_patches import PatchFailed, apply_json_patch
+from anyop.testing.fake.kinds import CRD_KIND, MUTATING_KIND, VALIDATING_KIND
 from anyop.testing.fake.routes import Route, parse_path
 from anyop.testing.fake.statuses import success
 from anyop.testing.fake.store import Store, WouldCommit, shown
