@@ -137,11 +137,19 @@ def is_watch(request: ApiRequest) -> bool:
 def handle(
     store: Store, request: ApiRequest, address: str = "127.0.0.1"
 ) -> ApiResponse | WatchPlan:
-    """Answer one request; errors become their ``Status`` answers."""
+    """Answer one request; errors become their ``Status`` answers (without the body for
+    ``HEAD``, which the API's resources do not allow: 405)."""
     try:
-        return _dispatch(store, request, address)
+        answer = _dispatch(store, request, address)
     except StatusError as exc:
-        return ApiResponse(exc.code, exc.body)
+        answer = ApiResponse(exc.code, exc.body)
+    if request.method == "HEAD" and isinstance(answer, ApiResponse):
+        _, media_type = answer.content()
+        return ApiResponse(answer.status, b"", answer.headers, media_type=media_type)
+    return answer
+
+
+_HEALTH = ("/healthz", "/livez", "/readyz")
 
 
 def _dispatch(store: Store, request: ApiRequest, address: str) -> ApiResponse | WatchPlan:
@@ -158,10 +166,16 @@ def _dispatch(store: Store, request: ApiRequest, address: str) -> ApiResponse | 
             code, body, headers = found
             media = headers.pop("Content-Type", "application/json")
             return ApiResponse(code, body, headers, media_type=media)
+    if request.path in _HEALTH and request.method == "GET":
+        return ApiResponse(200, b"ok", media_type="text/plain; charset=utf-8")
+    if request.path == "/version" and request.method == "GET":
+        return ApiResponse(200, served_discovery.VERSION)
     route = parse_path(request.path)
     if isinstance(route, DiscoveryRoute):
         return _discovery(store, route, address)
     if route is None or (route.group, route.version) not in store.groups():
+        if request.path.startswith("/api/"):
+            raise no_such_resource()  # the core API's own router answers under /api
         return ApiResponse(404, _TEXT_404)
     kind = store.kind(route.group, route.version, route.plural)
     if kind is None:
@@ -227,6 +241,8 @@ def _discovery(store: Store, route: DiscoveryRoute, address: str) -> ApiResponse
         document = served_discovery.api_group(kinds, route.group)
     else:
         document = served_discovery.api_resource_list(kinds, route.group, route.version)
+    if document is None and route.core:
+        raise no_such_resource()  # the core API's own router answers under /api
     return ApiResponse(404, _TEXT_404) if document is None else ApiResponse(200, document)
 
 

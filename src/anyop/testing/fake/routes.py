@@ -39,8 +39,10 @@ class DiscoveryRoute:
 def parse_path(path: str) -> Route | DiscoveryRoute | None:
     """What a URL path addresses, or ``None`` for a path the API does not have (remembered
     for the latest paths: a client asks for the same ones again and again)."""
-    parts = [part for part in path.split("/") if part]
-    if not parts:
+    parts = path.split("/")[1:]
+    if parts and not parts[-1]:
+        parts.pop()  # one trailing slash is the path without it; an empty part within is none
+    if not parts or not all(parts):
         return None
     if parts[0] == "api":
         if len(parts) == 1:

@@ -1,4 +1,5 @@
-"""Discovery documents (``/api``, ``/api/v1``, ``/apis``, ``/apis/<group>[/<version>]``).
+"""Discovery documents (``/api``, ``/api/v1``, ``/apis``, ``/apis/<group>[/<version>]``) and
+the server's own (``/version``).
 
 Pure: each function builds one document from the kinds being served.
 """
@@ -11,8 +12,32 @@ from typing import Any
 
 from anyop.testing.fake.kinds import Kind
 
-__all__ = ["api_group", "api_group_list", "api_resource_list", "api_versions", "version_key"]
+__all__ = [
+    "VERSION",
+    "api_group",
+    "api_group_list",
+    "api_resource_list",
+    "api_versions",
+    "version_key",
+]
 
+VERSION: dict[str, str] = {
+    "major": "1",
+    "minor": "36",
+    "emulationMajor": "1",
+    "emulationMinor": "36",
+    "minCompatibilityMajor": "1",
+    "minCompatibilityMinor": "35",
+    "gitVersion": "v1.36.3",
+    "gitCommit": "",
+    "gitTreeState": "clean",
+    "buildDate": "2026-01-01T00:00:00Z",
+    "goVersion": "go1.26.8",
+    "compiler": "gc",
+    "platform": "linux/amd64",
+}
+"""``/version``: the Kubernetes version whose definitions the fake serves (the local control
+plane's), as kube-apiserver answers it."""
 _VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
 _STABILITY = {"alpha": 0, "beta": 1, None: 2}
 
