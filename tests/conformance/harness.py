@@ -94,9 +94,13 @@ class Target:
         (``record``-selected) body; return the body."""
         content = None if body is None else (body if isinstance(body, bytes) else json.dumps(body))
         headers = {**({"Content-Type": ct} if body is not None else {}), **(headers or {})}
-        response = await self.api.request(
-            method, path, content=content, headers=headers, params=params
-        )
+        for _ in range(10):  # a server too busy to answer (429) is asked again, as clients do
+            response = await self.api.request(
+                method, path, content=content, headers=headers, params=params
+            )
+            if response.status_code != 429:
+                break
+            await anyio.sleep(float(response.headers.get("Retry-After", "1")))
         try:
             document = response.json()
         except ValueError:
