@@ -18,6 +18,7 @@ from typing import Any
 from anyop.testing.fake.go_json import (
     go_printed,
     go_syntax,
+    go_value_type,
     refuse_constant,
     surrogates_replaced,
 )
@@ -454,9 +455,6 @@ def _undeclared(
             _undeclared(item, sub, f"{path}.{key}", node_of, found, typed=typed)
 
 
-_GO_TYPES = {str: "string", bool: "bool", int: "int64", float: "float64", list: "[]interface {}"}
-
-
 def _mistyped(wanted: Any, value: Any) -> str | None:
     """Structured merge's error for a value of another type than the schema's scalar."""
     if value is None:
@@ -466,8 +464,7 @@ def _mistyped(wanted: Any, value: Any) -> str | None:
     if wanted in ("integer", "number") and (
         isinstance(value, bool) or not isinstance(value, (int, float))
     ):
-        got = _GO_TYPES.get(type(value), "map[string]interface {}")
-        return f"expected numeric (int or float), got {got}"
+        return f"expected numeric (int or float), got {go_value_type(value)}"
     return None
 
 

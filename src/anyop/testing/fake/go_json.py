@@ -20,6 +20,7 @@ __all__ = [
     "go_printed",
     "go_quoted",
     "go_syntax",
+    "go_value_type",
     "loads",
     "refuse_constant",
     "surrogates_replaced",
@@ -289,3 +290,12 @@ def go_syntax(value: Any, *, map_type: str = "map[string]interface {}") -> str:
     if value is None:
         return "interface {}(nil)"
     return go_printed(value)
+
+
+_GO_TYPES = {str: "string", bool: "bool", int: "int64", float: "float64", list: "[]interface {}"}
+
+
+def go_value_type(value: Any) -> str:
+    """The Go type (``%T``) of a value decoded into ``interface {}`` as kube-apiserver's
+    unstructured objects hold it (a map's is ``map[string]interface {}``)."""
+    return _GO_TYPES.get(type(value), "map[string]interface {}")

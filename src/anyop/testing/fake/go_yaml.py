@@ -150,14 +150,13 @@ def _read(reading: Callable[[], Any]) -> Any:
 
 
 def _jsonable(value: Any) -> Any:
-    """The document, refused where JSON cannot hold it (its keys are strings already)."""
+    """The document itself, refused where JSON cannot hold it (its keys are text already)."""
     if isinstance(value, float) and not math.isfinite(value):
         shown = "NaN" if math.isnan(value) else ("+Inf" if value > 0 else "-Inf")
         raise GoYAMLError(f"json: unsupported value: {shown}")
-    if isinstance(value, dict):
-        return {key: _jsonable(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_jsonable(item) for item in value]
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    for item in items:
+        _jsonable(item)
     return value
 
 

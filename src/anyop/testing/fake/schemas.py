@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from anyop.testing.fake.cel_rules import RULES, rule_causes, unset
-from anyop.testing.fake.go_json import go_printed, go_quoted
+from anyop.testing.fake.go_json import go_printed, go_quoted, go_value_type
 from anyop.testing.fake.json_copy import json_copy
 from anyop.testing.fake.statuses import Cause
 
@@ -142,7 +142,7 @@ def _scale_causes(
         if node is None:
             continue
         if isinstance(node, bool) or not isinstance(node, int):
-            kind = _GO_TYPES.get(type(node), "map[string]interface {}")
+            kind = go_value_type(node)
             shown = go_printed(node)
             detail = f"{path} accessor error: {shown} is of the type {kind}, expected int64"
             causes.append(_invalid(path, 0, detail))
@@ -174,10 +174,6 @@ def _go_value(value: Any) -> str:
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
         return str(int(value))
     return str(value).lower() if isinstance(value, bool) else str(value)
-
-
-_GO_TYPES = {bool: "bool", float: "float64", str: "string", list: "[]interface {}"}
-"""The Go types of an unstructured object's values (a map's is ``map[string]interface {}``)."""
 
 
 def _shown(value: Any) -> str:
