@@ -90,7 +90,11 @@ async def test_pages_of_a_sharded_list_carry_the_selector(conform: Conform) -> N
         )
         names = [i["metadata"]["name"] for i in first["items"]]
         token, echoes = first["metadata"].get("continue"), set()
-        t.note("a next page when more than 2 are in range", bool(token) == (len(kept) > 2))
+        # With exactly 2 in range the first page is full: kube-apiserver may then hand a token
+        # whose page turns out empty (objects out of range follow), where the fake hands none.
+        # Both are a client's correct view; the rest is compared whatever the uids.
+        full = len(kept) == 2
+        t.note("a next page when more than 2 are in range", full or bool(token) == (len(kept) > 2))
         t.note("no remainingItemCount", "remainingItemCount" not in first["metadata"])
         while token:  # how many pages there are depends on the uids: not recorded
             page = await t.call("GET", t.cm(), params={**params, "continue": token})
