@@ -47,7 +47,6 @@ CASES: list[tuple[str, dict[str, str]]] = [
     ("PATCH", {"force": "true"}),
     ("PATCH", {"force": "false"}),
     ("PATCH", {"fieldValidation": "strict"}),
-    ("GET", {"resourceVersion": "1"}),
     ("GET", {"resourceVersion": "abc"}),
 ]
 
