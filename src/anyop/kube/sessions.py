@@ -59,6 +59,7 @@ __all__ = [
     "TransportFactory",
     "default_transport",
     "failure_of",
+    "is_transient",
     "strip_managed_fields",
     "transport_error",
 ]
@@ -172,6 +173,12 @@ def failure_of(exc: AnyopError) -> Failure:
     if isinstance(exc, TransportError):
         return Failure.UNSENT if isinstance(exc.__cause__, _UNSENT) else Failure.UNANSWERED
     return Failure.FINAL
+
+
+def is_transient(exc: AnyopError) -> bool:
+    """Tell whether the same request may succeed later: throttled, a server error, or no
+    answer (whatever the client's own retries already did)."""
+    return failure_of(exc) is not Failure.FINAL
 
 
 def strip_managed_fields(document: Any) -> Any:

@@ -25,6 +25,7 @@ from anyop.kube.retries import (
     may_retry,
     retry_after_of,
 )
+from anyop.kube.sessions import is_transient
 from anyop.settings import NetworkingSettings
 
 # Which requests may be repeated
@@ -96,6 +97,16 @@ def test_retry_classification(failure: Failure, idempotent: bool, expected: bool
 )
 def test_statuses_are_classified(status: int, failure: Failure) -> None:
     assert failure_of_status(status) is failure
+
+
+@pytest.mark.parametrize(
+    ("status", "transient"),
+    [(429, True), (503, True), (400, False), (403, False), (404, False), (409, False)],
+)
+def test_throttling_and_server_errors_are_transient_and_the_rest_final(
+    status: int, transient: bool
+) -> None:
+    assert is_transient(error_of_response(status, {}, b"")) is transient
 
 
 # How long to wait

@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime
 import functools
 import logging
+import random
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,9 +23,18 @@ import anyio.abc
 
 from anyop.clock import utcnow
 from anyop.engine.coordination.pause_gate import Gate, first_of
-from anyop.errors import AnyopError, ConfigError, ForbiddenError, NotFoundError
+from anyop.errors import (
+    AnyopError,
+    ApiError,
+    ConfigError,
+    ForbiddenError,
+    NotFoundError,
+    TransportError,
+)
 from anyop.kube.client import KubeClient
 from anyop.kube.resources import Resource
+from anyop.kube.retries import Backoff
+from anyop.kube.sessions import is_transient
 from anyop.kube.watch import Watcher, WatchEvent
 from anyop.peering import (
     Verdict,
@@ -48,6 +58,9 @@ ABSENT_RECHECK = 5.0
 
 GOODBYE_TIMEOUT = 5.0
 """Seconds the removal of our record may take at exit."""
+
+FIRST_LOOK_BACKOFF = Backoff(initial=1.0, cap=30.0)
+"""The waits between looks for the peering object at start-up while the API server fails."""
 
 RETRY_PERIOD = 1.0
 """Seconds until a failed write of whether we serve is tried again."""
@@ -290,8 +303,8 @@ async def _peer_in(
     gate: Gate,
     task_status: anyio.abc.TaskStatus[None],
 ) -> None:
-    found = await find_peering(client, settings.name, namespace)
     where = describe(settings.name, namespace)
+    found = await _first_look(client, settings, namespace, where)
     if found is None and not settings.mandatory:
         what = "Default peering object" if settings.name == "default" else f"Peering object {where}"
         logger.warning(f"{what} is not found, falling back to the standalone mode.")
@@ -315,6 +328,27 @@ async def _peer_in(
         client, settings, resource, namespace=namespace, identity=identity, gate=gate
     )
     await keeper.run(task_status=task_status)
+
+
+async def _first_look(
+    client: KubeClient, settings: PeeringSettings, namespace: str | None, where: str
+) -> tuple[Resource, dict[str, Any]] | None:
+    """The peering object, looked for until the API server answers: a throttled or failing
+    server (after the client's own retries) delays the start, which serves nothing meanwhile,
+    instead of ending the operator. Other errors (a malformed name, 401) end it."""
+    failures = 0
+    while True:
+        try:
+            return await find_peering(client, settings.name, namespace)
+        except (ApiError, TransportError) as e:
+            if not is_transient(e):
+                raise
+            failures += 1
+            delay = FIRST_LOOK_BACKOFF.delay(failures, random.random())
+            logger.warning(
+                f"Looking for the peering object {where} failed; retrying in {delay:.1f}s: {e}"
+            )
+            await anyio.sleep(delay)
 
 
 async def freeze(
