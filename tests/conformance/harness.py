@@ -19,7 +19,7 @@ import httpx
 
 from anyop.kube.transport import BODY_EXTENSION, aiter_raw
 
-__all__ = ["MERGE", "JSON_PATCH", "STRATEGIC", "Scenario", "Target", "normalise"]
+__all__ = ["MERGE", "JSON_PATCH", "STRATEGIC", "Scenario", "Target", "normalise", "status_shown"]
 
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -311,3 +311,23 @@ def _text(text: str, ranks: Mapping[int, str], uids: Mapping[str, str]) -> str:
     if "version" in text.lower():
         text = re.sub(r"\b\d+\b", lambda m: ranks.get(int(m.group()), "<n>"), text)
     return text
+
+
+def status_shown(document: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``Status`` as a record, its causes as a set: kube-apiserver walks a schema's
+    properties, labels and an apply's errors in Go's map order, which varies from request to
+    request; a refused patch's cause without the patched object it shows, whose times and
+    identifiers the normalisation cannot reach inside a string."""
+    message = str(document.get("message") or "")
+    details = dict(document.get("details") or {})
+    causes = []
+    for cause in details.pop("causes", None) or []:
+        if cause.get("field") == "patch":
+            cause = {**cause, "message": str(cause.get("message")).rpartition('": ')[2]}
+        causes.append(json.dumps(cause, sort_keys=True))
+    if causes:
+        message = message.partition(" is invalid: ")[0]  # the causes say the rest
+    first, *lines = message.split("\n")
+    return {"code": document.get("code"), "reason": document.get("reason"),
+            "message": "\n".join([first, *sorted(lines)]), "causes": sorted(causes),
+            "details": details}  # fmt: skip

@@ -15,7 +15,6 @@ from anyop.testing.fake import served_discovery, served_openapi, writes
 from anyop.testing.fake.field_validation import (
     checked_fields,
     checked_patch,
-    undeclared_applied_field,
 )
 from anyop.testing.fake.json_copy import compact_json
 from anyop.testing.fake.kinds import CRD_KIND, NAMESPACE_KIND, Kind
@@ -299,7 +298,6 @@ def _member(store: Store, ref: Ref, request: ApiRequest, *, route: Route) -> Api
             return ApiResponse(200, replaced, warnings)
         case "PATCH" if request.content_type == writes.APPLY and route.subresource != "finalize":
             checked_write("PatchOptions", request.query, apply=True)
-            undeclared_applied_field(ref.kind, request.body)
             manager = request.query.get("fieldManager", "")
             force = flag(request.query, "force")
             code, applied = apply(store, ref, document=request.body, manager=manager, force=force,
@@ -332,7 +330,8 @@ def _scale(store: Store, ref: Ref, request: ApiRequest) -> ApiResponse:
             return ApiResponse(200, scale_of(ref.kind, stored))
         case "PUT" | "PATCH":
             content_type, document = request.content_type, request.body
-            scaled = rescale(store, ref, content_type=content_type, document=document)
+            scaled = rescale(store, ref, content_type=content_type, document=document,
+                             manager=request.manager)  # fmt: skip
             return ApiResponse(200, scaled)
     return _not_allowed()
 

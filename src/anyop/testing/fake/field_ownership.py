@@ -28,6 +28,7 @@ __all__ = [
     "fields_of",
     "fields_v1_of",
     "from_fields_v1",
+    "named_prefixes",
     "path_text",
     "remove_path",
     "to_fields_v1",
@@ -142,10 +143,13 @@ def _tracked(obj: Mapping[str, Any], *, status: str) -> dict[str, Any]:
     return kept
 
 
-def values_of(obj: Mapping[str, Any], shape: Shape, *, status: str = "keep") -> dict[Path, Any]:
-    """Every owned path of an object with its value (``None`` for an item's own marker)."""
+def values_of(
+    obj: Mapping[str, Any], shape: Shape, *, status: str = "keep", maps: bool = False
+) -> dict[Path, Any]:
+    """Every owned path of an object with its value (``None`` for an item's own marker;
+    ``maps``: its maps too, as an update owns those it adds, with one marker value)."""
     found: dict[Path, Any] = {}
-    _walk(_tracked(obj, status=status), shape.schema, shape, (), found)
+    _walk(_tracked(obj, status=status), shape.schema, shape, (), found, maps)
     return found
 
 
@@ -189,7 +193,7 @@ def _diff(
     """Add the changes between two values at ``path`` (``item``: of a map-list's item, which
     owns its own path too; :data:`_ABSENT`: not there), which differ (each caller compares them
     first: a subtree is compared once, not again at each level below)."""
-    if old and new:
+    if (old and new) or (is_map(old) and is_map(new)):  # an empty map's fields are added
         node = None if where is None else shape.node(where)
         if is_map(old) and is_map(new) and (node is None or not node.atomic_map):
             properties: Mapping[str, Schema] = {} if node is None else node.properties
@@ -227,11 +231,11 @@ def _diff(
     if old is not _ABSENT:
         if item:
             before[path] = None
-        _walk(old, where, shape, path, before)
+        _walk(old, where, shape, path, before, maps=True)
     if new is not _ABSENT:
         if item:
             after[path] = None
-        _walk(new, where, shape, path, after)
+        _walk(new, where, shape, path, after, maps=True)
     if not before or not after:  # added or removed whole: every path differs
         changed.update(before or after)
         taken.update(after)
@@ -243,7 +247,22 @@ def _diff(
                 taken.add(key)
 
 
-def _walk(value: Any, where: Schema | None, shape: Shape, path: Path, out: dict[Path, Any]) -> None:
+_METADATA: Path = (("f", "metadata"),)
+_MAP = object()
+"""The value :func:`_walk` gives a map it counts as a field of its own (``maps``)."""
+
+
+def _walk(
+    value: Any,
+    where: Schema | None,
+    shape: Shape,
+    path: Path,
+    out: dict[Path, Any],
+    maps: bool = False,
+) -> None:
+    """The paths under ``value`` (at ``path``) into ``out``, each with its value; a map-list's
+    items and (``maps``: an update's, whose added maps it owns, ``.`` in its ``fieldsV1``)
+    the maps themselves too."""
     if isinstance(value, list):
         if value:
             node = None if where is None else shape.node(where)
@@ -251,65 +270,110 @@ def _walk(value: Any, where: Schema | None, shape: Shape, path: Path, out: dict[
                 for item in value:
                     item_path = (*path, ("k", _item_key(item, node.keys)))
                     out[item_path] = None
-                    _walk(item, node.items, shape, item_path, out)
+                    _walk(item, node.items, shape, item_path, out, maps)
                 return
             if node is not None and node.list_type == "set":
+                if maps:  # an update owns a set it adds, as a map (not a map-list)
+                    out[path] = _MAP
                 for item in value:
                     out[(*path, ("v", json.dumps(item, separators=(",", ":"))))] = None
                 return
+        elif _granular_list(where, shape):
+            return  # an empty set or map-list is no field: only its items would be
     elif value and is_map(value):
         node = None if where is None else shape.node(where)
-        if node is None:
-            for key, item in value.items():
-                _walk(item, None, shape, (*path, ("f", str(key))), out)
-            return
-        if not node.atomic_map:
-            properties, extra = node.properties, node.extra
+        if node is None or not node.atomic_map:
+            if maps and path and path[-1][0] == "f" and path != _METADATA:
+                out[path] = _MAP  # (metadata is there in every object: never added)
+            properties = {} if node is None else node.properties
+            extra = None if node is None else node.extra
             for key, item in value.items():
                 sub = properties.get(key)
-                _walk(item, extra if sub is None else sub, shape, (*path, ("f", str(key))), out)
+                sub = extra if sub is None else sub
+                _walk(item, sub, shape, (*path, ("f", str(key))), out, maps)
             return
     if path:
-        out[path] = value
+        empty_map = (
+            maps
+            and is_map(value)
+            and path != _METADATA
+            and not (where is not None and shape.atomic_map(where))
+        )
+        out[path] = _MAP if empty_map else value
 
 
-def fields_v1_of(obj: Mapping[str, Any], shape: Shape, *, status: str = "keep") -> dict[str, Any]:
-    """The ``fieldsV1`` document of an object's field set (a create's), made in one walk:
-    ``to_fields_v1(fields_of(obj, shape, status=status))``, without the paths in between."""
-    return _document(_tracked(obj, status=status), shape.schema, shape) or {}
+def _granular_list(where: Schema | None, shape: Shape) -> bool:
+    return where is not None and shape.node(where).list_type in ("set", "map")
 
 
-def _document(value: Any, where: Schema | None, shape: Shape) -> dict[str, Any] | None:
+def named_prefixes(paths: set[Path], shape: Shape) -> set[Path]:
+    """The paths to the fields a schema declares that hold these paths (``.spec`` of
+    ``.spec.size``), as structured merge's ``EnsureNamedFieldsAreMembers`` makes them members:
+    an apply removes such a field when no one owns anything in it any more."""
+    found: set[Path] = set()
+    for path in paths:
+        where = shape.schema
+        for end, (kind, name) in enumerate(path[:-1], start=1):
+            if where is None:
+                break
+            if kind == "f":
+                if name in shape.node(where).properties:
+                    found.add(path[:end])
+                where = shape.child(where, name)
+            elif kind in ("k", "i"):
+                where = shape.items(where)
+            else:
+                break
+    return found
+
+
+def fields_v1_of(
+    obj: Mapping[str, Any], shape: Shape, *, status: str = "keep", zero: Any = None
+) -> dict[str, Any]:
+    """The ``fieldsV1`` document of a create's field set, made in one walk: what
+    :func:`changes` from ``zero`` (the kind's empty object: ``{}``, or a built-in kind's Go
+    zero value, whose structs are there already) takes, without the paths in between."""
+    return _document(_tracked(obj, status=status), shape.schema, shape, zero or {}) or {}
+
+
+def _document(
+    value: Any, where: Schema | None, shape: Shape, zero: Any = _ABSENT
+) -> dict[str, Any] | None:
     """The ``fieldsV1`` entries under a value's path, in the document's order (each level's
-    keys sorted, an item's ``.`` first); ``None`` for a value whose path is a leaf (as
-    :func:`_walk` finds it)."""
+    keys sorted, an item's ``.`` first, and an added map's: one that ``zero``, the value there
+    before, does not have); ``None`` for a value whose path is a leaf (as :func:`_walk` finds
+    it)."""
     if isinstance(value, list):
         if value:
             node = None if where is None else shape.node(where)
             if node is not None and node.list_type == "map" and node.keys:
                 items: dict[str, Any] = {}
                 for item in value:
-                    inner = _document(item, node.items, shape)
+                    inner = _document(item, node.items, shape)  # all added with the item
                     key = "k:" + _item_key(item, node.keys)
                     items[key] = _merged(items.get(key), {".": {}, **inner} if inner else {})
                 return _by_key(items)
             if node is not None and node.list_type == "set":
-                return _by_key(
-                    {"v:" + json.dumps(item, separators=(",", ":")): {} for item in value}
-                )
+                added = zero is _ABSENT or zero is None
+                items = {"v:" + json.dumps(item, separators=(",", ":")): {} for item in value}
+                return {".": {}, **_by_key(items)} if added else _by_key(items)
         return None
     if value and is_map(value):
         node = None if where is None else shape.node(where)
-        if node is None:
-            found = {f"f:{key}": _document(item, None, shape) or {} for key, item in value.items()}
-            return _by_key(found)
-        if not node.atomic_map:
-            properties, extra = node.properties, node.extra
+        if node is None or not node.atomic_map:
+            properties = {} if node is None else node.properties
+            extra = None if node is None else node.extra
+            before = zero if is_map(zero) else {}
             found = {}
             for key, item in value.items():
                 sub = properties.get(key)
-                found[f"f:{key}"] = _document(item, extra if sub is None else sub, shape) or {}
-            return _by_key(found)
+                sub = extra if sub is None else sub
+                if item == [] and _granular_list(sub, shape):
+                    continue  # an empty set or map-list is no field (see :func:`_walk`)
+                inner = _document(item, sub, shape, before.get(key, _ABSENT))
+                found[f"f:{key}"] = inner or {}
+            marker: dict[str, Any] = {".": {}} if zero is _ABSENT or zero is None else {}
+            return {**marker, **_by_key(found)}
     return None
 
 
@@ -334,9 +398,9 @@ def to_fields_v1(fields: set[Path]) -> dict[str, Any]:
         node = root
         for kind, name in path:
             node = node.setdefault(f"{kind}:{name}", {})
-        if path and path[-1][0] in ("k", "i") and index + 1 < len(ordered):
+        if path and index + 1 < len(ordered):
             following = ordered[index + 1]
-            if following[: len(path)] == path:  # an item with fields: owned itself too
+            if following[: len(path)] == path:  # an item or a map with fields, owned too
                 node["."] = {}
     return root
 

@@ -10,27 +10,23 @@ resource's structural schema (where ``x-kubernetes-preserve-unknown-fields`` kee
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from anyop.testing.fake.go_json import (
     go_printed,
-    go_syntax,
-    go_value_type,
     refuse_constant,
     surrogates_replaced,
 )
-from anyop.testing.fake.go_yaml import GoYAMLError
 from anyop.testing.fake.json_copy import is_map
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.openapi_catalog import Catalog, Schema, catalog
-from anyop.testing.fake.request_bodies import applied_document
+from anyop.testing.fake.smd_typing import LEAVES, schema_node
 from anyop.testing.fake.statuses import StatusError, bad_request, status_body
 from anyop.testing.fake.writes import JSON_PATCH, STRATEGIC, patched
 
-__all__ = ["checked_fields", "checked_patch", "undeclared_applied_field"]
+__all__ = ["checked_fields", "checked_patch"]
 
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 _DIRECTIVES = ("Strict", "Warn", "Ignore")
@@ -106,11 +102,11 @@ def _may_add_unknown(kind: Kind, patch: Any) -> bool:
 def _has_unknown(books: Catalog, value: Any, schema: Schema) -> bool:
     """Whether a built-in object's patch has a field its schema does not (directives, the
     members named ``$...``, aside): what :func:`_collect` finds first, found sooner."""
-    _, properties, extra, items = _node(books, schema)
+    _, properties, extra, items = schema_node(books, schema)
     if isinstance(value, list):
         if items is None:
             return False
-        return any(type(i) not in _LEAVES and _has_unknown(books, i, items) for i in value)
+        return any(type(i) not in LEAVES and _has_unknown(books, i, items) for i in value)
     if (not properties and extra is None) or not is_map(value):
         return False
     for key, item in value.items():
@@ -119,7 +115,7 @@ def _has_unknown(books: Catalog, value: Any, schema: Schema) -> bool:
         if properties and key not in properties:
             return True
         sub = properties[key] if properties else extra
-        if type(item) not in _LEAVES and _has_unknown(books, item, sub or {}):
+        if type(item) not in LEAVES and _has_unknown(books, item, sub or {}):
             return True
     return False
 
@@ -127,7 +123,7 @@ def _has_unknown(books: Catalog, value: Any, schema: Schema) -> bool:
 def _without_directives(value: Any) -> Any:
     if isinstance(value, list):
         return [_without_directives(item) for item in value]
-    if type(value) in _LEAVES or not is_map(value):
+    if type(value) in LEAVES or not is_map(value):
         return value
     return {k: _without_directives(v) for k, v in value.items() if not k.startswith("$")}
 
@@ -260,11 +256,11 @@ def _builtin(value: Any, schema: Schema, path: str) -> Iterator[tuple[str, str]]
 def _collect(
     books: Catalog, value: Any, schema: Schema, path: str, found: list[tuple[str, str]]
 ) -> None:
-    _, properties, extra, items = _node(books, schema)
+    _, properties, extra, items = schema_node(books, schema)
     if isinstance(value, list):
         if items is not None:
             for index, item in enumerate(value):
-                if type(item) not in _LEAVES and (isinstance(item, list) or is_map(item)):
+                if type(item) not in LEAVES and (isinstance(item, list) or is_map(item)):
                     _collect(books, item, items, f"{path}[{index}]", found)
         return
     if (not properties and extra is None) or not is_map(value):
@@ -279,36 +275,9 @@ def _collect(
             seen.add(key)
         if properties and key not in properties:
             found.append(("unknown", f"{path}.{key}" if path else key))
-        elif type(item) not in _LEAVES and (isinstance(item, list) or is_map(item)):
+        elif type(item) not in LEAVES and (isinstance(item, list) or is_map(item)):
             sub = properties[key] if properties else extra
             _collect(books, item, sub or {}, f"{path}.{key}" if path else key, found)
-
-
-_LEAVES = frozenset((str, int, float, bool, type(None)))
-_Node = tuple[Schema, Mapping[str, Any], "Schema | None", "Schema | None"]
-"""A schema resolved, and its properties, value schema and items schema."""
-_NODES: dict[int, _Node] = {}
-"""Each (catalog) schema's node, by the resolved schema's id: the catalog's schemas live as long
-as the process."""
-
-
-def _node(books: Catalog, schema: Schema) -> _Node:
-    """A catalog schema's node, read once."""
-    resolved, _ = books.resolve(schema)
-    found = _NODES.get(id(resolved))
-    if found is None:
-        found = _NODES[id(resolved)] = _read_node(resolved)
-    return found
-
-
-def _read_node(resolved: Schema) -> _Node:
-    extra, items = resolved.get("additionalProperties"), resolved.get("items")
-    return (
-        resolved,
-        resolved.get("properties") or {},
-        extra if isinstance(extra, Mapping) else None,
-        items if isinstance(items, Mapping) else None,
-    )
 
 
 def _custom(document: Mapping[str, Any], schema: Schema) -> Iterator[str]:
@@ -351,130 +320,3 @@ def _structural(value: Any, schema: Schema, path: str, *, root: bool = False) ->
             yield from _structural(item, extra, f"{path}[{key}]")
         elif extra is not True:
             yield f"{path}.{key}"
-
-
-def undeclared_applied_field(kind: Kind, body: bytes) -> None:
-    """Refuse a server-side apply configuration with a field its schema does not declare, or
-    (of a built-in kind) a value of another type than its schema's scalar.
-
-    Whatever the ``fieldValidation``, the structured merge cannot type such a configuration:
-    500, naming each such field in structured merge's path syntax
-    (``.spec.containers[name="c"].oops``).
-
-    Raises:
-        StatusError: 500, the configuration has such a field.
-    """
-    try:
-        config = applied_document(body)
-    except GoYAMLError:
-        return
-    if not isinstance(config, Mapping):
-        return
-    if kind.custom:
-        found = sorted(_custom_smd(config, kind.schema or {}))
-    else:
-        name = catalog().schema_name(kind.group, kind.version, kind.kind)
-        found = sorted(_builtin_smd(config, {"$ref": name}, "")) if name else []
-    if found:
-        gvk = f"{kind.api_version if kind.group else '/' + kind.version}, Kind={kind.kind}"
-        # The typed object is the configuration: its own namespace and name (the URL's not).
-        metadata = config.get("metadata")
-        metadata = metadata if isinstance(metadata, Mapping) else {}
-        where = f"{metadata.get('namespace') or ''}/{metadata.get('name') or ''}"
-        # Several come in the order of Go's map iteration, which varies: sorted here.
-        error = found[0] if len(found) == 1 else "errors:\n" + "\n".join(f"  {e}" for e in found)
-        message = f"failed to create typed patch object ({where}; {gvk}): {error}"
-        raise StatusError(status_body(500, "", message, details=None))
-
-
-def _custom_smd(config: Mapping[str, Any], schema: Schema) -> Iterator[str]:
-    for key, item in config.items():
-        if key in ("apiVersion", "kind"):
-            continue
-        if key == "metadata":
-            yield from _builtin_smd(item, {"$ref": _META}, ".metadata")
-            continue
-        properties = schema.get("properties") or {}
-        if key in properties:
-            yield from _smd(item, properties[key], f".{key}", lambda s: s)
-        elif not schema.get("x-kubernetes-preserve-unknown-fields"):
-            yield f".{key}{_UNDECLARED}"
-
-
-def _builtin_smd(value: Any, schema: Schema, path: str) -> Iterator[str]:
-    """:func:`_smd` for a built-in kind's (catalog) schema, by its nodes read once."""
-    found: list[str] = []
-    _undeclared(value, schema, path, functools.partial(_node, catalog()), found, typed=True)
-    return iter(found)
-
-
-def _smd(
-    value: Any, schema: Schema, path: str, resolve: Callable[[Schema], Schema]
-) -> Iterator[str]:
-    """The errors of a configuration's fields that ``schema`` does not declare (``resolve``
-    follows a ``$ref``), each at its path in structured merge's syntax."""
-    found: list[str] = []
-    _undeclared(value, schema, path, lambda node: _read_node(resolve(node)), found)
-    return iter(found)
-
-
-_UNDECLARED = ": field not declared in schema"
-
-
-def _undeclared(
-    value: Any,
-    schema: Schema,
-    path: str,
-    node_of: Callable[[Schema], _Node],
-    found: list[str],
-    *,
-    typed: bool = False,
-) -> None:
-    """Add the errors of ``value`` at ``path``: fields ``schema`` does not declare, and with
-    ``typed``, values of another type than its scalar's."""
-    resolved, properties, extra, items = node_of(schema)
-    if typed and (problem := _mistyped(resolved.get("type"), value)):
-        found.append(f"{path}: {problem}")
-        return
-    if isinstance(value, list):
-        if items is not None:
-            for index, item in enumerate(value):
-                if type(item) not in _LEAVES or typed:
-                    where = path + _element(resolved, item, index)
-                    _undeclared(item, items, where, node_of, found, typed=typed)
-        return
-    if (not properties and extra is None) or not is_map(value):
-        return  # free-form, or not an object
-    if resolved.get("x-kubernetes-preserve-unknown-fields"):
-        return
-    for key, item in value.items():
-        sub = properties.get(key) or extra
-        if sub is None:
-            found.append(f"{path}.{key}{_UNDECLARED}")
-        elif type(item) not in _LEAVES or typed:
-            _undeclared(item, sub, f"{path}.{key}", node_of, found, typed=typed)
-
-
-def _mistyped(wanted: Any, value: Any) -> str | None:
-    """Structured merge's error for a value of another type than the schema's scalar."""
-    if value is None:
-        return None
-    if wanted == "string" and not isinstance(value, str):
-        return f"expected string, got &value.valueUnstructured{{Value:{go_syntax(value)}}}"
-    if wanted in ("integer", "number") and (
-        isinstance(value, bool) or not isinstance(value, (int, float))
-    ):
-        return f"expected numeric (int or float), got {go_value_type(value)}"
-    return None
-
-
-def _element(schema: Schema, item: Any, index: int) -> str:
-    """A list element's path element: its keys in a map-list, its value in a set, else its
-    index."""
-    kind = schema.get("x-kubernetes-list-type")
-    keys = schema.get("x-kubernetes-list-map-keys") or ()
-    if kind == "map" and keys and isinstance(item, Mapping):
-        return "[" + ",".join(f"{key}={json.dumps(item.get(key))}" for key in keys) + "]"
-    if kind == "set":
-        return f"[={json.dumps(item)}]"
-    return f"[{index}]"

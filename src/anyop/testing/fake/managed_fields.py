@@ -21,11 +21,14 @@ from anyop.testing.fake.field_ownership import (
 )
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.openapi_catalog import catalog
+from anyop.testing.fake.typed_decoding import decode
 
 __all__ = [
     "MISSING",
     "entries_of",
+    "in_order",
     "new_entry",
+    "owners_after_scale",
     "owners_after_update",
     "rebuilt",
     "same_owner",
@@ -39,20 +42,40 @@ MISSING = object()
 
 
 _BUILTIN_SHAPES: dict[tuple[str, str, str], Shape] = {}
+_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 
 
 def shape_of(kind: Kind) -> Shape:
     """The structure of a kind's objects: its CRD schema, or its OpenAPI schema (one shape per
     built-in kind, kept: the catalog's schemas live as long as the process)."""
-    if kind.custom:
-        return Shape(kind.schema, lambda node: node)
+    if kind.custom:  # its metadata is ObjectMeta, whatever the CRD's schema says of it
+        books = catalog()
+        schema: dict[str, Any] = dict(kind.schema or {"x-kubernetes-preserve-unknown-fields": True})
+        schema["properties"] = {**(schema.get("properties") or {}), "metadata": {"$ref": _META}}
+        return Shape(schema, lambda node: books.resolve(node)[0] if "$ref" in node else node)
     key = (kind.group, kind.version, kind.kind)
     found = _BUILTIN_SHAPES.get(key)
     if found is None:
         books = catalog()
         name = books.schema_name(*key)
-        schema = books.schemas.get(name or "")
-        found = _BUILTIN_SHAPES[key] = Shape(schema, lambda node: books.resolve(node)[0])
+        found = _BUILTIN_SHAPES[key] = Shape(
+            books.schemas.get(name or ""), lambda node: books.resolve(node)[0]
+        )
+    return found
+
+
+_ZEROS: dict[tuple[str, str, str], Body] = {}
+
+
+def zero_object(kind: Kind) -> Body:
+    """What a create's changes are counted from: a custom resource's empty object, a built-in
+    kind's Go zero value (its structs there, empty; its maps, lists and pointers not)."""
+    if kind.custom:
+        return {"metadata": {}}
+    key = (kind.group, kind.version, kind.kind)
+    found = _ZEROS.get(key)
+    if found is None:
+        found = _ZEROS[key] = {"metadata": {}, **decode(*key, {})}
     return found
 
 
@@ -64,11 +87,16 @@ def status_mode(kind: Kind, subresource: str | None) -> str:
 
 
 def entries_of(obj: Mapping[str, Any] | None) -> list[Body]:
-    """A copy of an object's ``managedFields`` entries."""
+    """A copy of an object's ``managedFields`` entries, read as kube-apiserver reads them: by
+    their manager's identity, so of two entries of one identity the later one."""
     if obj is None:
         return []
     found = (obj.get("metadata") or {}).get("managedFields") or []
-    return [dict(entry) for entry in found if isinstance(entry, Mapping)]
+    entries = [dict(entry) for entry in found if isinstance(entry, Mapping)]
+    keyed = {_identity(entry): index for index, entry in enumerate(entries)}
+    if len(keyed) == len(entries):
+        return entries
+    return [entry for index, entry in enumerate(entries) if keyed[_identity(entry)] == index]
 
 
 def new_entry(
@@ -126,18 +154,21 @@ def owners_after_update(
     now: str,
 ) -> list[Body]:
     """The ``managedFields`` after a create or an update by ``manager``: it owns the fields it
-    changed (all of a new object's), which the other managers lose; removed fields go."""
+    changed (all of a new object's), which the other managers lose; removed fields go. An
+    update of an object without ``managedFields`` leaves it without, as kube-apiserver does."""
     shape = shape_of(kind)
     mode = status_mode(kind, subresource)
     if old is None:  # a create: the manager owns every field, in one entry
-        document = fields_v1_of(new, shape, status=mode)
+        document = fields_v1_of(new, shape, status=mode, zero=zero_object(kind))
         if not document:
             return []
         return [
             {**new_entry(kind, manager, "Update", now, subresource, set()), "fieldsV1": document}
         ]
-    changed, taken = changes(old, new, shape, status=mode)
     entries = entries_of(old)
+    if not entries:  # an object no one owns a field of stays so until an apply (see apply)
+        return []
+    changed, taken = changes(old, new, shape, status=mode)
     sets = [from_fields_v1(entry.get("fieldsV1")) for entry in entries]
     owned = [fields - changed for fields in sets]
     mine = next(
@@ -152,3 +183,46 @@ def owners_after_update(
     owned[mine] |= taken
     entries[mine]["time"] = now
     return rebuilt(kind, entries, owned, sets)
+
+
+def _identity(entry: Mapping[str, Any]) -> tuple[Any, ...]:
+    """An entry's manager as kube-apiserver keys it: an update's names its API version too."""
+    version = entry.get("apiVersion") if entry.get("operation") == "Update" else None
+    return entry.get("manager"), entry.get("operation"), version, entry.get("subresource")
+
+
+def in_order(entries: list[Body]) -> list[Body]:
+    """Entries in kube-apiserver's order: by operation (applies first), time (none first),
+    manager, API version and subresource."""
+    return sorted(entries, key=_order)
+
+
+def _order(entry: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (entry.get("operation") or "", entry.get("time") or "", entry.get("manager") or "",
+            entry.get("apiVersion") or "", entry.get("subresource") or "")  # fmt: skip
+
+
+def owners_after_scale(old: Mapping[str, Any], *, replicas: Path, changed: bool) -> list[Body]:
+    """The ``managedFields`` of a custom resource after a write of its Scale, as
+    kube-apiserver's scale handler leaves them.
+
+    It keys the owners of ``replicas`` (the spec replicas path) by their API version: an update's
+    owner is another manager to the Scale's entries than to the object's, so it loses the
+    field there and comes back beside itself as an entry of that one field, without a time
+    (unless the replicas ``changed``: the writer's entry for them, of the owner's identity,
+    is then read back as one with the owner's, which wins). The next read of the entries
+    (:func:`entries_of`) keys two entries of one identity as one too: the later, which does not
+    own the replicas. An apply's owner keeps them.
+    """
+    result: list[Body] = []
+    for entry in entries_of(old):
+        fields = from_fields_v1(entry.get("fieldsV1"))
+        if replicas not in fields or entry.get("operation") == "Apply":
+            result.append(entry)
+            continue
+        if rest := fields - {replicas}:
+            result.append({**entry, "fieldsV1": to_fields_v1(rest)})
+        if not changed:
+            stranger = {k: v for k, v in entry.items() if k not in ("time", "fieldsV1")}
+            result.append({**stranger, "fieldsV1": to_fields_v1({replicas})})
+    return result

@@ -15,6 +15,7 @@ from anyop.testing.fake import writes
 from anyop.testing.fake.json_copy import json_copy
 from anyop.testing.fake.json_patches import PatchFailed, apply_json_patch
 from anyop.testing.fake.kinds import Kind
+from anyop.testing.fake.managed_fields import owners_after_scale
 from anyop.testing.fake.patch_merging import apply_merge_patch
 from anyop.testing.fake.statuses import (
     StatusError,
@@ -59,8 +60,16 @@ def selector_text(selector: Mapping[str, Any]) -> str:
     return ",".join(sorted(parts))
 
 
-def scale_of(kind: Kind, body: Mapping[str, Any]) -> Body:
-    """The object's Scale.
+_UNSET = -(2**31)
+"""The replicas of a custom resource's Scale that an update starts from when the object has
+none (the smallest int32, as kube-apiserver's): still there after the update, it is refused."""
+
+
+def scale_of(kind: Kind, body: Mapping[str, Any], *, updating: bool = False) -> Body:
+    """The object's Scale (``spec.replicas`` omitted when 0, as ``ScaleSpec`` writes it).
+
+    ``updating``: the Scale that an update of it changes, whose replicas are :data:`_UNSET`
+    where a custom resource has none.
 
     Raises:
         StatusError: 500, a custom resource has no value at its ``specReplicasPath``.
@@ -68,7 +77,8 @@ def scale_of(kind: Kind, body: Mapping[str, Any]) -> Body:
     paths = kind.scale or {}
     metadata = body["metadata"]
     spec_path = paths.get("specReplicasPath", "")
-    if kind.custom and _read(body, spec_path) is None:
+    unset = kind.custom and _read(body, spec_path) is None
+    if unset and not updating:
         cause = f'the spec replicas field "{spec_path}" does not exist'
         details = {"causes": [{"message": cause}]}
         message = f"Internal error occurred: {cause}"
@@ -81,11 +91,12 @@ def scale_of(kind: Kind, body: Mapping[str, Any]) -> Body:
             found = selector_text(found)
         if found is not None:
             status["selector"] = found
+    replicas = _UNSET if unset else int(_read(body, spec_path) or 0)
     return {
+        "apiVersion": "autoscaling/v1",  # in ``Scale``'s field order, as Go writes it
         "kind": "Scale",
-        "apiVersion": "autoscaling/v1",
         "metadata": {key: metadata[key] for key in kept if key in metadata},
-        "spec": {"replicas": int(_read(body, spec_path) or 0)},
+        "spec": {"replicas": replicas} if replicas else {},
         "status": status,
     }
 
@@ -97,6 +108,8 @@ def with_replicas(kind: Kind, body: Mapping[str, Any], scale: Mapping[str, Any])
         StatusError: 422, the replicas are not an integer.
     """
     replicas = (scale.get("spec") or {}).get("replicas")
+    if replicas is None:  # omitted when 0, as ScaleSpec writes it; null decodes to 0 too
+        replicas = 0
     # Negative replicas are the custom resource's validation's to refuse (by its schema, then
     # as "should be a non-negative integer"), as the API server validates the updated object.
     if (
@@ -117,16 +130,20 @@ def with_replicas(kind: Kind, body: Mapping[str, Any], scale: Mapping[str, Any])
     return result
 
 
-def rescale(store: Store, ref: Ref, *, content_type: str, document: bytes) -> Body:
+def rescale(
+    store: Store, ref: Ref, *, content_type: str, document: bytes, manager: str | None = None
+) -> Body:
     """Write a Scale (PUT, or a merge or JSON patch of it) to the object's replicas; answer the
-    new Scale.
+    new Scale. ``manager`` comes to own a built-in object's replicas it changes, in an entry of
+    the ``scale`` subresource; a custom resource's owners change as
+    :func:`~anyop.testing.fake.managed_fields.owners_after_scale` says.
 
     Raises:
         StatusError: 400, 404, 409 (stale resourceVersion), 415, 422 (bad replicas).
     """
     kind = ref.kind
     stored = store.find(kind, ref.namespace, ref.name)
-    current = scale_of(kind, stored)
+    current = scale_of(kind, stored, updating=True)
     try:
         given = json.loads(document)
     except ValueError as exc:
@@ -145,17 +162,26 @@ def rescale(store: Store, ref: Ref, *, content_type: str, document: bytes) -> Bo
     if not isinstance(wanted, Mapping):
         raise bad_request("the body of the request is not a JSON object")
     _check_decodes(wanted, patched=content_type != "application/json")
+    if (wanted.get("spec") or {}).get("replicas") == _UNSET:
+        path = (kind.scale or {}).get("specReplicasPath", "")
+        raise bad_request(f"the spec replicas field {json.dumps(path)} cannot be empty")
     writes.check_version(kind, stored, (wanted.get("metadata") or {}).get("resourceVersion"))
-    updated = writes.update(
-        store, kind, stored, new=with_replicas(kind, stored, wanted), subresource=None
-    )
+    new = with_replicas(kind, stored, wanted)
+    if not kind.custom:
+        updated = writes.update(store, kind, stored, new=new, subresource="scale", manager=manager)
+        return scale_of(kind, updated)
+    spec_path = (kind.scale or {}).get("specReplicasPath", ".spec.replicas")
+    replicas = tuple(("f", part) for part in _path(spec_path))
+    changed = _read(stored, spec_path) != _read(new, spec_path)
+    owners = owners_after_scale(stored, replicas=replicas, changed=changed)
+    updated = writes.update(store, kind, stored, new=new, subresource="scale", owners=owners)
     return scale_of(kind, updated)
 
 
 def _check_decodes(scale: Mapping[str, Any], *, patched: bool) -> None:
     """Refuse a Scale that ``autoscaling/v1`` does not decode (``"replicas": 3.0``), as
     kube-apiserver does: a body with an odd 400 of its scheme, a patch with a 422 that shows the
-    patched Scale (here as the fake encodes it, not as Go's patcher writes it).
+    patched Scale as Go's patcher writes it.
 
     Raises:
         StatusError: 400 or 422.

@@ -7,9 +7,10 @@ does before storing; :func:`violations` lists the type and ``required`` errors i
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from anyop.testing.fake.cel_rules import RULES, rule_causes, unset
@@ -105,21 +106,26 @@ def violations(
     old: Mapping[str, Any] | None = None,
     *,
     scale: Mapping[str, Any] | None = None,
+    prior: Sequence[tuple[str, Cause]] = (),
 ) -> list[tuple[str, Cause]]:
     """The schema errors of a (pruned) custom resource: ``(field path, cause)`` pairs.
 
     ``old`` is the stored object of an update: the ``x-kubernetes-validations`` rules that use
     ``oldSelf`` (transition rules) are checked against it. ``scale`` is the CRD's ``scale``
-    subresource: its replicas must be integers from 0 to 2^31-1.
+    subresource: its replicas must be integers from 0 to 2^31-1. ``prior``: the errors found
+    before (the metadata's), which come first and stop the rules too where they would.
     """
     if schema is None:
-        return _scale_causes(body, scale)
+        return [*prior, *_scale_causes(body, scale)]
     rest = {key: value for key, value in body.items() if key not in _ROOT_KEPT}
     before: Any = unset()
     if old is not None:
         before = {key: value for key, value in old.items() if key not in _ROOT_KEPT}
-    causes = list(_check(rest, schema, "", before, rules=False))
-    causes += _scale_causes(body, scale)
+    checked = list(_check(rest, schema, "", before, rules=False))
+    # The list types' duplicates are found by a later pass than the schema's and the scale's.
+    duplicates = [item for item in checked if item[1]["reason"] == "FieldValueDuplicate"]
+    causes = [*prior, *(item for item in checked if item[1]["reason"] != "FieldValueDuplicate")]
+    causes += _scale_causes(body, scale) + duplicates
     if not _has_rules(schema):
         return causes
     if any(cause["reason"] in _BLOCKING for _, cause in causes):
@@ -137,7 +143,15 @@ def _scale_causes(
         if not path:
             continue
         node: Any = body
-        for part in path.lstrip(".").split("."):
+        parts = path.lstrip(".").split(".")
+        for index, part in enumerate(parts):
+            if node is not None and not isinstance(node, Mapping):
+                where = "." + ".".join(parts[: index + 1])
+                detail = (f"{where} accessor error: {go_printed(node)} is of the type "
+                          f"{go_value_type(node)}, expected map[string]interface{{}}")  # fmt: skip
+                causes.append(_invalid(path, 0, detail))
+                node = None
+                break
             node = node.get(part) if isinstance(node, Mapping) else None
         if node is None:
             continue
@@ -208,19 +222,48 @@ def _check(
                        f'integer,string: "{got}"')  # fmt: skip
             yield path, {"reason": "FieldValueTypeInvalid", "message": message}
             return
-    elif path and isinstance(wanted, str) and not _has_type(value, wanted):
-        got = _type_name(value)
-        message = f'Invalid value: "{got}": {path} in body must be of type {wanted}: "{got}"'
+    elif (
+        path
+        and isinstance(wanted, str)
+        and not _has_type(value, wanted)
+        and not _list_passes(value, schema)
+    ):
+        got, named = _type_name(value), wanted
+        if schema.get("format") and not isinstance(value, str):
+            # kube-openapi names the format and the value's Go number type ("" for others)
+            named, got = schema["format"], _go_format(value)
+        message = f'Invalid value: "{got}": {path} in body must be of type {named}: "{got}"'
         yield path, {"reason": "FieldValueTypeInvalid", "message": message}
         if wanted == "integer" and type(value) is float and "format" not in schema:
             # kube-openapi's format check fails too, and its error names no field.
             detail = f"Checked value must be of type integer (default format) in {path}"
             message = f'Invalid value: "": {detail}'
             yield "<nil>", {"reason": "FieldValueInvalid", "message": message}
+        # kube-openapi's other validators still run where they apply to the value's own type
+        # (an enum to any): `{}` for an enum of strings is also "Unsupported value: {}".
+        yield from _keywords(value, schema, path)
         return
     if path:
         yield from _keywords(value, schema, path)
     yield from _children(value, schema, path, old, rules=False)
+
+
+def _go_format(value: Any) -> str:
+    """The format kube-openapi infers from a decoded value's Go type: its number types'."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return ""
+    return "int64" if isinstance(value, int) else "float64"
+
+
+def _list_passes(value: Any, schema: Mapping[str, Any]) -> bool:
+    """kube-openapi's type check passes a list where the schema has a ``format`` and a type
+    that is not a number (``"when": []`` for a date-time string), and its format check looks
+    at strings only: the API server stores such a list."""
+    return (
+        isinstance(value, list)
+        and bool(schema.get("format"))
+        and schema.get("type") not in ("number", "integer")
+    )
 
 
 def _check_rules(
@@ -370,7 +413,23 @@ _FORMATS: Mapping[str, re.Pattern[str]] = {
 
 def _formatted(value: str, format_: str) -> bool:
     pattern = _FORMATS.get(format_)
-    return pattern is None or pattern.match(value) is not None
+    if pattern is None:
+        return True
+    if pattern.match(value) is None:
+        return False
+    if format_ in ("date-time", "date"):  # Go's time.Parse checks the ranges too
+        return _real_time(value)
+    return True
+
+
+def _real_time(value: str) -> bool:
+    try:
+        datetime.date(int(value[0:4]), int(value[5:7]), int(value[8:10]))
+    except ValueError:
+        return False
+    if len(value) == 10:
+        return True
+    return int(value[11:13]) < 24 and int(value[14:16]) < 60 and int(value[17:19]) < 60
 
 
 def _check_object(

@@ -21,10 +21,12 @@ from anyop.testing.fake.field_ownership import (
     Shape,
     fields_of,
     from_fields_v1,
+    named_prefixes,
     path_text,
     remove_path,
     values_of,
 )
+from anyop.testing.fake.go_json import unstructured_numbers
 from anyop.testing.fake.go_yaml import GoYAMLError
 from anyop.testing.fake.json_copy import is_map, json_copy
 from anyop.testing.fake.kinds import Kind
@@ -32,12 +34,18 @@ from anyop.testing.fake.managed_fields import (
     MISSING,
     entries_of,
     new_entry,
+    owners_after_update,
     rebuilt,
     same_owner,
     shape_of,
     status_mode,
 )
 from anyop.testing.fake.request_bodies import applied_document
+from anyop.testing.fake.smd_typing import (
+    smd_errors,
+    smd_failure,
+    undeclared_applied_field,
+)
 from anyop.testing.fake.statuses import StatusError, bad_request, invalid, status_body
 from anyop.testing.fake.store import Ref, Store, shown
 
@@ -103,6 +111,10 @@ def _who(entry: Mapping[str, Any]) -> str:
     return name
 
 
+BEFORE_FIRST_APPLY = "before-first-apply"
+"""The manager of the fields of an object without ``managedFields`` when it is first applied."""
+
+
 def _configuration(document: bytes, kind: Kind, ref: Ref) -> Body:
     try:
         body = applied_document(document)
@@ -117,7 +129,9 @@ def _configuration(document: bytes, kind: Kind, ref: Ref) -> Body:
     if metadata.get("name", ref.name) != ref.name:
         raise bad_request("the name of the applied configuration does not match the URL")
     metadata["name"] = ref.name
-    return {**body, "metadata": metadata}
+    # The configuration reaches the object through structured merge's typed values, which
+    # write an integral float as an integer: `4.0` is `4` to the checks (a patch's is not).
+    return unstructured_numbers({**body, "metadata": metadata})  # type: ignore[no-any-return]
 
 
 def apply(
@@ -149,19 +163,33 @@ def apply(
     config = _configuration(document, kind, ref)
     shape = shape_of(kind)
     mode = status_mode(kind, subresource)
-    applied = fields_of(config, shape, status=mode)
     missing = (ref.namespace or "", ref.name) not in store.objects[(kind.group, kind.plural)]
-    if missing and subresource is None:
-        entries = [new_entry(kind, manager, "Apply", store.now(), None, applied)]
+    live = None if missing else shown(kind, store.objects[(kind.group, kind.plural)][
+        (ref.namespace or "", ref.name)])  # fmt: skip
+    entries = [] if live is None else entries_of(live)
+    untyped = [] if live is None else smd_errors(kind, live, duplicates=False)
+    if live is not None and not entries:
+        # No one owns a field of it: its fields become those of "before-first-apply", an
+        # update from the empty object, before the configuration is even read.
+        if untyped:
+            what = "failed to create manager for existing fields: failed to convert new object"
+            raise smd_failure(what, kind, live, untyped, then=" to smd typed")
+        entries = owners_after_update(kind, None, live, manager=BEFORE_FIRST_APPLY,
+                                      subresource=subresource, now=store.now())  # fmt: skip
+    undeclared_applied_field(kind, document)
+    if untyped:
+        raise smd_failure("failed to create typed live object", kind, live or {}, untyped)
+    applied = fields_of(config, shape, status=mode)
+    if live is None and subresource is None:
+        entries = [new_entry(kind, manager, "Apply", store.now(), None, applied)] if applied else []
         return 201, writes.create(store, kind, config, namespace=ref.namespace, owners=entries)
     stored = store.find(kind, ref.namespace, ref.name)
     live = shown(kind, stored)
-    entries = entries_of(live)
     sets = [from_fields_v1(entry.get("fieldsV1")) for entry in entries]
     owned = list(sets)  # replaced, never changed in place: ``sets`` stays as stored
     merged = _merge(live, config, shape.schema, shape)
     live_values = values_of(live, shape, status=mode)
-    wanted = values_of(config, shape, status=mode)
+    wanted = values_of(merged, shape, status=mode)  # an applied `{}` changes no map it meets
     changing = {p for p in applied if live_values.get(p, MISSING) != wanted.get(p, MISSING)}
     mine = next(
         (i for i, e in enumerate(entries) if same_owner(e, manager, "Apply", subresource)), None
@@ -174,7 +202,11 @@ def apply(
         owned = [fields if i == mine else fields - changing for i, fields in enumerate(owned)]
     previous = owned[mine] if mine is not None else set()
     others = set().union(*(f for i, f in enumerate(owned) if i != mine))
-    for path in sorted(previous - applied - others, key=len):  # an item before its fields
+    # What it owned and no one owns now goes; a declared field that held what it owned goes
+    # too unless it holds something owned still (structured merge's prune).
+    kept = applied | others
+    gone = (previous | named_prefixes(previous, shape)) - kept - named_prefixes(kept, shape)
+    for path in sorted(gone, key=len):  # an item before its fields
         remove_path(merged, path)
     if mine is None:
         entries.append(new_entry(kind, manager, "Apply", store.now(), subresource, applied))

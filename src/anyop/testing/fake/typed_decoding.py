@@ -217,6 +217,9 @@ def _object(
         extra, plain = shape.extra, shape.extra_plain
         if plain is not None and all(type(item) is plain for item in value.values()):
             return dict(value)  # labels, annotations, a ConfigMap's data: nothing to check
+        if plain is str:  # a null in a map of strings is Go's zero value there: ""
+            return {key: "" if item is None else _value(books, item, extra, ctx)
+                    for key, item in value.items()}  # fmt: skip
         return {key: _value(books, item, extra, ctx) for key, item in value.items()}
     kept: dict[str, Any] = {}
     fields = shape.fields
@@ -408,11 +411,30 @@ def decode(
     return dict(kept)
 
 
-def decode_metadata(metadata: Any) -> Any:
-    """An object's ``metadata`` as ``ObjectMeta`` keeps it (what custom resources keep)."""
+def decode_metadata(metadata: Any, *, kind: str, version: str) -> Any:
+    """An object's ``metadata`` as ``ObjectMeta`` keeps it (what custom resources keep).
+
+    Raises:
+        StatusError: 400, a field has the wrong JSON type (labels that are not strings).
+    """
     books = catalog()
     name = f"{_META}ObjectMeta"
-    return _object(books, metadata, books.schemas[name], name, {"$ref": name}, _Context())
+    ctx = _Context()
+    # A custom resource's metadata reaches Go's decoder as JSON written from a map, its keys
+    # sorted: the first error is the first in that order.
+    ordered = _sorted_keys(metadata)
+    kept = _object(books, ordered, books.schemas[name], name, {"$ref": name}, ctx)
+    if ctx.error:
+        raise _refused(kind, version, ctx.error)
+    return kept
+
+
+def _sorted_keys(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _sorted_keys(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted_keys(item) for item in value]
+    return value
 
 
 def _refused(kind: str, version: str, error: str) -> StatusError:

@@ -7,6 +7,7 @@ Sync. Each function checks the request against the stored state, prepares the ne
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,7 +22,7 @@ from anyop.testing.fake.builtin_rules import (
 from anyop.testing.fake.json_copy import json_copy
 from anyop.testing.fake.json_patches import PatchFailed, apply_json_patch
 from anyop.testing.fake.kinds import CRD_KIND, NAMESPACE_KIND, Kind, kinds_of_crd
-from anyop.testing.fake.managed_fields import owners_after_update
+from anyop.testing.fake.managed_fields import in_order, owners_after_update
 from anyop.testing.fake.objects import (
     generated_name,
     is_same,
@@ -30,6 +31,7 @@ from anyop.testing.fake.objects import (
 )
 from anyop.testing.fake.openapi_catalog import catalog
 from anyop.testing.fake.patch_merging import apply_merge_patch, apply_strategic_patch
+from anyop.testing.fake.smd_typing import smd_errors
 from anyop.testing.fake.statuses import (
     StatusError,
     already_exists,
@@ -89,7 +91,8 @@ def decoded(kind: Kind, body: Mapping[str, Any], *, stored: Body | None = None) 
     if kind.custom:
         if not isinstance(body.get("metadata"), Mapping):
             return dict(body)
-        return {**body, "metadata": decode_metadata(body["metadata"])}
+        metadata = decode_metadata(body["metadata"], kind=kind.kind, version=kind.version)
+        return {**body, "metadata": metadata}
     return defaulted(kind, decode(kind.group, kind.version, kind.kind, body, like=stored))
 
 
@@ -181,10 +184,10 @@ def create(
         obj = _empty_status(kind, obj)
     obj = admitted(kind, obj, service_ip=lambda: _service_ip(store))
     if owners is None and manager is not None:
-        owners = owners_after_update(kind, None, obj, manager=manager, subresource=None,
-                                     now=store.now())  # fmt: skip
+        owners = [] if _untyped(kind, obj) else owners_after_update(
+            kind, None, obj, manager=manager, subresource=None, now=store.now())  # fmt: skip
     if owners:
-        obj["metadata"]["managedFields"] = owners
+        obj["metadata"]["managedFields"] = in_order(owners)
     _check_namespace(store, Ref(kind, namespace, name))
     if (namespace or "", name) in store.objects[(kind.group, kind.plural)]:
         raise already_exists(kind.plural, kind.group, name)
@@ -272,12 +275,13 @@ def update(
     if causes := update_causes(kind, stored, obj):
         raise invalid(kind.kind, error_group(kind), stored["metadata"]["name"], causes=causes)
     if owners is None and manager is not None:
-        owners = owners_after_update(kind, stored, obj, manager=manager,
-                                     subresource=subresource, now=store.now())  # fmt: skip
+        owners = [] if _untyped(kind, obj, stored) else owners_after_update(
+            kind, stored, obj, manager=manager, subresource=subresource, now=store.now()
+        )  # fmt: skip
     if owners is None:
         owners = list(stored["metadata"].get("managedFields") or [])
     if owners:
-        obj["metadata"]["managedFields"] = owners
+        obj["metadata"]["managedFields"] = in_order(owners)
     if is_same(stored, obj) and _same_owners(stored, obj):
         return shown(kind, stored)
     metadata = obj["metadata"]
@@ -290,6 +294,13 @@ def update(
     if kind == CRD_KIND:
         _reserve(store, committed)
     return _served(kind, committed)
+
+
+def _untyped(kind: Kind, *objects: Mapping[str, Any]) -> bool:
+    """Whether structured merge cannot type one of a custom resource's objects of an update
+    (a list in a string with a format passes its checks): kube-apiserver then stores it
+    without ``managedFields``. A built-in object decoded by its Go type always can be."""
+    return kind.custom and any(smd_errors(kind, obj, duplicates=False) for obj in objects)
 
 
 def _reserve(store: Store, crd: Body) -> None:
@@ -336,8 +347,7 @@ def replace(
     if not isinstance(body, Mapping):
         raise bad_request("the body of the request is not a JSON object")
     kind, name = ref.kind, ref.name
-    if not kind.custom:
-        body = decoded(kind, body)  # the server decodes first: a wrong type is its first error
+    body = decoded(kind, body)  # the server decodes first: a wrong type is its first error
     metadata = body.get("metadata")
     metadata = metadata if isinstance(metadata, Mapping) else {}
     if metadata.get("name") != name:
@@ -412,8 +422,36 @@ def patch(
     result = patched(kind, stored, content_type=content_type, document=document)
     if not isinstance(result, Mapping):
         raise rejected_patch()
+    if kind.custom:  # its metadata alone decodes (a built-in object's whole, in update)
+        _check_patched_decodes(kind, result)
     check_version(kind, stored, (result.get("metadata") or {}).get("resourceVersion"))
-    return update(store, kind, stored, new=result, subresource=subresource, manager=manager)
+    try:
+        return update(store, kind, stored, new=result, subresource=subresource, manager=manager)
+    except StatusError as exc:
+        if exc.body.get("code") != 400 or kind.custom:
+            raise
+        _check_patched_decodes(kind, result)  # the decoder's refusal, as the patcher's
+        raise
+
+
+def _check_patched_decodes(kind: Kind, result: Mapping[str, Any]) -> None:
+    """Refuse a patched object that does not decode (``"labels": []``) as kube-apiserver's
+    patcher does: 422, the patched object (as Go writes a map: keys sorted) and the decoder's
+    error under ``patch``.
+
+    Raises:
+        StatusError: 422.
+    """
+    try:
+        decoded(kind, result)
+    except StatusError as exc:
+        refusal = f'{kind.kind} in version "{kind.version}" cannot be handled as a {kind.kind}: '
+        error = str(exc.body.get("message", "")).removeprefix(refusal)
+        shown = json.dumps(result, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+        message = f"Invalid value: {json.dumps(shown, ensure_ascii=False)}: {error}"
+        cause = {"reason": "FieldValueInvalid", "message": message, "field": "patch"}
+        body = status_body(422, "Invalid", f' "" is invalid: patch: {message}')
+        raise StatusError({**body, "details": {"causes": [cause]}}) from None
 
 
 def delete(store: Store, ref: Ref, options: Mapping[str, Any]) -> Body:

@@ -13,29 +13,28 @@ from anyop.testing.fake.field_ownership import (
     Path,
     _item_key,
     changes,
-    fields_of,
     fields_v1_of,
     from_fields_v1,
     to_fields_v1,
     values_of,
 )
 from anyop.testing.fake.kinds import Kind
-from anyop.testing.fake.managed_fields import owners_after_update, shape_of
+from anyop.testing.fake.managed_fields import owners_after_update, shape_of, zero_object
 
 ELEMENTS = st.tuples(st.sampled_from("fkvi"), st.sampled_from(["a", "b", '{"name":"x"}', "0"]))
 PATHS = st.lists(ELEMENTS, min_size=1, max_size=4).map(tuple)
 
 
 def by_definition(fields: set[Path]) -> dict[str, Any]:
-    """``fieldsV1`` as the format defines it: a node per element; an item (``k:``/``i:``) with
-    fields of its own also owned itself (``.``)."""
+    """``fieldsV1`` as the format defines it: a node per element; one with fields of its own
+    that is owned itself too (an item, a map an update added) says so with ``.``."""
     root: dict[str, Any] = {}
     for path in sorted(fields):
         node = root
         for kind, name in path:
             node = node.setdefault(f"{kind}:{name}", {})
         extended = any(other[: len(path)] == path and other != path for other in fields)
-        if path[-1][0] in ("k", "i") and extended:
+        if extended:
             node["."] = {}
     return root
 
@@ -48,18 +47,11 @@ def test_a_field_set_becomes_the_document_its_definition_gives(fields: set[Path]
 
 @settings(max_examples=300, deadline=None)
 @given(st.sets(PATHS, max_size=12))
-def test_a_document_reads_back_as_its_field_set_where_the_format_can_say_it(
+def test_a_document_reads_back_as_its_field_set(
     fields: set[Path],
 ) -> None:
-    # A field or set item with fields under it is not owned itself: no mark says so (only
-    # list items, `k:` and `i:`, have one: `.`).
-    sayable = {
-        path
-        for path in fields
-        if path[-1][0] in ("k", "i")
-        or not any(other[: len(path)] == path and other != path for other in fields)
-    }
-    assert from_fields_v1(to_fields_v1(sayable)) == sayable
+    # Every path can be said: a node with fields under it that is owned too has its `.`.
+    assert from_fields_v1(to_fields_v1(fields)) == fields
 
 
 CONFIGMAPS = Kind("", "v1", "configmaps", "configmap", "ConfigMap")
@@ -78,7 +70,7 @@ def test_an_update_keeps_the_documents_of_the_owners_it_does_not_touch() -> None
         CONFIGMAPS, created, second, manager="second", subresource=None, now=now
     )
     assert [entry["manager"] for entry in owners] == ["first", "second"]
-    assert owners[0]["fieldsV1"] == {"f:data": {"f:a": {}}}
+    assert owners[0]["fieldsV1"] == {"f:data": {".": {}, "f:a": {}}}  # it added the map too
     assert owners[1]["fieldsV1"] == {"f:data": {"f:b": {}}}
     third = {**second, "metadata": {**second["metadata"], "managedFields": owners},
              "data": {"a": "1", "b": "3", "c": "4"}}  # fmt: skip
@@ -157,7 +149,8 @@ def changed_by_definition(
 ) -> tuple[set[Path], set[Path]]:
     """Every owned path of both objects, compared one by one."""
     shape = shape_of(DEPLOYMENTS)
-    before, after = values_of(old, shape, status=status), values_of(new, shape, status=status)
+    before = values_of(old, shape, status=status, maps=True)
+    after = values_of(new, shape, status=status, maps=True)
     missing = object()
     changed = {
         p for p in before.keys() | after.keys() if before.get(p, missing) != after.get(p, missing)
@@ -187,16 +180,19 @@ def test_an_updates_changes_are_those_of_every_path_compared(
 def test_a_creates_document_is_the_one_of_its_field_set(
     obj: dict[str, Any], status: str, twice: bool
 ) -> None:
-    """Made in one walk, a create's ``fieldsV1`` is the document of its field set, in the same
-    order (an item's ``.`` first, each level sorted); also when a map-list has a key twice."""
+    """Made in one walk, a create's ``fieldsV1`` is the document of what it changes from the
+    kind's zero value, in the same order (``.`` first, each level sorted); also when a
+    map-list has a key twice."""
     containers = obj["spec"]["template"]["spec"]["containers"]
     if twice and containers:
         containers.append(
             {"name": containers[0]["name"], "image": "z", "ports": [{"containerPort": 9}]}
         )
     shape = shape_of(DEPLOYMENTS)
-    expected = to_fields_v1(fields_of(obj, shape, status=status))
-    assert json.dumps(fields_v1_of(obj, shape, status=status)) == json.dumps(expected)
+    zero = zero_object(DEPLOYMENTS)
+    _, taken = changes(zero, obj, shape, status=status)
+    expected = to_fields_v1(taken)
+    assert json.dumps(fields_v1_of(obj, shape, status=status, zero=zero)) == json.dumps(expected)
 
 
 ITEM_VALUES = st.one_of(

@@ -11,14 +11,13 @@ from tests.unit.testing.fake.test_field_ownership import deployments
 
 from anyop.testing.fake.field_validation import (
     _builtin,
-    _builtin_smd,
     _has_unknown,
     _may_add_unknown,
-    _smd,
     _without_directives,
 )
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.openapi_catalog import catalog
+from anyop.testing.fake.smd_typing import _builtin_smd, _smd
 
 DEPLOYMENT = {"$ref": "io.k8s.api.apps.v1.Deployment"}
 DEPLOYMENTS = Kind("apps", "v1", "deployments", "deployment", "Deployment")
@@ -38,8 +37,8 @@ def test_undeclared_fields_of_a_configuration_are_those_every_node_resolved_find
             for port in container.get("ports") or []:
                 port["oops"] = "yes"
     books = catalog()
-    expected = list(_smd(config, DEPLOYMENT, "", lambda node: books.resolve(node)[0]))
-    assert list(_builtin_smd(config, DEPLOYMENT, "")) == expected
+    expected = list(_smd(config, DEPLOYMENT, "", lambda node: books.resolve(node)[0], True))
+    assert list(_builtin_smd(config, DEPLOYMENT, "", True)) == expected
 
 
 @settings(max_examples=300, deadline=None)

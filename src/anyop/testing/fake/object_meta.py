@@ -1,0 +1,218 @@
+"""An object's ``metadata`` checked as kube-apiserver checks every kind's (``ObjectMeta``).
+
+Pure. Labels, annotations, owner references and finalizers, with apimachinery's messages and
+in its order (``validateObjectMetaAccessorWithOptsCommon`` on create,
+``ValidateObjectMetaAccessorUpdate`` on update, which does not check finalizer names). The
+name, the system fields and the finalizers added during deletion are checked elsewhere
+(:mod:`anyop.testing.fake.objects`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from anyop.testing.fake.go_json import go_quoted
+
+__all__ = ["label_key_errors", "metadata_causes", "object_meta_causes"]
+
+Cause = dict[str, str]
+
+_KEY_FORMAT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_KEY = re.compile(f"^{_KEY_FORMAT}$")
+_VALUE_FORMAT = f"({_KEY_FORMAT})?"
+_VALUE = re.compile(f"^{_VALUE_FORMAT}$")
+_SUBDOMAIN_FORMAT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+_SUBDOMAIN = re.compile(f"^{_SUBDOMAIN_FORMAT}$")
+_KEY_RULE = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character"
+)
+_ANNOTATIONS_LIMIT = 256 * 1024
+_ORPHAN, _FOREGROUND = "orphan", "foregroundDeletion"
+_STANDARD_FINALIZERS = ("kubernetes", _ORPHAN, _FOREGROUND)
+
+
+def _regex_error(message: str, pattern: str, *examples: str) -> str:
+    """apimachinery's ``RegexError``: examples each followed by ``', '``, then ``or``."""
+    shown = " or ".join(f"'{example}', " for example in examples)
+    return f"{message} (e.g. {shown}regex used for validation is '{pattern}')"
+
+
+def label_key_errors(key: str) -> list[str]:
+    """``IsLabelKey`` (a qualified name): an optional DNS subdomain prefix and ``/``, a name."""
+    parts = key.split("/")
+    errors: list[str] = []
+    if len(parts) > 2:
+        rule = _regex_error(_KEY_RULE, _KEY_FORMAT, "MyName", "my.name", "123-abc")
+        return [
+            f"a valid label key {rule} with an optional DNS subdomain prefix and '/' "
+            "(e.g. 'example.com/MyName')"
+        ]
+    name = parts[-1]
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            errors.append("prefix part must be non-empty")
+        else:
+            if len(prefix.encode()) > 253:
+                errors.append("prefix part must be no more than 253 bytes")
+            if not _SUBDOMAIN.match(prefix):
+                rule = (
+                    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
+                    "characters, '-' or '.', and must start and end with an alphanumeric "
+                    "character"
+                )
+                errors.append("prefix part " + _regex_error(rule, _SUBDOMAIN_FORMAT, "example.com"))
+    if not name:
+        errors.append("name part must be non-empty")
+    elif len(name.encode()) > 63:
+        errors.append("name part must be no more than 63 bytes")
+    if not _KEY.match(name):
+        errors.append("name part " + _regex_error(_KEY_RULE, _KEY_FORMAT, "MyName", "my.name",
+                                                  "123-abc"))  # fmt: skip
+    return errors
+
+
+def _label_value_errors(value: str) -> list[str]:
+    errors = []
+    if len(value.encode()) > 63:
+        errors.append("must be no more than 63 bytes")
+    if not _VALUE.match(value):
+        rule = (
+            "a valid label must be an empty string or consist of alphanumeric characters, '-', "
+            "'_' or '.', and must start and end with an alphanumeric character"
+        )
+        errors.append(_regex_error(rule, _VALUE_FORMAT, "MyValue", "my_value", "12345"))
+    return errors
+
+
+def _invalid(field: str, shown: str, detail: str) -> tuple[str, Cause]:
+    return field, {"reason": "FieldValueInvalid", "message": f"Invalid value: {shown}: {detail}"}
+
+
+def _labels(labels: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:
+    for key, value in labels.items():
+        for error in label_key_errors(key):
+            yield _invalid("metadata.labels", go_quoted(key), error)
+        for error in _label_value_errors(str(value)):
+            yield _invalid("metadata.labels", go_quoted(str(value)), error)
+
+
+def _annotations(annotations: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:
+    for key in annotations:
+        for error in label_key_errors(key.lower()):
+            yield _invalid("metadata.annotations", go_quoted(key), error)
+    size = sum(len(key.encode()) + len(str(value).encode()) for key, value in annotations.items())
+    if size > _ANNOTATIONS_LIMIT:
+        message = f"Too long: may not be more than {_ANNOTATIONS_LIMIT} bytes"
+        yield "metadata.annotations", {"reason": "FieldValueTooLong", "message": message}
+
+
+def _version_of(api_version: str) -> str:
+    """The version of an ``apiVersion`` as ``schema.ParseGroupVersion`` reads it ("" if not)."""
+    parts = api_version.split("/")
+    if api_version == "" or len(parts) > 2:
+        return ""
+    return parts[-1]
+
+
+_REFERENCE_FIELDS = ("apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion")
+
+
+def _reference_json(reference: Mapping[str, Any]) -> dict[str, Any]:
+    """An owner reference as Go's ``json.Marshal`` writes it (its two flags ``omitempty``)."""
+    shown: dict[str, Any] = {}
+    for field in _REFERENCE_FIELDS:
+        value = reference.get(field)
+        if field in ("controller", "blockOwnerDeletion"):
+            if value is not None:
+                shown[field] = value
+        else:
+            shown[field] = value if value is not None else ""
+    return shown
+
+
+def _owner_references(references: list[Any]) -> Iterator[tuple[str, Cause]]:
+    where = "metadata.ownerReferences"
+    controller = ""
+    for reference in references:
+        if not isinstance(reference, Mapping):
+            continue
+        if not _version_of(str(reference.get("apiVersion") or "")):
+            value = go_quoted(str(reference.get("apiVersion") or ""))
+            yield _invalid(f"{where}.apiVersion", value, "version must not be empty")
+        for field in ("kind", "name", "uid"):
+            if not reference.get(field):
+                value = go_quoted(str(reference.get(field) or ""))
+                yield _invalid(f"{where}.{field}", value, "must not be empty")
+        if reference.get("controller") is True:
+            current = f"{reference.get('kind') or ''}/{reference.get('name') or ''}"
+            if controller:
+                listed = [_reference_json(r) for r in references if isinstance(r, Mapping)]
+                shown = json.dumps(listed, separators=(",", ":"), ensure_ascii=False)
+                detail = (
+                    'Only one reference can have Controller set to true. Found "true" in '
+                    f"references for {controller} and {current}"
+                )
+                yield _invalid(where, shown, detail)
+            else:
+                controller = current
+
+
+def _finalizers(finalizers: list[Any]) -> Iterator[tuple[str, Cause]]:
+    for finalizer in finalizers:
+        for error in label_key_errors(str(finalizer)):
+            yield _invalid("metadata.finalizers", go_quoted(str(finalizer)), error)
+    if _ORPHAN in finalizers and _FOREGROUND in finalizers:
+        shown = json.dumps(finalizers, separators=(",", ":"), ensure_ascii=False)
+        detail = f"finalizer {_ORPHAN} and {_FOREGROUND} cannot be both set"
+        yield _invalid("metadata.finalizers", shown, detail)
+
+
+def metadata_causes(
+    metadata: Mapping[str, Any], *, creating: bool, kube: bool = False
+) -> list[tuple[str, Cause]]:
+    """The errors of an object's decoded ``metadata``: ``(field path, cause)`` pairs.
+
+    ``creating``: the checks of a create, which include the finalizers' names; an update's do
+    not (a finalizer added with a bad name is only warned about, for custom resources).
+    ``kube``: a built-in kind's checks, which refuse a finalizer name without a ``/`` that is
+    not one of Kubernetes' own, create or update.
+    """
+    causes: list[tuple[str, Cause]] = []
+    causes += _labels(metadata.get("labels") or {})
+    causes += _annotations(metadata.get("annotations") or {})
+    causes += _owner_references(list(metadata.get("ownerReferences") or ()))
+    finalizers = list(metadata.get("finalizers") or ())
+    if creating:
+        causes += _finalizers(finalizers)
+    if kube:
+        for index, finalizer in enumerate(finalizers):
+            if "/" not in str(finalizer) and finalizer not in _STANDARD_FINALIZERS:
+                detail = "name is neither a standard finalizer name nor is it fully qualified"
+                shown = go_quoted(str(finalizer))
+                causes.append(_invalid(f"metadata.finalizers[{index}]", shown, detail))
+    return causes
+
+
+def object_meta_causes(
+    metadata: Mapping[str, Any], *, custom: bool, updating: list[tuple[str, Cause]] | None = None
+) -> list[tuple[str, Cause]]:
+    """All the metadata errors of a create (``updating`` None) or of an update, in the order
+    and number kube-apiserver reports them: an update checks the metadata as a create does and
+    as an update does (``updating``: what that finds beyond :func:`metadata_causes`, the
+    finalizers added during deletion), then the kind's own checks again: a custom resource's
+    as an update, a built-in kind's as an update and as a create (its ``Validate<Kind>Update``
+    calls ``Validate<Kind>``)."""
+    if updating is None:
+        return metadata_causes(metadata, creating=True, kube=not custom)
+    common = metadata_causes(metadata, creating=True)
+    update = updating + metadata_causes(metadata, creating=False)
+    if custom:
+        return common + update + update
+    kube_update = updating + metadata_causes(metadata, creating=False, kube=True)
+    kube_create = metadata_causes(metadata, creating=True, kube=True)
+    return common + update + kube_update + kube_create

@@ -1,0 +1,166 @@
+"""Seeded request sequences for the conformance suite: valid and invalid writes of Gizmos (a CR
+with a rich schema, validation rules, status and scale) and of ConfigMaps, drawn from one seed.
+
+Pure: :func:`plan` turns a seed into steps; the test plays them on both API servers. A value is
+drawn from the field's schema (valid mostly) or from the values that schema refuses (a wrong
+type, a number out of range, a string against its pattern, a list too long), so both the paths
+that accept and those that refuse are met.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from typing import Any
+
+__all__ = ["Step", "plan"]
+
+NAMES = ("g1", "g2")
+
+_WRONG_TYPES: tuple[Any, ...] = (1, "s", True, None, [], {}, 1.5, [1], {"k": "v"})
+
+# Per field of the Gizmo spec: values its schema accepts, then values it refuses (or that are
+# edge cases the two servers might read differently).
+_SPEC: dict[str, tuple[tuple[Any, ...], tuple[Any, ...]]] = {
+    "low": ((0, 5, 999, -3), (1.5, "5", 2.0)),
+    "high": ((1, 10, 500), (1000, 5000, -1.0)),
+    "fixed": (("a", "b"), ("", 1)),
+    "replicas": ((0, 1, 3), (-1, 2.5)),
+    "size": ((1, 5, 10), (0, 11, "3")),
+    "ratio": ((0.5, 0.25, 0.999), (0, 1, 1.5, -0.1, "0.5")),
+    "name": (("abc", "hello", "abcdefgh"), ("ab", "abcdefghi", "ABC", "a-b", "")),
+    "tags": ((["a"], ["a", "b", "c"], ["x", "x"]), ([], ["a", "b", "c", "d"], [1], "a")),
+    "labels": ((["a", "b"], []), (["a", "a"], ["a", 1], ["b", "b", "c", "c"])),
+    "mode": (("fast", "slow"), ("medium", "", None)),
+    "port": ((80, "http", 0), (8.5, True, [80])),
+    "when": (("2026-01-01T00:00:00Z", "2026-01-01T10:00:00.5+02:00"),
+             ("yesterday", "2026-01-01", "2026-13-01T00:00:00Z")),
+    "note": ((None, "x"), (5,)),
+    "plain": (("x", "long " * 5), (5, False)),
+    "options": (({}, {"retries": 2}, {"verbose": True}), ({"verbose": "yes"}, {"unknown": 1},
+                                                           {"retries": None})),
+    "items": (([{"key": "a"}], [{"key": "a", "weight": 2}, {"key": "b"}]),
+              ([{"weight": 2}], [{"key": "b", "weight": "x"}], [None])),
+    "extra": (({"any": {"thing": [1]}}, {}), (None, [])),
+    "bogus": (("dropped",), ()),
+}  # fmt: skip
+
+_LABELS: tuple[tuple[dict[str, Any], ...], tuple[dict[str, Any], ...]] = (
+    ({"app": "a"}, {"app": "b", "tier": "x"}, {"example.com/key": "v"}),
+    ({"a b": "c"}, {"app": "x" * 64}, {"app": 1}, {"-app": "x"}, {"app": None}),
+)
+_FINALIZERS: tuple[tuple[Any, ...], tuple[Any, ...]] = (
+    (["example.com/f"], [], ["example.com/f", "example.com/g"]),
+    (["not a name"], [1], "example.com/f"),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """One request: ``op`` on object ``name`` with ``body`` (and options)."""
+
+    op: str
+    name: str
+    body: Any = None
+    options: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def _value(rng: random.Random, choices: tuple[tuple[Any, ...], tuple[Any, ...]], bad: float) -> Any:
+    valid, invalid = choices
+    if invalid and rng.random() < bad:
+        return rng.choice(invalid)
+    if rng.random() < bad / 3:
+        return rng.choice(_WRONG_TYPES)
+    return rng.choice(valid)
+
+
+def _spec(rng: random.Random, *, bad: float, fields: int) -> dict[str, Any]:
+    chosen = rng.sample(sorted(_SPEC), k=fields)
+    return {field: _value(rng, _SPEC[field], bad) for field in chosen}
+
+
+def _metadata(rng: random.Random, name: str, *, bad: float) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name}
+    if rng.random() < 0.5:
+        metadata["labels"] = _value(rng, _LABELS, bad)
+    if rng.random() < 0.2:
+        metadata["finalizers"] = _value(rng, _FINALIZERS, bad)
+    if rng.random() < 0.1:
+        metadata["bogus"] = "pruned"
+    return metadata
+
+
+def _gizmo(rng: random.Random, name: str, *, bad: float) -> dict[str, Any]:
+    body: dict[str, Any] = {"apiVersion": "conformance.anyop.dev/v1", "kind": "Gizmo",
+                            "metadata": _metadata(rng, name, bad=bad)}  # fmt: skip
+    if rng.random() < 0.9:
+        body["spec"] = _spec(rng, bad=bad, fields=rng.randint(0, 6))
+    if rng.random() < 0.2:
+        body["status"] = {"replicas": _value(rng, ((1, 2), ("2", -1)), bad)}
+    return body
+
+
+def _json_patch(rng: random.Random, *, bad: float) -> list[dict[str, Any]]:
+    ops = []
+    for _ in range(rng.randint(1, 3)):
+        field = rng.choice(sorted(_SPEC))
+        kind = rng.choice(["add", "replace", "remove", "test"])
+        path = rng.choice([f"/spec/{field}", f"/spec/{field}", "/metadata/labels/app",
+                           "/spec/tags/0", "/spec/tags/-", "/spec/items/0/key",
+                           "/spec"])  # fmt: skip
+        op: dict[str, Any] = {"op": kind, "path": path}
+        if kind != "remove":
+            op["value"] = _value(rng, _SPEC[field], bad) if path.startswith("/spec/") else "v"
+        ops.append(op)
+    return ops
+
+
+def plan(seed: int, *, steps: int = 10) -> list[Step]:
+    """The requests of one seed: creates first, then writes and reads of the same objects."""
+    rng = random.Random(seed)
+    bad = rng.choice([0.1, 0.25, 0.5])
+    out = [Step("create", name, _gizmo(rng, name, bad=bad)) for name in NAMES]
+    for _ in range(steps):
+        name = rng.choice(NAMES)
+        op = rng.choice(["put", "merge", "merge", "json", "apply", "apply", "status", "scale",
+                         "delete", "get", "list", "create"])  # fmt: skip
+        if op in ("put", "create"):
+            version = rng.choice(["current", "current", "stale", "none"])
+            out.append(Step(op, name, _gizmo(rng, name, bad=bad), {"version": version}))
+        elif op == "merge":
+            patch: dict[str, Any] = {"spec": _spec(rng, bad=bad, fields=rng.randint(1, 3))}
+            if rng.random() < 0.3:
+                patch["metadata"] = {"labels": _value(rng, _LABELS, bad)}
+            if rng.random() < 0.2:
+                patch["metadata"] = {"finalizers": None}
+            out.append(Step(op, name, patch))
+        elif op == "json":
+            out.append(Step(op, name, _json_patch(rng, bad=bad)))
+        elif op == "apply":
+            # An applied configuration holds no unknown fields (structured merge stops
+            # checking a map at the first, in Go's map order, which varies), no nulls and no
+            # finalizers (the fake does not own them one by one: docs/fake-cluster.md).
+            body = _gizmo(rng, name, bad=bad)
+            body.pop("status", None)
+            body["metadata"] = {k: v for k, v in body["metadata"].items()
+                                if k not in ("finalizers", "bogus")}  # fmt: skip
+            spec = body.get("spec")
+            if isinstance(spec, dict):
+                body["spec"] = {k: v for k, v in spec.items() if v is not None and k != "bogus"}
+                for key, value in body["spec"].items():
+                    if isinstance(value, dict):
+                        body["spec"][key] = {k: v for k, v in value.items() if k != "unknown"}
+            manager = rng.choice(["m1", "m2"])
+            out.append(Step(op, name, body, {"manager": manager, "force": rng.random() < 0.3}))
+        elif op == "status":
+            status = {"replicas": _value(rng, ((1, 2, 7), ("2", -1, 1.5)), bad)}
+            out.append(Step(op, name, {"status": status, "spec": {"low": 1}}))
+        elif op == "scale":
+            replicas = _value(rng, ((0, 2, 4), (-1, "3", 1.5)), bad)
+            out.append(Step(op, name, {"spec": {"replicas": replicas}}))
+        elif op == "list":
+            selector = rng.choice(["app=a", "app!=a", "tier", "!tier", "app in (a,b)"])
+            out.append(Step(op, name, options={"labelSelector": selector}))
+        else:
+            out.append(Step(op, name))
+    return out
