@@ -278,8 +278,8 @@ def _walk(
                 for item in value:
                     out[(*path, ("v", json.dumps(item, separators=(",", ":"))))] = None
                 return
-        elif _granular_list(where, shape):
-            return  # an empty set or map-list is no field: only its items would be
+        elif not maps and _granular_list(where, shape):
+            return  # to an apply, an empty set or map-list is no field (to an update it is)
     elif value and is_map(value):
         node = None if where is None else shape.node(where)
         if node is None or not node.atomic_map:
@@ -368,8 +368,6 @@ def _document(
             for key, item in value.items():
                 sub = properties.get(key)
                 sub = extra if sub is None else sub
-                if item == [] and _granular_list(sub, shape):
-                    continue  # an empty set or map-list is no field (see :func:`_walk`)
                 inner = _document(item, sub, shape, before.get(key, _ABSENT))
                 found[f"f:{key}"] = inner or {}
             marker: dict[str, Any] = {".": {}} if zero is _ABSENT or zero is None else {}
@@ -383,8 +381,11 @@ def _by_key(found: dict[str, Any]) -> dict[str, Any]:
 
 def _merged(was: dict[str, Any] | None, now: dict[str, Any] | None) -> dict[str, Any]:
     """Two items of one key (which a map-list should not have): their fields together."""
-    if not was or not now:
+    if was is None or now is None:
         return was or now or {}
+    if not was or not now:  # a leaf there, fields under it from the other: owned itself too
+        fuller = was or now
+        return fuller if not fuller or "." in fuller else {".": {}, **fuller}
     both = {key: _merged(was.get(key), now.get(key)) for key in was.keys() | now.keys()}
     marker: dict[str, Any] = {".": {}} if "." in both else {}
     return {**marker, **_by_key({key: both[key] for key in both if key != "."})}

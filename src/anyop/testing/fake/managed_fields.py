@@ -202,21 +202,26 @@ def _order(entry: Mapping[str, Any]) -> tuple[Any, ...]:
             entry.get("apiVersion") or "", entry.get("subresource") or "")  # fmt: skip
 
 
-def owners_after_scale(old: Mapping[str, Any], *, replicas: Path, changed: bool) -> list[Body]:
-    """The ``managedFields`` of a custom resource after a write of its Scale, as
+def owners_after_scale(
+    kind: Kind, old: Mapping[str, Any], *, replicas: Path, changed: bool, manager: str
+) -> list[Body]:
+    """The ``managedFields`` of a custom resource after a write of its Scale by ``manager``, as
     kube-apiserver's scale handler leaves them.
 
-    It keys the owners of ``replicas`` (the spec replicas path) by their API version: an update's
-    owner is another manager to the Scale's entries than to the object's, so it loses the
-    field there and comes back beside itself as an entry of that one field, without a time
-    (unless the replicas ``changed``: the writer's entry for them, of the owner's identity,
-    is then read back as one with the owner's, which wins). The next read of the entries
-    (:func:`entries_of`) keys two entries of one identity as one too: the later, which does not
-    own the replicas. An apply's owner keeps them.
+    While no one owns the ``replicas`` (the spec replicas path), the Scale's fields are not
+    tracked: nothing changes. Else the handler keys their owners by API version, so an update's
+    owner is another manager to the Scale's entries than to the object's: it loses the field
+    and, unless the replicas ``changed``, comes back beside itself as an entry of that one
+    field without a time (read later as one with its own, by :func:`entries_of`: the later
+    wins, which does not own them). Changed replicas go to the writer, in an entry of the
+    ``scale`` subresource without a time. An apply's owner keeps them.
     """
+    entries = entries_of(old)
+    owned = [from_fields_v1(entry.get("fieldsV1")) for entry in entries]
+    if not any(replicas in fields for fields in owned):
+        return entries
     result: list[Body] = []
-    for entry in entries_of(old):
-        fields = from_fields_v1(entry.get("fieldsV1"))
+    for entry, fields in zip(entries, owned, strict=True):
         if replicas not in fields or entry.get("operation") == "Apply":
             result.append(entry)
             continue
@@ -225,4 +230,7 @@ def owners_after_scale(old: Mapping[str, Any], *, replicas: Path, changed: bool)
         if not changed:
             stranger = {k: v for k, v in entry.items() if k not in ("time", "fieldsV1")}
             result.append({**stranger, "fieldsV1": to_fields_v1({replicas})})
+    if changed:
+        taker = new_entry(kind, manager, "Update", "", "scale", {replicas})
+        result.append({k: v for k, v in taker.items() if k != "time"})
     return result

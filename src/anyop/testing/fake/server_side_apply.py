@@ -12,7 +12,7 @@ replace, patch): their manager takes the fields they change.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from anyop.testing.fake import writes
@@ -86,19 +86,34 @@ def _merge(live: Any, config: Any, where: Any, shape: Shape) -> Any:
     return json_copy(config)
 
 
-def _conflict(conflicts: list[tuple[str, Path]]) -> StatusError:
-    causes = [{"reason": "FieldManagerConflict", "message": f"conflict with {m}",
-               "field": path_text(p)} for m, p in conflicts]  # fmt: skip
+def _conflict(conflicts: Sequence[tuple[Mapping[str, Any], Path]]) -> StatusError:
+    """409 naming each manager whose fields the apply would change, managers in the order of
+    their identifiers (as structured merge sorts them)."""
+    causes = [{"reason": "FieldManagerConflict", "message": f"conflict with {_who(e)}",
+               "field": path_text(p)} for e, p in conflicts]  # fmt: skip
     if len(conflicts) == 1:
-        manager, path = conflicts[0]
-        text = f"Apply failed with 1 conflict: conflict with {manager}: {path_text(path)}"
+        entry, path = conflicts[0]
+        text = f"Apply failed with 1 conflict: conflict with {_who(entry)}: {path_text(path)}"
     else:
         lines = []
-        for manager in sorted({m for m, _ in conflicts}):
-            lines.append(f"conflicts with {manager}:")
-            lines += [f"- {path_text(p)}" for m, p in conflicts if m == manager]
+        for key in sorted({_identifier(e) for e, _ in conflicts}):
+            paths = [p for e, p in conflicts if _identifier(e) == key]
+            entry = next(e for e, _ in conflicts if _identifier(e) == key)
+            lines.append(f"conflicts with {_who(entry)}:")
+            lines += [f"- {path_text(p)}" for p in paths]
         text = f"Apply failed with {len(conflicts)} conflicts: " + "\n".join(lines)
     return StatusError(status_body(409, "Conflict", text, details={"causes": causes}))
+
+
+def _identifier(entry: Mapping[str, Any]) -> str:
+    """A manager's identifier, as kube-apiserver writes it: the entry's JSON without its time
+    and fields (and an applier's API version), in ``ManagedFieldsEntry``'s field order."""
+    kept: dict[str, Any] = {"manager": entry.get("manager"), "operation": entry.get("operation")}
+    if entry.get("operation") != "Apply" and entry.get("apiVersion"):
+        kept["apiVersion"] = entry["apiVersion"]
+    if entry.get("subresource"):
+        kept["subresource"] = entry["subresource"]
+    return json.dumps({k: v for k, v in kept.items() if v}, separators=(",", ":"))
 
 
 def _who(entry: Mapping[str, Any]) -> str:
@@ -194,7 +209,7 @@ def apply(
     mine = next(
         (i for i, e in enumerate(entries) if same_owner(e, manager, "Apply", subresource)), None
     )
-    conflicts = [(_who(entry), path) for i, entry in enumerate(entries) if i != mine
+    conflicts = [(entry, path) for i, entry in enumerate(entries) if i != mine
                  for path in sorted(owned[i] & changing)]  # fmt: skip
     if conflicts and not force:
         raise _conflict(conflicts)

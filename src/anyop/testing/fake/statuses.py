@@ -96,9 +96,11 @@ def no_such_resource() -> StatusError:
     return StatusError(status_body(404, "NotFound", message, details={}))
 
 
-def already_exists(plural: str, group: str, name: str) -> StatusError:
-    """409 for a create whose name is taken."""
+def already_exists(plural: str, group: str, name: str, *, deleting: bool = False) -> StatusError:
+    """409 for a create whose name is taken (``deleting``: by an object being deleted)."""
     message = f'{_qualified(plural, group)} "{name}" already exists'
+    if deleting:
+        message = f"object is being deleted: {message}"
     return StatusError(
         status_body(409, "AlreadyExists", message, details=_details(name, group, plural))
     )

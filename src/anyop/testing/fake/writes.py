@@ -31,6 +31,7 @@ from anyop.testing.fake.objects import (
 )
 from anyop.testing.fake.openapi_catalog import catalog
 from anyop.testing.fake.patch_merging import apply_merge_patch, apply_strategic_patch
+from anyop.testing.fake.schemas import default, prune
 from anyop.testing.fake.smd_typing import smd_errors
 from anyop.testing.fake.statuses import (
     StatusError,
@@ -184,13 +185,15 @@ def create(
         obj = _empty_status(kind, obj)
     obj = admitted(kind, obj, service_ip=lambda: _service_ip(store))
     if owners is None and manager is not None:
-        owners = [] if _untyped(kind, obj) else owners_after_update(
+        owners = [] if _untyped(kind, body) else owners_after_update(
             kind, None, obj, manager=manager, subresource=None, now=store.now())  # fmt: skip
     if owners:
         obj["metadata"]["managedFields"] = in_order(owners)
     _check_namespace(store, Ref(kind, namespace, name))
-    if (namespace or "", name) in store.objects[(kind.group, kind.plural)]:
-        raise already_exists(kind.plural, kind.group, name)
+    existing = store.objects[(kind.group, kind.plural)].get((namespace or "", name))
+    if existing is not None:
+        deleting = bool(existing["metadata"].get("deletionTimestamp"))
+        raise already_exists(kind.plural, kind.group, name, deleting=deleting)
     created = store.commit(kind, "ADDED", obj, old=None)
     if kind == CRD_KIND:
         _establish(store, created)
@@ -271,11 +274,12 @@ def update(
     Raises:
         StatusError: 422, as :func:`~anyop.testing.fake.objects.prepare_update` refuses it.
     """
-    obj = prepare_update(kind, stored, decoded(kind, new, stored=stored), subresource=subresource)
+    request = decoded(kind, new, stored=stored)
+    obj = prepare_update(kind, stored, request, subresource=subresource)
     if causes := update_causes(kind, stored, obj):
         raise invalid(kind.kind, error_group(kind), stored["metadata"]["name"], causes=causes)
     if owners is None and manager is not None:
-        owners = [] if _untyped(kind, obj, stored) else owners_after_update(
+        owners = [] if _untyped(kind, request, stored) else owners_after_update(
             kind, stored, obj, manager=manager, subresource=subresource, now=store.now()
         )  # fmt: skip
     if owners is None:
@@ -296,11 +300,16 @@ def update(
     return _served(kind, committed)
 
 
-def _untyped(kind: Kind, *objects: Mapping[str, Any]) -> bool:
-    """Whether structured merge cannot type one of a custom resource's objects of an update
-    (a list in a string with a format passes its checks): kube-apiserver then stores it
-    without ``managedFields``. A built-in object decoded by its Go type always can be."""
-    return kind.custom and any(smd_errors(kind, obj, duplicates=False) for obj in objects)
+def _untyped(kind: Kind, request: Mapping[str, Any], stored: Body | None = None) -> bool:
+    """Whether structured merge cannot type a custom resource's write: the request's object
+    as decoded (defaulted and pruned, its status still there: a ``"replicas": "2"`` that the
+    create then drops), or the stored one (a list in a string with a format passes the
+    schema's checks). kube-apiserver then stores it without ``managedFields``. A built-in
+    object decoded by its Go type always can be."""
+    if not kind.custom:
+        return False
+    typed = prune(default(dict(request), kind.schema), kind.schema)
+    return any(smd_errors(kind, obj, duplicates=False) for obj in (typed, stored) if obj)
 
 
 def _reserve(store: Store, crd: Body) -> None:
