@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from tests.conformance.conftest import Conform
 from tests.conformance.generated_requests import Step, plan
-from tests.conformance.harness import JSON_PATCH, Target, status_shown
+from tests.conformance.harness import JSON_PATCH, STRATEGIC, Target, status_shown
 
 pytestmark = pytest.mark.anyio
 
@@ -38,8 +38,18 @@ def _shown(document: Any) -> Any:
     return document
 
 
+def _collection(t: Target, name: str) -> str:
+    """The collection of the object a step names: Gizmos, the ConfigMap or the Deployment."""
+    if name.startswith("c"):
+        return t.cm()
+    if name.startswith("d"):
+        return t.apis("apps/v1", "deployments")
+    return t.gizmos()
+
+
 async def _play(t: Target, step: Step, seen: dict[str, Any]) -> None:
-    path = t.gizmos(step.name)
+    collection = _collection(t, step.name)
+    path = f"{collection}/{step.name}"
     current = seen.get(step.name) or {}
     version = (current.get("metadata") or {}).get("resourceVersion")
     if step.op in ("create", "put"):
@@ -50,11 +60,13 @@ async def _play(t: Target, step: Step, seen: dict[str, Any]) -> None:
             body["metadata"]["resourceVersion"] = "1"
         if step.op == "create":
             body["metadata"].pop("resourceVersion", None)
-            answer = await t.post(t.gizmos(), body, record=_shown)
+            answer = await t.post(collection, body, record=_shown)
         else:
             answer = await t.put(path, body, record=_shown)
     elif step.op == "merge":
         answer = await t.patch(path, step.body, record=_shown)
+    elif step.op == "strategic":
+        answer = await t.patch(path, step.body, ct=STRATEGIC, record=_shown)
     elif step.op == "json":
         answer = await t.patch(path, step.body, ct=JSON_PATCH, record=_shown)
     elif step.op == "apply":
@@ -63,18 +75,18 @@ async def _play(t: Target, step: Step, seen: dict[str, Any]) -> None:
             params["force"] = "true"
         answer = await t.patch(path, step.body, ct=APPLY, params=params, record=_shown)
     elif step.op == "status":
-        answer = await t.patch(t.gizmos(step.name, sub="status"), step.body, record=_shown)
+        answer = await t.patch(f"{path}/status", step.body, record=_shown)
     elif step.op == "scale":
-        await t.patch(t.gizmos(step.name, sub="scale"), step.body, record=_shown)
+        await t.patch(f"{path}/scale", step.body, record=_shown)
         answer = await t.get(path, record=_shown)
     elif step.op == "delete":
         answer = await t.delete(path, record=_shown)
     elif step.op == "list":
-        await t.get(t.gizmos(), params=step.options, record=_shown)
+        await t.get(collection, params=step.options, record=_shown)
         return
     else:
         answer = await t.get(path, record=_shown)
-    if isinstance(answer, dict) and answer.get("kind") == "Gizmo":
+    if isinstance(answer, dict) and "metadata" in answer and answer.get("kind") != "Status":
         seen[step.name] = answer
 
 

@@ -18,9 +18,19 @@ from typing import Any
 
 from anyop.testing.fake.go_json import go_quoted
 from anyop.testing.fake.kinds import Kind
+from anyop.testing.fake.object_meta import object_meta_causes
+from anyop.testing.fake.pod_rules import workload_causes
+from anyop.testing.fake.quantities import milli_rounded
 from anyop.testing.fake.statuses import Cause
 
-__all__ = ["admitted", "create_causes", "defaulted", "error_group", "update_causes"]
+__all__ = [
+    "admitted",
+    "create_causes",
+    "defaulted",
+    "error_group",
+    "new_object_causes",
+    "update_causes",
+]
 
 Body = dict[str, Any]
 Causes = list[tuple[str, Cause]]
@@ -37,7 +47,11 @@ def _container(container: Any) -> None:
         container["imagePullPolicy"] = "Always" if tag in ("", "latest") else "IfNotPresent"
     container.setdefault("terminationMessagePath", "/dev/termination-log")
     container.setdefault("terminationMessagePolicy", "File")
-    container.setdefault("resources", {})
+    resources = container.setdefault("resources", {})
+    for bag in ("limits", "requests"):  # resource lists are rounded up to milli-units
+        if isinstance(resources, dict) and isinstance(resources.get(bag), dict):
+            resources[bag] = {name: milli_rounded(value) if isinstance(value, str) else value
+                              for name, value in resources[bag].items()}  # fmt: skip
     for port in container.get("ports") or ():
         if isinstance(port, dict):
             port.setdefault("protocol", "TCP")
@@ -344,7 +358,9 @@ def _config_keys(obj: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:
                 yield _invalid(f"{bag}[{key}]", key, "must be no more than 253 characters")
             if not _CONFIG_KEY.match(key):
                 yield _invalid(f"{bag}[{key}]", key, _CONFIG_KEY_HINT)
-            if key in (".", "..") or key.startswith(".."):
+            if key in (".", ".."):
+                yield _invalid(f"{bag}[{key}]", key, f"must not be '{key}'")
+            elif key.startswith(".."):
                 yield _invalid(f"{bag}[{key}]", key, "must not start with '..'")
             if bag == "data" and key in (obj.get("binaryData") or {}):
                 yield _invalid(f"{bag}[{key}]", key, "duplicate of key present in binaryData")
@@ -408,7 +424,17 @@ def create_causes(kind: Kind, obj: Mapping[str, Any]) -> Causes:
             return list(_lease(obj))
         case ("", "Event") | ("events.k8s.io", "Event"):
             return list(_event(kind, obj))
+        case ("apps", "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet") | ("", "Pod"):
+            return workload_causes(kind.kind, obj)
     return []
+
+
+def new_object_causes(kind: Kind, obj: Mapping[str, Any]) -> Causes:
+    """The validation errors of a new built-in object: its metadata's, then its kind's."""
+    if kind.custom:
+        return []
+    metadata = obj.get("metadata") or {}
+    return object_meta_causes(metadata, custom=False, own_create=create_causes(kind, obj))
 
 
 _POD_MUTABLE = ("activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds")
@@ -431,17 +457,24 @@ def _pod_spec_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     return bool(fixed(old.get("spec") or {}) != fixed(new.get("spec") or {}))
 
 
-def update_causes(kind: Kind, old: Mapping[str, Any], new: Mapping[str, Any]) -> Causes:
-    """The validation errors of an update of a built-in object."""
+def update_causes(
+    kind: Kind, old: Mapping[str, Any], new: Mapping[str, Any], *, added: Causes | None = None
+) -> Causes:
+    """The validation errors of an update of a built-in object, its metadata's first (as
+    :func:`~anyop.testing.fake.object_meta.object_meta_causes` orders them; ``added``: the
+    finalizers added during deletion), then those of the update alone (immutable fields),
+    then those of the object as a create checks it."""
     if kind.custom:
         return []
-    causes = create_causes(kind, new)
+    own: Causes = []
     match (kind.group, kind.kind):
         case ("", "ConfigMap") | ("", "Secret"):
-            causes = _immutable(kind, old, new) + causes
+            own = _immutable(kind, old, new)
         case ("", "Pod") if _pod_spec_changed(old, new):
-            causes.insert(0, _forbidden("spec", _POD_SPEC_HINT))
-    return causes
+            own = [_forbidden("spec", _POD_SPEC_HINT)]
+    metadata = new.get("metadata") or {}
+    return object_meta_causes(metadata, custom=False, updating=list(added or ()), own_update=own,
+                              own_create=create_causes(kind, new))  # fmt: skip
 
 
 _POD_SPEC_HINT = (

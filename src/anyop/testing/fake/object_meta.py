@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from anyop.testing.fake.go_json import go_quoted
@@ -199,20 +199,26 @@ def metadata_causes(
 
 
 def object_meta_causes(
-    metadata: Mapping[str, Any], *, custom: bool, updating: list[tuple[str, Cause]] | None = None
+    metadata: Mapping[str, Any],
+    *,
+    custom: bool,
+    updating: list[tuple[str, Cause]] | None = None,
+    own_update: Sequence[tuple[str, Cause]] = (),
+    own_create: Sequence[tuple[str, Cause]] = (),
 ) -> list[tuple[str, Cause]]:
     """All the metadata errors of a create (``updating`` None) or of an update, in the order
     and number kube-apiserver reports them: an update checks the metadata as a create does and
     as an update does (``updating``: what that finds beyond :func:`metadata_causes`, the
     finalizers added during deletion), then the kind's own checks again: a custom resource's
     as an update, a built-in kind's as an update and as a create (its ``Validate<Kind>Update``
-    calls ``Validate<Kind>``)."""
+    calls ``Validate<Kind>``). A built-in kind's own checks come after its metadata's: of an
+    update alone (``own_update``), then of the object (``own_create``)."""
     if updating is None:
-        return metadata_causes(metadata, creating=True, kube=not custom)
+        return [*metadata_causes(metadata, creating=True, kube=not custom), *own_create]
     common = metadata_causes(metadata, creating=True)
     update = updating + metadata_causes(metadata, creating=False)
     if custom:
         return common + update + update
     kube_update = updating + metadata_causes(metadata, creating=False, kube=True)
     kube_create = metadata_causes(metadata, creating=True, kube=True)
-    return common + update + kube_update + kube_create
+    return [*common, *update, *kube_update, *own_update, *kube_create, *own_create]

@@ -21,6 +21,7 @@ from anyop.testing.fake.statuses import Cause, invalid
 __all__ = [
     "SYSTEM_FIELDS",
     "Body",
+    "added_finalizers",
     "generated_name",
     "is_same",
     "prepare_create",
@@ -123,9 +124,11 @@ def prepare_create(
     obj["apiVersion"], obj["kind"] = kind.api_version, kind.kind
     metadata = obj["metadata"] = dict(obj.get("metadata") or {})
     name = str(metadata.get("name") or "")
-    causes = _name_causes(kind, name) + object_meta_causes(metadata, custom=kind.custom)
-    if causes and not kind.custom:
+    causes = _name_causes(kind, name)
+    if causes and not kind.custom:  # the rest of a built-in object's: create_causes
         raise invalid(kind.kind, kind.group, name or None, causes=causes)
+    if kind.custom:
+        causes += object_meta_causes(metadata, custom=True)
     for field in (*SYSTEM_FIELDS, "resourceVersion", "managedFields"):
         metadata.pop(field, None)
     if namespace is not None:
@@ -175,7 +178,8 @@ def _essence(kind: Kind, obj: Mapping[str, Any]) -> Body:
     return {key: value for key, value in obj.items() if key not in skipped}
 
 
-def _finalizer_causes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[tuple[str, Cause]]:
+def added_finalizers(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[tuple[str, Cause]]:
+    """The error of finalizers added to an object being deleted."""
     old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
     if not old_meta.get("deletionTimestamp"):
         return []
@@ -224,11 +228,8 @@ def prepare_update(
             metadata[field] = old_meta[field]
     metadata.pop("managedFields", None)
     name = str(old_meta.get("name", ""))
-    updating = _finalizer_causes(old, obj)
-    causes = object_meta_causes(metadata, custom=kind.custom, updating=updating)
-    if causes and not kind.custom:
-        raise invalid(kind.kind, kind.group, name, causes=causes)
-    if kind.custom:
+    if kind.custom:  # (a built-in object's: update_causes)
+        causes = object_meta_causes(metadata, custom=True, updating=added_finalizers(old, obj))
         obj = _custom_checks(kind, obj, name, old, subresource=subresource, prior=causes)
     if kind.generation and _essence(kind, obj) != _essence(kind, old):
         obj["metadata"]["generation"] = int(old_meta.get("generation") or 0) + 1

@@ -134,9 +134,9 @@ def rescale(
     store: Store, ref: Ref, *, content_type: str, document: bytes, manager: str | None = None
 ) -> Body:
     """Write a Scale (PUT, or a merge or JSON patch of it) to the object's replicas; answer the
-    new Scale. ``manager`` comes to own a built-in object's replicas it changes, in an entry of
-    the ``scale`` subresource; a custom resource's owners change as
-    :func:`~anyop.testing.fake.managed_fields.owners_after_scale` says.
+    new Scale. The owners change as
+    :func:`~anyop.testing.fake.managed_fields.owners_after_scale` says (``manager`` is the
+    writer).
 
     Raises:
         StatusError: 400, 404, 409 (stale resourceVersion), 415, 422 (bad replicas).
@@ -167,9 +167,6 @@ def rescale(
         raise bad_request(f"the spec replicas field {json.dumps(path)} cannot be empty")
     writes.check_version(kind, stored, (wanted.get("metadata") or {}).get("resourceVersion"))
     new = with_replicas(kind, stored, wanted)
-    if not kind.custom:
-        updated = writes.update(store, kind, stored, new=new, subresource="scale", manager=manager)
-        return scale_of(kind, updated)
     spec_path = (kind.scale or {}).get("specReplicasPath", ".spec.replicas")
     replicas = tuple(("f", part) for part in _path(spec_path))
     changed = _read(stored, spec_path) != _read(new, spec_path)

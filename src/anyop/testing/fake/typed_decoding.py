@@ -18,6 +18,7 @@ from typing import Any
 from anyop.testing.fake.go_times import RFC3339, RFC3339_MICRO, time_error
 from anyop.testing.fake.json_copy import is_map, json_copy
 from anyop.testing.fake.openapi_catalog import Catalog, Schema, catalog
+from anyop.testing.fake.quantities import QuantityError, canonical_quantity
 from anyop.testing.fake.statuses import StatusError, bad_request
 
 __all__ = ["decode", "decode_metadata"]
@@ -37,6 +38,7 @@ class _Context:
     struct: str = ""
     fields: tuple[str, ...] = ()
     error: str = ""
+    aborted: bool = False
 
     def type_error(self, got: str, go_type: str) -> None:
         if self.error:
@@ -52,6 +54,11 @@ class _Context:
     def other_error(self, message: str) -> None:
         if not self.error:
             self.error = message
+
+    def abort(self, message: str) -> None:
+        """An unmarshaller's error: Go's decoder stops at it, whatever type error it saw."""
+        if not self.aborted:
+            self.error, self.aborted = message, True
 
 
 def _json_name(value: Any) -> str:
@@ -185,7 +192,12 @@ def _value(books: Catalog, value: Any, schema: Schema, ctx: _Context, like: Any 
                 ctx.other_error(
                     f"json: cannot unmarshal {_json_name(value)} into Go value of type int32"
                 )
-    return value  # an IntOrString, a Quantity: as it is
+        case "quantity":
+            try:
+                return canonical_quantity(value)  # as Go writes it back: "0.5" is "500m"
+            except QuantityError as exc:
+                ctx.abort(str(exc))
+    return value  # an IntOrString: as it is
 
 
 def _time(value: Any, layout: str, ctx: _Context) -> Any:

@@ -14,9 +14,9 @@ from typing import Any
 from anyop.testing.fake import crd_deletion, go_json
 from anyop.testing.fake.builtin_rules import (
     admitted,
-    create_causes,
     defaulted,
     error_group,
+    new_object_causes,
     update_causes,
 )
 from anyop.testing.fake.json_copy import json_copy
@@ -24,6 +24,7 @@ from anyop.testing.fake.json_patches import PatchFailed, apply_json_patch
 from anyop.testing.fake.kinds import CRD_KIND, NAMESPACE_KIND, Kind, kinds_of_crd
 from anyop.testing.fake.managed_fields import in_order, owners_after_update
 from anyop.testing.fake.objects import (
+    added_finalizers,
     generated_name,
     is_same,
     prepare_create,
@@ -179,7 +180,7 @@ def create(
         now=store.now(),
     )
     obj = _crd_defaults(kind, obj)
-    if causes := create_causes(kind, obj):
+    if causes := new_object_causes(kind, obj):
         raise invalid(kind.kind, error_group(kind), name, causes=causes)
     if kind.status and not kind.custom and "status" not in obj:
         obj = _empty_status(kind, obj)
@@ -276,7 +277,7 @@ def update(
     """
     request = decoded(kind, new, stored=stored)
     obj = prepare_update(kind, stored, request, subresource=subresource)
-    if causes := update_causes(kind, stored, obj):
+    if causes := update_causes(kind, stored, obj, added=added_finalizers(stored, obj)):
         raise invalid(kind.kind, error_group(kind), stored["metadata"]["name"], causes=causes)
     if owners is None and manager is not None:
         owners = [] if _untyped(kind, request, stored) else owners_after_update(
