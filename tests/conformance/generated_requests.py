@@ -1,5 +1,6 @@
 """Seeded request sequences for the conformance suite: valid and invalid writes of Gizmos (a CR
-with a rich schema, validation rules, status and scale) and of ConfigMaps, drawn from one seed.
+with a rich schema, validation rules, status and scale), and of a ConfigMap and a Deployment,
+drawn from one seed.
 
 Pure: :func:`plan` turns a seed into steps; the test plays them on both API servers. A value is
 drawn from the field's schema (valid mostly) or from the values that schema refuses (a wrong
@@ -13,7 +14,7 @@ import dataclasses
 import random
 from typing import Any
 
-__all__ = ["Step", "plan"]
+__all__ = ["Step", "builtin_plan", "plan"]
 
 NAMES = ("g1", "g2")
 
@@ -161,6 +162,102 @@ def plan(seed: int, *, steps: int = 10) -> list[Step]:
         elif op == "list":
             selector = rng.choice(["app=a", "app!=a", "tier", "!tier", "app in (a,b)"])
             out.append(Step(op, name, options={"labelSelector": selector}))
+        else:
+            out.append(Step(op, name))
+    return out
+
+
+# Built-in kinds: a ConfigMap and a Deployment, written in every way an operator writes them.
+
+_DATA: tuple[tuple[Any, ...], tuple[Any, ...]] = (
+    ({"a": "1"}, {"a": "1", "b.c": "2"}, {"K_1": "x"}, {}),
+    ({"a b": "1"}, {"..": "x"}, {"a": 1}, {"a": None}, {"x" * 254: "v"}, {"-": "v"}),
+)
+_CONTAINER_NAMES = ("app", "side")
+
+
+def _container(rng: random.Random, name: str, *, bad: float) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": name, "image": rng.choice(["nginx", "busybox:1.36"])}
+    if rng.random() < 0.5:
+        port = _value(rng, ((80, 8080), (0, 70000, "80")), bad)
+        container["ports"] = [{"containerPort": port, "protocol": rng.choice(["TCP", "UDP"])}]
+    if rng.random() < 0.4:
+        container["env"] = [{"name": _value(rng, (("A", "B_2"), ("1A", "a b", "")), bad),
+                             "value": "v"}]  # fmt: skip
+    if rng.random() < 0.4:
+        quantity = _value(rng, (("100m", "1", "0.5", "1Gi"), ("abc", "1.5.5", -1)), bad)
+        container["resources"] = {"requests": {"cpu": quantity}}
+    if rng.random() < bad / 2:
+        container.pop("image")
+    return container
+
+
+def _deployment(rng: random.Random, *, bad: float) -> dict[str, Any]:
+    labels = {"app": "d"} if rng.random() > bad / 2 else {"app": "other"}
+    names = rng.sample(_CONTAINER_NAMES, k=rng.randint(1, 2))
+    spec: dict[str, Any] = {
+        "selector": {"matchLabels": {"app": "d"}},
+        "template": {"metadata": {"labels": labels},
+                     "spec": {"containers": [_container(rng, n, bad=bad) for n in names]}},
+    }  # fmt: skip
+    if rng.random() < 0.5:
+        spec["replicas"] = _value(rng, ((0, 1, 3), (-1, "2", 1.5)), bad)
+    if rng.random() < 0.2:
+        spec["strategy"] = rng.choice([{"type": "Recreate"}, {"type": "RollingUpdate"},
+                                       {"type": "Bogus"}])  # fmt: skip
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d1"},
+            "spec": spec}  # fmt: skip
+
+
+def _configmap(rng: random.Random, *, bad: float) -> dict[str, Any]:
+    body: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap",
+                            "metadata": _metadata(rng, "c1", bad=bad)}  # fmt: skip
+    body["data"] = _value(rng, _DATA, bad)
+    if rng.random() < 0.2:
+        body["immutable"] = rng.random() < 0.5
+    return body
+
+
+def builtin_plan(seed: int, *, steps: int = 10) -> list[Step]:
+    """Requests on a ConfigMap (``c1``) and a Deployment (``d1``): creates, replaces, merge,
+    JSON and strategic merge patches, applies, scale writes and deletions."""
+    rng = random.Random(seed)
+    bad = rng.choice([0.1, 0.25, 0.5])
+    out = [Step("create", "c1", _configmap(rng, bad=bad)),
+           Step("create", "d1", _deployment(rng, bad=bad))]  # fmt: skip
+    for _ in range(steps):
+        name = rng.choice(["c1", "d1"])
+        make = (lambda: _configmap(rng, bad=bad)) if name == "c1" else (
+            lambda: _deployment(rng, bad=bad))  # fmt: skip
+        op = rng.choice(["put", "merge", "strategic", "json", "apply", "apply", "get",
+                         "delete", "create"] + (["scale"] if name == "d1" else []))  # fmt: skip
+        if op in ("put", "create"):
+            out.append(Step(op, name, make(), {"version": rng.choice(["current", "none"])}))
+        elif op == "apply":
+            body = make()
+            body["metadata"] = {k: v for k, v in body["metadata"].items() if k == "name"}
+            out.append(Step(op, name, body, {"manager": rng.choice(["m1", "m2"]),
+                                             "force": rng.random() < 0.3}))  # fmt: skip
+        elif op in ("merge", "strategic"):
+            if name == "c1":
+                patch: Any = {"data": _value(rng, _DATA, bad)}
+            else:
+                names = rng.sample(_CONTAINER_NAMES, k=rng.randint(1, 2))
+                containers = [_container(rng, n, bad=bad) for n in names]
+                if op == "strategic" and rng.random() < 0.3:
+                    containers.append({"name": rng.choice(_CONTAINER_NAMES), "$patch": "delete"})
+                patch = {"spec": {"template": {"spec": {"containers": containers}}}}
+            if rng.random() < 0.3:
+                patch["metadata"] = {"labels": _value(rng, _LABELS, bad)}
+            out.append(Step(op, name, patch))
+        elif op == "json":
+            path = "/data/a" if name == "c1" else "/spec/replicas"
+            value = "2" if name == "c1" else _value(rng, ((1, 2), (-1, "x")), bad)
+            out.append(Step(op, name, [{"op": rng.choice(["add", "replace", "remove"]),
+                                        "path": path, "value": value}]))  # fmt: skip
+        elif op == "scale":
+            replicas = _value(rng, ((0, 2, 4), (-1, "3")), bad)
+            out.append(Step(op, name, {"spec": {"replicas": replicas}}))
         else:
             out.append(Step(op, name))
     return out

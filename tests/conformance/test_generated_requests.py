@@ -1,6 +1,6 @@
 """Conformance on generated requests: seeded sequences of valid and invalid creates, updates,
-patches (merge, JSON, apply), status and scale writes, deletions and reads of Gizmos, played on
-both API servers; every answer must be the same.
+patches (merge, JSON, strategic, apply), status and scale writes, deletions and reads of Gizmos,
+and of a ConfigMap and a Deployment, played on both API servers; every answer must be the same.
 
 ``ANYOP_CONFORMANCE_SEEDS=a:b`` plays the seeds ``a`` to ``b-1`` instead of the fixed 0 to 39,
 so a wider search runs on demand; a difference it finds is fixed as a class, and kept as a
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from tests.conformance.conftest import Conform
-from tests.conformance.generated_requests import Step, plan
+from tests.conformance.generated_requests import Step, builtin_plan, plan
 from tests.conformance.harness import JSON_PATCH, STRATEGIC, Target, status_shown
 
 pytestmark = pytest.mark.anyio
@@ -102,5 +102,19 @@ async def test_generated_requests_are_answered_as_kube_apiserver_does(
             await _play(t, step, seen)
         for name in ("g1", "g2"):  # leave nothing behind that a finalizer would keep
             await t.patch(t.gizmos(name), {"metadata": {"finalizers": None}}, record=lambda _: 0)
+
+    await conform(scenario)
+
+
+@pytest.mark.parametrize("seed", _seeds())
+async def test_generated_requests_on_built_in_kinds_are_answered_as_kube_apiserver_does(
+    conform: Conform, seed: int
+) -> None:
+    steps = builtin_plan(seed)
+
+    async def scenario(t: Target) -> None:
+        seen: dict[str, Any] = {}
+        for step in steps:
+            await _play(t, step, seen)
 
     await conform(scenario)

@@ -203,7 +203,13 @@ def _order(entry: Mapping[str, Any]) -> tuple[Any, ...]:
 
 
 def owners_after_scale(
-    kind: Kind, old: Mapping[str, Any], *, replicas: Path, changed: bool, manager: str
+    kind: Kind,
+    old: Mapping[str, Any],
+    *,
+    replicas: Path,
+    changed: bool,
+    manager: str,
+    zero: bool = False,
 ) -> list[Body]:
     """The ``managedFields`` of a custom resource after a write of its Scale by ``manager``, as
     kube-apiserver's scale handler leaves them.
@@ -214,15 +220,17 @@ def owners_after_scale(
     and, unless the replicas ``changed``, comes back beside itself as an entry of that one
     field without a time (read later as one with its own, by :func:`entries_of`: the later
     wins, which does not own them). Changed replicas go to the writer, in an entry of the
-    ``scale`` subresource without a time. An apply's owner keeps them.
+    ``scale`` subresource without a time; changed to ``zero``, which the Scale leaves out,
+    they go from every owner. An apply's owner keeps them otherwise.
     """
     entries = entries_of(old)
     owned = [from_fields_v1(entry.get("fieldsV1")) for entry in entries]
     if not any(replicas in fields for fields in owned):
         return entries
     result: list[Body] = []
+    gone = changed and zero
     for entry, fields in zip(entries, owned, strict=True):
-        if replicas not in fields or entry.get("operation") == "Apply":
+        if replicas not in fields or (entry.get("operation") == "Apply" and not gone):
             result.append(entry)
             continue
         if rest := fields - {replicas}:
@@ -230,7 +238,7 @@ def owners_after_scale(
         if not changed:
             stranger = {k: v for k, v in entry.items() if k not in ("time", "fieldsV1")}
             result.append({**stranger, "fieldsV1": to_fields_v1({replicas})})
-    if changed:
+    if changed and not zero:
         taker = new_entry(kind, manager, "Update", "", "scale", {replicas})
         result.append({k: v for k, v in taker.items() if k != "time"})
     return result

@@ -171,7 +171,7 @@ def rescale(
     replicas = tuple(("f", part) for part in _path(spec_path))
     changed = _read(stored, spec_path) != _read(new, spec_path)
     owners = owners_after_scale(kind, stored, replicas=replicas, changed=changed,
-                                manager=manager or "")  # fmt: skip
+                                manager=manager or "", zero=not _read(new, spec_path))  # fmt: skip
     updated = writes.update(store, kind, stored, new=new, subresource="scale", owners=owners)
     return scale_of(kind, updated)
 

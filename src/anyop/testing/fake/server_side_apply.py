@@ -12,7 +12,7 @@ replace, patch): their manager takes the fields they change.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from anyop.testing.fake import writes
@@ -48,6 +48,7 @@ from anyop.testing.fake.smd_typing import (
 )
 from anyop.testing.fake.statuses import StatusError, bad_request, invalid, status_body
 from anyop.testing.fake.store import Ref, Store, shown
+from anyop.testing.fake.typed_decoding import decode
 
 __all__ = ["apply"]
 
@@ -69,21 +70,71 @@ def _merge(live: Any, config: Any, where: Any, shape: Shape) -> Any:
         items = shape.items(where)
         if kind == "map" and keys:
 
-            def key_of(item: Any) -> Any:
-                return tuple(item.get(k) for k in keys) if isinstance(item, Mapping) else item
+            def key_of(item: Any) -> str:
+                found = [item.get(k) for k in keys] if isinstance(item, Mapping) else item
+                return json.dumps(found, sort_keys=True)
 
-            result_list = [json_copy(item) for item in live]
-            for item in config:
-                index = next((i for i, old in enumerate(result_list)
-                              if key_of(old) == key_of(item)), None)  # fmt: skip
-                if index is None:
-                    result_list.append(json_copy(item))
-                else:
-                    result_list[index] = _merge(result_list[index], item, items, shape)
-            return result_list
+            def merged(old: Any, new: Any) -> Any:
+                if old is MISSING or new is MISSING:
+                    return json_copy(new if old is MISSING else old)
+                return _merge(old, new, items, shape)
+
+            return _merged_list(live, config, key_of, merged)
         if kind == "set":
-            return list(live) + [item for item in config if item not in live]
+            return _merged_list(
+                live,
+                config,
+                lambda item: json.dumps(item, sort_keys=True),
+                lambda old, new: json_copy(old if new is MISSING else new),
+            )
     return json_copy(config)
+
+
+def _merged_list(
+    live: list[Any],
+    config: list[Any],
+    key_of: Callable[[Any], str],
+    merged: Callable[[Any, Any], Any],
+) -> list[Any]:
+    """A map-list's or set's live items and applied items together, in structured merge's
+    order: the applied items in their order, each live item not applied where it was among
+    them (``merged(live item, applied item)``, either :data:`MISSING`)."""
+    lhs, rhs = [key_of(item) for item in live], [key_of(item) for item in config]
+    in_live = dict(zip(lhs, live, strict=True))
+    in_config = dict(zip(rhs, config, strict=True))
+    shared = [key for key in rhs if key in in_live]
+    next_shared = shared.pop(0) if shared else None
+    done: set[str] = set()
+    out: list[Any] = []
+    left = right = 0
+    while left < len(lhs) or right < len(rhs):
+        if left < len(lhs) and right < len(rhs):
+            key = lhs[left]
+            if key == rhs[right]:
+                done.add(key)
+                out.append(merged(in_live.get(key, MISSING), in_config.get(key, MISSING)))
+                left, right = left + 1, right + 1
+                next_shared = shared.pop(0) if shared else None
+                continue
+            if key in in_config and next_shared is not None and next_shared != key:
+                left += 1  # applied too, but not the one wanted in this round
+                continue
+        if left < len(lhs):
+            key = lhs[left]
+            if key not in in_config:
+                out.append(merged(live[left], MISSING))
+                left += 1
+                continue
+            if key in done:
+                left += 1
+        if right < len(rhs):
+            key = rhs[right]
+            done.add(key)
+            out.append(merged(in_live.get(key, MISSING), in_config.get(key, MISSING)))
+            right += 1
+            if next_shared is not None and next_shared == key:
+                next_shared = shared.pop(0) if shared else None
+    return out
 
 
 def _conflict(conflicts: Sequence[tuple[Mapping[str, Any], Path]]) -> StatusError:
@@ -124,6 +175,27 @@ def _who(entry: Mapping[str, Any]) -> str:
     if entry.get("operation") == "Update":
         return f"{name} using {entry.get('apiVersion')}"
     return name
+
+
+def _check_converts(kind: Kind, config: Mapping[str, Any], merged: Mapping[str, Any]) -> None:
+    """Refuse an applied built-in object that its Go type cannot hold (a replicas of 2.5, a
+    quantity that is not one), as the field manager's conversion does: 500, naming the
+    configuration's own namespace and name.
+
+    Raises:
+        StatusError: 500.
+    """
+    try:
+        decode(kind.group, kind.version, kind.kind, merged, unstructured=True)
+    except StatusError as exc:
+        gvk = f"{kind.api_version if kind.group else '/' + kind.version}, Kind={kind.kind}"
+        metadata = config.get("metadata") or {}
+        where = f"{metadata.get('namespace') or ''}/{metadata.get('name') or ''}"
+        message = (
+            f"failed to convert new object ({where}; {gvk}) to proper version: unable to "
+            f"convert unstructured object to {gvk}: {exc.body.get('message')}"
+        )
+        raise StatusError(status_body(500, "", message, details=None)) from None
 
 
 BEFORE_FIRST_APPLY = "before-first-apply"
@@ -196,6 +268,8 @@ def apply(
         raise smd_failure("failed to create typed live object", kind, live or {}, untyped)
     applied = fields_of(config, shape, status=mode)
     if live is None and subresource is None:
+        if not kind.custom:
+            _check_converts(kind, config, config)
         entries = [new_entry(kind, manager, "Apply", store.now(), None, applied)] if applied else []
         return 201, writes.create(store, kind, config, namespace=ref.namespace, owners=entries)
     stored = store.find(kind, ref.namespace, ref.name)
@@ -230,6 +304,8 @@ def apply(
         owned[mine] = applied
         if previous != applied or changing:
             entries[mine]["time"] = store.now()
+    if not kind.custom:
+        _check_converts(kind, config, merged)
     new_entries = rebuilt(kind, entries, owned, sets)
     result = writes.update(
         store, kind, stored, new=merged, subresource=subresource, owners=new_entries

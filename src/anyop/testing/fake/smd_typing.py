@@ -212,13 +212,21 @@ def _mistyped(schema: Schema, value: Any) -> str | None:
     return None
 
 
+def _key_value(value: Any) -> str:
+    """A map-list key's value as structured merge prints it: a scalar as JSON, a map as its
+    ``field=value`` pairs."""
+    if isinstance(value, Mapping):
+        return ",".join(f"{key}={_key_value(value[key])}" for key in sorted(value))
+    return json.dumps(value)
+
+
 def _element(schema: Schema, item: Any, index: int) -> str:
     """A list element's path element: its keys in a map-list, its value in a set, else its
     index."""
     kind = schema.get("x-kubernetes-list-type")
     keys = schema.get("x-kubernetes-list-map-keys") or ()
     if kind == "map" and keys and isinstance(item, Mapping):
-        return "[" + ",".join(f"{key}={json.dumps(item.get(key))}" for key in keys) + "]"
+        return "[" + ",".join(f"{key}={_key_value(item.get(key))}" for key in keys) + "]"
     if kind == "set":
         return f"[={json.dumps(item)}]"
     return f"[{index}]"

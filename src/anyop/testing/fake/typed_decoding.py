@@ -39,9 +39,15 @@ class _Context:
     fields: tuple[str, ...] = ()
     error: str = ""
     aborted: bool = False
+    converter: bool = False
+    """Converting an unstructured object (a patch's result), not decoding JSON: the errors
+    are ``runtime.DefaultUnstructuredConverter``'s."""
 
-    def type_error(self, got: str, go_type: str) -> None:
+    def type_error(self, got: str, go_type: str, value: Any = None) -> None:
         if self.error:
+            return
+        if self.converter:
+            self.error = _converter_error(value, go_type)
             return
         if self.struct or self.fields:
             where = f"{self.struct}.{'.'.join(self.fields)}"
@@ -59,6 +65,42 @@ class _Context:
         """An unmarshaller's error: Go's decoder stops at it, whatever type error it saw."""
         if not self.aborted:
             self.error, self.aborted = message, True
+
+
+_GO_SCALARS = ("string", "bool", "int", "int8", "int16", "int32", "int64", "uint", "uint8",
+               "uint16", "uint32", "uint64", "float32", "float64")  # fmt: skip
+
+
+def _unstructured_kind(value: Any) -> str:
+    """The Go kind of an unstructured value."""
+    match value:
+        case bool():
+            return "bool"
+        case int():
+            return "int64"
+        case float():
+            return "float64"
+        case str():
+            return "string"
+        case list():
+            return "slice"
+    return "map"
+
+
+def _converter_error(value: Any, go_type: str) -> str:
+    """``DefaultUnstructuredConverter.FromUnstructured``'s error for a value of another type."""
+    kind = _unstructured_kind(value)
+    if go_type in _GO_SCALARS:
+        numbers = ("int64", "float64")
+        convertible = (kind in numbers and go_type != "bool") or kind == go_type
+        if not convertible:
+            return f"unrecognized type: {go_type}"
+        return f"cannot convert {kind} to {go_type}"
+    if go_type.startswith("[]"):
+        return f"cannot restore slice from {kind}"
+    if go_type.startswith("map["):
+        return f"cannot restore map from {kind}"
+    return f"cannot restore struct from: {kind}"
 
 
 def _json_name(value: Any) -> str:
@@ -176,7 +218,7 @@ def _value(books: Catalog, value: Any, schema: Schema, ctx: _Context, like: Any 
             return _object(books, value, resolved, name, schema, ctx, like)
         case "array":
             if not isinstance(value, list):
-                ctx.type_error(_json_name(value), _go_type(books, schema))
+                ctx.type_error(_json_name(value), _go_type(books, schema), value)
                 return value
             items = resolved.get("items") or _ANY
             if type(like) is not list or len(like) != len(value):
@@ -220,7 +262,7 @@ def _object(
     like: Any = None,
 ) -> Any:
     if type(value) is not dict and not is_map(value):
-        ctx.type_error(_json_name(value), _go_type(books, schema))
+        ctx.type_error(_json_name(value), _go_type(books, schema), value)
         return value
     shape = _shape(books, resolved)
     if shape.free_form:
@@ -354,30 +396,31 @@ def _scalar(value: Any, resolved: Schema, ctx: _Context, *, go_type: Callable[[]
     match resolved.get("type"):
         case "string":
             if not isinstance(value, str):
-                ctx.type_error(_json_name(value), go_type())
+                ctx.type_error(_json_name(value), go_type(), value)
             elif resolved.get("format") == "byte":
                 _base64(value, ctx)
         case "boolean":
             if not isinstance(value, bool):
-                ctx.type_error(_json_name(value), go_type())
+                ctx.type_error(_json_name(value), go_type(), value)
         case "integer":
             _integer(value, go_type, ctx)
         case "number":
             if not isinstance(value, (int, float)) or isinstance(value, bool):
-                ctx.type_error(_json_name(value), go_type())
+                ctx.type_error(_json_name(value), go_type(), value)
     return value
 
 
 def _integer(value: Any, go_type: Callable[[], str], ctx: _Context) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        ctx.type_error(_json_name(value), go_type())
+        ctx.type_error(_json_name(value), go_type(), value)
         return
     if isinstance(value, float):
-        ctx.type_error(f"number {value}", go_type())
+        if not (ctx.converter and value.is_integer()):  # the converter takes 2.0 for 2
+            ctx.type_error(f"number {value}", go_type(), value)
     elif not -(2**31) <= value < 2**31:  # only then the type's size matters
         limit = _INT_LIMITS.get(go_type(), 2**63)
         if not -limit <= value < limit:
-            ctx.type_error(f"number {value}", go_type())
+            ctx.type_error(f"number {value}", go_type(), value)
 
 
 def _base64(value: str, ctx: _Context) -> None:
@@ -396,7 +439,13 @@ def _base64(value: str, ctx: _Context) -> None:
 
 
 def decode(
-    group: str, version: str, kind: str, body: Mapping[str, Any], *, like: Any = None
+    group: str,
+    version: str,
+    kind: str,
+    body: Mapping[str, Any],
+    *,
+    like: Any = None,
+    unstructured: bool = False,
 ) -> dict[str, Any]:
     """A built-in object as its Go type keeps it: unknown fields dropped.
 
@@ -406,6 +455,9 @@ def decode(
     The result shares no dict or list with ``body`` or ``like``: the writes change it in
     place. Objects of kinds the catalog has no schema for come back as they are (copied).
 
+    ``unstructured``: the body is an unstructured object (a patch's result, an apply's) that
+    the API server converts rather than decodes: its errors are the converter's, alone.
+
     Raises:
         StatusError: 400, a field has the wrong JSON type or a timestamp does not parse.
     """
@@ -413,9 +465,11 @@ def decode(
     name = books.schema_name(group, version, kind)
     if name is None:
         return json_copy(dict(body))  # the decoder's own, as below
-    ctx = _Context()
+    ctx = _Context(converter=unstructured)
     kept = _object(books, body, books.schemas[name], name, {"$ref": name}, ctx, like)
     if ctx.error:
+        if unstructured:
+            raise bad_request(ctx.error)
         raise _refused(kind, version, ctx.error)
     for key in ("apiVersion", "kind"):
         if key in body:

@@ -432,19 +432,20 @@ def patch(
     result = patched(kind, stored, content_type=content_type, document=document)
     if not isinstance(result, Mapping):
         raise rejected_patch()
+    strategic = content_type == STRATEGIC
     if kind.custom:  # its metadata alone decodes (a built-in object's whole, in update)
-        _check_patched_decodes(kind, result)
+        _check_patched_decodes(kind, result, strategic=False)
     check_version(kind, stored, (result.get("metadata") or {}).get("resourceVersion"))
     try:
         return update(store, kind, stored, new=result, subresource=subresource, manager=manager)
     except StatusError as exc:
         if exc.body.get("code") != 400 or kind.custom:
             raise
-        _check_patched_decodes(kind, result)  # the decoder's refusal, as the patcher's
+        _check_patched_decodes(kind, result, strategic=strategic)  # as the patcher refuses it
         raise
 
 
-def _check_patched_decodes(kind: Kind, result: Mapping[str, Any]) -> None:
+def _check_patched_decodes(kind: Kind, result: Mapping[str, Any], *, strategic: bool) -> None:
     """Refuse a patched object that does not decode (``"labels": []``) as kube-apiserver's
     patcher does: 422, the patched object (as Go writes a map: keys sorted) and the decoder's
     error under ``patch``.
@@ -453,7 +454,10 @@ def _check_patched_decodes(kind: Kind, result: Mapping[str, Any]) -> None:
         StatusError: 422.
     """
     try:
-        decoded(kind, result)
+        if kind.custom or not strategic:
+            decoded(kind, result)
+        else:  # a strategic merge's result is converted, with the converter's errors
+            decode(kind.group, kind.version, kind.kind, result, unstructured=True)
     except StatusError as exc:
         refusal = f'{kind.kind} in version "{kind.version}" cannot be handled as a {kind.kind}: '
         error = str(exc.body.get("message", "")).removeprefix(refusal)
