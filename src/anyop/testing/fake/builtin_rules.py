@@ -473,8 +473,12 @@ def update_causes(
         case ("", "Pod") if _pod_spec_changed(old, new):
             own = [_forbidden("spec", _POD_SPEC_HINT)]
     metadata = new.get("metadata") or {}
+    # The kind's own checks judge what is not metadata: where that did not change, they judge
+    # as they did when it was stored (it was checked then), and need not walk it again.
+    same = all(old.get(key) == value for key, value in new.items() if key != "metadata")
+    own_create = [] if same and len(old) == len(new) else create_causes(kind, new)
     return object_meta_causes(metadata, custom=False, updating=list(added or ()), own_update=own,
-                              own_create=create_causes(kind, new))  # fmt: skip
+                              own_create=own_create)  # fmt: skip
 
 
 _POD_SPEC_HINT = (

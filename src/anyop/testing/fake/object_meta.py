@@ -105,7 +105,9 @@ def _annotations(annotations: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:
     for key in annotations:
         for error in label_key_errors(key.lower()):
             yield _invalid("metadata.annotations", go_quoted(key), error)
-    size = sum(len(key.encode()) + len(str(value).encode()) for key, value in annotations.items())
+    size = sum(len(key) + len(str(value)) for key, value in annotations.items())
+    if size * 4 > _ANNOTATIONS_LIMIT:  # in characters it may be well below: count the bytes
+        size = sum(len(k.encode()) + len(str(v).encode()) for k, v in annotations.items())
     if size > _ANNOTATIONS_LIMIT:
         message = f"Too long: may not be more than {_ANNOTATIONS_LIMIT} bytes"
         yield "metadata.annotations", {"reason": "FieldValueTooLong", "message": message}
@@ -182,20 +184,32 @@ def metadata_causes(
     ``kube``: a built-in kind's checks, which refuse a finalizer name without a ``/`` that is
     not one of Kubernetes' own, create or update.
     """
-    causes: list[tuple[str, Cause]] = []
-    causes += _labels(metadata.get("labels") or {})
-    causes += _annotations(metadata.get("annotations") or {})
-    causes += _owner_references(list(metadata.get("ownerReferences") or ()))
+    shared, names, kubes = _parts(metadata)
+    return [*shared, *(names if creating else ()), *(kubes if kube else ())]
+
+
+def _parts(
+    metadata: Mapping[str, Any],
+) -> tuple[list[tuple[str, Cause]], list[tuple[str, Cause]], list[tuple[str, Cause]]]:
+    """The errors every check finds (labels, annotations, owner references), a create's of the
+    finalizers' names, and a built-in kind's of them."""
+    shared: list[tuple[str, Cause]] = []
+    if labels := metadata.get("labels"):
+        shared += _labels(labels)
+    if annotations := metadata.get("annotations"):
+        shared += _annotations(annotations)
+    if references := metadata.get("ownerReferences"):
+        shared += _owner_references(list(references))
     finalizers = list(metadata.get("finalizers") or ())
-    if creating:
-        causes += _finalizers(finalizers)
-    if kube:
-        for index, finalizer in enumerate(finalizers):
-            if "/" not in str(finalizer) and finalizer not in _STANDARD_FINALIZERS:
-                detail = "name is neither a standard finalizer name nor is it fully qualified"
-                shown = go_quoted(str(finalizer))
-                causes.append(_invalid(f"metadata.finalizers[{index}]", shown, detail))
-    return causes
+    if not finalizers:
+        return shared, [], []
+    kubes = []
+    for index, finalizer in enumerate(finalizers):
+        if "/" not in str(finalizer) and finalizer not in _STANDARD_FINALIZERS:
+            detail = "name is neither a standard finalizer name nor is it fully qualified"
+            shown = go_quoted(str(finalizer))
+            kubes.append(_invalid(f"metadata.finalizers[{index}]", shown, detail))
+    return shared, list(_finalizers(finalizers)), kubes
 
 
 def object_meta_causes(
@@ -213,12 +227,11 @@ def object_meta_causes(
     as an update, a built-in kind's as an update and as a create (its ``Validate<Kind>Update``
     calls ``Validate<Kind>``). A built-in kind's own checks come after its metadata's: of an
     update alone (``own_update``), then of the object (``own_create``)."""
+    shared, names, kubes = _parts(metadata)
+    own_kube = [] if custom else kubes
     if updating is None:
-        return [*metadata_causes(metadata, creating=True, kube=not custom), *own_create]
-    common = metadata_causes(metadata, creating=True)
-    update = updating + metadata_causes(metadata, creating=False)
+        return [*shared, *names, *own_kube, *own_create]
+    common, update = [*shared, *names], [*updating, *shared]
     if custom:
         return common + update + update
-    kube_update = updating + metadata_causes(metadata, creating=False, kube=True)
-    kube_create = metadata_causes(metadata, creating=True, kube=True)
-    return [*common, *update, *kube_update, *own_update, *kube_create, *own_create]
+    return [*common, *update, *update, *own_kube, *own_update, *common, *own_kube, *own_create]

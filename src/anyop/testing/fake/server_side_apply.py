@@ -137,6 +137,12 @@ def _merged_list(
     return out
 
 
+def _holds(values: Mapping[Path, Any], path: Path) -> bool:
+    """Whether a live object has fields under ``path``: an applied empty map there merges
+    into it and changes nothing."""
+    return any(len(other) > len(path) and other[: len(path)] == path for other in values)
+
+
 def _conflict(conflicts: Sequence[tuple[Mapping[str, Any], Path]]) -> StatusError:
     """409 naming each manager whose fields the apply would change, managers in the order of
     their identifiers (as structured merge sorts them)."""
@@ -177,25 +183,39 @@ def _who(entry: Mapping[str, Any]) -> str:
     return name
 
 
-def _check_converts(kind: Kind, config: Mapping[str, Any], merged: Mapping[str, Any]) -> None:
-    """Refuse an applied built-in object that its Go type cannot hold (a replicas of 2.5, a
-    quantity that is not one), as the field manager's conversion does: 500, naming the
-    configuration's own namespace and name.
+def _converted(
+    kind: Kind, config: Mapping[str, Any], obj: Mapping[str, Any], write: Callable[[], Body]
+) -> Body:
+    """The write of an applied object; a built-in one that its Go type cannot hold (a replicas
+    of 2.5, a quantity that is not one) refused as the field manager's conversion refuses it:
+    500 with the converter's error, naming the configuration's own namespace and name (where
+    the write, which decodes it, refuses it with 400).
 
     Raises:
-        StatusError: 500.
+        StatusError: 500, or as the write does.
     """
     try:
-        decode(kind.group, kind.version, kind.kind, merged, unstructured=True)
-    except StatusError as exc:
-        gvk = f"{kind.api_version if kind.group else '/' + kind.version}, Kind={kind.kind}"
-        metadata = config.get("metadata") or {}
-        where = f"{metadata.get('namespace') or ''}/{metadata.get('name') or ''}"
-        message = (
-            f"failed to convert new object ({where}; {gvk}) to proper version: unable to "
-            f"convert unstructured object to {gvk}: {exc.body.get('message')}"
-        )
-        raise StatusError(status_body(500, "", message, details=None)) from None
+        return write()
+    except StatusError as refused:
+        if kind.custom or refused.body.get("code") != 400:
+            raise
+        try:
+            decode(kind.group, kind.version, kind.kind, obj, unstructured=True)
+        except StatusError as exc:
+            raise _conversion_failure(kind, config, exc) from None
+        raise
+
+
+def _conversion_failure(kind: Kind, config: Mapping[str, Any], exc: StatusError) -> StatusError:
+    """The field manager's 500 for the converter's refusal ``exc``."""
+    gvk = f"{kind.api_version if kind.group else '/' + kind.version}, Kind={kind.kind}"
+    metadata = config.get("metadata") or {}
+    where = f"{metadata.get('namespace') or ''}/{metadata.get('name') or ''}"
+    message = (
+        f"failed to convert new object ({where}; {gvk}) to proper version: unable to "
+        f"convert unstructured object to {gvk}: {exc.body.get('message')}"
+    )
+    return StatusError(status_body(500, "", message, details=None))
 
 
 BEFORE_FIRST_APPLY = "before-first-apply"
@@ -254,7 +274,9 @@ def apply(
     live = None if missing else shown(kind, store.objects[(kind.group, kind.plural)][
         (ref.namespace or "", ref.name)])  # fmt: skip
     entries = [] if live is None else entries_of(live)
-    untyped = [] if live is None else smd_errors(kind, live, duplicates=False)
+    # A built-in object was decoded by its Go type: structured merge types it; a custom
+    # resource may hold what its schema's checks let through (a list in a date-time string).
+    untyped = [] if live is None or not kind.custom else smd_errors(kind, live, duplicates=False)
     if live is not None and not entries:
         # No one owns a field of it: its fields become those of "before-first-apply", an
         # update from the empty object, before the configuration is even read.
@@ -268,18 +290,20 @@ def apply(
         raise smd_failure("failed to create typed live object", kind, live or {}, untyped)
     applied = fields_of(config, shape, status=mode)
     if live is None and subresource is None:
-        if not kind.custom:
-            _check_converts(kind, config, config)
         entries = [new_entry(kind, manager, "Apply", store.now(), None, applied)] if applied else []
-        return 201, writes.create(store, kind, config, namespace=ref.namespace, owners=entries)
+        return 201, _converted(
+            kind, config, config,
+            lambda: writes.create(store, kind, config, namespace=ref.namespace, owners=entries),
+        )  # fmt: skip
     stored = store.find(kind, ref.namespace, ref.name)
     live = shown(kind, stored)
     sets = [from_fields_v1(entry.get("fieldsV1")) for entry in entries]
     owned = list(sets)  # replaced, never changed in place: ``sets`` stays as stored
     merged = _merge(live, config, shape.schema, shape)
     live_values = values_of(live, shape, status=mode)
-    wanted = values_of(merged, shape, status=mode)  # an applied `{}` changes no map it meets
-    changing = {p for p in applied if live_values.get(p, MISSING) != wanted.get(p, MISSING)}
+    wanted = values_of(config, shape, status=mode)
+    changing = {p for p in applied if live_values.get(p, MISSING) != wanted.get(p, MISSING)
+                and not (wanted.get(p) == {} and _holds(live_values, p))}  # fmt: skip
     mine = next(
         (i for i, e in enumerate(entries) if same_owner(e, manager, "Apply", subresource)), None
     )
@@ -304,10 +328,9 @@ def apply(
         owned[mine] = applied
         if previous != applied or changing:
             entries[mine]["time"] = store.now()
-    if not kind.custom:
-        _check_converts(kind, config, merged)
     new_entries = rebuilt(kind, entries, owned, sets)
-    result = writes.update(
-        store, kind, stored, new=merged, subresource=subresource, owners=new_entries
-    )
-    return 200, result
+    return 200, _converted(
+        kind, config, merged,
+        lambda: writes.update(store, kind, stored, new=merged, subresource=subresource,
+                              owners=new_entries),
+    )  # fmt: skip

@@ -186,6 +186,11 @@ def _undeclared(
                         duplicates=duplicates)  # fmt: skip
 
 
+def _show(value: Any) -> str:
+    """A value as structured merge's errors show it: ``&{...}``."""
+    return f"&{{{go_printed(value)}}}"
+
+
 def _mistyped(schema: Schema, value: Any) -> str | None:
     """Structured merge's error for a value of another type than the schema's (kube-openapi's
     ``schemaconv``: a string with a format but ``byte`` is any scalar, as is a built-in
@@ -193,22 +198,22 @@ def _mistyped(schema: Schema, value: Any) -> str | None:
     are maps, arrays lists)."""
     if value is None:
         return None
-    wanted, shown = schema.get("type"), f"&{{{go_printed(value)}}}"
+    wanted = schema.get("type")
     scalar = not isinstance(value, (list, dict)) and not is_map(value)
     untyped = wanted == "string" and schema.get("format") not in (None, "", "byte")
     if untyped or (wanted is None and ("oneOf" in schema or "anyOf" in schema)):
-        return None if scalar else f"expected any scalar, got {shown}"
+        return None if scalar else f"expected any scalar, got {_show(value)}"
     match wanted:
         case "string" if not isinstance(value, str):
             return f"expected string, got &value.valueUnstructured{{Value:{go_syntax(value)}}}"
         case "integer" | "number" if isinstance(value, bool) or not isinstance(value, (int, float)):
             return f"expected numeric (int or float), got {go_value_type(value)}"
         case "boolean" if not isinstance(value, bool):
-            return f"expected boolean, got {shown}"
+            return f"expected boolean, got {_show(value)}"
         case "array" if not isinstance(value, list):
-            return f"expected list, got {shown}"
+            return f"expected list, got {_show(value)}"
         case "object" if not is_map(value):
-            return f"expected map, got {shown}"
+            return f"expected map, got {_show(value)}"
     return None
 
 
