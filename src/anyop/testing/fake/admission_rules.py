@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from anyop.testing.fake.kinds import Kind
+from anyop.testing.fake.label_selectors import selects
 from anyop.testing.fake.statuses import status_body
 
 __all__ = [
@@ -136,26 +137,6 @@ def _rule_matches(rule: Mapping[str, Any], admission: Admission) -> bool:
     )
 
 
-def _selected(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
-    """Whether labels match a structured label selector (``matchLabels``/``matchExpressions``)."""
-    if not selector:
-        return True
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(key) != value:
-            return False
-    for expression in selector.get("matchExpressions") or ():
-        key, operator = expression.get("key"), expression.get("operator")
-        values = expression.get("values") or ()
-        present = key in labels
-        if operator == "In" and labels.get(key) not in values:
-            return False
-        if operator == "NotIn" and present and labels.get(key) in values:
-            return False
-        if (operator == "Exists") != present and operator in ("Exists", "DoesNotExist"):
-            return False
-    return True
-
-
 def matching_webhooks(
     configurations: Sequence[Mapping[str, Any]], admission: Admission, *, mutating: bool
 ) -> list[Webhook]:
@@ -168,12 +149,12 @@ def matching_webhooks(
         for spec in config.get("webhooks") or ():
             if not any(_rule_matches(rule, admission) for rule in spec.get("rules") or ()):
                 continue
-            if admission.namespace is not None and not _selected(
+            if admission.namespace is not None and not selects(
                 spec.get("namespaceSelector"), admission.namespace_labels
             ):
                 continue
             labels = [(body.get("metadata") or {}).get("labels") or {} for body in objects]
-            if not any(_selected(spec.get("objectSelector"), found) for found in labels):
+            if not any(selects(spec.get("objectSelector"), found) for found in labels):
                 continue
             found.append(Webhook(str(spec.get("name")), mutating, spec))
     return found

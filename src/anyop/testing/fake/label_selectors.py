@@ -13,7 +13,7 @@ from typing import Any
 from anyop.testing.fake.label_grammar import Requirement, SelectorSyntaxError, parse_requirements
 from anyop.testing.fake.statuses import bad_request
 
-__all__ = ["Selector", "parse_field_selector", "parse_label_selector"]
+__all__ = ["Selector", "parse_field_selector", "parse_label_selector", "selects"]
 
 Predicate = Callable[[Mapping[str, Any]], bool]
 
@@ -111,3 +111,23 @@ def parse_field_selector(text: str | None, *, fields: tuple[str, ...] = ()) -> S
         return Selector()
     known = (*_FIELDS, *fields)
     return Selector(tuple(_field_requirement(term, known) for term in text.split(",") if term))
+
+
+def selects(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
+    """Whether labels match a structured label selector (``matchLabels``/``matchExpressions``)."""
+    if not selector:
+        return True
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expression in selector.get("matchExpressions") or ():
+        key, operator = expression.get("key"), expression.get("operator")
+        values = expression.get("values") or ()
+        present = key in labels
+        if operator == "In" and labels.get(key) not in values:
+            return False
+        if operator == "NotIn" and present and labels.get(key) in values:
+            return False
+        if (operator == "Exists") != present and operator in ("Exists", "DoesNotExist"):
+            return False
+    return True

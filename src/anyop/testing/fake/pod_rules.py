@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from anyop.testing.fake.go_json import go_quoted
+from anyop.testing.fake.label_selectors import selects
 from anyop.testing.fake.quantities import QuantityError, quantity_value
 
 __all__ = ["workload_causes"]
@@ -131,24 +132,6 @@ def _pod_spec(spec: Mapping[str, Any], path: str) -> Iterator[tuple[str, Cause]]
     yield from _containers(list(containers), f"{path}.containers")
 
 
-def _selects(selector: Mapping[str, Any], labels: Mapping[str, Any]) -> bool:
-    """Whether a ``LabelSelector`` (match labels and expressions) selects these labels."""
-    if any(labels.get(key) != value for key, value in (selector.get("matchLabels") or {}).items()):
-        return False
-    for expression in selector.get("matchExpressions") or ():
-        key, operator = expression.get("key"), expression.get("operator")
-        values = expression.get("values") or ()
-        found = key in labels
-        if (
-            (operator == "In" and labels.get(key) not in values)
-            or (operator == "NotIn" and found and labels.get(key) in values)
-            or (operator == "Exists" and not found)
-            or (operator == "DoesNotExist" and found)
-        ):
-            return False
-    return True
-
-
 def workload_causes(kind: str, obj: Mapping[str, Any]) -> list[tuple[str, Cause]]:
     """The errors of a Deployment's, ReplicaSet's, StatefulSet's or DaemonSet's spec (after
     its metadata's), or of a Pod's."""
@@ -162,7 +145,7 @@ def workload_causes(kind: str, obj: Mapping[str, Any]) -> list[tuple[str, Cause]
     selector = spec.get("selector") or {}
     template = spec.get("template") or {}
     labels = (template.get("metadata") or {}).get("labels") or {}
-    if selector and not _selects(selector, labels):
+    if selector and not selects(selector, labels):
         shown = json.dumps(labels, separators=(",", ":"), sort_keys=True)
         detail = "`selector` does not match template `labels`"
         causes.append(_invalid("spec.template.metadata.labels", shown, detail))
