@@ -7,37 +7,24 @@ server answers. (Which errors are transient: ``tests/unit/kube/test_retries.py``
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from tests.unit.engine.test_peering_stealth import PEERING, peering_cluster
 from tests.virtual import virtual_backend
 
 import anyop
 from anyop.handlers.registry import OperatorRegistry
-from anyop.testing import FakeCluster, Fault
+from anyop.testing import Fault
 from anyop.testing.handle import open_operator
 
 pytestmark = pytest.mark.anyio
-
-ROOT = Path(__file__).parents[3]
-PEERING = "/apis/anyop.dev/v1/namespaces/ns/anyoppeerings/default"
 
 
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Any:
     return virtual_backend(request.param, monkeypatch, autojump_threshold=0.005)
-
-
-def peering_cluster() -> FakeCluster:
-    fake = FakeCluster()
-    fake.apply(ROOT / "examples" / "crd.yaml")
-    fake.apply(ROOT / "manifests" / "peering.yaml")
-    fake.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}})
-    fake.create({"apiVersion": "anyop.dev/v1", "kind": "AnyopPeering",
-                 "metadata": {"name": "default", "namespace": "ns"}})  # fmt: skip
-    return fake
 
 
 def handled_into(done: list[str]) -> OperatorRegistry:

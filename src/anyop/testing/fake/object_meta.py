@@ -16,7 +16,15 @@ from typing import Any
 
 from anyop.testing.fake.go_json import go_quoted
 
-__all__ = ["label_key_errors", "metadata_causes", "object_meta_causes"]
+__all__ = [
+    "DNS_LABEL",
+    "DNS_LABEL_HINT",
+    "DNS_SUBDOMAIN",
+    "DNS_SUBDOMAIN_HINT",
+    "label_key_errors",
+    "metadata_causes",
+    "object_meta_causes",
+]
 
 Cause = dict[str, str]
 
@@ -24,8 +32,12 @@ _KEY_FORMAT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 _KEY = re.compile(f"^{_KEY_FORMAT}$")
 _VALUE_FORMAT = f"({_KEY_FORMAT})?"
 _VALUE = re.compile(f"^{_VALUE_FORMAT}$")
-_SUBDOMAIN_FORMAT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
-_SUBDOMAIN = re.compile(f"^{_SUBDOMAIN_FORMAT}$")
+_LABEL_FORMAT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_SUBDOMAIN_FORMAT = f"{_LABEL_FORMAT}(\\.{_LABEL_FORMAT})*"
+DNS_LABEL = re.compile(f"^{_LABEL_FORMAT}$")
+"""An RFC 1123 label (a namespace's name, a container's)."""
+DNS_SUBDOMAIN = re.compile(f"^{_SUBDOMAIN_FORMAT}$")
+"""An RFC 1123 subdomain (most objects' names, a label key's prefix)."""
 _KEY_RULE = (
     "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
     "alphanumeric character"
@@ -39,6 +51,21 @@ def _regex_error(message: str, pattern: str, *examples: str) -> str:
     """apimachinery's ``RegexError``: examples each followed by ``', '``, then ``or``."""
     shown = " or ".join(f"'{example}', " for example in examples)
     return f"{message} (e.g. {shown}regex used for validation is '{pattern}')"
+
+
+DNS_LABEL_HINT = _regex_error(
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
+    "must start and end with an alphanumeric character",
+    _LABEL_FORMAT,
+    "my-name",
+    "123-abc",
+)
+"""apimachinery's message for what is not an RFC 1123 label."""
+DNS_SUBDOMAIN_HINT = _regex_error(
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
+    "'.', and must start and end with an alphanumeric character", _SUBDOMAIN_FORMAT,
+    "example.com")  # fmt: skip
+"""apimachinery's message for what is not an RFC 1123 subdomain."""
 
 
 def label_key_errors(key: str) -> list[str]:
@@ -59,13 +86,8 @@ def label_key_errors(key: str) -> list[str]:
         else:
             if len(prefix.encode()) > 253:
                 errors.append("prefix part must be no more than 253 bytes")
-            if not _SUBDOMAIN.match(prefix):
-                rule = (
-                    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
-                    "characters, '-' or '.', and must start and end with an alphanumeric "
-                    "character"
-                )
-                errors.append("prefix part " + _regex_error(rule, _SUBDOMAIN_FORMAT, "example.com"))
+            if not DNS_SUBDOMAIN.match(prefix):
+                errors.append(f"prefix part {DNS_SUBDOMAIN_HINT}")
     if not name:
         errors.append("name part must be non-empty")
     elif len(name.encode()) > 63:

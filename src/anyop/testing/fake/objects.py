@@ -7,14 +7,19 @@ Pure. :func:`prepare_create` and :func:`prepare_update` return the object to sto
 from __future__ import annotations
 
 import random
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from anyop.testing.fake.go_json import unstructured_numbers
 from anyop.testing.fake.json_copy import json_copy
 from anyop.testing.fake.kinds import Kind
-from anyop.testing.fake.object_meta import object_meta_causes
+from anyop.testing.fake.object_meta import (
+    DNS_LABEL,
+    DNS_LABEL_HINT,
+    DNS_SUBDOMAIN,
+    DNS_SUBDOMAIN_HINT,
+    object_meta_causes,
+)
 from anyop.testing.fake.schemas import default, prune, violations
 from anyop.testing.fake.statuses import Cause, invalid
 
@@ -41,18 +46,6 @@ SYSTEM_FIELDS = (
 """Metadata that only the server sets; what clients send there is ignored."""
 
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # the API server's generateName alphabet
-_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_SUBDOMAIN_HINT = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
-    "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
-    "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-)
-_LABEL_HINT = (
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
-    "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex "
-    "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-)
 
 
 def generated_name(prefix: str, rng: random.Random) -> str:
@@ -66,7 +59,7 @@ def _name_causes(kind: Kind, name: str) -> list[tuple[str, Cause]]:
         return [("metadata.name", {"reason": "FieldValueRequired", "message": message})]
     label = kind.plural == "namespaces" and not kind.group
     pattern, hint, limit = (
-        (_LABEL, _LABEL_HINT, 63) if label else (_SUBDOMAIN, _SUBDOMAIN_HINT, 253)
+        (DNS_LABEL, DNS_LABEL_HINT, 63) if label else (DNS_SUBDOMAIN, DNS_SUBDOMAIN_HINT, 253)
     )
     if len(name) > limit:
         hint = f"must be no more than {limit} characters"

@@ -10,24 +10,18 @@ resource, a selector its template's labels do not match).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from anyop.testing.fake.go_json import go_quoted
 from anyop.testing.fake.label_selectors import selects
+from anyop.testing.fake.object_meta import DNS_LABEL, DNS_LABEL_HINT
 from anyop.testing.fake.quantities import QuantityError, quantity_value
 
 __all__ = ["workload_causes"]
 
 Cause = dict[str, str]
 
-_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_LABEL_HINT = (
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
-    "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex "
-    "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-)
 _PROTOCOLS = ("SCTP", "TCP", "UDP")
 _NEGATIVE = "must be greater than or equal to 0"
 
@@ -110,8 +104,8 @@ def _containers(containers: list[Any], path: str) -> Iterator[tuple[str, Cause]]
         name = str(container.get("name") or "")
         if not name:
             yield _required(f"{where}.name")
-        elif len(name) > 63 or not _LABEL.match(name):
-            hint = "must be no more than 63 characters" if len(name) > 63 else _LABEL_HINT
+        elif len(name) > 63 or not DNS_LABEL.match(name):
+            hint = "must be no more than 63 characters" if len(name) > 63 else DNS_LABEL_HINT
             yield _invalid(f"{where}.name", go_quoted(name), hint)
         if not container.get("image"):
             yield _required(f"{where}.image")
