@@ -288,14 +288,14 @@ def _member(store: Store, ref: Ref, request: ApiRequest, *, route: Route) -> Api
             return ApiResponse(200, view.render(store.get(ref.kind, ref.namespace, ref.name)))
         case "PUT":
             warnings, read = _field_warnings(ref.kind, request)
-            replaced = writes.replace(
+            code, replaced = writes.replace(
                 store,
                 ref,
                 _body(ref.kind, request) if read is None else read,
                 subresource=route.subresource,
                 manager=request.manager,
             )
-            return ApiResponse(200, replaced, warnings)
+            return ApiResponse(code, replaced, warnings)
         case "PATCH" if request.content_type == writes.APPLY and route.subresource != "finalize":
             checked_write("PatchOptions", request.query, apply=True)
             manager = request.query.get("fieldManager", "")

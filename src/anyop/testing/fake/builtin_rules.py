@@ -3,9 +3,10 @@
 Pure. :func:`defaulted` fills in the defaults of Kubernetes' defaulting functions (a Service's
 type, session affinity and ports; pod templates' and containers' fields; Deployments',
 StatefulSets', DaemonSets', ReplicaSets', Jobs' and CronJobs' specs; a Secret's type) and folds a
-Secret's ``stringData`` into ``data``. :func:`create_causes` and :func:`update_causes` list the
-validation errors (422) of ConfigMaps' keys, Leases' numbers, immutable ConfigMaps and Secrets,
-and Pods' specs.
+Secret's ``stringData`` into ``data``; :func:`admitted` does what admission does (a Pod's
+priority and tolerations). :func:`create_causes` and :func:`update_causes` list the validation
+errors (422) of ConfigMaps' keys, Secrets' types, Leases' numbers, immutable ConfigMaps and
+Secrets, and, from their own modules, Services, Events, pod templates and Pods' updates.
 """
 
 from __future__ import annotations
@@ -16,11 +17,14 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from anyop.testing.fake import go_json
+from anyop.testing.fake.event_rules import event_causes
 from anyop.testing.fake.go_json import go_quoted
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.object_meta import object_meta_causes
-from anyop.testing.fake.pod_rules import workload_causes
-from anyop.testing.fake.quantities import milli_rounded
+from anyop.testing.fake.pod_rules import pod_update_causes, workload_causes
+from anyop.testing.fake.quantities import QuantityError, milli_rounded, quantity_value
+from anyop.testing.fake.service_rules import service_causes, service_update_causes
 from anyop.testing.fake.statuses import Cause
 
 __all__ = [
@@ -281,9 +285,24 @@ _NOT_READY_TOLERATIONS = [
 ]
 
 
+def _nonzero(quantities: Any) -> dict[str, Any]:
+    """The quantities that are not zero (a zero request or limit counts as none)."""
+    found = {}
+    for name, quantity in (quantities or {}).items():
+        try:
+            if quantity_value(quantity) != 0:
+                found[name] = quantity
+        except QuantityError:
+            found[name] = quantity
+    return found
+
+
 def _qos_class(spec: Mapping[str, Any]) -> str:
     resources = [
-        (container.get("resources") or {})
+        {
+            bag: _nonzero((container.get("resources") or {}).get(bag))
+            for bag in ("requests", "limits")
+        }
         for key in ("containers", "initContainers")
         for container in spec.get(key) or ()
         if isinstance(container, Mapping)
@@ -299,34 +318,41 @@ def _qos_class(spec: Mapping[str, Any]) -> str:
     return "Guaranteed" if guaranteed else "Burstable"
 
 
-def admitted(kind: Kind, obj: Mapping[str, Any], *, service_ip: Callable[[], str]) -> Body:
-    """A new built-in object as the API server's create path and default admission plugins
-    leave it: a Pod with its priority, the not-ready and unreachable tolerations and a pending
-    status; a DaemonSet with its template generation annotation; a Service (but a headless one)
-    with a cluster IP from ``service_ip()``."""
-    result = dict(obj)  # a new object of the create path's own: filled in place
+def admitted(kind: Kind, obj: Mapping[str, Any], *, old: Mapping[str, Any] | None = None) -> Body:
+    """A built-in object, new or (``old``) updated, as the API server's write path and default
+    admission plugins leave it: a Pod with its priority (an update's kept where it leaves it
+    out), the not-ready and unreachable tolerations and (new) a pending status; a new DaemonSet
+    with its template generation annotation. (A Service's cluster IPs: ``allocated``.)"""
+    result = dict(obj)  # the write path's own object: filled in place
     if (kind.group, kind.kind) == ("", "Pod"):
         spec = result.setdefault("spec", {})
-        spec.setdefault("priority", 0)
-        spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
-        tolerations = list(spec.get("tolerations") or ())
-        keys = {t.get("key") for t in tolerations if isinstance(t, Mapping)}
-        tolerations += [t for t in _NOT_READY_TOLERATIONS if t["key"] not in keys]
-        spec["tolerations"] = tolerations
-        result["status"] = {"phase": "Pending", "qosClass": _qos_class(spec)}
-    elif (kind.group, kind.kind) == ("apps", "DaemonSet"):
+        before = (old or {}).get("spec") or {}
+        for field, default in (("priority", 0), ("preemptionPolicy", "PreemptLowerPriority")):
+            if spec.get(field) is None:
+                value = default if old is None else before.get(field)
+                if value is not None:
+                    spec[field] = value
+        spec["tolerations"] = _with_default_tolerations(list(spec.get("tolerations") or ()))
+        if old is None:
+            result["status"] = {"phase": "Pending", "qosClass": _qos_class(spec)}
+    elif (kind.group, kind.kind) == ("apps", "DaemonSet") and old is None:
         annotations = result["metadata"].setdefault("annotations", {})
         annotations["deprecated.daemonset.template.generation"] = "1"
-    elif (kind.group, kind.kind) == ("", "Service"):
-        spec = result.setdefault("spec", {})
-        if spec.get("type") != "ExternalName":
-            if not spec.get("clusterIP"):
-                spec["clusterIP"] = service_ip()
-            spec.setdefault("clusterIPs", [spec["clusterIP"]])
-            if spec["clusterIP"] != "None" or spec.get("selector"):
-                spec.setdefault("ipFamilies", ["IPv4"])
-            spec.setdefault("ipFamilyPolicy", "SingleStack")
     return result
+
+
+def _with_default_tolerations(tolerations: list[Any]) -> list[Any]:
+    """The DefaultTolerationSeconds plugin's: a Pod that does not tolerate a node not ready (or
+    unreachable) for ``NoExecute`` does for 300 seconds."""
+    for default in _NOT_READY_TOLERATIONS:
+        if not any(
+            isinstance(t, Mapping)
+            and t.get("key") in (default["key"], "", None)
+            and t.get("effect") in ("NoExecute", "", None)
+            for t in tolerations
+        ):
+            tolerations.append(dict(default))
+    return tolerations
 
 
 # -- validation ---------------------------------------------------------------------------------
@@ -381,31 +407,57 @@ def _required(field: str) -> tuple[str, Cause]:
     return field, {"reason": "FieldValueRequired", "message": "Required value"}
 
 
-def _event(kind: Kind, obj: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:
-    """Kubernetes' checks of every Event (of either API): the involved object's namespace, and
-    what an Event with an ``eventTime`` must have."""
-    new_api = kind.group == "events.k8s.io"
-    involved = (obj.get("regarding") if new_api else obj.get("involvedObject")) or {}
-    theirs = str(involved.get("namespace") or "")
-    ours = str((obj.get("metadata") or {}).get("namespace") or "")
-    where = "involvedObject.namespace"
-    if not obj.get("eventTime"):
-        if (not theirs and ours not in ("", "default")) or (theirs and theirs != ours):
-            yield _invalid(where, theirs, "does not match event.namespace")
-        return
-    if not theirs and ours not in ("default", "kube-system"):
-        yield _invalid(where, theirs, "does not match event.namespace")
-    controller = "reportingController" if new_api else "reportingComponent"
-    field_of = {"reportingController": controller, "reportingInstance": "reportingInstance",
-                "action": "action", "reason": "reason"}  # fmt: skip
-    for internal, field in field_of.items():
-        source = (
-            internal
-            if new_api
-            else {"reportingController": "reportingComponent"}.get(internal, internal)
-        )
-        if not obj.get(source):
-            yield _required(field)
+_SECRET_REQUIRED = {
+    "kubernetes.io/tls": ("tls.crt", "tls.key"),
+    "kubernetes.io/dockercfg": (".dockercfg",),
+    "kubernetes.io/dockerconfigjson": (".dockerconfigjson",),
+}
+
+
+def _secret_type(obj: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:
+    """What a Secret of each type must hold (``ValidateSecret``), and its total size."""
+    data: Mapping[str, Any] = obj.get("data") or {}
+    if sum(len(_bytes(value)) for value in data.values()) > _SECRET_LIMIT:
+        message = f"Too long: may not be more than {_SECRET_LIMIT} bytes"
+        yield "data", {"reason": "FieldValueTooLong", "message": message}
+    kind = obj.get("type")
+    if kind == "kubernetes.io/service-account-token":
+        annotations = (obj.get("metadata") or {}).get("annotations") or {}
+        if not annotations.get(_ACCOUNT_NAME):
+            yield _required(f"metadata.annotations[{_ACCOUNT_NAME}]")
+    elif kind == "kubernetes.io/basic-auth":
+        if "username" not in data and "password" not in data:
+            yield _required("data[username]")
+            yield _required("data[password]")
+    elif kind == "kubernetes.io/ssh-auth" and not data.get("ssh-privatekey"):
+        yield _required("data[ssh-privatekey]")
+    for key in _SECRET_REQUIRED.get(str(kind), ()):
+        if key not in data:
+            yield _required(f"data[{key}]")
+        elif key.startswith(".docker"):
+            try:
+                document = go_json.loads(_bytes(data[key]))
+            except go_json.GoJSONError as exc:
+                error = str(exc)
+            else:
+                is_map = isinstance(document, Mapping)
+                error = "" if is_map else go_json.unmarshal_type_error(document, _ANY_MAP)
+            if error:
+                yield _invalid(f"data[{key}]", "<secret contents redacted>", error)
+            if kind == "kubernetes.io/dockercfg":
+                break
+
+
+_SECRET_LIMIT = 1024 * 1024
+_ACCOUNT_NAME = "kubernetes.io/service-account.name"
+_ANY_MAP = "map[string]interface {}"
+
+
+def _bytes(value: Any) -> bytes:
+    try:
+        return base64.b64decode(str(value), validate=True)
+    except ValueError:
+        return b""
 
 
 def error_group(kind: Kind) -> str:
@@ -418,12 +470,16 @@ def create_causes(kind: Kind, obj: Mapping[str, Any]) -> Causes:
     if kind.custom:
         return []
     match (kind.group, kind.kind):
-        case ("", "ConfigMap") | ("", "Secret"):
+        case ("", "ConfigMap"):
             return list(_config_keys(obj))
+        case ("", "Secret"):
+            return [*_config_keys(obj), *_secret_type(obj)]
+        case ("", "Service"):
+            return service_causes(obj)
         case ("coordination.k8s.io", "Lease"):
             return list(_lease(obj))
         case ("", "Event") | ("events.k8s.io", "Event"):
-            return list(_event(kind, obj))
+            return event_causes(kind.group, obj)
         case ("apps", "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet") | ("", "Pod"):
             return workload_causes(kind.kind, obj)
     return []
@@ -435,26 +491,6 @@ def new_object_causes(kind: Kind, obj: Mapping[str, Any]) -> Causes:
         return []
     metadata = obj.get("metadata") or {}
     return object_meta_causes(metadata, custom=False, own_create=create_causes(kind, obj))
-
-
-_POD_MUTABLE = ("activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds")
-
-
-def _pod_spec_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
-    """Whether a Pod's spec changed beyond what may change (images, and a few fields)."""
-
-    def fixed(spec: Mapping[str, Any]) -> Any:
-        kept = {k: v for k, v in spec.items() if k not in _POD_MUTABLE}
-        for key in ("containers", "initContainers"):
-            kept[key] = [
-                {k: v for k, v in item.items() if k != "image"}
-                if isinstance(item, Mapping)
-                else item
-                for item in spec.get(key) or ()
-            ]
-        return kept
-
-    return bool(fixed(old.get("spec") or {}) != fixed(new.get("spec") or {}))
 
 
 def update_causes(
@@ -470,23 +506,40 @@ def update_causes(
     match (kind.group, kind.kind):
         case ("", "ConfigMap") | ("", "Secret"):
             own = _immutable(kind, old, new)
-        case ("", "Pod") if _pod_spec_changed(old, new):
-            own = [_forbidden("spec", _POD_SPEC_HINT)]
+        case ("", "Pod"):
+            own = pod_update_causes(old, new)
+        case ("", "Service"):
+            own = service_update_causes(old, new)
     metadata = new.get("metadata") or {}
     # The kind's own checks judge what is not metadata: where that did not change, they judge
     # as they did when it was stored (it was checked then), and need not walk it again.
     same = all(old.get(key) == value for key, value in new.items() if key != "metadata")
-    own_create = [] if same and len(old) == len(new) else create_causes(kind, new)
+    if same and len(old) == len(new):
+        own_create = []
+    elif kind.kind == "Event" and kind.group in ("", "events.k8s.io"):
+        own_create = event_causes(kind.group, new, old=old)
+    else:
+        own_create = create_causes(kind, new)
+    checks = _UPDATE_META_CHECKS.get((kind.group, kind.kind), "update+create")
     return object_meta_causes(metadata, custom=False, updating=list(added or ()), own_update=own,
+                              kind_checks=checks,
                               own_create=own_create)  # fmt: skip
 
 
-_POD_SPEC_HINT = (
-    "pod updates may not change fields other than `spec.containers[*].image`,"
-    "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` "
-    "(only additions to existing tolerations),`spec.terminationGracePeriodSeconds` "
-    "(allow it to be set to 1 if it was previously negative)"
-)
+_UPDATE_META_CHECKS = {
+    **{key: "update" for key in (
+        ("", "Service"), ("", "PodTemplate"), ("", "ReplicationController"),
+        ("", "ResourceQuota"), ("", "Namespace"), ("events.k8s.io", "Event"),
+        ("apps", "ControllerRevision"), ("apps", "DaemonSet"), ("apps", "Deployment"),
+        ("apps", "ReplicaSet"), ("batch", "Job"), ("batch", "CronJob"),
+        ("coordination.k8s.io", "Lease"), ("networking.k8s.io", "NetworkPolicy"),
+        ("networking.k8s.io", "Ingress"), ("networking.k8s.io", "IPAddress"),
+        ("networking.k8s.io", "ServiceCIDR"), ("scheduling.k8s.io", "PriorityClass"),
+        ("autoscaling", "HorizontalPodAutoscaler"))},
+    ("", "Event"): "none",
+}  # fmt: skip
+"""What a kind's ``Validate<Kind>Update`` checks of the metadata (see ``object_meta_causes``),
+where it is not ``update+create`` (Kubernetes' Go code)."""
 
 
 def _immutable(kind: Kind, old: Mapping[str, Any], new: Mapping[str, Any]) -> Causes:

@@ -55,7 +55,7 @@ _UNTRACKED_META = (
 class _Node:
     """What a schema node says of structure, read once (see :meth:`Shape.node`)."""
 
-    __slots__ = ("atomic_map", "extra", "items", "keys", "list_type", "properties")
+    __slots__ = ("atomic_map", "extra", "items", "key_defaults", "keys", "list_type", "properties")
 
     def __init__(self, node: Schema) -> None:
         self.properties: Mapping[str, Schema] = node.get("properties") or {}
@@ -65,6 +65,8 @@ class _Node:
         self.list_type = str(node.get("x-kubernetes-list-type") or "atomic")
         self.keys: tuple[str, ...] = tuple(node.get("x-kubernetes-list-map-keys") or ())
         self.atomic_map = node.get("x-kubernetes-map-type") == "atomic"
+        self.key_defaults: Mapping[str, Any] = {}
+        """A map-list's key fields' defaults: an item without one is keyed by it."""
 
 
 class Shape:
@@ -84,6 +86,10 @@ class Shape:
         found = self._nodes.get(id(where))
         if found is None:
             found = self._nodes[id(where)] = _Node(self.resolve(where))
+            if found.keys and found.items is not None:
+                fields = self.resolve(found.items).get("properties") or {}
+                found.key_defaults = {key: fields[key]["default"] for key in found.keys
+                                      if "default" in (fields.get(key) or {})}  # fmt: skip
         return found
 
     def child(self, where: Schema | None, key: str) -> Schema | None:
@@ -106,10 +112,13 @@ class Shape:
         return where is not None and self.node(where).atomic_map
 
 
-def _item_key(item: Any, keys: tuple[str, ...]) -> str:
-    """A map-list item's key fields as compact JSON with sorted keys (``{"name":"a"}``)."""
+def _item_key(item: Any, keys: tuple[str, ...], defaults: Mapping[str, Any]) -> str:
+    """A map-list item's key fields as compact JSON with sorted keys (``{"name":"a"}``), a
+    missing one by its default (as structured merge keys it)."""
     if not isinstance(item, Mapping):
         return "{}"
+    if defaults and any(key not in item for key in defaults):
+        item = {**defaults, **item}
     parts = []
     for key in sorted(keys):
         if key in item:
@@ -217,8 +226,8 @@ def _diff(
             and isinstance(old, list)
             and isinstance(new, list)
         ):
-            olds = {_item_key(each, node.keys): each for each in old}
-            news = {_item_key(each, node.keys): each for each in new}
+            olds = {_item_key(each, node.keys, node.key_defaults): each for each in old}
+            news = {_item_key(each, node.keys, node.key_defaults): each for each in new}
             if len(olds) == len(old) and len(news) == len(new):  # no key twice: items pair up
                 for key in olds.keys() | news.keys():
                     was, now = olds.get(key, _ABSENT), news.get(key, _ABSENT)
@@ -268,7 +277,7 @@ def _walk(
             node = None if where is None else shape.node(where)
             if node is not None and node.list_type == "map" and node.keys:
                 for item in value:
-                    item_path = (*path, ("k", _item_key(item, node.keys)))
+                    item_path = (*path, ("k", _item_key(item, node.keys, node.key_defaults)))
                     out[item_path] = None
                     _walk(item, node.items, shape, item_path, out, maps)
                 return
@@ -350,7 +359,7 @@ def _document(
                 items: dict[str, Any] = {}
                 for item in value:
                     inner = _document(item, node.items, shape)  # all added with the item
-                    key = "k:" + _item_key(item, node.keys)
+                    key = "k:" + _item_key(item, node.keys, node.key_defaults)
                     items[key] = _merged(items.get(key), {".": {}, **inner} if inner else {})
                 return _by_key(items)
             if node is not None and node.list_type == "set":

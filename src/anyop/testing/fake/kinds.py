@@ -84,6 +84,23 @@ class Kind:
         return f"{self.group}/{self.version}" if self.group else self.version
 
     @property
+    def creates_on_update(self) -> bool:
+        """A PUT of a missing object creates it (its strategy's ``AllowCreateOnUpdate``)."""
+        return not self.custom and (self.group, self.plural) in _CREATE_ON_UPDATE
+
+    @property
+    def conditional_update(self) -> bool:
+        """A PUT must name the resourceVersion it replaces (its strategy does not
+        ``AllowUnconditionalUpdate``): custom resources, Leases, admission configurations..."""
+        return self.custom or (self.group, self.plural) in _CONDITIONAL_UPDATE
+
+    @property
+    def returns_deleted(self) -> bool:
+        """A DELETE that removes the object answers with it, not with a ``Status`` (its
+        storage's ``ReturnDeletedObject``)."""
+        return not self.custom and (self.group, self.plural) in _RETURNS_DELETED
+
+    @property
     def qualified(self) -> str:
         """``plural.group`` as error messages name the resource (the plural alone for core)."""
         return f"{self.plural}.{self.group}" if self.group else self.plural
@@ -200,6 +217,30 @@ _GENERATION = {
         "validatingadmissionpolicybindings", "validatingwebhookconfigurations")),
 }  # fmt: skip
 """Built-in kinds whose strategies keep ``metadata.generation`` (Kubernetes' Go code)."""
+
+_CREATE_ON_UPDATE = {
+    ("", "endpoints"), ("", "events"), ("", "limitranges"), ("", "services"),
+    ("coordination.k8s.io", "leases"), ("events.k8s.io", "events"),
+    *(("rbac.authorization.k8s.io", plural) for plural in (
+        "clusterrolebindings", "clusterroles", "rolebindings", "roles")),
+}  # fmt: skip
+"""Built-in kinds whose strategies allow a PUT to create (Kubernetes' Go code)."""
+
+_CONDITIONAL_UPDATE = {
+    ("coordination.k8s.io", "leases"), ("policy", "poddisruptionbudgets"),
+    *((ADMISSION, plural) for plural in (
+        "mutatingadmissionpolicies", "mutatingadmissionpolicybindings",
+        "mutatingwebhookconfigurations", "validatingadmissionpolicies",
+        "validatingadmissionpolicybindings", "validatingwebhookconfigurations")),
+}  # fmt: skip
+"""Built-in kinds whose strategies refuse a PUT without a resourceVersion (Go code)."""
+
+_RETURNS_DELETED = {
+    ("", plural) for plural in (
+        "namespaces", "persistentvolumeclaims", "persistentvolumes", "pods", "podtemplates",
+        "resourcequotas", "serviceaccounts", "services")
+}  # fmt: skip
+"""Built-in kinds whose storage answers a DELETE with the deleted object (Go code)."""
 
 _EXTRAS: Mapping[tuple[str, str], Mapping[str, tuple[str, ...]]] = {
     ("", "configmaps"): {"short_names": ("cm",)},

@@ -21,7 +21,9 @@ __all__ = [
     "DNS_LABEL_HINT",
     "DNS_SUBDOMAIN",
     "DNS_SUBDOMAIN_HINT",
+    "label_causes",
     "label_key_errors",
+    "label_value_errors",
     "metadata_causes",
     "object_meta_causes",
 ]
@@ -98,7 +100,7 @@ def label_key_errors(key: str) -> list[str]:
     return errors
 
 
-def _label_value_errors(value: str) -> list[str]:
+def label_value_errors(value: str) -> list[str]:
     errors = []
     if len(value.encode()) > 63:
         errors.append("must be no more than 63 bytes")
@@ -115,12 +117,13 @@ def _invalid(field: str, shown: str, detail: str) -> tuple[str, Cause]:
     return field, {"reason": "FieldValueInvalid", "message": f"Invalid value: {shown}: {detail}"}
 
 
-def _labels(labels: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:
+def label_causes(labels: Mapping[str, Any], field: str) -> Iterator[tuple[str, Cause]]:
+    """``ValidateLabels``: each key a qualified name, each value a label value."""
     for key, value in labels.items():
         for error in label_key_errors(key):
-            yield _invalid("metadata.labels", go_quoted(key), error)
-        for error in _label_value_errors(str(value)):
-            yield _invalid("metadata.labels", go_quoted(str(value)), error)
+            yield _invalid(field, go_quoted(key), error)
+        for error in label_value_errors(str(value)):
+            yield _invalid(field, go_quoted(str(value)), error)
 
 
 def _annotations(annotations: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:
@@ -217,7 +220,7 @@ def _parts(
     finalizers' names, and a built-in kind's of them."""
     shared: list[tuple[str, Cause]] = []
     if labels := metadata.get("labels"):
-        shared += _labels(labels)
+        shared += label_causes(labels, "metadata.labels")
     if annotations := metadata.get("annotations"):
         shared += _annotations(annotations)
     if references := metadata.get("ownerReferences"):
@@ -241,6 +244,7 @@ def object_meta_causes(
     updating: list[tuple[str, Cause]] | None = None,
     own_update: Sequence[tuple[str, Cause]] = (),
     own_create: Sequence[tuple[str, Cause]] = (),
+    kind_checks: str = "update+create",
 ) -> list[tuple[str, Cause]]:
     """All the metadata errors of a create (``updating`` None) or of an update, in the order
     and number kube-apiserver reports them: an update checks the metadata as a create does and
@@ -248,7 +252,12 @@ def object_meta_causes(
     finalizers added during deletion), then the kind's own checks again: a custom resource's
     as an update, a built-in kind's as an update and as a create (its ``Validate<Kind>Update``
     calls ``Validate<Kind>``). A built-in kind's own checks come after its metadata's: of an
-    update alone (``own_update``), then of the object (``own_create``)."""
+    update alone (``own_update``), then of the object (``own_create``).
+
+    ``kind_checks`` says what a built-in kind's own update validation checks of the metadata
+    besides the API server's: ``update+create`` (most), ``update`` (a ``Validate<Kind>Update``
+    that checks the spec alone after the metadata update: Deployments, Leases, Services...), or
+    ``none`` (``v1`` Events)."""
     shared, names, kubes = _parts(metadata)
     own_kube = [] if custom else kubes
     if updating is None:
@@ -256,4 +265,6 @@ def object_meta_causes(
     common, update = [*shared, *names], [*updating, *shared]
     if custom:
         return common + update + update
-    return [*common, *update, *update, *own_kube, *own_update, *common, *own_kube, *own_create]
+    again = {"none": [], "update": [*update, *own_kube], "update+create": [*update, *own_kube]}
+    tail = [*common, *own_kube] if kind_checks == "update+create" else []
+    return [*common, *update, *again[kind_checks], *own_update, *tail, *own_create]

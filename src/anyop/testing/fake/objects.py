@@ -21,6 +21,7 @@ from anyop.testing.fake.object_meta import (
     object_meta_causes,
 )
 from anyop.testing.fake.schemas import default, prune, violations
+from anyop.testing.fake.service_rules import kept_allocations
 from anyop.testing.fake.statuses import Cause, invalid
 
 __all__ = [
@@ -232,6 +233,8 @@ def prepare_update(
         finalizers = list((source.get("spec") or {}).get("finalizers") or [])
         spec = {k: v for k, v in (obj.get("spec") or {}).items() if k != "finalizers"}
         obj["spec"] = {**spec, "finalizers": finalizers} if finalizers else spec
+    if (kind.group, kind.kind) == ("", "Service") and subresource is None:
+        obj = kept_allocations(old, obj)
     return _builtin_defaults(kind, obj, creating=False)
 
 

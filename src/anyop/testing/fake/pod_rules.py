@@ -1,10 +1,12 @@
-"""The checks kube-apiserver makes of a pod template's containers, and of the workloads around
-them (a Deployment's replicas, selector and strategy), with its messages and in its order.
+"""The checks kube-apiserver makes of a pod template's containers, of the workloads around
+them (a Deployment's replicas, selector and strategy), and of a Pod's update (what may change),
+with its messages and in its order.
 
 Pure. The objects are decoded (typed) already: quantities canonical, defaults set. Not every
 rule of Kubernetes' pod validation is here: those that operators' objects meet (a container
 without an image, a port out of range, an environment variable without a name, a negative
-resource, a selector its template's labels do not match).
+resource, a selector its template's labels do not match, a restart policy or toleration out of
+its values, a spec change beyond images, deadline and tolerations).
 """
 
 from __future__ import annotations
@@ -15,10 +17,24 @@ from typing import Any
 
 from anyop.testing.fake.go_json import go_quoted
 from anyop.testing.fake.label_selectors import selects
-from anyop.testing.fake.object_meta import DNS_LABEL, DNS_LABEL_HINT
+from anyop.testing.fake.object_meta import (
+    DNS_LABEL,
+    DNS_LABEL_HINT,
+    label_key_errors,
+    label_value_errors,
+)
+from anyop.testing.fake.pod_spec_diff import pod_spec_diff
 from anyop.testing.fake.quantities import QuantityError, quantity_value
 
-__all__ = ["workload_causes"]
+__all__ = [
+    "PORT_RANGE",
+    "invalid",
+    "required",
+    "toleration_causes",
+    "pod_update_causes",
+    "unsupported",
+    "workload_causes",
+]
 
 Cause = dict[str, str]
 
@@ -26,15 +42,21 @@ _PROTOCOLS = ("SCTP", "TCP", "UDP")
 _NEGATIVE = "must be greater than or equal to 0"
 
 
-def _required(field: str) -> tuple[str, Cause]:
+PORT_RANGE = "must be between 1 and 65535, inclusive"
+
+
+def required(field: str) -> tuple[str, Cause]:
+    """``field.Required``."""
     return field, {"reason": "FieldValueRequired", "message": "Required value"}
 
 
-def _invalid(field: str, shown: str, detail: str) -> tuple[str, Cause]:
+def invalid(field: str, shown: str, detail: str) -> tuple[str, Cause]:
+    """``field.Invalid``, the value ``shown`` as Go shows it."""
     return field, {"reason": "FieldValueInvalid", "message": f"Invalid value: {shown}: {detail}"}
 
 
-def _unsupported(field: str, value: str, supported: tuple[str, ...]) -> tuple[str, Cause]:
+def unsupported(field: str, value: str, supported: tuple[str, ...]) -> tuple[str, Cause]:
+    """``field.NotSupported``, with the values supported (in the order Kubernetes gives)."""
     listed = ", ".join(json.dumps(item) for item in supported)
     message = f"Unsupported value: {go_quoted(value)}: supported values: {listed}"
     return field, {"reason": "FieldValueNotSupported", "message": message}
@@ -47,15 +69,14 @@ def _ports(ports: list[Any], path: str) -> Iterator[tuple[str, Cause]]:
         where = f"{path}[{index}]"
         number = port.get("containerPort") or 0
         if number == 0:
-            yield _required(f"{where}.containerPort")
+            yield required(f"{where}.containerPort")
         elif not 1 <= number <= 65535:
-            yield _invalid(f"{where}.containerPort", str(number),
-                           "must be between 1 and 65535, inclusive")  # fmt: skip
+            yield invalid(f"{where}.containerPort", str(number), PORT_RANGE)
         protocol = port.get("protocol") or ""
         if not protocol:
-            yield _required(f"{where}.protocol")
+            yield required(f"{where}.protocol")
         elif protocol not in _PROTOCOLS:
-            yield _unsupported(f"{where}.protocol", protocol, _PROTOCOLS)
+            yield unsupported(f"{where}.protocol", protocol, _PROTOCOLS)
 
 
 def _env(variables: list[Any], path: str) -> Iterator[tuple[str, Cause]]:
@@ -64,13 +85,13 @@ def _env(variables: list[Any], path: str) -> Iterator[tuple[str, Cause]]:
             continue
         name = str(variable.get("name") or "")
         if not name:
-            yield _required(f"{path}[{index}].name")
+            yield required(f"{path}[{index}].name")
         elif "=" in name or not all(" " <= char <= "~" for char in name):
             detail = (
                 "a valid environment variable name must consist only of printable ASCII "
                 "characters other than '='"
             )
-            yield _invalid(f"{path}[{index}].name", go_quoted(name), detail)
+            yield invalid(f"{path}[{index}].name", go_quoted(name), detail)
 
 
 def _resources(resources: Mapping[str, Any], path: str) -> Iterator[tuple[str, Cause]]:
@@ -82,7 +103,7 @@ def _resources(resources: Mapping[str, Any], path: str) -> Iterator[tuple[str, C
             except QuantityError:
                 continue  # refused when decoded
             if negative:
-                yield _invalid(f"{path}.{bag}[{name}]", go_quoted(str(quantity)), _NEGATIVE)
+                yield invalid(f"{path}.{bag}[{name}]", go_quoted(str(quantity)), _NEGATIVE)
     for name, quantity in sorted(requests.items()):
         if name not in limits:
             continue
@@ -92,7 +113,7 @@ def _resources(resources: Mapping[str, Any], path: str) -> Iterator[tuple[str, C
             continue
         if above:
             detail = f"must be less than or equal to {name} limit of {limits[name]}"
-            yield _invalid(f"{path}.requests", go_quoted(str(quantity)), detail)
+            yield invalid(f"{path}.requests", go_quoted(str(quantity)), detail)
 
 
 def _containers(containers: list[Any], path: str) -> Iterator[tuple[str, Cause]]:
@@ -103,12 +124,12 @@ def _containers(containers: list[Any], path: str) -> Iterator[tuple[str, Cause]]
         where = f"{path}[{index}]"
         name = str(container.get("name") or "")
         if not name:
-            yield _required(f"{where}.name")
+            yield required(f"{where}.name")
         elif len(name) > 63 or not DNS_LABEL.match(name):
             hint = "must be no more than 63 characters" if len(name) > 63 else DNS_LABEL_HINT
-            yield _invalid(f"{where}.name", go_quoted(name), hint)
+            yield invalid(f"{where}.name", go_quoted(name), hint)
         if not container.get("image"):
-            yield _required(f"{where}.image")
+            yield required(f"{where}.image")
         yield from _ports(list(container.get("ports") or ()), f"{where}.ports")
         yield from _env(list(container.get("env") or ()), f"{where}.env")
         yield from _resources(container.get("resources") or {}, f"{where}.resources")
@@ -118,12 +139,59 @@ def _containers(containers: list[Any], path: str) -> Iterator[tuple[str, Cause]]
         seen.add(name)
 
 
+_RESTART_POLICIES = ("Always", "OnFailure", "Never")
+_INT32_MAX = 2**31 - 1
+
+
+def toleration_causes(tolerations: list[Any], path: str) -> Iterator[tuple[str, Cause]]:
+    """``ValidateTolerations``: the key, the operator and its value, the effect."""
+    for index, toleration in enumerate(tolerations):
+        if not isinstance(toleration, Mapping):
+            continue
+        where = f"{path}[{index}]"
+        key, operator = str(toleration.get("key") or ""), str(toleration.get("operator") or "")
+        value, effect = str(toleration.get("value") or ""), str(toleration.get("effect") or "")
+        for error in label_key_errors(key) if key else ():
+            yield invalid(f"{where}.key", go_quoted(key), error)
+        if not key and operator != "Exists":
+            detail = ('operator must be Exists when `key` is empty, which means "match all '
+                      'values and all keys"')  # fmt: skip
+            yield invalid(f"{where}.operator", go_quoted(operator), detail)
+        if toleration.get("tolerationSeconds") is not None and effect != "NoExecute":
+            detail = "effect must be 'NoExecute' when `tolerationSeconds` is set"
+            yield invalid(f"{where}.effect", go_quoted(effect), detail)
+        if operator in ("Equal", ""):
+            if errors := label_value_errors(value):
+                yield invalid(f"{where}.operator", go_quoted(value), ";".join(errors))
+        elif operator == "Exists":
+            if value:
+                detail = "value must be empty when `operator` is 'Exists'"
+                yield invalid(f"{where}.operator", go_quoted(value), detail)
+        elif operator in ("Lt", "Gt"):
+            yield unsupported(f"{where}.operator", operator, ("Equal", "Exists", "Lt", "Gt"))
+        else:
+            yield unsupported(f"{where}.operator", operator, ("Equal", "Exists"))
+        if effect and effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
+            effects = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+            yield unsupported(f"{where}.effect", effect, effects)
+
+
 def _pod_spec(spec: Mapping[str, Any], path: str) -> Iterator[tuple[str, Cause]]:
     containers = spec.get("containers")
     if not containers:
-        yield _required(f"{path}.containers")
-        return
-    yield from _containers(list(containers), f"{path}.containers")
+        yield required(f"{path}.containers")
+    else:
+        yield from _containers(list(containers), f"{path}.containers")
+    restart = str(spec.get("restartPolicy") or "")
+    if not restart:
+        yield required(f"{path}.restartPolicy")
+    elif restart not in _RESTART_POLICIES:
+        yield unsupported(f"{path}.restartPolicy", restart, _RESTART_POLICIES)
+    yield from toleration_causes(list(spec.get("tolerations") or ()), f"{path}.tolerations")
+    deadline = spec.get("activeDeadlineSeconds")
+    if isinstance(deadline, int) and not 1 <= deadline <= _INT32_MAX:
+        detail = f"must be between 1 and {_INT32_MAX}, inclusive"
+        yield invalid(f"{path}.activeDeadlineSeconds", str(deadline), detail)
 
 
 def workload_causes(kind: str, obj: Mapping[str, Any]) -> list[tuple[str, Cause]]:
@@ -135,14 +203,14 @@ def workload_causes(kind: str, obj: Mapping[str, Any]) -> list[tuple[str, Cause]
     causes: list[tuple[str, Cause]] = []
     replicas = spec.get("replicas")
     if isinstance(replicas, int) and replicas < 0:
-        causes.append(_invalid("spec.replicas", str(replicas), _NEGATIVE))
+        causes.append(invalid("spec.replicas", str(replicas), _NEGATIVE))
     selector = spec.get("selector") or {}
     template = spec.get("template") or {}
     labels = (template.get("metadata") or {}).get("labels") or {}
     if selector and not selects(selector, labels):
         shown = json.dumps(labels, separators=(",", ":"), sort_keys=True)
         detail = "`selector` does not match template `labels`"
-        causes.append(_invalid("spec.template.metadata.labels", shown, detail))
+        causes.append(invalid("spec.template.metadata.labels", shown, detail))
     causes += _pod_spec(template.get("spec") or {}, "spec.template.spec")
     strategy = spec.get("strategy") or {}
     if kind == "Deployment" and strategy.get("type") not in (None, "Recreate", "RollingUpdate"):
@@ -156,3 +224,96 @@ def workload_causes(kind: str, obj: Mapping[str, Any]) -> list[tuple[str, Cause]
                    f"supported values: {listed}")  # fmt: skip
         causes.append(("spec.strategy", {"reason": "FieldValueNotSupported", "message": message}))
     return causes
+
+
+# -- updates of a Pod ---------------------------------------------------------------------------
+
+
+def _forbidden(field: str, detail: str) -> tuple[str, Cause]:
+    return field, {"reason": "FieldValueForbidden", "message": f"Forbidden: {detail}"}
+
+
+def pod_update_causes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[tuple[str, Cause]]:
+    """``ValidatePodUpdate``'s own checks: the containers may not be added or removed (then it
+    stops), each keeps an image, and nothing else but a few fields may change."""
+    before, after = old.get("spec") or {}, new.get("spec") or {}
+    causes: list[tuple[str, Cause]] = []
+    for key in ("containers", "initContainers"):
+        containers = list(after.get(key) or ())
+        if len(containers) != len(before.get(key) or ()):
+            return [_forbidden(f"spec.{key}", "pod updates may not add or remove containers")]
+        for index, container in enumerate(containers):
+            image = str((container if isinstance(container, Mapping) else {}).get("image") or "")
+            if not image:
+                causes.append(required(f"spec.{key}[{index}].image"))
+            elif image.strip() != image:
+                detail = "must not have leading or trailing whitespace"
+                causes.append(invalid(f"spec.{key}[{index}].image", go_quoted(image), detail))
+    deadline, stop = _deadline_update(before.get("activeDeadlineSeconds"),
+                                      after.get("activeDeadlineSeconds"))  # fmt: skip
+    causes += deadline
+    if stop:
+        return causes
+    causes += _added_tolerations(list(before.get("tolerations") or ()),
+                                 list(after.get("tolerations") or ()))  # fmt: skip
+    if before != after and (difference := pod_spec_diff(before, _munged(before, after))):
+        causes.append(_forbidden("spec", f"{_POD_SPEC_HINT}\n{difference}"))
+    return causes
+
+
+def _deadline_update(old: Any, new: Any) -> tuple[list[tuple[str, Cause]], bool]:
+    """What ``ValidatePodUpdate`` says of a changed ``activeDeadlineSeconds``, and whether it
+    stops there: it may be set, or lowered, and stays within an int32."""
+    field = "spec.activeDeadlineSeconds"
+    if new is None:
+        if old is not None:
+            detail = "must not update from a positive integer to nil value"
+            return [invalid(field, "null", detail)], False
+        return [], False
+    if not 0 <= new <= 2**31 - 1:
+        return [invalid(field, str(new), "must be between 0 and 2147483647, inclusive")], True
+    if old is not None and old < new:
+        return [invalid(field, str(new), "must be less than or equal to previous value")], True
+    return [], False
+
+
+def _added_tolerations(old: list[Any], new: list[Any]) -> list[tuple[str, Cause]]:
+    """``validateOnlyAddedTolerations``: each old toleration stays, but for its seconds."""
+
+    def fixed(toleration: Any) -> tuple[Any, ...]:
+        item = toleration if isinstance(toleration, Mapping) else {}
+        return tuple(str(item.get(k) or "") for k in ("key", "operator", "value", "effect"))
+
+    kept = {fixed(toleration) for toleration in new}
+    if any(fixed(toleration) not in kept for toleration in old):
+        detail = "existing toleration can not be modified except its tolerationSeconds"
+        return [_forbidden("spec.tolerations", detail)]
+    return list(toleration_causes(new, "spec.tolerations"))
+
+
+def _munged(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """A Pod's new spec with what may change taken from the old one, as ``ValidatePodUpdate``
+    compares it: the images, the deadline, the scheduling gates, the tolerations (checked on
+    their own), and a grace period of 1 that was negative."""
+    munged = dict(new)
+    for key in ("containers", "initContainers"):
+        if key in new:
+            olds = list(old.get(key) or ())
+            munged[key] = [{**item, "image": (olds[index] or {}).get("image")}
+                           for index, item in enumerate(new[key])]  # fmt: skip
+    for key in ("activeDeadlineSeconds", "schedulingGates", "tolerations"):
+        munged.pop(key, None)
+        if key in old:
+            munged[key] = old[key]
+    grace = old.get("terminationGracePeriodSeconds")
+    if grace is not None and grace < 0 and new.get("terminationGracePeriodSeconds") == 1:
+        munged["terminationGracePeriodSeconds"] = grace
+    return munged
+
+
+_POD_SPEC_HINT = (
+    "pod updates may not change fields other than `spec.containers[*].image`,"
+    "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` "
+    "(only additions to existing tolerations),`spec.terminationGracePeriodSeconds` "
+    "(allow it to be set to 1 if it was previously negative)"
+)

@@ -69,9 +69,12 @@ def _merge(live: Any, config: Any, where: Any, shape: Shape) -> Any:
         kind, keys = shape.list_type(where)
         items = shape.items(where)
         if kind == "map" and keys:
+            defaults = shape.node(where).key_defaults  # a key left out is keyed by its default
 
             def key_of(item: Any) -> str:
-                found = [item.get(k) for k in keys] if isinstance(item, Mapping) else item
+                if not isinstance(item, Mapping):
+                    return json.dumps(item, sort_keys=True)
+                found = [item[k] if k in item else defaults.get(k) for k in keys]
                 return json.dumps(found, sort_keys=True)
 
             def merged(old: Any, new: Any) -> Any:

@@ -161,15 +161,16 @@ def _undeclared(
         found.append(f"{path}: {problem}")
         return
     if isinstance(value, list):
+        defaults = _key_defaults(resolved, items, node_of)
         if typed and duplicates and resolved.get("x-kubernetes-list-type") in ("set", "map"):
-            elements = [_element(resolved, item, index) for index, item in enumerate(value)]
+            elements = [_element(resolved, item, i, defaults) for i, item in enumerate(value)]
             for index, element in enumerate(elements):
                 if element in elements[:index]:
                     found.append(f"{path}: duplicate entries for key {element}")
         if items is not None:
             for index, item in enumerate(value):
                 if type(item) not in LEAVES or typed:
-                    where = path + _element(resolved, item, index)
+                    where = path + _element(resolved, item, index, defaults)
                     _undeclared(item, items, where, node_of, found, typed=typed,
                                 duplicates=duplicates)  # fmt: skip
         return
@@ -201,6 +202,8 @@ def _mistyped(schema: Schema, value: Any) -> str | None:
     wanted = schema.get("type")
     scalar = not isinstance(value, (list, dict)) and not is_map(value)
     untyped = wanted == "string" and schema.get("format") not in (None, "", "byte")
+    if wanted is None and schema.get("format") == "int-or-string":
+        return None  # a built-in IntOrString has no type: any scalar, list or map
     if untyped or (wanted is None and ("oneOf" in schema or "anyOf" in schema)):
         return None if scalar else f"expected any scalar, got {_show(value)}"
     match wanted:
@@ -225,13 +228,25 @@ def _key_value(value: Any) -> str:
     return json.dumps(value)
 
 
-def _element(schema: Schema, item: Any, index: int) -> str:
-    """A list element's path element: its keys in a map-list, its value in a set, else its
-    index."""
+def _key_defaults(
+    schema: Schema, items: Schema | None, node_of: Callable[[Schema], Node]
+) -> Mapping[str, Any]:
+    """A map-list's key fields' defaults (structured merge keys an item without one by it)."""
+    keys = schema.get("x-kubernetes-list-map-keys") or ()
+    if not keys or items is None:
+        return {}
+    fields = node_of(items)[1]
+    return {key: fields[key]["default"] for key in keys if "default" in (fields.get(key) or {})}
+
+
+def _element(schema: Schema, item: Any, index: int, defaults: Mapping[str, Any]) -> str:
+    """A list element's path element: its keys in a map-list (a missing one by its default),
+    its value in a set, else its index."""
     kind = schema.get("x-kubernetes-list-type")
     keys = schema.get("x-kubernetes-list-map-keys") or ()
     if kind == "map" and keys and isinstance(item, Mapping):
-        return "[" + ",".join(f"{key}={_key_value(item.get(key))}" for key in keys) + "]"
+        keyed = {**defaults, **item} if defaults else item
+        return "[" + ",".join(f"{key}={_key_value(keyed.get(key))}" for key in keys) + "]"
     if kind == "set":
         return f"[={json.dumps(item)}]"
     return f"[{index}]"

@@ -11,8 +11,11 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
+import functools
+import json
 import marshal
 from collections.abc import Callable, Mapping
+from importlib import resources
 from typing import Any
 
 from anyop.testing.fake.go_times import RFC3339, RFC3339_MICRO, time_error
@@ -21,7 +24,7 @@ from anyop.testing.fake.openapi_catalog import Catalog, Schema, catalog
 from anyop.testing.fake.quantities import QuantityError, canonical_quantity
 from anyop.testing.fake.statuses import StatusError, bad_request
 
-__all__ = ["decode", "decode_metadata"]
+__all__ = ["decode", "decode_metadata", "go_structs"]
 
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 _TIMES = {f"{_META}Time": RFC3339, f"{_META}MicroTime": RFC3339_MICRO}
@@ -49,13 +52,14 @@ class _Context:
         if self.converter:
             self.error = _converter_error(value, go_type)
             return
+        self.error = self.type_message(got, go_type)
+
+    def type_message(self, got: str, go_type: str) -> str:
+        """Go's ``UnmarshalTypeError`` here, with the decoder's context (where it has one)."""
         if self.struct or self.fields:
             where = f"{self.struct}.{'.'.join(self.fields)}"
-            self.error = (
-                f"json: cannot unmarshal {got} into Go struct field {where} of type {go_type}"
-            )
-        else:
-            self.error = f"json: cannot unmarshal {got} into Go value of type {go_type}"
+            return f"json: cannot unmarshal {got} into Go struct field {where} of type {go_type}"
+        return f"json: cannot unmarshal {got} into Go value of type {go_type}"
 
     def other_error(self, message: str) -> None:
         if not self.error:
@@ -87,18 +91,29 @@ def _unstructured_kind(value: Any) -> str:
     return "map"
 
 
+_INTS = ("int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64")
+
+
 def _converter_error(value: Any, go_type: str) -> str:
-    """``DefaultUnstructuredConverter.FromUnstructured``'s error for a value of another type."""
+    """``DefaultUnstructuredConverter.FromUnstructured``'s error for a value of another type:
+    between kinds Go converts (an integer to a string or float, a float to an integer) it cannot
+    convert the value; into another kind it does not know how."""
     kind = _unstructured_kind(value)
-    if go_type in _GO_SCALARS:
-        numbers = ("int64", "float64")
-        convertible = (kind in numbers and go_type != "bool") or kind == go_type
+    underlying = go_structs()["underlying"].get(go_type, go_type)  # a named type: its kind
+    if underlying in _GO_SCALARS:
+        floats = ("float32", "float64")
+        if kind == "int64":
+            convertible = underlying in (*_INTS, *floats, "string")
+        elif kind == "float64":
+            convertible = underlying in (*_INTS, *floats)
+        else:
+            convertible = kind == underlying
         if not convertible:
-            return f"unrecognized type: {go_type}"
+            return f"unrecognized type: {underlying}"
         return f"cannot convert {kind} to {go_type}"
-    if go_type.startswith("[]"):
+    if underlying.startswith("[]"):
         return f"cannot restore slice from {kind}"
-    if go_type.startswith("map["):
+    if underlying.startswith("map["):
         return f"cannot restore map from {kind}"
     return f"cannot restore struct from: {kind}"
 
@@ -116,7 +131,36 @@ def _json_name(value: Any) -> str:
     return "object"
 
 
+_GO_NAMES: dict[int, str] = {}
+"""The Go type of each (catalog) schema of a field whose Go type is a named one its schema does
+not refer to (``v1.Protocol``), by the schema's id (see :func:`_shape_of`)."""
+
+
+@functools.cache
+def go_structs() -> Mapping[str, Any]:
+    """What the Go structs of the vendored definitions say beyond them (``data/go_types.json``,
+    made by ``scripts/fake_go_types.py`` from Kubernetes' Go code): their fields' named types
+    (``types``), and their fields' order where it is not alphabetical (``order``)."""
+    data = resources.files("anyop.testing.fake").joinpath("data/go_types.json").read_bytes()
+    found: Mapping[str, Any] = json.loads(data)
+    return found
+
+
+def _go_types() -> Mapping[str, Mapping[str, str]]:
+    types: Mapping[str, Mapping[str, str]] = go_structs()["types"]
+    return types
+
+
+@functools.cache
+def _go_order(name: str) -> Mapping[str, int]:
+    """A definition's fields by their place in its Go struct (``{}``: alphabetical)."""
+    return {key: index for index, key in enumerate(go_structs()["order"].get(name) or ())}
+
+
 def _go_type(books: Catalog, schema: Schema) -> str:
+    named = _GO_NAMES.get(id(schema))
+    if named is not None:
+        return named
     resolved, name = books.resolve(schema)
     if name:
         package, _, short = name.rpartition(".")
@@ -139,6 +183,8 @@ def _go_type(books: Catalog, schema: Schema) -> str:
     return "interface {}"
 
 
+_ZEROS = {"quantity": "0"}
+"""What a null in a map decodes to, by how its values decode (else it stays a null)."""
 _ANY: Schema = {}
 """The schema of an array's items that its schema does not give."""
 _SIMPLE = {"string": str, "boolean": bool}
@@ -231,9 +277,13 @@ def _value(books: Catalog, value: Any, schema: Schema, ctx: _Context, like: Any 
             return _time(value, _TIMES[name], ctx)
         case "int-or-string":
             if not isinstance(value, (str, int)) or isinstance(value, bool):
-                ctx.other_error(
-                    f"json: cannot unmarshal {_json_name(value)} into Go value of type int32"
-                )
+                # Its own UnmarshalJSON decodes into an int32: that error stops the decoder,
+                # which adds its context.
+                got = f"number {json.dumps(value)}" if type(value) is float else _json_name(value)
+                if ctx.converter:
+                    ctx.other_error(f"json: cannot unmarshal {got} into Go value of type int32")
+                else:
+                    ctx.abort(ctx.type_message(got, "int32"))
         case "quantity":
             try:
                 return canonical_quantity(value)  # as Go writes it back: "0.5" is "500m"
@@ -243,12 +293,21 @@ def _value(books: Catalog, value: Any, schema: Schema, ctx: _Context, like: Any 
 
 
 def _time(value: Any, layout: str, ctx: _Context) -> Any:
+    """A time's own ``UnmarshalJSON``: its error stops Go's decoder (the decoder adds its
+    context to a type error, not to a parsing error)."""
     if not isinstance(value, str):
-        ctx.other_error(f"json: cannot unmarshal {_json_name(value)} into Go value of type string")
+        if ctx.converter:
+            message = f"json: cannot unmarshal {_json_name(value)} into Go value of type string"
+            ctx.other_error(message)
+        else:
+            ctx.abort(ctx.type_message(_json_name(value), "string"))
         return value
     error = time_error(layout, value)
     if error is not None:
-        ctx.other_error(error)
+        if ctx.converter:
+            ctx.other_error(error)
+        else:
+            ctx.abort(error)
     return value
 
 
@@ -264,7 +323,7 @@ def _object(
     if type(value) is not dict and not is_map(value):
         ctx.type_error(_json_name(value), _go_type(books, schema), value)
         return value
-    shape = _shape(books, resolved)
+    shape = _shape(books, resolved, name)
     if shape.free_form:
         return json_copy(dict(value))  # free-form (e.g. a RawExtension's object)
     if shape.fields is None:
@@ -274,22 +333,30 @@ def _object(
         if plain is str:  # a null in a map of strings is Go's zero value there: ""
             return {key: "" if item is None else _value(books, item, extra, ctx)
                     for key, item in value.items()}  # fmt: skip
-        return {key: _value(books, item, extra, ctx) for key, item in value.items()}
+        zero = _ZEROS.get(_plan(books, extra).how)  # a quantity's: "0"
+        return {key: zero if item is None else _value(books, item, extra, ctx)
+                for key, item in value.items()}  # fmt: skip
     kept: dict[str, Any] = {}
     fields = shape.fields
     struct = ""
     if type(like) is not dict:
         like = _NOTHING
-    for key, item in value.items():
+    pairs: Any = value.items()
+    if ctx.converter:  # the converter walks the struct's fields in their Go order
+        place = _go_order(name) or {key: index for index, key in enumerate(sorted(fields))}
+        pairs = sorted(pairs, key=lambda pair: place.get(pair[0], len(place)))
+    for key, item in pairs:
         field = fields.get(key)
         if field is None:
             continue  # an unknown field: dropped (and warned about)
         sub, plan = field
         if type(item) is plan.plain:  # most fields: nothing to check, nothing to drop
-            kept[key] = item
+            if item or key not in shape.omitted:  # Go leaves out an omitempty "" or false
+                kept[key] = item
             continue
         if plan.integer and type(item) is int and -_INT32 <= item < _INT32:
-            kept[key] = item  # fits any integer format
+            if item or key not in shape.omitted:  # fits any integer format
+                kept[key] = item
             continue
         before = like.get(key)
         if before is not None and item == before and type(item) is type(before):
@@ -303,6 +370,8 @@ def _object(
         decoded = _value(books, item, sub, ctx, before)
         ctx.struct, ctx.fields = outer
         if decoded is not None and not (decoded in ({}, []) and plan.collection):
+            if key in shape.omitted and type(decoded) in (int, float) and decoded == 0:
+                continue  # an omitempty number's zero
             kept[key] = decoded  # Go leaves out nulls, and empty maps and lists (omitempty)
     for key, sub in shape.defaulted:
         if key not in kept:
@@ -357,6 +426,8 @@ class _Shape:
     extra_plain: type | None
     free_form: bool
     defaulted: list[tuple[str, Schema]]
+    omitted: frozenset[str] = frozenset()
+    """The ``omitempty`` scalar fields: Go leaves out their zero value (``""``, 0, false)."""
 
 
 _SHAPES: dict[int, _Shape] = {}
@@ -364,15 +435,24 @@ _NOTHING: dict[str, Any] = {}
 _TREES = (dict, list)
 
 
-def _shape(books: Catalog, resolved: Schema) -> _Shape:
+def _shape(books: Catalog, resolved: Schema, name: str) -> _Shape:
     found = _SHAPES.get(id(resolved))
     if found is None:
-        found = _SHAPES[id(resolved)] = _shape_of(books, resolved)
+        found = _SHAPES[id(resolved)] = _shape_of(books, resolved, name)
     return found
 
 
-def _shape_of(books: Catalog, resolved: Schema) -> _Shape:
+def _shape_of(books: Catalog, resolved: Schema, name: str) -> _Shape:
+    """The shape of a definition (``name``) or inline object schema; the named Go types of its
+    fields (and of their items and values) are noted for :func:`_go_type`."""
     properties: Mapping[str, Any] = resolved.get("properties") or {}
+    for key, go_type in (_go_types().get(name) or {}).items():
+        sub = properties.get(key)
+        if isinstance(sub, Mapping):
+            _GO_NAMES[id(sub)] = go_type
+            inner = sub.get("items") or sub.get("additionalProperties")
+            if isinstance(inner, Mapping) and go_type.startswith(("[]", "map[")):
+                _GO_NAMES.setdefault(id(inner), go_type.partition("]")[2])
     extra = resolved.get("additionalProperties")
     if not isinstance(extra, Mapping):
         extra = None
@@ -381,7 +461,8 @@ def _shape_of(books: Catalog, resolved: Schema) -> _Shape:
         plain = _plan(books, extra).plain if extra is not None else None
         return _Shape(None, extra or _ANY, plain, extra is None, defaulted)
     fields = {key: (sub, _plan(books, sub)) for key, sub in properties.items()}
-    return _Shape(fields, _ANY, None, False, defaulted)
+    omitted = frozenset(go_structs()["omitempty"].get(name) or ())
+    return _Shape(fields, _ANY, None, False, defaulted, omitted)
 
 
 def _serialised_default(schema: Schema) -> bool:
@@ -435,7 +516,9 @@ def _base64(value: str, ctx: _Context) -> None:
             ),
             len(value) - len(value) % 4,
         )
-        ctx.other_error(f"illegal base64 data at input byte {offset}")
+        error = f"illegal base64 data at input byte {offset}"
+        # The converter reads a string into bytes by Go's JSON decoder, and says so.
+        ctx.other_error(f"error decoding from json: {error}" if ctx.converter else error)
 
 
 def decode(

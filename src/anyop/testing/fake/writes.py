@@ -33,6 +33,7 @@ from anyop.testing.fake.objects import (
 from anyop.testing.fake.openapi_catalog import catalog
 from anyop.testing.fake.patch_merging import apply_merge_patch, apply_strategic_patch
 from anyop.testing.fake.schemas import default, prune
+from anyop.testing.fake.service_rules import allocated
 from anyop.testing.fake.smd_typing import smd_errors
 from anyop.testing.fake.statuses import (
     StatusError,
@@ -120,6 +121,18 @@ def _service_ip(store: Store) -> str:
     return store.rng.choice(free)
 
 
+def _allocate(store: Store, obj: Body) -> None:
+    """Give a Service (its write's own) its cluster IPs, as its storage does before anything is
+    validated.
+
+    Raises:
+        StatusError: 422, the allocator refuses an address or an IP family.
+    """
+    spec = obj.setdefault("spec", {})
+    if causes := allocated(spec, service_ip=lambda: _service_ip(store)):
+        raise invalid("Service", "", str(obj["metadata"].get("name") or ""), causes=causes)
+
+
 def _served(kind: Kind, committed: Body) -> Body:
     """The answer of a write: the object as committed, in the kind's version. Its parts are
     the stored object's, which no write changes in place (each stores a new one): encode it,
@@ -180,14 +193,16 @@ def create(
         now=store.now(),
     )
     obj = _crd_defaults(kind, obj)
+    if owners is None and manager is not None:  # before admission and allocation: theirs is
+        owners = [] if _untyped(kind, body) else owners_after_update(  # no manager's
+            kind, None, obj, manager=manager, subresource=None, now=store.now())  # fmt: skip
+    if (kind.group, kind.kind) == ("", "Service"):
+        _allocate(store, obj)
     if causes := new_object_causes(kind, obj):
         raise invalid(kind.kind, error_group(kind), name, causes=causes)
     if kind.status and not kind.custom and "status" not in obj:
         obj = _empty_status(kind, obj)
-    obj = admitted(kind, obj, service_ip=lambda: _service_ip(store))
-    if owners is None and manager is not None:
-        owners = [] if _untyped(kind, body) else owners_after_update(
-            kind, None, obj, manager=manager, subresource=None, now=store.now())  # fmt: skip
+    obj = admitted(kind, obj)
     if owners:
         obj["metadata"]["managedFields"] = in_order(owners)
     _check_namespace(store, Ref(kind, namespace, name))
@@ -277,12 +292,16 @@ def update(
     """
     request = decoded(kind, new, stored=stored)
     obj = prepare_update(kind, stored, request, subresource=subresource)
-    if causes := update_causes(kind, stored, obj, added=added_finalizers(stored, obj)):
-        raise invalid(kind.kind, error_group(kind), stored["metadata"]["name"], causes=causes)
-    if owners is None and manager is not None:
-        owners = [] if _untyped(kind, request, stored) else owners_after_update(
+    if owners is None and manager is not None:  # before admission and allocation: theirs is
+        owners = [] if _untyped(kind, request, stored) else owners_after_update(  # no manager's
             kind, stored, obj, manager=manager, subresource=subresource, now=store.now()
         )  # fmt: skip
+    if (kind.group, kind.kind) == ("", "Pod") and subresource is None:
+        obj = admitted(kind, obj, old=stored)
+    elif (kind.group, kind.kind) == ("", "Service") and subresource is None:
+        _allocate(store, obj)
+    if causes := update_causes(kind, stored, obj, added=added_finalizers(stored, obj)):
+        raise invalid(kind.kind, error_group(kind), stored["metadata"]["name"], causes=causes)
     if owners is None:
         owners = list(stored["metadata"].get("managedFields") or [])
     if owners:
@@ -348,8 +367,11 @@ def replace(
     *,
     subresource: str | None = None,
     manager: str | None = None,
-) -> Body:
-    """Replace an object (PUT), or its status.
+) -> tuple[int, Body]:
+    """Replace an object (PUT), or its status; create it where its kind allows a PUT to.
+
+    Returns:
+        200 and the object replaced, or 201 and the object created.
 
     Raises:
         StatusError: 400 (name mismatch), 404, 409 Conflict (stale resourceVersion), 422.
@@ -365,15 +387,22 @@ def replace(
         raise bad_request(
             f"the name of the object ({given}) does not match the name on the URL ({name})"
         )
+    if (
+        subresource is None
+        and kind.creates_on_update
+        and (store.objects[(kind.group, kind.plural)].get((ref.namespace or "", name)) is None)
+    ):
+        body = {**body, "metadata": {k: v for k, v in metadata.items() if k != "resourceVersion"}}
+        return 201, create(store, kind, body, namespace=ref.namespace, manager=manager)
     stored = store.find(kind, ref.namespace, name)
     version = metadata.get("resourceVersion")
-    if kind.custom and not version:
+    if kind.conditional_update and not version:
         message = "Invalid value: 0: must be specified for an update"
         cause = {"reason": "FieldValueInvalid", "message": message}
         causes = [("metadata.resourceVersion", cause)]
         raise invalid(kind.plural, kind.group, name, causes=causes)
     check_version(kind, stored, version)
-    return update(store, kind, stored, new=body, subresource=subresource, manager=manager)
+    return 200, update(store, kind, stored, new=body, subresource=subresource, manager=manager)
 
 
 def patched(kind: Kind, stored: Body, *, content_type: str, document: bytes) -> Any:
@@ -472,7 +501,8 @@ def delete(store: Store, ref: Ref, options: Mapping[str, Any]) -> Body:
     """Delete an object: at once, or mark it (``deletionTimestamp``) while finalizers remain.
 
     Returns:
-        The object while it stays (finalizers, namespaces), else a ``Status`` of success.
+        The object while it stays (finalizers, namespaces), else a ``Status`` of success (the
+        object as deleted, for the kinds that answer with it).
 
     Raises:
         StatusError: 404, 409 (a precondition failed).
@@ -495,17 +525,31 @@ def delete(store: Store, ref: Ref, options: Mapping[str, Any]) -> Body:
         return _served(kind, crd)
     is_namespace = kind.plural == "namespaces" and not kind.group
     if not finalizers and not is_namespace:
-        store.commit(kind, "DELETED", stored, old=stored)  # first: a dry run ends here
+        deleted = store.commit(kind, "DELETED", stored, old=stored)  # a dry run ends here
+        if kind.plural == "pods" and not kind.group:
+            # A Pod's deletion is graceful, with no grace for one on no node: the answer shows
+            # it marked so, as it is removed at once.
+            deleted = _marked(deleted, now=store.now(), finalizers=[])
+        if kind.returns_deleted:
+            return _served(kind, deleted)
         return success(name, kind.group, kind.plural, uid=metadata["uid"])
-    marked = {**stored, "metadata": {**metadata, "deletionTimestamp": store.now()}}
-    if int(metadata.get("generation") or 0) > 0:  # controllers see the deletion as a change
-        marked["metadata"]["generation"] = int(metadata["generation"]) + 1
     if not is_namespace:
-        marked["metadata"]["deletionGracePeriodSeconds"] = 0
-        marked["metadata"]["finalizers"] = finalizers
+        marked = _marked(stored, now=store.now(), finalizers=finalizers)
     else:
+        marked = {**stored, "metadata": {**metadata, "deletionTimestamp": store.now()}}
         marked["status"] = {**stored.get("status", {}), "phase": "Terminating"}
     return _served(kind, store.commit(kind, "MODIFIED", marked, old=stored))
+
+
+def _marked(stored: Body, *, now: str, finalizers: list[str]) -> Body:
+    """An object marked for deletion: its ``deletionTimestamp`` and grace period set, and its
+    ``generation`` (where kept) bumped, for controllers see the deletion as a change."""
+    metadata = {**stored["metadata"], "deletionTimestamp": now, "deletionGracePeriodSeconds": 0}
+    if int(metadata.get("generation") or 0) > 0:
+        metadata["generation"] = int(metadata["generation"]) + 1
+    if finalizers:
+        metadata["finalizers"] = finalizers
+    return {**stored, "metadata": metadata}
 
 
 def _check_preconditions(kind: Kind, stored: Body, preconditions: Mapping[str, Any]) -> None:

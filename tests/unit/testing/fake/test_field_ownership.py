@@ -210,4 +210,12 @@ def test_an_items_key_is_the_json_of_its_key_fields(item: Any, keys: list[str]) 
     """A map-list item's key: its key fields as compact JSON with sorted keys (`k:` paths)."""
     found = {key: item[key] for key in keys if isinstance(item, dict) and key in item}
     expected = json.dumps(found, separators=(",", ":"), sort_keys=True)
-    assert _item_key(item, tuple(keys)) == expected
+    assert _item_key(item, tuple(keys), {}) == expected
+
+
+def test_an_items_key_field_left_out_is_keyed_by_its_default() -> None:
+    """A Service port without a protocol is ``TCP``'s, as structured merge keys it."""
+    defaults = {"protocol": "TCP"}
+    assert _item_key({"port": 80}, ("port", "protocol"), defaults) == '{"port":80,"protocol":"TCP"}'
+    given = {"port": 80, "protocol": "UDP"}
+    assert _item_key(given, ("port", "protocol"), defaults) == '{"port":80,"protocol":"UDP"}'

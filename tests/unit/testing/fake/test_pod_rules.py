@@ -12,7 +12,8 @@ DEPLOYMENT: dict[str, Any] = {
              "template": {"metadata": {"labels": {"app": "d"}},
                           "spec": {"containers": [{"name": "app", "image": "nginx",
                                                    "ports": [{"containerPort": 80,
-                                                              "protocol": "TCP"}]}]}}},
+                                                              "protocol": "TCP"}]}],
+                                   "restartPolicy": "Always"}}},
 }  # fmt: skip
 
 
@@ -76,11 +77,12 @@ def test_negative_replicas_and_an_unknown_strategy() -> None:
 
 def test_a_pod_needs_containers_with_unique_valid_names() -> None:
     pod = {"spec": {"containers": [{"name": "a", "image": "x"}, {"name": "a", "image": "x"},
-                                   {"name": "Bad", "image": "x"}]}}  # fmt: skip
+                                   {"name": "Bad", "image": "x"}],
+                    "restartPolicy": "Always"}}  # fmt: skip
     assert [field for field, _ in workload_causes("Pod", pod)] == [
         "spec.containers[1].name",
         "spec.containers[2].name",
     ]
-    assert workload_causes("Pod", {"spec": {}}) == [
+    assert workload_causes("Pod", {"spec": {"restartPolicy": "Always"}}) == [
         ("spec.containers", {"reason": "FieldValueRequired", "message": "Required value"})
     ]

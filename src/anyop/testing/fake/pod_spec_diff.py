@@ -1,0 +1,122 @@
+"""The diff kube-apiserver shows when it refuses a change to a Pod's spec.
+
+Pure. ``ValidatePodUpdate`` compares the old spec with the new one (its images, deadline and
+tolerations taken from the old) as its internal Go type, ``core.PodSpec``, and shows their
+difference: both written as indented JSON (the internal type has no JSON tags, so every field
+shows, by its Go name, in its Go order) and compared line by line, as a unified diff with three
+lines of context. The internal layout comes from Kubernetes' Go code (``data/go_types.json``,
+made by ``scripts/fake_go_types.py``); a ``v1`` spec is read into it as the API server converts
+it (the host namespace fields move into its security context).
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from anyop.testing.fake.typed_decoding import go_structs
+
+__all__ = ["pod_spec_diff"]
+
+_ZERO: Mapping[str, Any] = {
+    "string": "", "bool": False, "int": 0, "int32": 0, "int64": 0, "uint32": 0, "uint64": 0,
+    "float32": 0, "float64": 0, "types.UID": "", "resource.Quantity": "0",
+    "intstr.IntOrString": 0, "metav1.Time": None,
+}  # fmt: skip
+_HOST_FIELDS = {
+    "HostNetwork": "hostNetwork", "HostPID": "hostPID", "HostIPC": "hostIPC",
+    "ShareProcessNamespace": "shareProcessNamespace", "HostUsers": "hostUsers",
+}  # fmt: skip
+
+
+@functools.cache
+def _layout() -> Mapping[str, Any]:
+    layout: Mapping[str, Any] = go_structs()["pod_spec"]
+    return layout
+
+
+def _value(expression: str, value: Any) -> Any:
+    """A ``v1`` JSON value as the internal Go type ``expression`` writes it."""
+    layout = _layout()
+    if expression.startswith("*"):
+        return None if value is None else _value(expression[1:], value)
+    if expression.startswith("[]"):
+        if value is None:
+            return None
+        if expression == "[]byte":
+            return value
+        return [_value(expression[2:], item) for item in value]
+    if expression.startswith("map["):
+        if value is None:
+            return None
+        inner = expression[expression.index("]") + 1 :]
+        return {key: _value(inner, value[key]) for key in sorted(value)}
+    if expression in layout["structs"]:
+        return _struct(expression, value if isinstance(value, Mapping) else {})
+    if expression in layout["named"]:
+        return _value(layout["named"][expression], value)
+    if value is not None:
+        return value
+    return _ZERO.get(expression)
+
+
+def _struct(name: str, value: Mapping[str, Any], out: dict[str, Any] | None = None) -> Any:
+    layout = _layout()
+    out = {} if out is None else out
+    names = layout["json"].get(name) or {}
+    for go_name, expression in layout["structs"][name]:
+        if not go_name:  # embedded: its fields are promoted, from the same JSON object
+            _struct(expression, value, out)
+            continue
+        out[go_name] = _value(expression, value.get(names.get(go_name, "")))
+    return out
+
+
+def _internal(spec: Mapping[str, Any]) -> Any:
+    """A ``v1`` Pod spec (decoded and defaulted) as ``core.PodSpec``."""
+    converted = _struct("PodSpec", spec)
+    if converted.get("ServiceAccountName") == "":
+        converted["ServiceAccountName"] = spec.get("serviceAccount") or ""
+    security = converted.get("SecurityContext") or _struct("PodSecurityContext", {})
+    for go_name, json_name in _HOST_FIELDS.items():
+        kind = "bool" if go_name.startswith("Host") and go_name != "HostUsers" else "*bool"
+        security[go_name] = _value(kind, spec.get(json_name))
+    converted["SecurityContext"] = security
+    return converted
+
+
+def _go_json(value: Any) -> list[str]:
+    """``json.MarshalIndent(value, "", " ")``, split into lines as the diff reads them."""
+    text = json.dumps(value, indent=1, ensure_ascii=False)
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return [line + "\n" for line in text.split("\n")]
+
+
+def _range(start: int, stop: int) -> str:
+    length = stop - start
+    if length == 1:
+        return str(start + 1)
+    return f"{start if not length else start + 1},{length}"
+
+
+def pod_spec_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
+    """The unified diff of two ``v1`` Pod specs as kube-apiserver writes it into its refusal
+    (``new`` already has the fields that may change taken from ``old``)."""
+    before, after = _go_json(_internal(old)), _go_json(_internal(new))
+    lines: list[str] = []
+    matcher = difflib.SequenceMatcher(None, before, after)
+    for group in matcher.get_grouped_opcodes(3):
+        first, last = group[0], group[-1]
+        lines.append(f"@@ -{_range(first[1], last[2])} +{_range(first[3], last[4])} @@\n")
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                lines += [" " + line for line in before[i1:i2]]
+                continue
+            if tag in ("replace", "delete"):
+                lines += ["-" + line for line in before[i1:i2]]
+            if tag in ("replace", "insert"):
+                lines += ["+" + line for line in after[j1:j2]]
+    return "".join(lines)
