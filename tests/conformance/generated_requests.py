@@ -14,7 +14,7 @@ import dataclasses
 import random
 from typing import Any
 
-__all__ = ["Step", "builtin_plan", "plan"]
+__all__ = ["Step", "builtin_plan", "kinds_plan", "plan"]
 
 NAMES = ("g1", "g2")
 
@@ -258,6 +258,188 @@ def builtin_plan(seed: int, *, steps: int = 10) -> list[Step]:
         elif op == "scale":
             replicas = _value(rng, ((0, 2, 4), (-1, "3")), bad)
             out.append(Step(op, name, {"spec": {"replicas": replicas}}))
+        else:
+            out.append(Step(op, name))
+    return out
+
+
+# More kinds operators write: a Secret, a Service, a Lease, an events.k8s.io Event and a Pod.
+
+_B64: tuple[tuple[Any, ...], tuple[Any, ...]] = (
+    ({"a": "MQ=="}, {"a": "", "tls.crt": "eA=="}, {}),
+    ({"a": "!!"}, {"a": 1}, {"a b": "MQ=="}, {"a": "MQ"}),
+)
+_STRING_DATA: tuple[tuple[Any, ...], tuple[Any, ...]] = (
+    ({"a": "2"}, {"b": "x", "username": "u"}, {}), ({"a": 2}, {"a b": "x"}, {"a": None}),
+)  # fmt: skip
+_SECRET_TYPES: tuple[tuple[Any, ...], tuple[Any, ...]] = (
+    ("Opaque", "example.com/custom", None),
+    ("kubernetes.io/tls", "kubernetes.io/basic-auth", "kubernetes.io/service-account-token",
+     "kubernetes.io/dockerconfigjson", "", "a b"),
+)  # fmt: skip
+
+
+def _secret(rng: random.Random, *, bad: float) -> dict[str, Any]:
+    body: dict[str, Any] = {"apiVersion": "v1", "kind": "Secret",
+                            "metadata": _metadata(rng, "s1", bad=bad)}  # fmt: skip
+    kind = _value(rng, _SECRET_TYPES, bad)
+    if kind is not None:
+        body["type"] = kind
+    if rng.random() < 0.7:
+        body["data"] = _value(rng, _B64, bad)
+    if rng.random() < 0.4:
+        body["stringData"] = _value(rng, _STRING_DATA, bad)
+    if rng.random() < 0.15:
+        body["immutable"] = rng.random() < 0.5
+    return body
+
+
+def _service_port(rng: random.Random, name: str, *, bad: float) -> dict[str, Any]:
+    port: dict[str, Any] = {"port": _value(rng, ((80, 443, 8080), (0, 70000, "80")), bad)}
+    if rng.random() < 0.6:
+        port["name"] = name
+    if rng.random() < 0.5:
+        port["targetPort"] = _value(rng, ((8080, "http", 1), (0, "a b", 70000)), bad)
+    if rng.random() < 0.3:
+        port["protocol"] = _value(rng, (("TCP", "UDP", "SCTP"), ("tcp", "HTTP")), bad)
+    return port
+
+
+def _service(rng: random.Random, *, bad: float) -> dict[str, Any]:
+    spec: dict[str, Any] = {}
+    kind = _value(rng, (("ClusterIP", None, "ClusterIP"), ("ExternalName", "Bogus")), bad)
+    if kind is not None:
+        spec["type"] = kind
+    if kind == "ExternalName" or rng.random() < bad / 4:
+        spec["externalName"] = rng.choice(["db.example.com", "not a name"])
+    if rng.random() < 0.85:
+        names = rng.sample(["http", "https", "http"], k=rng.randint(1, 2))
+        spec["ports"] = [_service_port(rng, n, bad=bad) for n in names]
+    if rng.random() < 0.6:
+        spec["selector"] = _value(rng, _LABELS, bad)
+    if rng.random() < 0.2:
+        spec["clusterIP"] = rng.choice(["None", "None", "10.0.0.999", ""])
+    if rng.random() < 0.2:
+        spec["sessionAffinity"] = _value(rng, (("None", "ClientIP"), ("Sticky",)), bad)
+    return {"apiVersion": "v1", "kind": "Service", "metadata": _metadata(rng, "v1", bad=bad),
+            "spec": spec}  # fmt: skip
+
+
+_MICRO_TIMES: tuple[tuple[Any, ...], tuple[Any, ...]] = (
+    ("2026-01-01T00:00:00.000000Z", "2026-01-01T00:00:01.123456Z"),
+    ("2026-01-01T00:00:00Z", "yesterday", 5),
+)
+
+
+def _lease(rng: random.Random, *, bad: float) -> dict[str, Any]:
+    spec: dict[str, Any] = {}
+    for field, choices in (
+        ("holderIdentity", (("me", "pod-a"), (7, ""))),
+        ("leaseDurationSeconds", ((15, 1), (0, -1, "15", 1.5))),
+        ("leaseTransitions", ((0, 3), (-1, "1"))),
+        ("acquireTime", _MICRO_TIMES),
+        ("renewTime", _MICRO_TIMES),
+    ):
+        if rng.random() < 0.6:
+            spec[field] = _value(rng, choices, bad)
+    return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": _metadata(rng, "l1", bad=bad), "spec": spec}  # fmt: skip
+
+
+def _event(rng: random.Random, *, bad: float) -> dict[str, Any]:
+    body: dict[str, Any] = {"apiVersion": "events.k8s.io/v1", "kind": "Event",
+                            "metadata": _metadata(rng, "e1", bad=bad)}  # fmt: skip
+    for field, choices in (
+        ("eventTime", _MICRO_TIMES),
+        ("reportingController", (("example.com/op", "op"), ("", "a b/c"))),
+        ("reportingInstance", (("op-1",), ("",))),
+        ("action", (("Create", "Update"), ("",))),
+        ("reason", (("Started", "Failed"), ("",))),
+        ("type", (("Normal", "Warning"), ("Info", ""))),
+        ("note", (("it ran", ""), ("x" * 1025, 5))),
+        ("regarding", (({"kind": "Pod", "name": "p1", "namespace": "other"},
+                        {"kind": "ConfigMap", "name": "c"}), ({"kind": 1}, "p1"))),
+    ):  # fmt: skip
+        if rng.random() < 0.8:
+            body[field] = _value(rng, choices, bad)
+    if rng.random() < 0.15:
+        body["series"] = {"count": _value(rng, ((2, 5), (1, 0)), bad),
+                          "lastObservedTime": _value(rng, _MICRO_TIMES, bad)}  # fmt: skip
+    return body
+
+
+def _pod(rng: random.Random, *, bad: float) -> dict[str, Any]:
+    names = rng.sample(_CONTAINER_NAMES, k=rng.randint(1, 2))
+    spec: dict[str, Any] = {"containers": [_container(rng, n, bad=bad) for n in names]}
+    if rng.random() < 0.3:
+        spec["restartPolicy"] = _value(rng, (("Always", "Never", "OnFailure"), ("Sometimes",)), bad)
+    if rng.random() < 0.2:
+        spec["activeDeadlineSeconds"] = _value(rng, ((30, 600), (0, -5)), bad)
+    if rng.random() < 0.2:
+        operator = _value(rng, (("Exists", "Equal"), ("Maybe",)), bad)
+        spec["tolerations"] = [{"key": "k", "operator": operator}]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": _metadata(rng, "p1", bad=bad),
+            "spec": spec}  # fmt: skip
+
+
+_KINDS = {"s1": _secret, "v1": _service, "l1": _lease, "e1": _event, "p1": _pod}
+
+
+def _kind_patch(rng: random.Random, name: str, *, bad: float) -> dict[str, Any]:
+    """A merge or strategic merge patch of the fields an operator changes on each kind."""
+    whole = _KINDS[name](rng, bad=bad)
+    if name == "p1":
+        spec = whole["spec"]
+        patch: dict[str, Any] = {
+            "spec": {
+                "containers": [
+                    {"name": c["name"], "image": c.get("image", "x")} for c in spec["containers"]
+                ]
+            }
+        }
+        for field in ("activeDeadlineSeconds", "tolerations", "restartPolicy"):
+            if field in spec and rng.random() < 0.5:
+                patch["spec"][field] = spec[field]
+    else:
+        fields = [k for k in whole if k not in ("apiVersion", "kind", "metadata")]
+        chosen = rng.sample(fields, k=min(len(fields), rng.randint(1, 2)))
+        patch = {field: whole[field] for field in chosen}
+    if rng.random() < 0.3:
+        patch["metadata"] = {"labels": _value(rng, _LABELS, bad)}
+    return patch  # fmt: skip
+
+
+def kinds_plan(seed: int, *, steps: int = 10) -> list[Step]:
+    """Requests on two of a Secret (``s1``), a Service (``v1``), a Lease (``l1``), an
+    events.k8s.io Event (``e1``) and a Pod (``p1``): creates, replaces, merge, JSON and strategic
+    merge patches, applies, status writes, reads, lists and deletions."""
+    rng = random.Random(seed)
+    bad = rng.choice([0.1, 0.25, 0.5])
+    names = rng.sample(sorted(_KINDS), k=2)
+    out = [Step("create", name, _KINDS[name](rng, bad=bad)) for name in names]
+    for _ in range(steps):
+        name = rng.choice(names)
+        op = rng.choice(["put", "merge", "strategic", "json", "apply", "apply", "get", "list",
+                         "delete", "create"])  # fmt: skip
+        if op in ("put", "create"):
+            out.append(Step(op, name, _KINDS[name](rng, bad=bad),
+                            {"version": rng.choice(["current", "none"])}))  # fmt: skip
+        elif op == "apply":
+            body = _KINDS[name](rng, bad=bad)
+            body["metadata"] = {k: v for k, v in body["metadata"].items() if k == "name"}
+            out.append(Step(op, name, body, {"manager": rng.choice(["m1", "m2"]),
+                                             "force": rng.random() < 0.3}))  # fmt: skip
+        elif op in ("merge", "strategic"):
+            out.append(Step(op, name, _kind_patch(rng, name, bad=bad)))
+        elif op == "json":
+            path, value = rng.choice([("/metadata/labels", {"app": "j"}),
+                                      ("/metadata/annotations/a", "v"),
+                                      ("/metadata/labels/app", "j")])  # fmt: skip
+            out.append(Step(op, name, [{"op": rng.choice(["add", "replace", "remove"]),
+                                        "path": path, "value": value}]))  # fmt: skip
+        elif op == "list":
+            selector = rng.choice(["app=a", "app!=a", "tier", "!tier"])
+            out.append(Step(op, name, options={"labelSelector": selector}))
         else:
             out.append(Step(op, name))
     return out

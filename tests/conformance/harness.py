@@ -19,7 +19,8 @@ import httpx
 
 from anyop.kube.transport import BODY_EXTENSION, aiter_raw
 
-__all__ = ["MERGE", "JSON_PATCH", "STRATEGIC", "Scenario", "Target", "normalise", "status_shown"]
+__all__ = ["JSON_PATCH", "MERGE", "STRATEGIC", "Scenario", "Target", "normalise", "status_shown",
+           "without_ips"]  # fmt: skip
 
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -331,3 +332,14 @@ def status_shown(document: Mapping[str, Any]) -> dict[str, Any]:
     return {"code": document.get("code"), "reason": document.get("reason"),
             "message": "\n".join([first, *sorted(lines)]), "causes": sorted(causes),
             "details": details}  # fmt: skip
+
+
+def without_ips(document: Any) -> Any:
+    """A Service with its allocated addresses masked (each server picks its own)."""
+    if isinstance(document, dict) and document.get("kind") == "Service":
+        spec = dict(document.get("spec") or {})
+        for key in ("clusterIP", "clusterIPs"):
+            if key in spec and spec[key] not in ("None", ["None"]):
+                spec[key] = "<allocated>"
+        return {**document, "spec": spec}
+    return document
