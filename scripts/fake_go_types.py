@@ -8,7 +8,7 @@ kube-apiserver reads a built-in object into its Go struct, and the OpenAPI docum
 everything that struct does. This reads the Go structs of the ``k8s.io/api``,
 ``k8s.io/apimachinery`` and ``k8s.io/apiextensions-apiserver`` modules the local control plane
 builds (found in the Go module cache under ``~/.cache/anyop/go/mod/k8s.io`` when not given) and
-writes to ``src/anyop/testing/fake/data/go_types.json``, for the vendored definitions:
+writes to ``src/anyop/testing/fake/data/go_types.json.gz``, for the vendored definitions:
 
 - ``types``: a field's named Go type where the schema does not refer to it (its decoding
   errors name it: ``... Go struct field ServicePort.spec.ports.protocol of type v1.Protocol``);
@@ -16,12 +16,15 @@ writes to ``src/anyop/testing/fake/data/go_types.json``, for the vendored defini
 - ``order``: a struct's fields in their Go order, where it is not the documents' alphabetical
   one (the converter of a patch's result meets them in that order);
 - ``omitempty``: a struct's ``omitempty`` scalar fields, whose zero value Go leaves out;
-- ``pod_spec``: the layout of the internal ``PodSpec`` (``k8s.io/kubernetes``'s
-  ``pkg/apis/core``), which a refused Pod update shows a diff of.
+- ``inline``: the fields a struct has from an embedded one, by its name (Go's decoding errors
+  name it in the field's path: ``spec.rules.IngressRuleValue.http``);
+- ``internal``: the layout of the internal ``PodSpec`` and ``PersistentVolumeClaimSpec``
+  (``k8s.io/kubernetes``'s ``pkg/apis/core``), which a refused update shows a diff of.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import lzma
 import re
@@ -160,17 +163,18 @@ def _from_schema(schema: dict[str, Any]) -> str:
     return f"[]{package.rpartition('.')[2]}.{name}" if ref else ""
 
 
-def _pod_spec(root: Path) -> dict[str, Any]:
-    """The layout of kube-apiserver's internal ``PodSpec`` (``pkg/apis/core``, untagged: its
-    JSON shows every field by its Go name, in order), of the internal structs and named types
-    it reaches, and the ``v1`` JSON name of each Go field of the same-named ``v1`` structs (an
-    embedded struct's promoted): the refusal of a Pod's spec change shows a diff of it."""
+def _internal(root: Path) -> dict[str, Any]:
+    """The layout of kube-apiserver's internal ``PodSpec`` and ``PersistentVolumeClaimSpec``
+    (``pkg/apis/core``, untagged: their JSON shows every field by its Go name, in order), of
+    the internal structs and named types they reach, and the ``v1`` JSON name of each Go field
+    of the same-named ``v1`` structs (an embedded struct's promoted): the refusal of a change
+    to a Pod's or a claim's spec shows a diff of them."""
     internal = _Package(_module(root, "kubernetes") / "pkg/apis/core")
     external = _Package(_module(root, "api") / "core/v1")
     structs: dict[str, list[tuple[str, str]]] = {}
     named: dict[str, str] = {}
     names: dict[str, dict[str, str]] = {}
-    waiting = ["PodSpec"]
+    waiting = ["PodSpec", "PersistentVolumeClaimSpec"]
     while waiting:
         name = waiting.pop()
         if name in structs or name in named:
@@ -190,11 +194,24 @@ def _pod_spec(root: Path) -> dict[str, Any]:
 
 
 def _promoted(package: _Package, struct: str) -> dict[str, str]:
-    """A v1 struct's JSON names by Go name, an inline embedded struct's fields promoted."""
+    """A struct's JSON names by Go name, the fields of an embedded struct of its own package
+    promoted."""
     found = dict(package.json_names.get(struct) or {})
     for go_name, expression in package.layouts.get(struct) or ():
-        if not go_name:
-            found.update(_promoted(package, expression.rpartition(".")[2]))
+        embedded = expression.lstrip("*")
+        if not go_name and "." not in embedded and embedded != struct:
+            found.update(_promoted(package, embedded))
+    return found
+
+
+def _chains(package: _Package, embedded: str) -> dict[str, str]:
+    """The JSON fields an embedded struct gives, each with the embedded structs it comes
+    through (``RuleWithOperations.Rule``)."""
+    found = {key: embedded for key in (package.json_names.get(embedded) or {}).values()}
+    for go_name, expression in package.layouts.get(embedded) or ():
+        inner = expression.lstrip("*")
+        if not go_name and "." not in inner and inner != embedded:
+            found.update({k: f"{embedded}.{v}" for k, v in _chains(package, inner).items()})
     return found
 
 
@@ -206,6 +223,7 @@ def main(root: Path) -> None:
     order: dict[str, list[str]] = {}
     underlying: dict[str, str] = {}
     empty: dict[str, list[str]] = {}
+    inline: dict[str, dict[str, str]] = {}
     for definition, schema in sorted(schemas.items()):
         prefix, _, struct = definition.rpartition(".")
         directory = _package_dir(root, prefix)
@@ -217,6 +235,15 @@ def main(root: Path) -> None:
         declared = [key for key in fields if key in properties]
         if len(declared) > 1 and declared != sorted(declared):
             order[definition] = declared
+        for go_name, expression in package.layouts.get(struct) or ():
+            if go_name:
+                continue  # an embedded struct: its fields are promoted, under its name
+            embedded = expression.lstrip("*")
+            if "." in embedded:
+                continue  # another package's (meta/v1's TypeMeta): not in the documents
+            for key, chain in _chains(package, embedded).items():
+                if key in properties:
+                    inline.setdefault(definition, {})[key] = chain
         for key in sorted(package.omitted.get(struct) or ()):
             if key in properties and _is_scalar(package, fields[key]):
                 empty.setdefault(definition, []).append(key)
@@ -229,15 +256,17 @@ def main(root: Path) -> None:
                 bare = fields[key].lstrip("*[]")
                 if bare in package.named and bare not in package.aliases:
                     underlying[named.lstrip("[]")] = package.go_string(package.named[bare])
-    target = DATA / "go_types.json"
+    target = DATA / "go_types.json.gz"
     document = {
         "types": table,
         "underlying": underlying,
         "order": order,
         "omitempty": empty,
-        "pod_spec": _pod_spec(root),
+        "inline": inline,
+        "internal": _internal(root),
     }
-    target.write_text(json.dumps(document, indent=0, sort_keys=True) + "\n")
+    text = json.dumps(document, separators=(",", ":"), sort_keys=True) + "\n"
+    target.write_bytes(gzip.compress(text.encode(), mtime=0))
     print(
         f"{target}: {sum(map(len, table.values()))} fields of {len(table)} definitions, "
         f"the field order of {len(order)}"

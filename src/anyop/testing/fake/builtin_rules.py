@@ -17,13 +17,21 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from anyop.testing.fake import go_json
+from anyop.testing.fake.batch_rules import cron_job_causes, job_causes, job_update_causes
+from anyop.testing.fake.claim_rules import PROTECTION, claim_causes, claim_update_causes
 from anyop.testing.fake.event_rules import event_causes
 from anyop.testing.fake.go_json import go_quoted
+from anyop.testing.fake.ingress_rules import ingress_causes
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.object_meta import object_meta_causes
-from anyop.testing.fake.pod_rules import pod_update_causes, workload_causes
+from anyop.testing.fake.pod_rules import (
+    pod_update_causes,
+    stateful_set_update_causes,
+    workload_causes,
+)
 from anyop.testing.fake.quantities import QuantityError, milli_rounded, quantity_value
+from anyop.testing.fake.rbac_rules import binding_causes, binding_update_causes
+from anyop.testing.fake.secret_rules import secret_type_causes
 from anyop.testing.fake.service_rules import service_causes, service_update_causes
 from anyop.testing.fake.statuses import Cause
 
@@ -48,7 +56,9 @@ def _container(container: Any) -> None:
     if not container.get("imagePullPolicy"):
         image = str(container.get("image") or "")
         tag = "" if "@" in image else image.rpartition("/")[2].partition(":")[2]
-        container["imagePullPolicy"] = "Always" if tag in ("", "latest") else "IfNotPresent"
+        # No image is no reference, hence no "latest" tag (Go's parser refuses it).
+        latest = bool(image) and tag in ("", "latest")
+        container["imagePullPolicy"] = "Always" if latest else "IfNotPresent"
     container.setdefault("terminationMessagePath", "/dev/termination-log")
     container.setdefault("terminationMessagePolicy", "File")
     resources = container.setdefault("resources", {})
@@ -243,7 +253,25 @@ def _null_times(*fields: str) -> Callable[[Body], None]:
     return fill
 
 
+def _binding(obj: Body) -> None:
+    role = obj.get("roleRef")
+    if isinstance(role, dict) and not role.get("apiGroup"):
+        role["apiGroup"] = "rbac.authorization.k8s.io"
+    for subject in obj.get("subjects") or ():
+        named = isinstance(subject, dict) and subject.get("kind") in ("User", "Group")
+        if named and not subject.get("apiGroup"):
+            subject["apiGroup"] = "rbac.authorization.k8s.io"
+
+
+def _claim(obj: Body) -> None:
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("volumeMode", "Filesystem")
+
+
 _DEFAULTERS: Mapping[tuple[str, str], Callable[[Body], None]] = {
+    ("", "PersistentVolumeClaim"): _claim,
+    ("rbac.authorization.k8s.io", "RoleBinding"): _binding,
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): _binding,
     ("", "Event"): _null_times("firstTimestamp", "lastTimestamp", "eventTime"),
     ("events.k8s.io", "Event"): _null_times(
         "deprecatedFirstTimestamp", "deprecatedLastTimestamp", "eventTime"
@@ -335,6 +363,11 @@ def admitted(kind: Kind, obj: Mapping[str, Any], *, old: Mapping[str, Any] | Non
         spec["tolerations"] = _with_default_tolerations(list(spec.get("tolerations") or ()))
         if old is None:
             result["status"] = {"phase": "Pending", "qosClass": _qos_class(spec)}
+    elif (kind.group, kind.kind) == ("", "PersistentVolumeClaim") and old is None:
+        finalizers = list(result["metadata"].get("finalizers") or ())
+        if PROTECTION not in finalizers:  # the StorageObjectInUseProtection plugin's
+            result["metadata"]["finalizers"] = [*finalizers, PROTECTION]
+        result["status"] = {"phase": "Pending"}
     elif (kind.group, kind.kind) == ("apps", "DaemonSet") and old is None:
         annotations = result["metadata"].setdefault("annotations", {})
         annotations["deprecated.daemonset.template.generation"] = "1"
@@ -407,73 +440,23 @@ def _required(field: str) -> tuple[str, Cause]:
     return field, {"reason": "FieldValueRequired", "message": "Required value"}
 
 
-_SECRET_REQUIRED = {
-    "kubernetes.io/tls": ("tls.crt", "tls.key"),
-    "kubernetes.io/dockercfg": (".dockercfg",),
-    "kubernetes.io/dockerconfigjson": (".dockerconfigjson",),
-}
-
-
-def _secret_type(obj: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:
-    """What a Secret of each type must hold (``ValidateSecret``), and its total size."""
-    data: Mapping[str, Any] = obj.get("data") or {}
-    if sum(len(_bytes(value)) for value in data.values()) > _SECRET_LIMIT:
-        message = f"Too long: may not be more than {_SECRET_LIMIT} bytes"
-        yield "data", {"reason": "FieldValueTooLong", "message": message}
-    kind = obj.get("type")
-    if kind == "kubernetes.io/service-account-token":
-        annotations = (obj.get("metadata") or {}).get("annotations") or {}
-        if not annotations.get(_ACCOUNT_NAME):
-            yield _required(f"metadata.annotations[{_ACCOUNT_NAME}]")
-    elif kind == "kubernetes.io/basic-auth":
-        if "username" not in data and "password" not in data:
-            yield _required("data[username]")
-            yield _required("data[password]")
-    elif kind == "kubernetes.io/ssh-auth" and not data.get("ssh-privatekey"):
-        yield _required("data[ssh-privatekey]")
-    for key in _SECRET_REQUIRED.get(str(kind), ()):
-        if key not in data:
-            yield _required(f"data[{key}]")
-        elif key.startswith(".docker"):
-            try:
-                document = go_json.loads(_bytes(data[key]))
-            except go_json.GoJSONError as exc:
-                error = str(exc)
-            else:
-                is_map = isinstance(document, Mapping)
-                error = "" if is_map else go_json.unmarshal_type_error(document, _ANY_MAP)
-            if error:
-                yield _invalid(f"data[{key}]", "<secret contents redacted>", error)
-            if kind == "kubernetes.io/dockercfg":
-                break
-
-
-_SECRET_LIMIT = 1024 * 1024
-_ACCOUNT_NAME = "kubernetes.io/service-account.name"
-_ANY_MAP = "map[string]interface {}"
-
-
-def _bytes(value: Any) -> bytes:
-    try:
-        return base64.b64decode(str(value), validate=True)
-    except ValueError:
-        return b""
-
-
 def error_group(kind: Kind) -> str:
     """The group that refusals name: events.k8s.io Events are validated as core Events."""
     return "" if (kind.group, kind.kind) == ("events.k8s.io", "Event") else kind.group
 
 
-def create_causes(kind: Kind, obj: Mapping[str, Any]) -> Causes:
-    """The validation errors of a new built-in object (beyond its name's)."""
+def create_causes(
+    kind: Kind, obj: Mapping[str, Any], *, raw: Mapping[str, Any] | None = None
+) -> Causes:
+    """The validation errors of a new built-in object (beyond its name's). ``raw``: the object
+    as the request sent it, before decoding (where a list sent empty is not one left out)."""
     if kind.custom:
         return []
     match (kind.group, kind.kind):
         case ("", "ConfigMap"):
             return list(_config_keys(obj))
         case ("", "Secret"):
-            return [*_config_keys(obj), *_secret_type(obj)]
+            return [*_config_keys(obj), *secret_type_causes(obj)]
         case ("", "Service"):
             return service_causes(obj)
         case ("coordination.k8s.io", "Lease"):
@@ -482,24 +465,42 @@ def create_causes(kind: Kind, obj: Mapping[str, Any]) -> Causes:
             return event_causes(kind.group, obj)
         case ("apps", "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet") | ("", "Pod"):
             return workload_causes(kind.kind, obj)
+        case ("batch", "Job"):
+            return job_causes(obj)
+        case ("", "PersistentVolumeClaim"):
+            return claim_causes(obj)
+        case ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding"):
+            return binding_causes(obj, namespaced=kind.kind == "RoleBinding")
+        case ("networking.k8s.io", "Ingress"):
+            return ingress_causes(obj, raw=raw)
+        case ("batch", "CronJob"):
+            return cron_job_causes(obj)
     return []
 
 
-def new_object_causes(kind: Kind, obj: Mapping[str, Any]) -> Causes:
+def new_object_causes(
+    kind: Kind, obj: Mapping[str, Any], *, raw: Mapping[str, Any] | None = None
+) -> Causes:
     """The validation errors of a new built-in object: its metadata's, then its kind's."""
     if kind.custom:
         return []
     metadata = obj.get("metadata") or {}
-    return object_meta_causes(metadata, custom=False, own_create=create_causes(kind, obj))
+    own = create_causes(kind, obj, raw=raw)
+    return object_meta_causes(metadata, custom=False, own_create=own)
 
 
 def update_causes(
-    kind: Kind, old: Mapping[str, Any], new: Mapping[str, Any], *, added: Causes | None = None
+    kind: Kind,
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    *,
+    added: Causes | None = None,
+    raw: Mapping[str, Any] | None = None,
 ) -> Causes:
     """The validation errors of an update of a built-in object, its metadata's first (as
     :func:`~anyop.testing.fake.object_meta.object_meta_causes` orders them; ``added``: the
     finalizers added during deletion), then those of the update alone (immutable fields),
-    then those of the object as a create checks it."""
+    then those of the object as a create checks it (``raw``: as for :func:`create_causes`)."""
     if kind.custom:
         return []
     own: Causes = []
@@ -510,6 +511,12 @@ def update_causes(
             own = pod_update_causes(old, new)
         case ("", "Service"):
             own = service_update_causes(old, new)
+        case ("apps", "StatefulSet"):
+            own = stateful_set_update_causes(old, new)
+        case ("", "PersistentVolumeClaim"):
+            own = claim_update_causes(old, new, raw=raw)
+        case ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding"):
+            own = binding_update_causes(old, new)
     metadata = new.get("metadata") or {}
     # The kind's own checks judge what is not metadata: where that did not change, they judge
     # as they did when it was stored (it was checked then), and need not walk it again.
@@ -518,8 +525,12 @@ def update_causes(
         own_create = []
     elif kind.kind == "Event" and kind.group in ("", "events.k8s.io"):
         own_create = event_causes(kind.group, new, old=old)
+    elif (kind.group, kind.kind) == ("apps", "StatefulSet"):  # its service name not again
+        own_create = [cause for cause in create_causes(kind, new) if cause[0] != "spec.serviceName"]
+    elif (kind.group, kind.kind) == ("batch", "Job"):  # as created, then as updated
+        own_create = [*job_causes(new), *job_update_causes(old, new)]
     else:
-        own_create = create_causes(kind, new)
+        own_create = create_causes(kind, new, raw=raw)
     checks = _UPDATE_META_CHECKS.get((kind.group, kind.kind), "update+create")
     return object_meta_causes(metadata, custom=False, updating=list(added or ()), own_update=own,
                               kind_checks=checks,
@@ -531,9 +542,10 @@ _UPDATE_META_CHECKS = {
         ("", "Service"), ("", "PodTemplate"), ("", "ReplicationController"),
         ("", "ResourceQuota"), ("", "Namespace"), ("events.k8s.io", "Event"),
         ("apps", "ControllerRevision"), ("apps", "DaemonSet"), ("apps", "Deployment"),
-        ("apps", "ReplicaSet"), ("batch", "Job"), ("batch", "CronJob"),
+        ("apps", "StatefulSet"),
+        ("apps", "ReplicaSet"), ("batch", "CronJob"),
         ("coordination.k8s.io", "Lease"), ("networking.k8s.io", "NetworkPolicy"),
-        ("networking.k8s.io", "Ingress"), ("networking.k8s.io", "IPAddress"),
+        ("networking.k8s.io", "IPAddress"),
         ("networking.k8s.io", "ServiceCIDR"), ("scheduling.k8s.io", "PriorityClass"),
         ("autoscaling", "HorizontalPodAutoscaler"))},
     ("", "Event"): "none",

@@ -21,6 +21,8 @@ __all__ = [
     "DNS_LABEL_HINT",
     "DNS_SUBDOMAIN",
     "DNS_SUBDOMAIN_HINT",
+    "WILDCARD_SUBDOMAIN",
+    "WILDCARD_SUBDOMAIN_HINT",
     "label_causes",
     "label_key_errors",
     "label_value_errors",
@@ -68,6 +70,12 @@ DNS_SUBDOMAIN_HINT = _regex_error(
     "'.', and must start and end with an alphanumeric character", _SUBDOMAIN_FORMAT,
     "example.com")  # fmt: skip
 """apimachinery's message for what is not an RFC 1123 subdomain."""
+WILDCARD_SUBDOMAIN = re.compile(f"^\\*\\.{_SUBDOMAIN_FORMAT}$")
+WILDCARD_SUBDOMAIN_HINT = _regex_error(
+    "a wildcard DNS-1123 subdomain must start with '*.', followed by a valid DNS subdomain, "
+    "which must consist of lower case alphanumeric characters, '-' or '.' and end with an "
+    "alphanumeric character", f"\\*\\.{_SUBDOMAIN_FORMAT}", "*.example.com")  # fmt: skip
+"""apimachinery's message for what is not a wildcard subdomain (``*.example.com``)."""
 
 
 def label_key_errors(key: str) -> list[str]:

@@ -32,6 +32,7 @@ __all__ = [
     "required",
     "toleration_causes",
     "pod_update_causes",
+    "stateful_set_update_causes",
     "unsupported",
     "workload_causes",
 ]
@@ -208,10 +209,20 @@ def workload_causes(kind: str, obj: Mapping[str, Any]) -> list[tuple[str, Cause]
     template = spec.get("template") or {}
     labels = (template.get("metadata") or {}).get("labels") or {}
     if selector and not selects(selector, labels):
-        shown = json.dumps(labels, separators=(",", ":"), sort_keys=True)
+        shown = json.dumps(labels, separators=(",", ":"), sort_keys=True) if labels else "null"
         detail = "`selector` does not match template `labels`"
         causes.append(invalid("spec.template.metadata.labels", shown, detail))
-    causes += _pod_spec(template.get("spec") or {}, "spec.template.spec")
+    pod_spec = template.get("spec") or {}
+    causes += _pod_spec(pod_spec, "spec.template.spec")
+    if kind == "StatefulSet":
+        causes += _stateful_set(spec)
+    restart = str(pod_spec.get("restartPolicy") or "")
+    if restart != "Always":
+        causes.append(unsupported("spec.template.spec.restartPolicy", restart, ("Always",)))
+    if pod_spec.get("activeDeadlineSeconds") is not None:
+        owner = "ReplicaSet" if kind == "Deployment" else kind
+        detail = f"activeDeadlineSeconds in {owner} is not Supported"
+        causes.append(_forbidden("spec.template.spec.activeDeadlineSeconds", detail))
     strategy = spec.get("strategy") or {}
     if kind == "Deployment" and strategy.get("type") not in (None, "Recreate", "RollingUpdate"):
         # The value shown is Go's internal strategy struct, as JSON without tags.
@@ -226,11 +237,82 @@ def workload_causes(kind: str, obj: Mapping[str, Any]) -> list[tuple[str, Cause]
     return causes
 
 
-# -- updates of a Pod ---------------------------------------------------------------------------
+def _rolling_struct(rolling: Mapping[str, Any]) -> dict[str, Any]:
+    """A StatefulSet's rolling update as Go's internal struct writes it (no JSON tags)."""
+    return {"Partition": rolling.get("partition") or 0,
+            "MaxUnavailable": rolling.get("maxUnavailable")}  # fmt: skip
+
+
+def _stateful_set(spec: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:
+    """``ValidateStatefulSetSpec``'s own checks (its template's are the workloads')."""
+    policy = str(spec.get("podManagementPolicy") or "")
+    if not policy:
+        yield required("spec.podManagementPolicy")
+    elif policy not in ("OrderedReady", "Parallel"):
+        detail = "must be 'OrderedReady' or 'Parallel'"
+        yield invalid("spec.podManagementPolicy", go_quoted(policy), detail)
+    strategy = spec.get("updateStrategy") or {}
+    kind, rolling = str(strategy.get("type") or ""), strategy.get("rollingUpdate")
+    if not kind:
+        yield required("spec.updateStrategy")
+    elif kind == "OnDelete" and rolling is not None:
+        detail = "only allowed for updateStrategy 'RollingUpdate'"
+        shown = json.dumps(_rolling_struct(rolling), separators=(",", ":"))
+        yield invalid("spec.updateStrategy.rollingUpdate", shown, detail)
+    elif kind not in ("OnDelete", "RollingUpdate"):
+        # The value shown is Go's internal strategy struct, as JSON without tags.
+        update = None if rolling is None else _rolling_struct(rolling)
+        struct = {"Type": kind, "RollingUpdate": update}
+        detail = "must be 'RollingUpdate' or 'OnDelete'"
+        yield invalid("spec.updateStrategy", json.dumps(struct, separators=(",", ":")), detail)
+    for field in ("minReadySeconds",):
+        value = spec.get(field)
+        if isinstance(value, int) and value < 0:
+            yield invalid(f"spec.{field}", str(value), _NEGATIVE)
+    service = str(spec.get("serviceName") or "")
+    if service:
+        if len(service) > 63:
+            yield invalid(
+                "spec.serviceName", go_quoted(service), "must be no more than 63 characters"
+            )
+        if not DNS_LABEL.match(service):
+            yield invalid("spec.serviceName", go_quoted(service), DNS_LABEL_HINT)
+    selector = spec.get("selector")
+    if selector is None:
+        yield required("spec.selector")
+    elif not (selector.get("matchLabels") or selector.get("matchExpressions")):
+        shown = json.dumps(selector, separators=(",", ":"))
+        yield invalid("spec.selector", shown, "empty selector is invalid for statefulset")
+
+
+_STATEFUL_MUTABLE = ("replicas", "template", "updateStrategy", "minReadySeconds", "ordinals",
+                     "revisionHistoryLimit", "persistentVolumeClaimRetentionPolicy")  # fmt: skip
+
+
+def stateful_set_update_causes(
+    old: Mapping[str, Any], new: Mapping[str, Any]
+) -> list[tuple[str, Cause]]:
+    """``ValidateStatefulSetUpdate``'s own check: only a few fields of the spec may change."""
+
+    def fixed(obj: Mapping[str, Any]) -> dict[str, Any]:
+        spec = obj.get("spec") or {}
+        return {k: v for k, v in spec.items() if k not in _STATEFUL_MUTABLE}
+
+    if fixed(old) == fixed(new):
+        return []
+    listed = "', '".join(("replicas", "ordinals", "template", "updateStrategy",
+                          "revisionHistoryLimit",
+                          "persistentVolumeClaimRetentionPolicy"))  # fmt: skip
+    detail = (f"updates to statefulset spec for fields other than '{listed}' and "
+              "'minReadySeconds' are forbidden")  # fmt: skip
+    return [_forbidden("spec", detail)]
 
 
 def _forbidden(field: str, detail: str) -> tuple[str, Cause]:
     return field, {"reason": "FieldValueForbidden", "message": f"Forbidden: {detail}"}
+
+
+# -- updates of a Pod ---------------------------------------------------------------------------
 
 
 def pod_update_causes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[tuple[str, Cause]]:

@@ -1,10 +1,10 @@
-"""The diff kube-apiserver shows when it refuses a change to a Pod's spec.
+"""The diff kube-apiserver shows when it refuses a change to a Pod's (or a claim's) spec.
 
 Pure. ``ValidatePodUpdate`` compares the old spec with the new one (its images, deadline and
 tolerations taken from the old) as its internal Go type, ``core.PodSpec``, and shows their
 difference: both written as indented JSON (the internal type has no JSON tags, so every field
 shows, by its Go name, in its Go order) and compared line by line, as a unified diff with three
-lines of context. The internal layout comes from Kubernetes' Go code (``data/go_types.json``,
+lines of context. The internal layout comes from Kubernetes' Go code (``data/go_types.json.gz``,
 made by ``scripts/fake_go_types.py``); a ``v1`` spec is read into it as the API server converts
 it (the host namespace fields move into its security context).
 """
@@ -19,7 +19,7 @@ from typing import Any
 
 from anyop.testing.fake.typed_decoding import go_structs
 
-__all__ = ["pod_spec_diff"]
+__all__ = ["claim_spec_diff", "pod_spec_diff", "spec_json", "template_json"]
 
 _ZERO: Mapping[str, Any] = {
     "string": "", "bool": False, "int": 0, "int32": 0, "int64": 0, "uint32": 0, "uint64": 0,
@@ -34,7 +34,7 @@ _HOST_FIELDS = {
 
 @functools.cache
 def _layout() -> Mapping[str, Any]:
-    layout: Mapping[str, Any] = go_structs()["pod_spec"]
+    layout: Mapping[str, Any] = go_structs()["internal"]
     return layout
 
 
@@ -90,9 +90,13 @@ def _internal(spec: Mapping[str, Any]) -> Any:
 
 def _go_json(value: Any) -> list[str]:
     """``json.MarshalIndent(value, "", " ")``, split into lines as the diff reads them."""
-    text = json.dumps(value, indent=1, ensure_ascii=False)
-    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    text = _escaped(json.dumps(value, indent=1, ensure_ascii=False))
     return [line + "\n" for line in text.split("\n")]
+
+
+def _escaped(text: str) -> str:
+    """JSON as Go's encoder writes it: ``<``, ``>`` and ``&`` escaped."""
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def _range(start: int, stop: int) -> str:
@@ -105,7 +109,19 @@ def _range(start: int, stop: int) -> str:
 def pod_spec_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
     """The unified diff of two ``v1`` Pod specs as kube-apiserver writes it into its refusal
     (``new`` already has the fields that may change taken from ``old``)."""
-    before, after = _go_json(_internal(old)), _go_json(_internal(new))
+    return _diff(_internal(old), _internal(new))
+
+
+def claim_spec_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
+    """The same of two ``v1`` PersistentVolumeClaim specs."""
+    empty: Mapping[str, Any] = {}
+    return _diff(_struct("PersistentVolumeClaimSpec", old or empty),
+                 _struct("PersistentVolumeClaimSpec", new or empty))  # fmt: skip
+
+
+def _diff(old: Any, new: Any) -> str:
+    """``diff.Diff``: both as indented JSON, compared line by line (three of context)."""
+    before, after = _go_json(old), _go_json(new)
     lines: list[str] = []
     matcher = difflib.SequenceMatcher(None, before, after)
     for group in matcher.get_grouped_opcodes(3):
@@ -120,3 +136,28 @@ def pod_spec_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
             if tag in ("replace", "insert"):
                 lines += ["+" + line for line in after[j1:j2]]
     return "".join(lines)
+
+
+_META_ORDER = ("name", "generateName", "namespace", "selfLink", "uid", "resourceVersion",
+               "generation", "creationTimestamp", "deletionTimestamp",
+               "deletionGracePeriodSeconds", "labels", "annotations", "ownerReferences",
+               "finalizers", "managedFields")  # fmt: skip
+
+
+def template_json(template: Mapping[str, Any]) -> str:
+    """A ``v1`` pod template as ``field.Invalid`` shows the internal ``core.PodTemplateSpec``:
+    compact JSON, its embedded ``ObjectMeta``'s fields (tagged, ``omitempty``) promoted beside
+    ``Spec``, the internal ``PodSpec``."""
+    metadata = template.get("metadata") or {}
+    out: dict[str, Any] = {}
+    for key in _META_ORDER:
+        value = metadata.get(key)
+        if value:  # omitempty (and omitzero: a template's creationTimestamp)
+            out[key] = dict(sorted(value.items())) if isinstance(value, Mapping) else value
+    out["Spec"] = _internal(template.get("spec") or {})
+    return _escaped(json.dumps(out, separators=(",", ":"), ensure_ascii=False))
+
+
+def spec_json(spec: Mapping[str, Any]) -> str:
+    """A ``v1`` Pod spec as ``field.Invalid`` shows the internal ``core.PodSpec``: compact."""
+    return _escaped(json.dumps(_internal(spec), separators=(",", ":"), ensure_ascii=False))

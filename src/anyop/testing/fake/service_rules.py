@@ -28,6 +28,7 @@ from anyop.testing.fake.pod_rules import PORT_RANGE, invalid, required, unsuppor
 
 __all__ = [
     "allocated",
+    "port_name_errors",
     "kept_allocations",
     "service_causes",
     "service_update_causes",
@@ -81,7 +82,7 @@ def _label_errors(value: str, field: str) -> Iterator[tuple[str, Cause]]:
         yield invalid(field, go_quoted(value), DNS_LABEL_HINT)
 
 
-def _port_name_errors(name: str) -> list[str]:
+def port_name_errors(name: str) -> list[str]:
     """``IsValidPortName``: an IANA service name."""
     errors = []
     if len(name) > 15:
@@ -119,7 +120,7 @@ def _port(
         yield unsupported(f"{where}.protocol", protocol, _PROTOCOLS)
     target = port.get("targetPort")
     if isinstance(target, str):
-        for error in _port_name_errors(target):
+        for error in port_name_errors(target):
             yield invalid(f"{where}.targetPort", go_quoted(target), error)
     elif isinstance(target, int) and not 1 <= target <= 65535:
         yield invalid(f"{where}.targetPort", str(target), PORT_RANGE)

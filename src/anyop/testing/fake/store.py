@@ -143,6 +143,10 @@ class Store:
         self.controller_errors: list[StatusError] = []
         """What the API refused to the controllers, oldest first (a real controller logs it
         and tries again later; these do not)."""
+        self.unsettled: set[tuple[str, str, str, str]] = set()
+        """Objects whose next update is written even if it changes nothing (a new
+        resourceVersion), as kube-apiserver writes a PersistentVolumeClaim's first update
+        (``group, plural, namespace, name``)."""
         self.dry_run = False
         """Make :meth:`commit` raise :class:`WouldCommit` instead of storing (admission)."""
         self.substitute: tuple[str | None, Body] | None = None

@@ -12,6 +12,7 @@ import base64
 import binascii
 import dataclasses
 import functools
+import gzip
 import json
 import marshal
 from collections.abc import Callable, Mapping
@@ -24,7 +25,7 @@ from anyop.testing.fake.openapi_catalog import Catalog, Schema, catalog
 from anyop.testing.fake.quantities import QuantityError, canonical_quantity
 from anyop.testing.fake.statuses import StatusError, bad_request
 
-__all__ = ["decode", "decode_metadata", "go_structs"]
+__all__ = ["decode", "decode_metadata", "go_structs", "sorted_keys"]
 
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 _TIMES = {f"{_META}Time": RFC3339, f"{_META}MicroTime": RFC3339_MICRO}
@@ -138,11 +139,11 @@ not refer to (``v1.Protocol``), by the schema's id (see :func:`_shape_of`)."""
 
 @functools.cache
 def go_structs() -> Mapping[str, Any]:
-    """What the Go structs of the vendored definitions say beyond them (``data/go_types.json``,
+    """What the Go structs of the vendored definitions say beyond them (``data/go_types.json.gz``,
     made by ``scripts/fake_go_types.py`` from Kubernetes' Go code): their fields' named types
     (``types``), and their fields' order where it is not alphabetical (``order``)."""
-    data = resources.files("anyop.testing.fake").joinpath("data/go_types.json").read_bytes()
-    found: Mapping[str, Any] = json.loads(data)
+    data = resources.files("anyop.testing.fake").joinpath("data/go_types.json.gz").read_bytes()
+    found: Mapping[str, Any] = json.loads(gzip.decompress(data))
     return found
 
 
@@ -366,7 +367,8 @@ def _object(
                 continue
         struct = struct or (name.rpartition(".")[2] if name else ctx.struct)
         outer = ctx.struct, ctx.fields
-        ctx.struct, ctx.fields = struct, (*outer[1], key)  # where an error inside is
+        embedded = shape.inline.get(key, ())  # Go names the embedded structs on the way
+        ctx.struct, ctx.fields = struct, (*outer[1], *embedded, key)  # where an error inside is
         decoded = _value(books, item, sub, ctx, before)
         ctx.struct, ctx.fields = outer
         if decoded is not None and not (decoded in ({}, []) and plan.collection):
@@ -428,6 +430,8 @@ class _Shape:
     defaulted: list[tuple[str, Schema]]
     omitted: frozenset[str] = frozenset()
     """The ``omitempty`` scalar fields: Go leaves out their zero value (``""``, 0, false)."""
+    inline: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    """The fields from embedded structs, with their names (in a decoding error's path)."""
 
 
 _SHAPES: dict[int, _Shape] = {}
@@ -462,7 +466,12 @@ def _shape_of(books: Catalog, resolved: Schema, name: str) -> _Shape:
         return _Shape(None, extra or _ANY, plain, extra is None, defaulted)
     fields = {key: (sub, _plan(books, sub)) for key, sub in properties.items()}
     omitted = frozenset(go_structs()["omitempty"].get(name) or ())
-    return _Shape(fields, _ANY, None, False, defaulted, omitted)
+    # An omitempty field's zero default does not come back: Go leaves it out when it writes.
+    defaulted = [(key, sub) for key, sub in defaulted
+                 if key not in omitted or sub.get("default") not in ("", 0, False)]  # fmt: skip
+    chains = go_structs()["inline"].get(name) or {}
+    inline = {key: tuple(chain.split(".")) for key, chain in chains.items()}
+    return _Shape(fields, _ANY, None, False, defaulted, omitted, inline)
 
 
 def _serialised_default(schema: Schema) -> bool:
@@ -571,18 +580,19 @@ def decode_metadata(metadata: Any, *, kind: str, version: str) -> Any:
     ctx = _Context()
     # A custom resource's metadata reaches Go's decoder as JSON written from a map, its keys
     # sorted: the first error is the first in that order.
-    ordered = _sorted_keys(metadata)
+    ordered = sorted_keys(metadata)
     kept = _object(books, ordered, books.schemas[name], name, {"$ref": name}, ctx)
     if ctx.error:
         raise _refused(kind, version, ctx.error)
     return kept
 
 
-def _sorted_keys(value: Any) -> Any:
+def sorted_keys(value: Any) -> Any:
+    """A JSON document with every object's keys sorted (as Go writes a map)."""
     if isinstance(value, dict):
-        return {key: _sorted_keys(value[key]) for key in sorted(value)}
+        return {key: sorted_keys(value[key]) for key in sorted(value)}
     if isinstance(value, list):
-        return [_sorted_keys(item) for item in value]
+        return [sorted_keys(item) for item in value]
     return value
 
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from anyop.testing.fake import crd_deletion, go_json
+from anyop.testing.fake.batch_rules import with_generated_selector
 from anyop.testing.fake.builtin_rules import (
     admitted,
     defaulted,
@@ -50,7 +51,7 @@ from anyop.testing.fake.statuses import (
     unsupported_media_type,
 )
 from anyop.testing.fake.store import ListQuery, Ref, Store, shown
-from anyop.testing.fake.typed_decoding import decode, decode_metadata
+from anyop.testing.fake.typed_decoding import decode, decode_metadata, sorted_keys
 
 __all__ = [
     "APPLY",
@@ -172,7 +173,7 @@ def create(
     """
     if not isinstance(body, Mapping):
         raise bad_request("the body of the request is not a JSON object")
-    body = decoded(kind, body)
+    raw, body = body, decoded(kind, body)
     metadata = dict(body.get("metadata") or {})
     if metadata.get("resourceVersion"):
         message = "resourceVersion should not be set on objects to be created"
@@ -198,7 +199,9 @@ def create(
             kind, None, obj, manager=manager, subresource=None, now=store.now())  # fmt: skip
     if (kind.group, kind.kind) == ("", "Service"):
         _allocate(store, obj)
-    if causes := new_object_causes(kind, obj):
+    elif (kind.group, kind.kind) == ("batch", "Job"):
+        obj = with_generated_selector(obj)
+    if causes := new_object_causes(kind, obj, raw=raw):
         raise invalid(kind.kind, error_group(kind), name, causes=causes)
     if kind.status and not kind.custom and "status" not in obj:
         obj = _empty_status(kind, obj)
@@ -211,6 +214,11 @@ def create(
         deleting = bool(existing["metadata"].get("deletionTimestamp"))
         raise already_exists(kind.plural, kind.group, name, deleting=deleting)
     created = store.commit(kind, "ADDED", obj, old=None)
+    key = (kind.group, kind.plural, namespace or "", name)
+    if (kind.group, kind.plural) == ("", "persistentvolumeclaims"):
+        store.unsettled.add(key)  # its first update is written, whatever it changes
+    else:
+        store.unsettled.discard(key)  # one stored before under the name
     if kind == CRD_KIND:
         _establish(store, created)
     return _served(kind, created)
@@ -300,14 +308,18 @@ def update(
         obj = admitted(kind, obj, old=stored)
     elif (kind.group, kind.kind) == ("", "Service") and subresource is None:
         _allocate(store, obj)
-    if causes := update_causes(kind, stored, obj, added=added_finalizers(stored, obj)):
+    added = added_finalizers(stored, obj)
+    if causes := update_causes(kind, stored, obj, added=added, raw=new):
         raise invalid(kind.kind, error_group(kind), stored["metadata"]["name"], causes=causes)
     if owners is None:
         owners = list(stored["metadata"].get("managedFields") or [])
     if owners:
         obj["metadata"]["managedFields"] = in_order(owners)
-    if is_same(stored, obj) and _same_owners(stored, obj):
+    key = (kind.group, kind.plural, stored["metadata"].get("namespace") or "",
+           stored["metadata"]["name"])  # fmt: skip
+    if is_same(stored, obj) and _same_owners(stored, obj) and key not in store.unsettled:
         return shown(kind, stored)
+    store.unsettled.discard(key)
     metadata = obj["metadata"]
     if metadata.get("deletionTimestamp") and not _finalizers(kind, obj):
         store.commit(kind, "DELETED", stored, old=stored)  # watches see the last stored state
@@ -379,7 +391,7 @@ def replace(
     if not isinstance(body, Mapping):
         raise bad_request("the body of the request is not a JSON object")
     kind, name = ref.kind, ref.name
-    body = decoded(kind, body)  # the server decodes first: a wrong type is its first error
+    sent, body = body, decoded(kind, body)  # the server decodes first: a wrong type is first
     metadata = body.get("metadata")
     metadata = metadata if isinstance(metadata, Mapping) else {}
     if metadata.get("name") != name:
@@ -402,7 +414,7 @@ def replace(
         causes = [("metadata.resourceVersion", cause)]
         raise invalid(kind.plural, kind.group, name, causes=causes)
     check_version(kind, stored, version)
-    return 200, update(store, kind, stored, new=body, subresource=subresource, manager=manager)
+    return 200, update(store, kind, stored, new=sent, subresource=subresource, manager=manager)
 
 
 def patched(kind: Kind, stored: Body, *, content_type: str, document: bytes) -> Any:
@@ -483,8 +495,8 @@ def _check_patched_decodes(kind: Kind, result: Mapping[str, Any], *, strategic: 
         StatusError: 422.
     """
     try:
-        if kind.custom or not strategic:
-            decoded(kind, result)
+        if kind.custom or not strategic:  # the patcher writes its result as Go writes a map
+            decoded(kind, sorted_keys(result))
         else:  # a strategic merge's result is converted, with the converter's errors
             decode(kind.group, kind.version, kind.kind, result, unstructured=True)
     except StatusError as exc:
@@ -514,7 +526,7 @@ def delete(store: Store, ref: Ref, options: Mapping[str, Any]) -> Body:
     if metadata.get("deletionTimestamp"):
         return shown(kind, stored)
     finalizers = list(metadata.get("finalizers") or ())
-    policy = options.get("propagationPolicy")
+    policy = options.get("propagationPolicy") or _ORPHANED_BY_DEFAULT.get((kind.group, kind.plural))
     extra = {"Foreground": "foregroundDeletion", "Orphan": "orphan"}.get(str(policy))
     if extra and extra not in finalizers:
         finalizers.append(extra)
@@ -539,6 +551,11 @@ def delete(store: Store, ref: Ref, options: Mapping[str, Any]) -> Body:
         marked = {**stored, "metadata": {**metadata, "deletionTimestamp": store.now()}}
         marked["status"] = {**stored.get("status", {}), "phase": "Terminating"}
     return _served(kind, store.commit(kind, "MODIFIED", marked, old=stored))
+
+
+_ORPHANED_BY_DEFAULT = {("batch", "jobs"): "Orphan", ("", "replicationcontrollers"): "Orphan"}
+"""Kinds whose strategies orphan dependents when a DELETE names no propagation policy
+(``DefaultGarbageCollectionPolicy``: batch/v1 Jobs and v1 ReplicationControllers)."""
 
 
 def _marked(stored: Body, *, now: str, finalizers: list[str]) -> Body:
