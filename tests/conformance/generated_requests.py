@@ -1,6 +1,6 @@
 """Seeded request sequences for the conformance suite: valid and invalid writes of Gizmos (a CR
-with a rich schema, validation rules, status and scale), and of a ConfigMap and a Deployment,
-drawn from one seed.
+with a rich schema, validation rules, status and scale), of a ConfigMap and a Deployment, of
+the kinds operators write and of workloads and their neighbours, drawn from one seed.
 
 Pure: :func:`plan` turns a seed into steps; the test plays them on both API servers. A value is
 drawn from the field's schema (valid mostly) or from the values that schema refuses (a wrong
@@ -14,7 +14,7 @@ import dataclasses
 import random
 from typing import Any
 
-__all__ = ["Step", "builtin_plan", "kinds_plan", "plan"]
+__all__ = ["Step", "builtin_plan", "kinds_plan", "plan", "workloads_plan"]
 
 NAMES = ("g1", "g2")
 
@@ -435,6 +435,192 @@ def kinds_plan(seed: int, *, steps: int = 10) -> list[Step]:
             path, value = rng.choice([("/metadata/labels", {"app": "j"}),
                                       ("/metadata/annotations/a", "v"),
                                       ("/metadata/labels/app", "j")])  # fmt: skip
+            out.append(Step(op, name, [{"op": rng.choice(["add", "replace", "remove"]),
+                                        "path": path, "value": value}]))  # fmt: skip
+        elif op == "list":
+            selector = rng.choice(["app=a", "app!=a", "tier", "!tier"])
+            out.append(Step(op, name, options={"labelSelector": selector}))
+        else:
+            out.append(Step(op, name))
+    return out
+
+
+# Workloads and their neighbours: a Job, a CronJob, a StatefulSet, an Ingress, a
+# PersistentVolumeClaim, a ServiceAccount and a RoleBinding.
+
+_LABELS_D = {"app": "d"}
+
+
+def _template(rng: random.Random, *, bad: float, restart: tuple[Any, ...]) -> dict[str, Any]:
+    names = rng.sample(_CONTAINER_NAMES, k=rng.randint(1, 2))
+    spec: dict[str, Any] = {"containers": [_container(rng, n, bad=bad) for n in names]}
+    if restart:
+        spec["restartPolicy"] = _value(rng, (restart, ("Sometimes", "Always")), bad)
+    metadata = {"labels": dict(_LABELS_D)} if rng.random() < 0.7 else {}
+    return {"metadata": metadata, "spec": spec}
+
+
+def _job_spec(rng: random.Random, *, bad: float) -> dict[str, Any]:
+    spec: dict[str, Any] = {"template": _template(rng, bad=bad, restart=("Never", "OnFailure"))}
+    for field, choices in (
+        ("backoffLimit", ((0, 6), (-1, "3"))),
+        ("completions", ((1, 3), (-2,))),
+        ("parallelism", ((1, 2), (-1,))),
+        ("activeDeadlineSeconds", ((60,), (0, -5))),
+        ("ttlSecondsAfterFinished", ((0, 100), (-1,))),
+        ("suspend", ((True, False), ("yes",))),
+        ("completionMode", (("NonIndexed", "Indexed"), ("Sometimes",))),
+    ):
+        if rng.random() < 0.3:
+            spec[field] = _value(rng, choices, bad)
+    if rng.random() < bad / 2:
+        spec["manualSelector"] = True
+        spec["selector"] = {"matchLabels": dict(_LABELS_D)}
+    return spec
+
+
+def _job(rng: random.Random, *, bad: float) -> dict[str, Any]:
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": _metadata(rng, "j1", bad=bad),
+            "spec": _job_spec(rng, bad=bad)}  # fmt: skip
+
+
+def _cron_job(rng: random.Random, *, bad: float) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "schedule": _value(rng, (("*/5 * * * *", "@hourly", "0 0 * * 1"),
+                                 ("bogus", "61 * * * *", "")), bad),
+        "jobTemplate": {"spec": _job_spec(rng, bad=bad)},
+    }  # fmt: skip
+    for field, choices in (
+        ("concurrencyPolicy", (("Allow", "Forbid", "Replace"), ("Sometimes",))),
+        ("suspend", ((True, False), ("no",))),
+        ("startingDeadlineSeconds", ((30,), (-1,))),
+        ("successfulJobsHistoryLimit", ((1, 5), (-1,))),
+        ("timeZone", (("Etc/UTC", "Europe/Berlin"), ("Mars/Base", " "))),
+    ):
+        if rng.random() < 0.3:
+            spec[field] = _value(rng, choices, bad)
+    return {"apiVersion": "batch/v1", "kind": "CronJob",
+            "metadata": _metadata(rng, "k1", bad=bad), "spec": spec}  # fmt: skip
+
+
+def _stateful_set(rng: random.Random, *, bad: float) -> dict[str, Any]:
+    spec: dict[str, Any] = {"selector": {"matchLabels": dict(_LABELS_D)},
+                            "template": _template(rng, bad=bad, restart=("Always",))}  # fmt: skip
+    for field, choices in (
+        ("serviceName", (("t", ""), ("a b",))),
+        ("replicas", ((0, 1, 3), (-1,))),
+        ("podManagementPolicy", (("OrderedReady", "Parallel"), ("Sometimes",))),
+        ("updateStrategy", (({"type": "RollingUpdate"}, {"type": "OnDelete"}),
+                            ({"type": "Bogus"},))),
+        ("minReadySeconds", ((0, 10), (-1,))),
+        ("revisionHistoryLimit", ((1, 10), (-3,))),
+    ):  # fmt: skip
+        if rng.random() < 0.4:
+            spec[field] = _value(rng, choices, bad)
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": _metadata(rng, "t1", bad=bad), "spec": spec}  # fmt: skip
+
+
+def _ingress(rng: random.Random, *, bad: float) -> dict[str, Any]:
+    port = rng.choice([{"number": _value(rng, ((80, 8080), (0, 70000)), bad)},
+                       {"name": _value(rng, (("http",), ("a b", "")), bad)}])  # fmt: skip
+    path = {"path": _value(rng, (("/", "/api"), ("api", "")), bad),
+            "pathType": _value(rng, (("Prefix", "Exact", "ImplementationSpecific"),
+                                     ("Regex", "")), bad),
+            "backend": {"service": {"name": _value(rng, (("web",), ("Web", "")), bad),
+                                    "port": port}}}  # fmt: skip
+    rule: dict[str, Any] = {"http": {"paths": [path]}}
+    if rng.random() < 0.6:
+        rule["host"] = _value(rng, (("example.com", "*.example.com"), ("a b", "1.2.3.4")), bad)
+    spec: dict[str, Any] = {"rules": [rule] if rng.random() < 0.9 else []}
+    if rng.random() < 0.3:
+        spec["ingressClassName"] = _value(rng, (("nginx",), ("Nginx",)), bad)
+    if rng.random() < 0.2:
+        spec["tls"] = [{"hosts": ["example.com"], "secretName": "tls"}]
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": _metadata(rng, "i1", bad=bad), "spec": spec}  # fmt: skip
+
+
+def _claim(rng: random.Random, *, bad: float) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "accessModes": _value(rng, ((["ReadWriteOnce"], ["ReadOnlyMany", "ReadWriteMany"]),
+                                    ([], ["Sometimes"])), bad),
+        "resources": {"requests": {"storage": _value(rng, (("1Gi", "500Mi"),
+                                                           ("-1Gi", "0", "lots")), bad)}},
+    }  # fmt: skip
+    if rng.random() < 0.3:
+        spec["storageClassName"] = _value(rng, (("standard", ""), ("A b",)), bad)
+    if rng.random() < 0.2:
+        spec["volumeMode"] = _value(rng, (("Filesystem", "Block"), ("Tape",)), bad)
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": _metadata(rng, "q1", bad=bad), "spec": spec}  # fmt: skip
+
+
+def _service_account(rng: random.Random, *, bad: float) -> dict[str, Any]:
+    body: dict[str, Any] = {"apiVersion": "v1", "kind": "ServiceAccount",
+                            "metadata": _metadata(rng, "a1", bad=bad)}  # fmt: skip
+    if rng.random() < 0.4:
+        body["automountServiceAccountToken"] = _value(rng, ((True, False), ("no",)), bad)
+    if rng.random() < 0.3:
+        body["imagePullSecrets"] = [{"name": _value(rng, (("pull",), ("",)), bad)}]
+    if rng.random() < 0.3:
+        body["secrets"] = [{"name": "token"}]
+    return body
+
+
+def _role_binding(rng: random.Random, *, bad: float) -> dict[str, Any]:
+    subject = rng.choice([
+        {"kind": "ServiceAccount", "name": "a1"},
+        {"kind": "User", "name": "jane", "apiGroup": "rbac.authorization.k8s.io"},
+        {"kind": "Group", "name": "devs"},
+        {"kind": "Robot", "name": "r"},
+        {"kind": "ServiceAccount", "name": ""},
+    ])  # fmt: skip
+    role = {"apiGroup": "rbac.authorization.k8s.io",
+            "kind": _value(rng, (("Role", "ClusterRole"), ("Deployment",)), bad),
+            "name": _value(rng, (("reader", "view"), ("",)), bad)}  # fmt: skip
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": _metadata(rng, "r1", bad=bad), "subjects": [subject],
+            "roleRef": role}  # fmt: skip
+
+
+_WORKLOADS = {"j1": _job, "k1": _cron_job, "t1": _stateful_set, "i1": _ingress, "q1": _claim,
+              "a1": _service_account, "r1": _role_binding}  # fmt: skip
+
+
+def workloads_plan(seed: int, *, steps: int = 10) -> list[Step]:
+    """Requests on two of a Job (``j1``), a CronJob (``k1``), a StatefulSet (``t1``), an
+    Ingress (``i1``), a PersistentVolumeClaim (``q1``), a ServiceAccount (``a1``) and a
+    RoleBinding (``r1``): creates, replaces, merge, JSON and strategic merge patches, applies,
+    reads, lists and deletions."""
+    rng = random.Random(seed)
+    bad = rng.choice([0.1, 0.25, 0.5])
+    names = rng.sample(sorted(_WORKLOADS), k=2)
+    out = [Step("create", name, _WORKLOADS[name](rng, bad=bad)) for name in names]
+    for _ in range(steps):
+        name = rng.choice(names)
+        make = _WORKLOADS[name]
+        op = rng.choice(["put", "merge", "strategic", "json", "apply", "apply", "get", "list",
+                         "delete", "create"])  # fmt: skip
+        if op in ("put", "create"):
+            out.append(Step(op, name, make(rng, bad=bad),
+                            {"version": rng.choice(["current", "none"])}))  # fmt: skip
+        elif op == "apply":
+            body = make(rng, bad=bad)
+            body["metadata"] = {k: v for k, v in body["metadata"].items() if k == "name"}
+            out.append(Step(op, name, body, {"manager": rng.choice(["m1", "m2"]),
+                                             "force": rng.random() < 0.3}))  # fmt: skip
+        elif op in ("merge", "strategic"):
+            whole = make(rng, bad=bad)
+            fields = [k for k in whole if k not in ("apiVersion", "kind", "metadata")]
+            chosen = rng.sample(fields, k=min(len(fields), rng.randint(1, 2)))
+            patch: dict[str, Any] = {field: whole[field] for field in chosen}
+            if rng.random() < 0.3:
+                patch["metadata"] = {"labels": _value(rng, _LABELS, bad)}
+            out.append(Step(op, name, patch))
+        elif op == "json":
+            path, value = rng.choice([("/metadata/labels", {"app": "j"}),
+                                      ("/metadata/annotations/a", "v")])  # fmt: skip
             out.append(Step(op, name, [{"op": rng.choice(["add", "replace", "remove"]),
                                         "path": path, "value": value}]))  # fmt: skip
         elif op == "list":

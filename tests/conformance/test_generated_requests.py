@@ -1,6 +1,8 @@
 """Conformance on generated requests: seeded sequences of valid and invalid creates, updates,
-patches (merge, JSON, strategic, apply), status and scale writes, deletions and reads of Gizmos,
-and of a ConfigMap and a Deployment, played on both API servers; every answer must be the same.
+patches (merge, JSON, strategic, apply), status and scale writes, deletions and reads of Gizmos;
+of a ConfigMap and a Deployment; of the kinds operators write (Secrets, Services, Leases, Events,
+Pods); and of workloads and their neighbours (Jobs, CronJobs, StatefulSets, Ingresses, claims,
+ServiceAccounts, RoleBindings), played on both API servers; every answer must be the same.
 
 ``ANYOP_CONFORMANCE_SEEDS=a:b`` plays the seeds ``a`` to ``b-1`` instead of the fixed 0 to 39,
 so a wider search runs on demand; a difference it finds is fixed as a class, and kept as a
@@ -14,7 +16,13 @@ from typing import Any
 
 import pytest
 from tests.conformance.conftest import Conform
-from tests.conformance.generated_requests import Step, builtin_plan, kinds_plan, plan
+from tests.conformance.generated_requests import (
+    Step,
+    builtin_plan,
+    kinds_plan,
+    plan,
+    workloads_plan,
+)
 from tests.conformance.harness import JSON_PATCH, STRATEGIC, Target, status_shown, without_ips
 
 pytestmark = pytest.mark.anyio
@@ -41,7 +49,10 @@ def _shown(document: Any) -> Any:
 _COLLECTIONS = {"c": ("v1", "configmaps"), "d": ("apps/v1", "deployments"),
                 "s": ("v1", "secrets"), "v": ("v1", "services"),
                 "l": ("coordination.k8s.io/v1", "leases"), "e": ("events.k8s.io/v1", "events"),
-                "p": ("v1", "pods")}  # fmt: skip
+                "p": ("v1", "pods"), "j": ("batch/v1", "jobs"), "k": ("batch/v1", "cronjobs"),
+                "t": ("apps/v1", "statefulsets"), "i": ("networking.k8s.io/v1", "ingresses"),
+                "q": ("v1", "persistentvolumeclaims"), "a": ("v1", "serviceaccounts"),
+                "r": ("rbac.authorization.k8s.io/v1", "rolebindings")}  # fmt: skip
 
 
 def _collection(t: Target, name: str) -> str:
@@ -130,6 +141,20 @@ async def test_generated_requests_on_kinds_operators_write_are_answered_as_kube_
     conform: Conform, seed: int
 ) -> None:
     steps = kinds_plan(seed)
+
+    async def scenario(t: Target) -> None:
+        seen: dict[str, Any] = {}
+        for step in steps:
+            await _play(t, step, seen)
+
+    await conform(scenario)
+
+
+@pytest.mark.parametrize("seed", _seeds())
+async def test_generated_requests_on_workloads_are_answered_as_kube_apiserver_does(
+    conform: Conform, seed: int
+) -> None:
+    steps = workloads_plan(seed)
 
     async def scenario(t: Target) -> None:
         seen: dict[str, Any] = {}
