@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from anyop.testing.fake import served_discovery, served_openapi, writes
+from anyop.testing.fake import deletions, served_discovery, served_openapi, writes
 from anyop.testing.fake.field_validation import (
     checked_fields,
     checked_patch,
@@ -272,7 +272,9 @@ def _collection(
                 options["propagationPolicy"] = policy
             checked_delete(options, request.query)
             query = _list_query(kind, namespace, request.query)
-            return ApiResponse(200, writes.delete_collection(store, kind, query, options=options))
+            return ApiResponse(
+                200, deletions.delete_collection(store, kind, query, options=options)
+            )
     return _not_allowed()
 
 
@@ -319,7 +321,7 @@ def _member(store: Store, ref: Ref, request: ApiRequest, *, route: Route) -> Api
             if policy := request.query.get("propagationPolicy"):
                 options["propagationPolicy"] = policy
             checked_delete(options, request.query)
-            return ApiResponse(200, writes.delete(store, ref, options))
+            return ApiResponse(200, deletions.delete(store, ref, options))
     return _not_allowed()
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from anyop.testing.fake import writes
+from anyop.testing.fake import deletions, writes
 from anyop.testing.fake.history import Change
 from anyop.testing.fake.kinds import NAMESPACE_KIND, Kind
 from anyop.testing.fake.statuses import StatusError
@@ -90,7 +90,7 @@ def _exists(store: Store, uid: str) -> bool:
 
 def _delete(store: Store, ref: Ref, policy: str = "Background") -> None:
     try:
-        writes.delete(store, ref, {"propagationPolicy": policy})
+        deletions.delete(store, ref, {"propagationPolicy": policy})
     except StatusError as exc:  # gone meanwhile: nothing left to do
         if exc.code != 404:
             raise

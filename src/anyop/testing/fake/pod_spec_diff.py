@@ -17,7 +17,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from anyop.testing.fake.typed_decoding import go_structs
+from anyop.testing.fake.go_structs import go_structs
 
 __all__ = ["claim_spec_diff", "pod_spec_diff", "spec_json", "template_json"]
 

@@ -11,21 +11,19 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
-import functools
-import gzip
 import json
 import marshal
 from collections.abc import Callable, Mapping
-from importlib import resources
 from typing import Any
 
+from anyop.testing.fake.go_structs import go_structs, struct_order
 from anyop.testing.fake.go_times import RFC3339, RFC3339_MICRO, time_error
 from anyop.testing.fake.json_copy import is_map, json_copy
 from anyop.testing.fake.openapi_catalog import Catalog, Schema, catalog
 from anyop.testing.fake.quantities import QuantityError, canonical_quantity
 from anyop.testing.fake.statuses import StatusError, bad_request
 
-__all__ = ["decode", "decode_metadata", "go_structs", "sorted_keys"]
+__all__ = ["decode", "decode_metadata", "sorted_keys"]
 
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 _TIMES = {f"{_META}Time": RFC3339, f"{_META}MicroTime": RFC3339_MICRO}
@@ -135,27 +133,6 @@ def _json_name(value: Any) -> str:
 _GO_NAMES: dict[int, str] = {}
 """The Go type of each (catalog) schema of a field whose Go type is a named one its schema does
 not refer to (``v1.Protocol``), by the schema's id (see :func:`_shape_of`)."""
-
-
-@functools.cache
-def go_structs() -> Mapping[str, Any]:
-    """What the Go structs of the vendored definitions say beyond them (``data/go_types.json.gz``,
-    made by ``scripts/fake_go_types.py`` from Kubernetes' Go code): their fields' named types
-    (``types``), and their fields' order where it is not alphabetical (``order``)."""
-    data = resources.files("anyop.testing.fake").joinpath("data/go_types.json.gz").read_bytes()
-    found: Mapping[str, Any] = json.loads(gzip.decompress(data))
-    return found
-
-
-def _go_types() -> Mapping[str, Mapping[str, str]]:
-    types: Mapping[str, Mapping[str, str]] = go_structs()["types"]
-    return types
-
-
-@functools.cache
-def _go_order(name: str) -> Mapping[str, int]:
-    """A definition's fields by their place in its Go struct (``{}``: alphabetical)."""
-    return {key: index for index, key in enumerate(go_structs()["order"].get(name) or ())}
 
 
 def _go_type(books: Catalog, schema: Schema) -> str:
@@ -344,7 +321,7 @@ def _object(
         like = _NOTHING
     pairs: Any = value.items()
     if ctx.converter:  # the converter walks the struct's fields in their Go order
-        place = _go_order(name) or {key: index for index, key in enumerate(sorted(fields))}
+        place = struct_order(name) or {key: index for index, key in enumerate(sorted(fields))}
         pairs = sorted(pairs, key=lambda pair: place.get(pair[0], len(place)))
     for key, item in pairs:
         field = fields.get(key)
@@ -450,7 +427,7 @@ def _shape_of(books: Catalog, resolved: Schema, name: str) -> _Shape:
     """The shape of a definition (``name``) or inline object schema; the named Go types of its
     fields (and of their items and values) are noted for :func:`_go_type`."""
     properties: Mapping[str, Any] = resolved.get("properties") or {}
-    for key, go_type in (_go_types().get(name) or {}).items():
+    for key, go_type in (go_structs()["types"].get(name) or {}).items():
         sub = properties.get(key)
         if isinstance(sub, Mapping):
             _GO_NAMES[id(sub)] = go_type
