@@ -375,9 +375,12 @@ def _document(
             before = zero if is_map(zero) else {}
             found = {}
             for key, item in value.items():
+                was = before.get(key, _ABSENT)
+                if was == item and type(was) is type(item):
+                    continue  # as the zero object has it (a "" string, an empty struct)
                 sub = properties.get(key)
                 sub = extra if sub is None else sub
-                inner = _document(item, sub, shape, before.get(key, _ABSENT))
+                inner = _document(item, sub, shape, was)
                 found[f"f:{key}"] = inner or {}
             marker: dict[str, Any] = {".": {}} if zero is _ABSENT or zero is None else {}
             return {**marker, **_by_key(found)}
