@@ -190,24 +190,25 @@ class _Walker:
             patch_order = order if isinstance(order, list) else patch
             return _ordered(merged, patch_order, current, lambda item: json.dumps(item))
         items = self.items(where)
-        merged = list(current)  # the items merged become new ones; the others stay shared
+        if any(isinstance(i, Mapping) and i.get("$patch") == "replace" for i in patch):
+            return [json_copy({k: v for k, v in i.items() if k != "$patch"})
+                    for i in patch if isinstance(i, Mapping)]  # fmt: skip
+        # The deletions first (Go's mergeSliceWithSpecialElements), then the merges: an item
+        # the patch deletes and merges is a new one.
+        gone = {json.dumps(i.get(key)) for i in patch if _deleting(i)}
+        merged = [  # the items merged become new ones; the others stay shared
+            old for old in current
+            if not (isinstance(old, Mapping) and json.dumps(old.get(key)) in gone)
+        ]  # fmt: skip
         for item in patch:
-            if not isinstance(item, Mapping):
+            if not isinstance(item, Mapping) or _deleting(item):
                 continue
             index = next(
                 (i for i, old in enumerate(merged)
                  if isinstance(old, Mapping) and old.get(key) == item.get(key)),
                 None,
             )  # fmt: skip
-            if item.get("$patch") == "delete":
-                gone = item.get(key)
-                merged = [
-                    old for old in merged if not (isinstance(old, Mapping) and old.get(key) == gone)
-                ]
-            elif item.get("$patch") == "replace":
-                return [json_copy({k: v for k, v in i.items() if k != "$patch"})
-                        for i in patch if isinstance(i, Mapping)]  # fmt: skip
-            elif index is None:
+            if index is None:
                 merged.append(self.merge({}, item, items))
             else:
                 merged[index] = self.merge(merged[index], item, items)

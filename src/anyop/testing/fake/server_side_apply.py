@@ -221,6 +221,24 @@ def _conversion_failure(kind: Kind, config: Mapping[str, Any], exc: StatusError)
     return StatusError(status_body(500, "", message, details=None))
 
 
+def _under(paths: set[Path], prefix: Path) -> bool:
+    """Whether any of ``paths`` is below ``prefix``."""
+    size = len(prefix)
+    return any(len(path) > size and path[:size] == prefix for path in paths)
+
+
+def _present(obj: Any, path: Path) -> bool:
+    """Whether an object has the map fields of ``path`` (an item of a list: taken as there)."""
+    node = obj
+    for kind, key in path:
+        if kind != "f":
+            return True
+        if not is_map(node) or key not in node:
+            return False
+        node = node[key]
+    return True
+
+
 BEFORE_FIRST_APPLY = "before-first-apply"
 """The manager of the fields of an object without ``managedFields`` when it is first applied."""
 
@@ -307,6 +325,11 @@ def apply(
     wanted = values_of(config, shape, status=mode)
     changing = {p for p in applied if live_values.get(p, MISSING) != wanted.get(p, MISSING)
                 and not (wanted.get(p) == {} and _holds(live_values, p))}  # fmt: skip
+    # A map another manager applied empty is not stored (Go leaves it out): fields coming into
+    # it add it again, which changes the field that manager owns.
+    changing |= {path for fields in owned for path in fields
+                 if _under(applied, path) and not _under(fields, path)
+                 and not _present(live, path)}  # fmt: skip
     mine = next(
         (i for i, e in enumerate(entries) if same_owner(e, manager, "Apply", subresource)), None
     )

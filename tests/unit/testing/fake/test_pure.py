@@ -108,6 +108,18 @@ def test_strategic_merge_deletes_items_and_primitives_by_directive() -> None:
                                                     "spec": {"ports": []}}  # fmt: skip
 
 
+def test_strategic_merge_deletes_an_item_before_it_merges_the_others() -> None:
+    """Go's patcher applies a list's deletions first: an item the patch deletes and merges
+    comes back as a new one, made of the patch's fields alone, in the patch's order."""
+    target = {"spec": {"containers": [{"name": "a", "image": "1", "env": [{"name": "E"}]},
+                                      {"name": "b", "image": "1"}]}}  # fmt: skip
+    patch = {"spec": {"containers": [{"name": "a", "image": "2"}, {"name": "b", "image": "2"},
+                                     {"name": "a", "$patch": "delete"}]}}  # fmt: skip
+    merged = apply_strategic_patch(target, patch)
+    assert merged["spec"]["containers"] == [{"name": "a", "image": "2"},
+                                            {"name": "b", "image": "2"}]  # fmt: skip
+
+
 def test_strategic_merge_replaces_a_map_on_request() -> None:
     patch = {"data": {"$patch": "replace", "x": "1"}}
     assert apply_strategic_patch({"data": {"y": "2"}}, patch) == {"data": {"x": "1"}}

@@ -62,6 +62,23 @@ async def test_apply_creates_then_replaces_the_managers_fields_and_needs_a_manag
     assert wrong.status_code == 400
 
 
+async def test_an_applied_empty_map_stays_its_managers_and_fields_in_it_conflict() -> None:
+    """Go does not store an empty ``data``: fields another manager applies into it add the map
+    again, which changes what the first one owns (409), unless forced."""
+    _, api = _fake()
+    async with api:
+        await api.patch(f"{CMS}/a", json={**_cm("a"), "data": {}}, params={"fieldManager": "m1"},
+                        headers=APPLY)  # fmt: skip
+        body = {**_cm("a"), "data": {"x": "1"}}
+        refused = await api.patch(f"{CMS}/a", json=body, params={"fieldManager": "m2"},
+                                  headers=APPLY)  # fmt: skip
+        forced = await api.patch(f"{CMS}/a", json=body, headers=APPLY,
+                                 params={"fieldManager": "m2", "force": "true"})  # fmt: skip
+    assert refused.status_code == 409
+    assert refused.json()["message"] == 'Apply failed with 1 conflict: conflict with "m1": .data'
+    assert (forced.status_code, forced.json()["data"]) == (200, {"x": "1"})
+
+
 async def test_the_scale_subresource_reads_and_writes_the_replicas_path() -> None:
     _, api = _fake()
     body = {"apiVersion": "x.dev/v1", "kind": "Sprocket", "metadata": {"name": "s"},
