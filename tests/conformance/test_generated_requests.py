@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import httpx
 import pytest
 from tests.conformance.conftest import Conform
 from tests.conformance.generated_requests import (
@@ -64,6 +65,15 @@ def _collection(t: Target, name: str) -> str:
 
 
 async def _play(t: Target, step: Step, seen: dict[str, Any]) -> None:
+    """Play one step; a request whose connection drops without an answer (kube-apiserver's
+    handler panics on a few patches: so does the fake) is noted as such."""
+    try:
+        await _request(t, step, seen)
+    except httpx.RemoteProtocolError:
+        t.note("no answer: the connection dropped", step.op)
+
+
+async def _request(t: Target, step: Step, seen: dict[str, Any]) -> None:
     collection = _collection(t, step.name)
     path = f"{collection}/{step.name}"
     current = seen.get(step.name) or {}

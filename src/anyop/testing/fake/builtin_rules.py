@@ -508,7 +508,7 @@ def update_causes(
         case ("", "ConfigMap") | ("", "Secret"):
             own = _immutable(kind, old, new)
         case ("", "Pod"):
-            own = pod_update_causes(old, new)
+            own = pod_update_causes(old, new, raw=raw)
         case ("", "Service"):
             own = service_update_causes(old, new)
         case ("apps", "StatefulSet"):

@@ -16,7 +16,7 @@ from typing import Any
 from anyop.testing.fake.go_json import go_quoted
 from anyop.testing.fake.object_meta import DNS_SUBDOMAIN, DNS_SUBDOMAIN_HINT
 from anyop.testing.fake.pod_rules import invalid, required, unsupported
-from anyop.testing.fake.pod_spec_diff import claim_spec_diff
+from anyop.testing.fake.pod_spec_diff import claim_spec_diff, with_sent_empties
 from anyop.testing.fake.quantities import QuantityError, quantity_value
 
 __all__ = ["PROTECTION", "claim_causes", "claim_update_causes"]
@@ -73,11 +73,10 @@ def claim_update_causes(
     old: Mapping[str, Any], new: Mapping[str, Any], *, raw: Mapping[str, Any] | None = None
 ) -> list[tuple[str, Cause]]:
     """What an update of a claim may not do (its spec is checked as a new one's besides;
-    ``raw``: the update as sent, where access modes sent empty show as ``[]``)."""
-    before, after = dict(old.get("spec") or {}), dict(new.get("spec") or {})
-    sent = (raw.get("spec") or {}) if isinstance(raw, Mapping) else {}
-    if isinstance(sent, Mapping) and sent.get("accessModes") == [] and "accessModes" not in after:
-        after["accessModes"] = []  # the request's Go object holds it empty, not nil
+    ``raw``: the update as sent, where what was sent empty shows as ``[]`` or ``{}``)."""
+    before = dict(old.get("spec") or {})
+    sent = raw.get("spec") if isinstance(raw, Mapping) else None
+    after = dict(new.get("spec") or {})
     bound = (new.get("status") or {}).get("phase") == "Bound"
     if not before.get("volumeName"):
         before.pop("volumeName", None)
@@ -100,11 +99,12 @@ def claim_update_causes(
     if after != before:
         detail = ("spec is immutable after creation except resources.requests and "
                   "volumeAttributesClassName for bound claims")  # fmt: skip
-        message = f"Forbidden: {detail}\n{claim_spec_diff(before, after)}"
+        shown = with_sent_empties(after, sent)  # Go's object holds them empty, not nil
+        message = f"Forbidden: {detail}\n{claim_spec_diff(before, shown)}"
         causes.append(("spec", {"reason": "FieldValueForbidden", "message": message}))
     old_size, new_size = _storage(old), _storage(new)
     capacity = ((old.get("status") or {}).get("capacity") or {}).get("storage")
-    shrunk = new_size is not None and old_size is not None and new_size < old_size
+    shrunk = new_size < old_size  # a quantity left out is Go's zero: 0
     if shrunk and new_size <= (_value(capacity) or 0):
         message = "Forbidden: field can not be less than status.capacity"
         causes.append(("spec.resources.requests.storage",
@@ -128,4 +128,4 @@ def _value(quantity: Any) -> Any:
 
 def _storage(claim: Mapping[str, Any]) -> Any:
     requests = ((claim.get("spec") or {}).get("resources") or {}).get("requests") or {}
-    return _value(requests.get("storage"))
+    return _value(requests.get("storage")) or 0

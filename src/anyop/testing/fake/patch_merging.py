@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from anyop.testing.fake.faults import ConnectionDropped
 from anyop.testing.fake.json_copy import is_map, json_copy
 
 __all__ = ["apply_merge_patch", "apply_strategic_patch"]
@@ -190,6 +191,13 @@ class _Walker:
             patch_order = order if isinstance(order, list) else patch
             return _ordered(merged, patch_order, current, lambda item: json.dumps(item))
         items = self.items(where)
+        unhashable = any(isinstance(i, Mapping) and isinstance(i.get(key), (list, dict))
+                         for i in patch)  # fmt: skip
+        if unhashable and current:
+            # Go's patcher orders a list merged into stored items by comparing its merge keys'
+            # values: a list or a map there panics kube-apiserver's handler, which drops the
+            # connection (a list new to the object is taken as it is).
+            raise ConnectionDropped(f"a strategic merge patch's {key!r} holds a list or map")
         if any(isinstance(i, Mapping) and i.get("$patch") == "replace" for i in patch):
             return [json_copy({k: v for k, v in i.items() if k != "$patch"})
                     for i in patch if isinstance(i, Mapping)]  # fmt: skip

@@ -23,7 +23,7 @@ from anyop.testing.fake.object_meta import (
     label_key_errors,
     label_value_errors,
 )
-from anyop.testing.fake.pod_spec_diff import pod_spec_diff
+from anyop.testing.fake.pod_spec_diff import pod_spec_diff, with_sent_empties
 from anyop.testing.fake.quantities import QuantityError, quantity_value
 
 __all__ = [
@@ -315,9 +315,12 @@ def _forbidden(field: str, detail: str) -> tuple[str, Cause]:
 # -- updates of a Pod ---------------------------------------------------------------------------
 
 
-def pod_update_causes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[tuple[str, Cause]]:
+def pod_update_causes(
+    old: Mapping[str, Any], new: Mapping[str, Any], *, raw: Mapping[str, Any] | None = None
+) -> list[tuple[str, Cause]]:
     """``ValidatePodUpdate``'s own checks: the containers may not be added or removed (then it
-    stops), each keeps an image, and nothing else but a few fields may change."""
+    stops), each keeps an image, and nothing else but a few fields may change (``raw``: the
+    update as sent, whose empty lists and maps its refusal's diff shows)."""
     before, after = old.get("spec") or {}, new.get("spec") or {}
     causes: list[tuple[str, Cause]] = []
     for key in ("containers", "initContainers"):
@@ -338,7 +341,10 @@ def pod_update_causes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[tu
         return causes
     causes += _added_tolerations(list(before.get("tolerations") or ()),
                                  list(after.get("tolerations") or ()))  # fmt: skip
-    if before != after and (difference := pod_spec_diff(before, _munged(before, after))):
+    munged = _munged(before, after)
+    if before != after and pod_spec_diff(before, munged):  # Go: nil and empty are equal
+        sent = raw.get("spec") if isinstance(raw, Mapping) else None
+        difference = pod_spec_diff(before, with_sent_empties(munged, sent))
         causes.append(_forbidden("spec", f"{_POD_SPEC_HINT}\n{difference}"))
     return causes
 

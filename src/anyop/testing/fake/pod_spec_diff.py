@@ -19,7 +19,13 @@ from typing import Any
 
 from anyop.testing.fake.go_structs import go_structs
 
-__all__ = ["claim_spec_diff", "pod_spec_diff", "spec_json", "template_json"]
+__all__ = [
+    "claim_spec_diff",
+    "pod_spec_diff",
+    "spec_json",
+    "template_json",
+    "with_sent_empties",
+]
 
 _ZERO: Mapping[str, Any] = {
     "string": "", "bool": False, "int": 0, "int32": 0, "int64": 0, "uint32": 0, "uint64": 0,
@@ -161,3 +167,20 @@ def template_json(template: Mapping[str, Any]) -> str:
 def spec_json(spec: Mapping[str, Any]) -> str:
     """A ``v1`` Pod spec as ``field.Invalid`` shows the internal ``core.PodSpec``: compact."""
     return _escaped(json.dumps(_internal(spec), separators=(",", ":"), ensure_ascii=False))
+
+
+def with_sent_empties(decoded: Any, sent: Any) -> Any:
+    """A decoded value with the empty lists and maps the request sent put back where decoding
+    left them out: Go's object holds them empty, not nil, until it is written (its diffs and
+    messages show ``[]`` and ``{}``)."""
+    if isinstance(decoded, Mapping) and isinstance(sent, Mapping):
+        result = dict(decoded)
+        for key, value in sent.items():
+            if key not in result and isinstance(value, (list, dict)) and not value:
+                result[key] = type(value)()
+            elif key in result:
+                result[key] = with_sent_empties(result[key], value)
+        return result
+    if isinstance(decoded, list) and isinstance(sent, list) and len(decoded) == len(sent):
+        return [with_sent_empties(a, b) for a, b in zip(decoded, sent, strict=True)]
+    return decoded

@@ -12,7 +12,7 @@ import pytest
 from anyop.testing.fake.builtin_rules import admitted, create_causes, update_causes
 from anyop.testing.fake.event_rules import event_causes
 from anyop.testing.fake.kinds import Kind
-from anyop.testing.fake.pod_spec_diff import pod_spec_diff
+from anyop.testing.fake.pod_spec_diff import pod_spec_diff, with_sent_empties
 from anyop.testing.fake.service_rules import allocated, kept_allocations, service_causes
 from anyop.testing.fake.statuses import StatusError
 from anyop.testing.fake.typed_decoding import decode
@@ -213,3 +213,11 @@ def test_go_leaves_out_an_omitempty_fields_zero_value() -> None:
     quantities = {"spec": {"containers": [{"name": "a", "resources": requests}]}}
     decoded = decode("", "v1", "Pod", quantities)
     assert decoded["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "0"}
+
+
+def test_a_refusals_diff_shows_what_the_request_sent_empty() -> None:
+    """Go's object holds a list sent empty as empty, not nil, until it is written."""
+    assert with_sent_empties({"a": 1}, {"a": 1, "b": [], "c": {}}) == {"a": 1, "b": [], "c": {}}
+    nested = with_sent_empties({"r": {"x": 1}}, {"r": {"x": 1, "requests": {}}})
+    assert nested == {"r": {"x": 1, "requests": {}}}
+    assert with_sent_empties({"a": [{"b": 1}]}, None) == {"a": [{"b": 1}]}

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from anyop.testing.fake.faults import ConnectionDropped
 from anyop.testing.fake.history import Change, History, visible_change
 from anyop.testing.fake.json_patches import PatchFailed, apply_json_patch
 from anyop.testing.fake.label_selectors import parse_field_selector, parse_label_selector
@@ -118,6 +119,17 @@ def test_strategic_merge_deletes_an_item_before_it_merges_the_others() -> None:
     merged = apply_strategic_patch(target, patch)
     assert merged["spec"]["containers"] == [{"name": "a", "image": "2"},
                                             {"name": "b", "image": "2"}]  # fmt: skip
+
+
+@pytest.mark.parametrize("key", [[], ["a"], {"a": 1}])
+def test_strategic_merge_drops_the_connection_on_a_merge_key_that_is_no_scalar(key: Any) -> None:
+    """kube-apiserver 1.36.3's patcher panics hashing such a key: the connection drops."""
+    target = {"spec": {"containers": [{"name": "a", "image": "1"}]}}
+    with pytest.raises(ConnectionDropped):
+        apply_strategic_patch(target, {"spec": {"containers": [{"name": key, "image": "2"}]}})
+    # A list new to the object is taken as it is: nothing to compare its keys with.
+    merged = apply_strategic_patch({"spec": {}}, {"spec": {"containers": [{"name": key}]}})
+    assert merged == {"spec": {"containers": [{"name": key}]}}
 
 
 def test_strategic_merge_replaces_a_map_on_request() -> None:
