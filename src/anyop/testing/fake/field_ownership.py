@@ -205,6 +205,9 @@ def _diff(
     if (old and new) or (is_map(old) and is_map(new)):  # an empty map's fields are added
         node = None if where is None else shape.node(where)
         if is_map(old) and is_map(new) and (node is None or not node.atomic_map):
+            if item and bool(old) != bool(new):  # an empty item is a leaf: it becomes a map
+                changed.add(path)
+                taken.add(path)
             properties: Mapping[str, Schema] = {} if node is None else node.properties
             extra = None if node is None else node.extra
             for key, now in new.items():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from anyop.kube.patches import merge
@@ -163,6 +163,11 @@ def changed_by_definition(
     deployments(patch=False),
     deployments(patch=True) | deployments(patch=False),
     st.sampled_from(["keep", "skip", "only"]),
+)
+@example(  # an empty map-list item (a leaf) that gets a field (a map then)
+    old={"status": {"conditions": [{}]}},
+    patch={"status": {"conditions": [{"name": None}]}},
+    status="keep",
 )
 def test_an_updates_changes_are_those_of_every_path_compared(
     old: dict[str, Any], patch: dict[str, Any], status: str
