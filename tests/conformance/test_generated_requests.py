@@ -132,39 +132,17 @@ async def test_generated_requests_are_answered_as_kube_apiserver_does(
     await conform(scenario)
 
 
+_BUILT_IN_PLANS = {"configmap-deployment": builtin_plan, "kinds-operators-write": kinds_plan,
+                   "workloads": workloads_plan}  # fmt: skip
+"""The families of sequences on built-in kinds (see ``generated_requests``)."""
+
+
+@pytest.mark.parametrize("family", sorted(_BUILT_IN_PLANS))
 @pytest.mark.parametrize("seed", _seeds())
 async def test_generated_requests_on_built_in_kinds_are_answered_as_kube_apiserver_does(
-    conform: Conform, seed: int
+    conform: Conform, family: str, seed: int
 ) -> None:
-    steps = builtin_plan(seed)
-
-    async def scenario(t: Target) -> None:
-        seen: dict[str, Any] = {}
-        for step in steps:
-            await _play(t, step, seen)
-
-    await conform(scenario)
-
-
-@pytest.mark.parametrize("seed", _seeds())
-async def test_generated_requests_on_kinds_operators_write_are_answered_as_kube_apiserver_does(
-    conform: Conform, seed: int
-) -> None:
-    steps = kinds_plan(seed)
-
-    async def scenario(t: Target) -> None:
-        seen: dict[str, Any] = {}
-        for step in steps:
-            await _play(t, step, seen)
-
-    await conform(scenario)
-
-
-@pytest.mark.parametrize("seed", _seeds())
-async def test_generated_requests_on_workloads_are_answered_as_kube_apiserver_does(
-    conform: Conform, seed: int
-) -> None:
-    steps = workloads_plan(seed)
+    steps = _BUILT_IN_PLANS[family](seed)
 
     async def scenario(t: Target) -> None:
         seen: dict[str, Any] = {}

@@ -14,8 +14,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from anyop.testing.fake.go_json import go_quoted
-from anyop.testing.fake.object_meta import DNS_SUBDOMAIN, DNS_SUBDOMAIN_HINT
-from anyop.testing.fake.pod_rules import invalid, required, unsupported
+from anyop.testing.fake.pod_rules import dns_subdomain_causes, invalid, required, unsupported
 from anyop.testing.fake.pod_spec_diff import claim_spec_diff, with_sent_empties
 from anyop.testing.fake.quantities import QuantityError, quantity_value
 
@@ -54,11 +53,7 @@ def _spec(spec: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:
             yield invalid(where, go_quoted(str(requests["storage"])), "must be greater than zero")
     name = spec.get("storageClassName")
     if name:
-        if len(name) > 253:
-            yield invalid("spec.storageClassName", go_quoted(name),
-                          "must be no more than 253 characters")  # fmt: skip
-        if not DNS_SUBDOMAIN.match(name):
-            yield invalid("spec.storageClassName", go_quoted(name), DNS_SUBDOMAIN_HINT)
+        yield from dns_subdomain_causes(name, "spec.storageClassName")
     mode = spec.get("volumeMode")
     if mode is not None and mode not in _VOLUME_MODES:
         yield unsupported("spec.volumeMode", str(mode), _VOLUME_MODES)

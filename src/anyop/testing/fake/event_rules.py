@@ -17,8 +17,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from anyop.testing.fake.go_json import go_quoted
-from anyop.testing.fake.object_meta import DNS_SUBDOMAIN, DNS_SUBDOMAIN_HINT, label_key_errors
-from anyop.testing.fake.pod_rules import invalid, required
+from anyop.testing.fake.object_meta import label_key_errors
+from anyop.testing.fake.pod_rules import dns_subdomain_causes, invalid, required
 
 __all__ = ["event_causes"]
 
@@ -66,10 +66,7 @@ def _legacy(event: Mapping[str, Any], *, new_api: bool) -> Iterator[tuple[str, C
             if len(value) > _LIMITS[field]:
                 yield invalid(field, '""', f"can have at most {_LIMITS[field]} characters")
     if ours:
-        if len(ours) > 253:
-            yield invalid("namespace", go_quoted(ours), "must be no more than 253 characters")
-        if not DNS_SUBDOMAIN.match(ours):
-            yield invalid("namespace", go_quoted(ours), DNS_SUBDOMAIN_HINT)
+        yield from dns_subdomain_causes(ours, "namespace")
 
 
 def _series(event: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:

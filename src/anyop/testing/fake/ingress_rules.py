@@ -14,14 +14,17 @@ from typing import Any
 
 from anyop.testing.fake.go_json import go_quoted
 from anyop.testing.fake.object_meta import (
-    DNS_LABEL,
-    DNS_LABEL_HINT,
-    DNS_SUBDOMAIN,
-    DNS_SUBDOMAIN_HINT,
     WILDCARD_SUBDOMAIN,
     WILDCARD_SUBDOMAIN_HINT,
 )
-from anyop.testing.fake.pod_rules import PORT_RANGE, invalid, required, unsupported
+from anyop.testing.fake.pod_rules import (
+    PORT_RANGE,
+    dns_label_causes,
+    dns_subdomain_causes,
+    invalid,
+    required,
+    unsupported,
+)
 from anyop.testing.fake.service_rules import port_name_errors
 
 __all__ = ["ingress_causes"]
@@ -33,13 +36,6 @@ _BAD_SEQUENCES = ("//", "/./", "/../", "%2f", "%2F")
 _BAD_SUFFIXES = ("/..", "/.")
 
 
-def _subdomain(value: str, where: str) -> Iterator[tuple[str, Cause]]:
-    if len(value) > 253:
-        yield invalid(where, go_quoted(value), "must be no more than 253 characters")
-    if not DNS_SUBDOMAIN.match(value):
-        yield invalid(where, go_quoted(value), DNS_SUBDOMAIN_HINT)
-
-
 def _host(host: str, where: str) -> Iterator[tuple[str, Cause]]:
     """A host of a rule or of TLS: a DNS subdomain, or a wildcard one."""
     if "*" in host:
@@ -48,7 +44,7 @@ def _host(host: str, where: str) -> Iterator[tuple[str, Cause]]:
         if not WILDCARD_SUBDOMAIN.match(host):
             yield invalid(where, go_quoted(host), WILDCARD_SUBDOMAIN_HINT)
     else:
-        yield from _subdomain(host, where)
+        yield from dns_subdomain_causes(host, where)
 
 
 def _backend(backend: Mapping[str, Any], where: str) -> Iterator[tuple[str, Cause]]:
@@ -64,12 +60,7 @@ def _backend(backend: Mapping[str, Any], where: str) -> Iterator[tuple[str, Caus
     if not name:
         yield required(f"{where}.service.name")
     else:
-        if len(name) > 63:
-            yield invalid(
-                f"{where}.service.name", go_quoted(name), "must be no more than 63 characters"
-            )
-        if not DNS_LABEL.match(name):
-            yield invalid(f"{where}.service.name", go_quoted(name), DNS_LABEL_HINT)
+        yield from dns_label_causes(name, f"{where}.service.name")
     port = service.get("port") or {}
     port_name, number = str(port.get("name") or ""), port.get("number") or 0
     if port_name and number:
@@ -151,7 +142,7 @@ def ingress_causes(
         for number, host in enumerate(tls.get("hosts") or ()):
             causes += _host(str(host), f"spec.tls[{index}].hosts[{number}]")
         if secret := str(tls.get("secretName") or ""):
-            causes += _subdomain(secret, f"spec.tls[{index}].secretName")
+            causes += dns_subdomain_causes(secret, f"spec.tls[{index}].secretName")
     if (name := spec.get("ingressClassName")) is not None:
-        causes += _subdomain(str(name), "spec.ingressClassName")
+        causes += dns_subdomain_causes(str(name), "spec.ingressClassName")
     return causes

@@ -20,6 +20,8 @@ from anyop.testing.fake.label_selectors import selects
 from anyop.testing.fake.object_meta import (
     DNS_LABEL,
     DNS_LABEL_HINT,
+    DNS_SUBDOMAIN,
+    DNS_SUBDOMAIN_HINT,
     label_key_errors,
     label_value_errors,
 )
@@ -28,6 +30,8 @@ from anyop.testing.fake.quantities import QuantityError, quantity_value
 
 __all__ = [
     "PORT_RANGE",
+    "dns_label_causes",
+    "dns_subdomain_causes",
     "invalid",
     "required",
     "toleration_causes",
@@ -54,6 +58,26 @@ def required(field: str) -> tuple[str, Cause]:
 def invalid(field: str, shown: str, detail: str) -> tuple[str, Cause]:
     """``field.Invalid``, the value ``shown`` as Go shows it."""
     return field, {"reason": "FieldValueInvalid", "message": f"Invalid value: {shown}: {detail}"}
+
+
+def dns_label_causes(value: str, field: str) -> list[tuple[str, Cause]]:
+    """``ValidateDNS1123Label``: its length, then its form."""
+    causes = []
+    if len(value) > 63:
+        causes.append(invalid(field, go_quoted(value), "must be no more than 63 characters"))
+    if not DNS_LABEL.match(value):
+        causes.append(invalid(field, go_quoted(value), DNS_LABEL_HINT))
+    return causes
+
+
+def dns_subdomain_causes(value: str, field: str) -> list[tuple[str, Cause]]:
+    """``ValidateDNS1123Subdomain``: its length, then its form."""
+    causes = []
+    if len(value) > 253:
+        causes.append(invalid(field, go_quoted(value), "must be no more than 253 characters"))
+    if not DNS_SUBDOMAIN.match(value):
+        causes.append(invalid(field, go_quoted(value), DNS_SUBDOMAIN_HINT))
+    return causes
 
 
 def unsupported(field: str, value: str, supported: tuple[str, ...]) -> tuple[str, Cause]:
@@ -271,12 +295,7 @@ def _stateful_set(spec: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:
             yield invalid(f"spec.{field}", str(value), _NEGATIVE)
     service = str(spec.get("serviceName") or "")
     if service:
-        if len(service) > 63:
-            yield invalid(
-                "spec.serviceName", go_quoted(service), "must be no more than 63 characters"
-            )
-        if not DNS_LABEL.match(service):
-            yield invalid("spec.serviceName", go_quoted(service), DNS_LABEL_HINT)
+        yield from dns_label_causes(service, "spec.serviceName")
     selector = spec.get("selector")
     if selector is None:
         yield required("spec.selector")

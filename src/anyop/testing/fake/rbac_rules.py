@@ -14,8 +14,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from anyop.testing.fake.go_json import go_quoted
-from anyop.testing.fake.object_meta import DNS_SUBDOMAIN, DNS_SUBDOMAIN_HINT
-from anyop.testing.fake.pod_rules import invalid, required, unsupported
+from anyop.testing.fake.pod_rules import dns_subdomain_causes, invalid, required, unsupported
 
 __all__ = ["binding_causes", "binding_update_causes"]
 
@@ -40,12 +39,7 @@ def _subject(
         yield required(f"{where}.name")
     if kind == "ServiceAccount":
         if name:
-            if len(name) > 253:
-                yield invalid(
-                    f"{where}.name", go_quoted(name), "must be no more than 253 characters"
-                )
-            if not DNS_SUBDOMAIN.match(name):
-                yield invalid(f"{where}.name", go_quoted(name), DNS_SUBDOMAIN_HINT)
+            yield from dns_subdomain_causes(name, f"{where}.name")
         if group:
             yield unsupported(f"{where}.apiGroup", group, ("",))
         if not namespaced and not subject.get("namespace"):

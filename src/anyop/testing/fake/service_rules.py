@@ -18,13 +18,16 @@ from typing import Any
 
 from anyop.testing.fake.go_json import go_quoted
 from anyop.testing.fake.object_meta import (
-    DNS_LABEL,
-    DNS_LABEL_HINT,
-    DNS_SUBDOMAIN,
-    DNS_SUBDOMAIN_HINT,
     label_causes,
 )
-from anyop.testing.fake.pod_rules import PORT_RANGE, invalid, required, unsupported
+from anyop.testing.fake.pod_rules import (
+    PORT_RANGE,
+    dns_label_causes,
+    dns_subdomain_causes,
+    invalid,
+    required,
+    unsupported,
+)
 
 __all__ = [
     "allocated",
@@ -74,14 +77,6 @@ def _is_ip(text: str) -> bool:
     return True
 
 
-def _label_errors(value: str, field: str) -> Iterator[tuple[str, Cause]]:
-    """``ValidateDNS1123Label``."""
-    if len(value) > 63:
-        yield invalid(field, go_quoted(value), "must be no more than 63 characters")
-    if not DNS_LABEL.match(value):
-        yield invalid(field, go_quoted(value), DNS_LABEL_HINT)
-
-
 def port_name_errors(name: str) -> list[str]:
     """``IsValidPortName``: an IANA service name."""
     errors = []
@@ -106,7 +101,7 @@ def _port(
     if require_name and not name:
         yield required(f"{where}.name")
     elif name:
-        yield from _label_errors(name, f"{where}.name")
+        yield from dns_label_causes(name, f"{where}.name")
         if name in names:
             yield _duplicate(f"{where}.name", go_quoted(name))
         names.add(name)
@@ -158,11 +153,7 @@ def service_causes(obj: Mapping[str, Any]) -> list[tuple[str, Cause]]:
         if not name:
             causes.append(required("spec.externalName"))
         else:
-            if len(name) > 253:
-                detail = "must be no more than 253 characters"
-                causes.append(invalid("spec.externalName", go_quoted(name), detail))
-            if not DNS_SUBDOMAIN.match(name):
-                causes.append(invalid("spec.externalName", go_quoted(name), DNS_SUBDOMAIN_HINT))
+            causes += dns_subdomain_causes(name, "spec.externalName")
     names: set[str] = set()
     for index, port in enumerate(ports):
         causes += _port(port, f"spec.ports[{index}]", require_name=len(ports) > 1, names=names)
