@@ -73,6 +73,35 @@ async def test_a_container_is_deleted_by_directive(conform: Conform) -> None:
     await conform(scenario)
 
 
+@pytest.mark.parametrize(
+    "patch",
+    [
+        _spec({"name": "b", "image": "x:2"}, {"name": "b", "$patch": "delete"}),
+        _spec(
+            {"name": "a", "$patch": "delete"},
+            {"name": "c", "image": "x:2"},
+            {"name": "a", "image": "x:2"},
+        ),
+        _spec(
+            {"name": "d", "image": "x:2"},
+            {"name": "b", "image": "x:2"},
+            {"name": "b", "$patch": "delete"},
+        ),
+    ],
+    ids=["replaced in place", "deleted first, merged again", "with a new one"],
+)
+async def test_an_item_deleted_and_merged_again_is_placed_as_a_new_one(
+    conform: Conform, patch: dict[str, Any]
+) -> None:
+    """Go orders a merged list by the stored list after the patch's deletions: an item the
+    same patch deletes and names again goes where a new item goes."""
+
+    async def scenario(t: Target) -> None:
+        await _patched(t, patch, A, B, C)
+
+    await conform(scenario)
+
+
 async def test_set_element_order_reorders_the_list(conform: Conform) -> None:
     async def scenario(t: Target) -> None:
         patch = {

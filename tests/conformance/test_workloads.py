@@ -75,6 +75,124 @@ async def test_a_deployment_is_checked_and_its_quantities_made_canonical(
     await conform(scenario)
 
 
+def _strategy_shown(document: Any) -> Any:
+    if isinstance(document, dict) and document.get("kind") == "Status":
+        return status_shown(document)
+    spec = document["spec"]
+    counts = ("minReadySeconds", "revisionHistoryLimit", "progressDeadlineSeconds")
+    return {"strategy": spec.get("strategy"), **{key: spec.get(key) for key in counts}}
+
+
+STRATEGIES: list[tuple[str, dict[str, Any]]] = [
+    ("recreate", _spec(strategy={"type": "Recreate"})),
+    ("recreate with a rolling update", _spec(strategy={"type": "Recreate",
+                                                       "rollingUpdate": {"maxSurge": 1}})),
+    ("recreate with an empty rolling update", _spec(strategy={"type": "Recreate",
+                                                              "rollingUpdate": {}})),
+    ("rolling, integers", _spec(strategy={"type": "RollingUpdate",
+                                          "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 2}})),
+    ("rolling, both zero", _spec(strategy={"rollingUpdate": {"maxSurge": 0,
+                                                             "maxUnavailable": "0%"}})),
+    ("rolling, not percents", _spec(strategy={"rollingUpdate": {"maxSurge": "1.5%",
+                                                                "maxUnavailable": "x"}})),
+    ("rolling, negative", _spec(strategy={"rollingUpdate": {"maxSurge": -1,
+                                                            "maxUnavailable": -2}})),
+    ("rolling, over 100%", _spec(strategy={"rollingUpdate": {"maxUnavailable": "150%"}})),
+    ("negative counts", _spec(minReadySeconds=-1, revisionHistoryLimit=-2,
+                              progressDeadlineSeconds=-3)),
+    ("a deadline not after ready", _spec(minReadySeconds=30, progressDeadlineSeconds=30)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "body", [body for _, body in STRATEGIES], ids=[name for name, _ in STRATEGIES]
+)
+async def test_a_deployments_strategy_and_counts_are_checked(
+    conform: Conform, body: dict[str, Any]
+) -> None:
+    async def scenario(t: Target) -> None:
+        await t.post(t.apis("apps/v1", "deployments"), body, record=_strategy_shown)
+
+    await conform(scenario)
+
+
+async def test_a_switch_to_recreate_keeps_the_defaulted_rolling_update_and_is_refused(
+    conform: Conform,
+) -> None:
+    """The rolling update that defaulting wrote stays unless the change removes it too: a merge
+    patch or an apply of ``type: Recreate`` alone is refused, one that nulls it is not."""
+
+    async def scenario(t: Target) -> None:
+        path = t.apis("apps/v1", "deployments", "d")
+        await t.post(t.apis("apps/v1", "deployments"), DEPLOYMENT, record=_strategy_shown)
+        recreate = {"spec": {"strategy": {"type": "Recreate"}}}
+        await t.patch(path, recreate, record=_strategy_shown)
+        applied = {**copy.deepcopy(DEPLOYMENT), "spec": {**DEPLOYMENT["spec"], **recreate["spec"]}}
+        await t.patch(path, applied, ct="application/apply-patch+yaml", record=_strategy_shown,
+                      params={"fieldManager": "m", "force": "true"})  # fmt: skip
+        dropped = {"spec": {"strategy": {"type": "Recreate", "rollingUpdate": None}}}
+        await t.patch(path, dropped, record=_strategy_shown)
+        back = {"spec": {"strategy": {"type": "RollingUpdate"}}}
+        await t.patch(path, back, ct="application/strategic-merge-patch+json",
+                      record=_strategy_shown)  # fmt: skip
+
+    await conform(scenario)
+
+
+@pytest.mark.parametrize(
+    "patch",
+    [
+        {
+            "metadata": {"labels": 1.5},
+            "spec": {
+                "template": {
+                    "spec": {
+                        "containers": [{"name": "app", "resources": {"requests": {"cpu": "1.5.5"}}}]
+                    }
+                }
+            },
+        },
+        {
+            "spec": {
+                "template": {
+                    "spec": {
+                        "containers": [
+                            {"name": "app", "resources": {"requests": {"cpu": "abc"}}, "ports": "x"}
+                        ]
+                    }
+                }
+            }
+        },
+        {
+            "spec": {
+                "replicas": "2",
+                "template": {
+                    "spec": {
+                        "containers": [
+                            {"name": "app", "resources": {"limits": {"memory": "1.5.5"}}}
+                        ]
+                    }
+                },
+            }
+        },
+    ],
+    ids=["metadata before spec", "quantity before ports", "replicas before template"],
+)
+async def test_a_patched_deployment_reports_the_converters_first_error(
+    conform: Conform, patch: dict[str, Any]
+) -> None:
+    """A patch's result is converted field by field in the Go struct's order, and the first
+    error of any kind (a quantity's own included) is the answer."""
+
+    async def scenario(t: Target) -> None:
+        await t.post(t.apis("apps/v1", "deployments"), DEPLOYMENT, record=_shown)
+        path = t.apis("apps/v1", "deployments", "d")
+        await t.patch(path, patch, ct="application/strategic-merge-patch+json", record=_shown)
+        await t.patch(path, patch, record=_shown)
+
+    await conform(scenario)
+
+
 async def test_a_configmap_update_reports_metadata_then_immutability_then_keys(
     conform: Conform,
 ) -> None:

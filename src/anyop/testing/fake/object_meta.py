@@ -21,6 +21,8 @@ __all__ = [
     "DNS_LABEL_HINT",
     "DNS_SUBDOMAIN",
     "DNS_SUBDOMAIN_HINT",
+    "PERCENT",
+    "PERCENT_HINT",
     "WILDCARD_SUBDOMAIN",
     "WILDCARD_SUBDOMAIN_HINT",
     "label_causes",
@@ -55,6 +57,16 @@ def _regex_error(message: str, pattern: str, *examples: str) -> str:
     """apimachinery's ``RegexError``: examples each followed by ``', '``, then ``or``."""
     shown = " or ".join(f"'{example}', " for example in examples)
     return f"{message} (e.g. {shown}regex used for validation is '{pattern}')"
+
+
+PERCENT = re.compile("^[0-9]+%$")
+PERCENT_HINT = _regex_error(
+    "a valid percent string must be a numeric string followed by an ending '%'",
+    "[0-9]+%",
+    "1%",
+    "93%",
+)
+"""``IsValidPercent``'s message (a Deployment's ``maxSurge`` and ``maxUnavailable``)."""
 
 
 DNS_LABEL_HINT = _regex_error(

@@ -204,10 +204,11 @@ class _Walker:
         # The deletions first (Go's mergeSliceWithSpecialElements), then the merges: an item
         # the patch deletes and merges is a new one.
         gone = {json.dumps(i.get(key)) for i in patch if _deleting(i)}
-        merged = [  # the items merged become new ones; the others stay shared
+        kept = [  # the items merged become new ones; the others stay shared
             old for old in current
             if not (isinstance(old, Mapping) and json.dumps(old.get(key)) in gone)
         ]  # fmt: skip
+        merged = list(kept)
         for item in patch:
             if not isinstance(item, Mapping) or _deleting(item):
                 continue
@@ -221,7 +222,9 @@ class _Walker:
             else:
                 merged[index] = self.merge(merged[index], item, items)
         patch_order = order if isinstance(order, list) else patch
-        return _ordered(merged, patch_order, current, lambda item: _key_of(item, key))
+        # The stored order is the list's after the deletions (an item deleted and merged again
+        # is a new one, placed by the patch alone).
+        return _ordered(merged, patch_order, kept, lambda item: _key_of(item, key))
 
 
 def _key_of(item: Any, key: str) -> str:

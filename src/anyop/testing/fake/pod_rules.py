@@ -12,6 +12,7 @@ its values, a spec change beyond images, deadline and tolerations).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -22,6 +23,8 @@ from anyop.testing.fake.object_meta import (
     DNS_LABEL_HINT,
     DNS_SUBDOMAIN,
     DNS_SUBDOMAIN_HINT,
+    PERCENT,
+    PERCENT_HINT,
     label_key_errors,
     label_value_errors,
 )
@@ -258,7 +261,56 @@ def workload_causes(kind: str, obj: Mapping[str, Any]) -> list[tuple[str, Cause]
         message = (f"Unsupported value: {json.dumps(struct, separators=(',', ':'))}: "
                    f"supported values: {listed}")  # fmt: skip
         causes.append(("spec.strategy", {"reason": "FieldValueNotSupported", "message": message}))
+    if kind == "Deployment":
+        causes += _deployment(spec)
     return causes
+
+
+def _deployment(spec: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:
+    """``ValidateDeploymentSpec``'s checks after its template's: the strategy's rolling update
+    (``ValidateDeploymentStrategy``), then the spec's counts."""
+    strategy = spec.get("strategy") or {}
+    rolling, path = strategy.get("rollingUpdate"), "spec.strategy.rollingUpdate"
+    if strategy.get("type") == "Recreate" and rolling is not None:
+        yield _forbidden(path, "may not be specified when strategy `type` is 'Recreate'")
+    elif strategy.get("type") == "RollingUpdate" and isinstance(rolling, Mapping):
+        unavailable, surge = rolling.get("maxUnavailable"), rolling.get("maxSurge")
+        for field, value in (("maxUnavailable", unavailable), ("maxSurge", surge)):
+            if isinstance(value, str) and not PERCENT.match(value):
+                yield invalid(f"{path}.{field}", json.dumps(value), PERCENT_HINT)
+            elif isinstance(value, int) and value < 0:
+                yield invalid(f"{path}.{field}", str(value), _NEGATIVE)
+        if _int_or_percent(unavailable) == 0 and _int_or_percent(surge) == 0:
+            detail = "may not be 0 when `maxSurge` is 0"
+            yield invalid(f"{path}.maxUnavailable", json.dumps(unavailable), detail)
+        percent = isinstance(unavailable, str) and PERCENT.match(unavailable)
+        if percent and _int_or_percent(unavailable) > 100:
+            detail = "must not be greater than 100%"
+            yield invalid(f"{path}.maxUnavailable", json.dumps(unavailable), detail)
+    ready = spec.get("minReadySeconds")
+    ready = ready if isinstance(ready, int) else 0
+    for field in ("minReadySeconds", "revisionHistoryLimit", "progressDeadlineSeconds"):
+        value = spec.get(field)
+        if isinstance(value, int) and value < 0:
+            yield invalid(f"spec.{field}", str(value), _NEGATIVE)
+    deadline = spec.get("progressDeadlineSeconds")
+    if isinstance(deadline, int) and deadline <= ready:
+        yield invalid(
+            "spec.progressDeadlineSeconds", str(deadline), "must be greater than minReadySeconds"
+        )
+
+
+_ATOI = re.compile("^[+-]?[0-9]+$")
+
+
+def _int_or_percent(value: Any) -> int:
+    """apps validation's ``getIntOrPercentValue``: a percent's number, an integer's value, and
+    0 for anything else (an IntOrString's ``IntValue`` of a string that is no integer)."""
+    if isinstance(value, str):
+        if PERCENT.match(value):
+            return int(value[:-1])
+        return int(value) if _ATOI.match(value) else 0
+    return value if isinstance(value, int) else 0
 
 
 def _rolling_struct(rolling: Mapping[str, Any]) -> dict[str, Any]:

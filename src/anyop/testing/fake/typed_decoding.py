@@ -266,7 +266,12 @@ def _value(books: Catalog, value: Any, schema: Schema, ctx: _Context, like: Any 
             try:
                 return canonical_quantity(value)  # as Go writes it back: "0.5" is "500m"
             except QuantityError as exc:
-                ctx.abort(str(exc))
+                # Its own UnmarshalJSON: that error stops Go's decoder; the converter stops at
+                # the first error of any kind, met in the struct's field order.
+                if ctx.converter:
+                    ctx.other_error(str(exc))
+                else:
+                    ctx.abort(str(exc))
     return value  # an IntOrString: as it is
 
 
