@@ -192,3 +192,63 @@ async def test_apply_to_the_status_subresource_changes_only_the_status(conform: 
                           record=_status_owners)  # fmt: skip
 
     await conform(scenario)
+
+
+def _raw(**fields: Any) -> bytes:
+    return json.dumps(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, **fields}
+    ).encode()
+
+
+async def test_nulls_in_an_applied_configuration(conform: Conform) -> None:
+    """A null in an applied configuration: where others own the field, where the applier
+    owned it, under a map, and in an apply that creates."""
+
+    async def scenario(t: Target) -> None:
+        await _apply(t, t.cm("a"), _raw(data={"k": None, "x": "1"}, metadata={
+            "name": "a", "labels": None, "annotations": {"n": None}}), "one")  # fmt: skip
+        await t.post(t.cm(), {"metadata": {"name": "b"}, "data": {"y": "1"}}, record=_owners)
+        await _apply(t, t.cm("b"), _raw(metadata={"name": "b"}, data=None), "two")
+        await _apply(t, t.cm("b"), _raw(metadata={"name": "b"}, data={"y": None}), "two")
+        await _apply(t, t.cm("a"), _raw(data={"x": "1", "z": "2"}), "one")
+        await _apply(t, t.cm("a"), _raw(data={"x": "1", "z": None}), "one")
+        await _apply(t, t.cm("a"), _raw(data=None), "one")
+        await _apply(t, t.cm("a"), _raw(data={"x": None}), "three")
+
+    await conform(scenario)
+
+
+async def test_nulls_applied_over_lists(conform: Conform) -> None:
+    """An applied null over a map-list or a set with items leaves them; over an atomic list
+    another manager owns, it conflicts."""
+
+    def deployment(**pod: Any) -> bytes:
+        template = {"metadata": {"labels": {"app": "d"}}, "spec": pod}
+        spec = {"selector": {"matchLabels": {"app": "d"}}, "template": template}
+        meta = {"name": "d", "finalizers": None}
+        body = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": spec}
+        return json.dumps(body).encode()
+
+    def shown(d: Any) -> Any:
+        if d.get("kind") == "Status":
+            return d
+        pod = d["spec"]["template"]["spec"]
+        return {"containers": pod["containers"], "volumes": pod.get("volumes"),
+                "finalizers": d["metadata"].get("finalizers")}  # fmt: skip
+
+    async def scenario(t: Target) -> None:
+        path = t.apis("apps/v1", "deployments")
+        container = {"name": "app", "image": "nginx", "args": ["a"]}
+        volume = {"name": "v", "emptyDir": {}}
+        await t.post(path, {"metadata": {"name": "d", "finalizers": ["example.com/f"]},
+                            "spec": json.loads(deployment(containers=[container],
+                                                          volumes=[volume]))["spec"]},
+                     record=shown)  # fmt: skip
+        named = {"name": "app", "image": "nginx"}
+        for pod in ({"containers": [named], "volumes": None},
+                    {"containers": [{**named, "args": None}]}):  # fmt: skip
+            await t.patch(f"{path}/d", deployment(**pod), ct=APPLY, record=shown,
+                          params={"fieldManager": "two"})  # fmt: skip
+        await t.patch(f"{path}/d", {"metadata": {"finalizers": None}}, record=shown)
+
+    await conform(scenario)

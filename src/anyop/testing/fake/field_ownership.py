@@ -32,6 +32,7 @@ __all__ = [
     "path_text",
     "remove_path",
     "to_fields_v1",
+    "value_at",
     "values_of",
 ]
 
@@ -494,6 +495,20 @@ def remove_path(obj: Any, path: Path) -> None:
             return
         if node is None:
             return
+
+
+def value_at(obj: Any, path: Path, shape: Shape) -> tuple[Any, Schema | None]:
+    """The value at ``path`` in ``obj`` (``None`` if it is not there) and its schema."""
+    node, where = obj, shape.schema
+    for kind, name in path:
+        if kind == "f" and is_map(node):
+            node, where = node.get(name), shape.child(where, name)
+        elif kind in ("k", "v") and isinstance(node, list):
+            match = _matcher(kind, name)
+            node, where = next((item for item in node if match(item)), None), shape.items(where)
+        else:
+            return None, None
+    return node, where
 
 
 def _matcher(kind: str, name: str) -> Callable[[Any], bool]:

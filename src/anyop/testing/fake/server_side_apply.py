@@ -24,6 +24,7 @@ from anyop.testing.fake.field_ownership import (
     named_prefixes,
     path_text,
     remove_path,
+    value_at,
     values_of,
 )
 from anyop.testing.fake.go_json import unstructured_numbers
@@ -58,8 +59,21 @@ Body = dict[str, Any]
 # -- apply --------------------------------------------------------------------------------------
 
 
+def _keeps_live(live: Any, where: Any, shape: Shape) -> bool:
+    """Whether an applied null leaves the live value as it is: a granular map or list that has
+    items (structured merge walks the live items, none of which the null names); a null
+    where there is a scalar, an atomic value or nothing is a value, set as any other."""
+    if where is None or not live:
+        return False
+    if is_map(live):
+        return not shape.atomic_map(where)
+    return isinstance(live, list) and shape.list_type(where)[0] in ("map", "set")
+
+
 def _merge(live: Any, config: Any, where: Any, shape: Shape) -> Any:
     """The applied configuration merged into the live value, by the schema's structure."""
+    if config is None and _keeps_live(live, where, shape):
+        return json_copy(live)
     if is_map(config) and is_map(live) and not shape.atomic_map(where):
         result = dict(live)
         for key, value in config.items():
@@ -324,7 +338,9 @@ def apply(
     live_values = values_of(live, shape, status=mode)
     wanted = values_of(config, shape, status=mode)
     changing = {p for p in applied if live_values.get(p, MISSING) != wanted.get(p, MISSING)
-                and not (wanted.get(p) == {} and _holds(live_values, p))}  # fmt: skip
+                and not (wanted.get(p) == {} and _holds(live_values, p))
+                and not (p[-1][0] == "f" and wanted.get(p, MISSING) is None
+                         and _keeps_live(*value_at(live, p, shape), shape))}  # fmt: skip
     # A map another manager applied empty is not stored (Go leaves it out): fields coming into
     # it add it again, which changes the field that manager owns.
     changing |= {path for fields in owned for path in fields
