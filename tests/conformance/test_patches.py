@@ -38,6 +38,42 @@ async def test_merge_patch_replaces_lists_whole(conform: Conform) -> None:
     await conform(scenario)
 
 
+async def test_merge_patch_drops_the_nulls_of_values_it_puts_in(conform: Conform) -> None:
+    """Where a merge patch puts a value in (a new field, a list it replaces, a map over a
+    scalar), the nulls of that value's maps go, at any depth, a list's null items stay; a
+    value that replaces a map keeps its nulls."""
+
+    async def scenario(t: Target) -> None:
+        await t.post(t.widgets(), _widget("w", free={"m": {"a": 1}, "s": "x", "l": [1]}))
+        patch = {"spec": {"free": {
+            "new": {"a": None, "b": {"c": None, "d": 1}, "l": [None, {"e": None, "f": 2}]},
+            "s": {"g": None, "h": 1},
+            "l": [{"i": None}, None],
+            "m": [{"j": None}],
+        }}}  # fmt: skip
+        await t.patch(t.widgets("w"), patch)
+        deployment = {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "d"},
+            "spec": {
+                "selector": {"matchLabels": {"app": "d"}},
+                "template": {
+                    "metadata": {"labels": {"app": "d"}},
+                    "spec": {"containers": [{"name": "app", "image": "nginx"}]},
+                },
+            },
+        }
+        path = t.apis("apps/v1", "deployments")
+        await t.post(path, deployment)
+        resources = {"requests": {"cpu": None, "memory": "1Gi"}, "limits": None}
+        env = [{"name": "A", "value": None}]
+        container = {"name": "app", "image": "nginx", "env": env, "resources": resources}
+        await t.patch(f"{path}/d", {"spec": {"template": {"spec": {"containers": [container]}}}})
+
+    await conform(scenario)
+
+
 async def test_merge_patch_with_a_stale_resource_version_is_409(conform: Conform) -> None:
     async def scenario(t: Target) -> None:
         made = await t.post(t.cm(), _cm("a", x="1"))

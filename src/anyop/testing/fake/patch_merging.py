@@ -21,16 +21,35 @@ __all__ = ["apply_merge_patch", "apply_strategic_patch"]
 
 
 def apply_merge_patch(target: Any, patch: Any) -> Any:
-    """Apply a JSON merge patch: maps merge recursively, ``None`` deletes, the rest replaces."""
-    if not isinstance(patch, Mapping):
-        return json_copy(patch)
-    result = dict(target) if isinstance(target, Mapping) else {}
+    """Apply a JSON merge patch as kube-apiserver's patcher (evanphx/json-patch) does: maps
+    merge recursively and ``None`` deletes; a value put where there was none (or no map) has
+    its maps' nulls dropped, at any depth and in its lists' items too, while a value that
+    replaces a map is taken as it is."""
+    if not isinstance(patch, Mapping) or not isinstance(target, Mapping):
+        return _without_nulls(patch)
+    result = dict(target)
     for key, value in patch.items():
         if value is None:
             result.pop(key, None)
+        elif result.get(key) is None:
+            result[key] = _without_nulls(value)
+        elif isinstance(result[key], Mapping):
+            is_patch_map = isinstance(value, Mapping)
+            result[key] = (
+                apply_merge_patch(result[key], value) if is_patch_map else json_copy(value)
+            )
         else:
-            result[key] = apply_merge_patch(result.get(key), value)
+            result[key] = _without_nulls(value)
     return result
+
+
+def _without_nulls(value: Any) -> Any:
+    """A copy with every map's null members dropped (a list's null items stay)."""
+    if isinstance(value, Mapping):
+        return {key: _without_nulls(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [_without_nulls(item) for item in value]
+    return value
 
 
 # -- strategic merge patch (built-in kinds) ----------------------------------------------------

@@ -30,6 +30,15 @@ def test_merge_patch_merges_maps_deletes_nulls_and_replaces_lists() -> None:
     assert target == {"a": {"b": 1, "c": 2}, "l": [1, 2]}
 
 
+def test_merge_patch_drops_the_nulls_of_what_it_puts_in_but_not_of_what_replaces_a_map() -> None:
+    target = {"m": {"a": 1}, "s": "x", "l": [1]}
+    patch = {"new": {"a": None, "b": [None, {"c": None}]}, "s": {"d": None}, "l": [{"e": None}],
+             "m": [{"f": None}]}  # fmt: skip
+    assert apply_merge_patch(target, patch) == {
+        "new": {"b": [None, {}]}, "s": {}, "l": [{}], "m": [{"f": None}],
+    }  # fmt: skip
+
+
 def test_json_patch_adds_inserts_appends_and_tests() -> None:
     ops = [
         {"op": "add", "path": "/l/0", "value": 0},
