@@ -30,7 +30,11 @@ def _containers(d: Any) -> Any:
     if d.get("kind") == "Status":
         return d
     return [
-        {k: v for k, v in c.items() if k in ("name", "image", "env", "args", "ports")}
+        {
+            k: v
+            for k, v in c.items()
+            if k in ("name", "image", "env", "args", "ports", "resources", "securityContext")
+        }
         for c in d["spec"]["template"]["spec"]["containers"]
     ]
 
@@ -98,6 +102,23 @@ async def test_an_item_deleted_and_merged_again_is_placed_as_a_new_one(
 
     async def scenario(t: Target) -> None:
         await _patched(t, patch, A, B, C)
+
+    await conform(scenario)
+
+
+async def test_a_new_item_is_added_as_the_patch_has_it_and_a_new_field_without_nulls(
+    conform: Conform,
+) -> None:
+    """A merged list's new item is appended as it is, nulls and nested directives included
+    (the decoder then reads a null quantity as 0 and drops unknown keys); a new field's nulls
+    are dropped."""
+
+    async def scenario(t: Target) -> None:
+        resources = {"requests": {"cpu": None, "memory": "1Gi"}, "limits": None}
+        env = [{"name": "A", "value": None}, {"name": "B", "$patch": "delete"}]
+        new = {"name": "b", "image": "x:2", "resources": resources, "env": env}
+        known = {"name": "a", "resources": resources, "securityContext": {"runAsUser": None}}
+        await _patched(t, _spec(new, known), A)
 
     await conform(scenario)
 

@@ -236,8 +236,8 @@ class _Walker:
                  if isinstance(old, Mapping) and old.get(key) == item.get(key)),
                 None,
             )  # fmt: skip
-            if index is None:
-                merged.append(self.merge({}, item, items))
+            if index is None:  # appended as the patch has it (Go's mergeSliceWithout-
+                merged.append(json_copy(item))  # SpecialElements): its nulls too
             else:
                 merged[index] = self.merge(merged[index], item, items)
         patch_order = order if isinstance(order, list) else patch
