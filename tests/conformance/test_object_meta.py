@@ -44,12 +44,25 @@ def _ids(cases: list[dict[str, Any]]) -> list[str]:
     return [str(case)[:60] for case in cases]
 
 
+OTHER_KINDS: dict[str, tuple[str, str, dict[str, Any]]] = {
+    "Lease": ("coordination.k8s.io/v1", "leases",
+              {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "spec": {}}),
+    "Role": ("rbac.authorization.k8s.io/v1", "roles",
+             {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "rules": []}),
+}  # fmt: skip
+"""Kinds whose groups check metadata with apimachinery's validation alone (Leases) or with the
+core group's (Roles)."""
+
+
 def scenario_for(kind: str, metadata: dict[str, Any]) -> Any:
     """Create with this metadata; update, patch and JSON-patch a good object with it."""
 
     async def scenario(t: Target) -> None:
         if kind == "ConfigMap":
             path, body = t.cm(), {"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "v"}}
+        elif kind in OTHER_KINDS:
+            group_version, plural, body = OTHER_KINDS[kind]
+            path = t.apis(group_version, plural)
         else:
             path, body = t.gizmos(), {"apiVersion": f"{GROUP}/v1", "kind": "Gizmo"}
         await t.post(path, {**body, "metadata": {"name": "bad", **metadata}}, record=_shown)
@@ -70,4 +83,22 @@ def scenario_for(kind: str, metadata: dict[str, Any]) -> Any:
 async def test_metadata_is_checked_on_create_update_and_patch(
     conform: Conform, kind: str, metadata: dict[str, Any]
 ) -> None:
+    await conform(scenario_for(kind, metadata))
+
+
+FINALIZERS: list[dict[str, Any]] = [
+    {"finalizers": ["not a name"]},
+    {"finalizers": ["unqualified"]},
+    {"finalizers": ["kubernetes", "example.com/f"]},
+]
+
+
+@pytest.mark.parametrize("kind", sorted(OTHER_KINDS))
+@pytest.mark.parametrize("metadata", FINALIZERS, ids=_ids(FINALIZERS))
+async def test_finalizer_names_are_checked_by_the_groups_own_validation(
+    conform: Conform, kind: str, metadata: dict[str, Any]
+) -> None:
+    """A finalizer name without a ``/`` that is not one of Kubernetes' own is refused where the
+    core group's metadata validation runs (Roles, ConfigMaps), not by apimachinery's alone
+    (Leases)."""
     await conform(scenario_for(kind, metadata))

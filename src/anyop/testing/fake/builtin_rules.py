@@ -486,7 +486,8 @@ def new_object_causes(
         return []
     metadata = obj.get("metadata") or {}
     own = create_causes(kind, obj, raw=raw)
-    return object_meta_causes(metadata, custom=False, own_create=own)
+    kube = kind.group not in _GENERIC_META
+    return object_meta_causes(metadata, custom=False, own_create=own, kube_finalizers=kube)
 
 
 def update_causes(
@@ -533,8 +534,8 @@ def update_causes(
         own_create = create_causes(kind, new, raw=raw)
     checks = _UPDATE_META_CHECKS.get((kind.group, kind.kind), "update+create")
     return object_meta_causes(metadata, custom=False, updating=list(added or ()), own_update=own,
-                              kind_checks=checks,
-                              own_create=own_create)  # fmt: skip
+                              kind_checks=checks, own_create=own_create,
+                              kube_finalizers=kind.group not in _GENERIC_META)  # fmt: skip
 
 
 _UPDATE_META_CHECKS = {
@@ -552,6 +553,11 @@ _UPDATE_META_CHECKS = {
 }  # fmt: skip
 """What a kind's ``Validate<Kind>Update`` checks of the metadata (see ``object_meta_causes``),
 where it is not ``update+create`` (Kubernetes' Go code)."""
+
+
+_GENERIC_META = ("coordination.k8s.io", "admissionregistration.k8s.io", "node.k8s.io")
+"""Groups whose validation checks metadata by apimachinery's ``ValidateObjectMeta`` alone, not
+by the core group's (which adds its check of finalizer names)."""
 
 
 def _immutable(kind: Kind, old: Mapping[str, Any], new: Mapping[str, Any]) -> Causes:

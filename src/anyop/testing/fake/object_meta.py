@@ -265,6 +265,7 @@ def object_meta_causes(
     own_update: Sequence[tuple[str, Cause]] = (),
     own_create: Sequence[tuple[str, Cause]] = (),
     kind_checks: str = "update+create",
+    kube_finalizers: bool = True,
 ) -> list[tuple[str, Cause]]:
     """All the metadata errors of a create (``updating`` None) or of an update, in the order
     and number kube-apiserver reports them: an update checks the metadata as a create does and
@@ -277,9 +278,13 @@ def object_meta_causes(
     ``kind_checks`` says what a built-in kind's own update validation checks of the metadata
     besides the API server's: ``update+create`` (most), ``update`` (a ``Validate<Kind>Update``
     that checks the spec alone after the metadata update: Deployments, Leases, Services...), or
-    ``none`` (``v1`` Events)."""
+    ``none`` (``v1`` Events).
+
+    ``kube_finalizers``: a built-in kind's metadata is checked by the core group's validation,
+    which refuses a finalizer name without a ``/`` that is not one of Kubernetes' own (not by
+    apimachinery's alone, as Leases' and webhook configurations' are)."""
     shared, names, kubes = _parts(metadata)
-    own_kube = [] if custom else kubes
+    own_kube = kubes if kube_finalizers and not custom else []
     if updating is None:
         return [*shared, *names, *own_kube, *own_create]
     common, update = [*shared, *names], [*updating, *shared]
