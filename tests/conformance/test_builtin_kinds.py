@@ -121,6 +121,24 @@ async def test_an_immutable_secret_refuses_changes_to_its_data(conform: Conform)
     await conform(scenario)
 
 
+async def test_an_immutable_object_without_data_refuses_data_sent_empty(
+    conform: Conform,
+) -> None:
+    """An immutable ConfigMap or Secret stored without data (an empty map is not stored) is
+    changed by a write that sends an empty map: Go compares the maps, not their contents."""
+
+    async def scenario(t: Target) -> None:
+        for path, body in ((t.cm(), _cm("a", data={}, immutable=True)),
+                           (t.core("secrets"), _secret("s", data={}, immutable=True))):  # fmt: skip
+            stored = await t.post(path, body)
+            name = stored["metadata"]["name"]
+            await t.put(f"{path}/{name}", {**stored, "data": {}, "binaryData": {}})
+            await t.patch(f"{path}/{name}", {"data": {}})
+            await t.patch(f"{path}/{name}", {"data": None, "metadata": {"labels": {"ok": "y"}}})
+
+    await conform(scenario)
+
+
 async def test_a_secret_type_cannot_change(conform: Conform) -> None:
     async def scenario(t: Target) -> None:
         await t.post(t.core("secrets"), _secret("s", type="x.dev/one"))

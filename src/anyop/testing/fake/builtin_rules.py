@@ -22,6 +22,7 @@ from anyop.testing.fake.claim_rules import PROTECTION, claim_causes, claim_updat
 from anyop.testing.fake.event_rules import event_causes
 from anyop.testing.fake.go_json import go_quoted
 from anyop.testing.fake.ingress_rules import ingress_causes
+from anyop.testing.fake.json_copy import is_map
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.object_meta import object_meta_causes
 from anyop.testing.fake.pod_rules import (
@@ -507,7 +508,7 @@ def update_causes(
     own: Causes = []
     match (kind.group, kind.kind):
         case ("", "ConfigMap") | ("", "Secret"):
-            own = _immutable(kind, old, new)
+            own = _immutable(kind, old, new, raw)
         case ("", "Pod"):
             own = pod_update_causes(old, new, raw=raw)
         case ("", "Service"):
@@ -560,7 +561,13 @@ _GENERIC_META = ("coordination.k8s.io", "admissionregistration.k8s.io", "node.k8
 by the core group's (which adds its check of finalizer names)."""
 
 
-def _immutable(kind: Kind, old: Mapping[str, Any], new: Mapping[str, Any]) -> Causes:
+def _immutable(
+    kind: Kind, old: Mapping[str, Any], new: Mapping[str, Any], raw: Mapping[str, Any] | None
+) -> Causes:
+    """``Validate<Kind>Update``'s checks of an immutable ConfigMap or Secret: its maps compared
+    as Go's ``reflect.DeepEqual`` compares them, where a map of bytes sent empty (a Secret's
+    ``data: {}``, a ConfigMap's ``binaryData: {}``) is not the stored one that was left out; a
+    map of strings sent empty decodes as one left out (kube-apiserver 1.36.3)."""
     causes: Causes = []
     if kind.kind == "Secret" and old.get("type") != new.get("type"):
         causes.append(_invalid("type", new.get("type") or "", "field is immutable"))
@@ -568,8 +575,12 @@ def _immutable(kind: Kind, old: Mapping[str, Any], new: Mapping[str, Any]) -> Ca
         return causes
     if not new.get("immutable"):
         causes.append(_forbidden("immutable", _IMMUTABLE))
-    if (old.get("data") or {}) != (new.get("data") or {}):
-        causes.append(_forbidden("data", _IMMUTABLE))
-    if kind.kind == "ConfigMap" and (old.get("binaryData") or {}) != (new.get("binaryData") or {}):
-        causes.append(_forbidden("binaryData", _IMMUTABLE))
+    fields = ("data", "binaryData") if kind.kind == "ConfigMap" else ("data",)
+    for field in fields:
+        value = new.get(field)
+        of_bytes = field == "binaryData" or kind.kind == "Secret"
+        if value is None and of_bytes and raw is not None and is_map(raw.get(field)):
+            value = {}  # decoded to an empty map, not to none
+        if old.get(field) != value:
+            causes.append(_forbidden(field, _IMMUTABLE))
     return causes
