@@ -294,6 +294,10 @@ def _time(value: Any, layout: str, ctx: _Context) -> Any:
     return value
 
 
+_EMBEDDED = {"apiVersion": -3, "kind": -2, "metadata": -1}
+"""Where a kind's embedded ``TypeMeta`` and ``ObjectMeta`` fields come in its struct: first."""
+
+
 def _object(
     books: Catalog,
     value: Any,
@@ -327,7 +331,8 @@ def _object(
     pairs: Any = value.items()
     if ctx.converter:  # the converter walks the struct's fields in their Go order
         place = struct_order(name) or {key: index for index, key in enumerate(sorted(fields))}
-        pairs = sorted(pairs, key=lambda pair: place.get(pair[0], len(place)))
+        last = len(place)  # the embedded TypeMeta and ObjectMeta lead (the table has them not)
+        pairs = sorted(pairs, key=lambda pair: place.get(pair[0], _EMBEDDED.get(pair[0], last)))
     for key, item in pairs:
         field = fields.get(key)
         if field is None:
