@@ -252,3 +252,35 @@ async def test_nulls_applied_over_lists(conform: Conform) -> None:
         await t.patch(f"{path}/d", {"metadata": {"finalizers": None}}, record=shown)
 
     await conform(scenario)
+
+
+async def test_a_scale_write_takes_the_replicas_from_their_applier(conform: Conform) -> None:
+    """A Scale write that changes the replicas takes them from every owner, an applier too;
+    one that keeps them leaves the applier its field. The next apply of other replicas then
+    conflicts with the Scale's writer alone."""
+
+    def owners(d: Any) -> Any:
+        if d.get("kind") == "Status":
+            return d
+        return sorted((e["manager"], e["operation"], e.get("subresource") or "",
+                       json.dumps(e["fieldsV1"], sort_keys=True))
+                      for e in d["metadata"].get("managedFields") or [])  # fmt: skip
+
+    async def scenario(t: Target) -> None:
+        template = {"metadata": {"labels": {"app": "d"}},
+                    "spec": {"containers": [{"name": "app", "image": "nginx"}]}}  # fmt: skip
+        deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+                      "spec": {"selector": {"matchLabels": {"app": "d"}}, "replicas": 1,
+                               "template": template}}  # fmt: skip
+        gizmo = {"apiVersion": f"{GROUP}/v1", "kind": "Gizmo", "metadata": {"name": "g"},
+                 "spec": {"replicas": 1}}  # fmt: skip
+        for path, body in ((t.apis("apps/v1", "deployments", "d"), deployment),
+                           (t.gizmos("g"), gizmo)):  # fmt: skip
+            await _apply(t, path, json.dumps(body).encode(), "one")
+            for replicas in (1, 4):
+                await t.patch(f"{path}/scale", {"spec": {"replicas": replicas}})
+                await t.get(path, record=owners)
+            body["spec"]["replicas"] = 2
+            await _apply(t, path, json.dumps(body).encode(), "two")
+
+    await conform(scenario)

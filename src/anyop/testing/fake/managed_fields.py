@@ -220,17 +220,17 @@ def owners_after_scale(
     and, unless the replicas ``changed``, comes back beside itself as an entry of that one
     field without a time (read later as one with its own, by :func:`entries_of`: the later
     wins, which does not own them). Changed replicas go to the writer, in an entry of the
-    ``scale`` subresource without a time; changed to ``zero``, which the Scale leaves out,
-    they go from every owner. An apply's owner keeps them otherwise.
+    ``scale`` subresource without a time, from every owner, an apply's too (an entry left
+    owning nothing goes); changed to ``zero``, which the Scale leaves out, they go from every
+    owner to no one. An apply's owner keeps them while they do not change.
     """
     entries = entries_of(old)
     owned = [from_fields_v1(entry.get("fieldsV1")) for entry in entries]
     if not any(replicas in fields for fields in owned):
         return entries
     result: list[Body] = []
-    gone = changed and zero
     for entry, fields in zip(entries, owned, strict=True):
-        if replicas not in fields or (entry.get("operation") == "Apply" and not gone):
+        if replicas not in fields or (entry.get("operation") == "Apply" and not changed):
             result.append(entry)
             continue
         if rest := fields - {replicas}:
