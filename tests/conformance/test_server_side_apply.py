@@ -284,3 +284,40 @@ async def test_a_scale_write_takes_the_replicas_from_their_applier(conform: Conf
             await _apply(t, path, json.dumps(body).encode(), "two")
 
     await conform(scenario)
+
+
+async def test_an_item_an_applier_drops_takes_the_other_owners_fields_in_it(
+    conform: Conform,
+) -> None:
+    """An applier that stops applying a list item it created removes it, and with it the
+    fields other managers owned inside it: they conflict no more when the item comes back."""
+
+    def owners(d: Any) -> Any:
+        if d.get("kind") == "Status":
+            return d
+        containers = d["spec"]["template"]["spec"]["containers"]
+        return {"containers": [(c["name"], c.get("image")) for c in containers],
+                "owners": sorted((e["manager"], json.dumps(e["fieldsV1"], sort_keys=True))
+                                 for e in d["metadata"].get("managedFields") or [])}  # fmt: skip
+
+    def deployment(*containers: dict[str, Any]) -> bytes:
+        template = {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": list(containers)}}
+        spec = {"selector": {"matchLabels": {"app": "d"}}, "template": template}
+        body = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+                "spec": spec}  # fmt: skip
+        return json.dumps(body).encode()
+
+    async def scenario(t: Target) -> None:
+        path = t.apis("apps/v1", "deployments", "d")
+        side = {"name": "side", "image": "busybox"}
+        app = {"name": "app", "image": "nginx", "env": [{"name": "B", "value": "v"}]}
+        await _apply(t, path, deployment(side, app), "two")
+        changed = {"name": "app", "image": "busybox", "env": [{"name": "A", "value": "v"}]}
+        patch = {"spec": {"template": {"spec": {"containers": [changed]}}}}
+        await t.patch(path, patch, ct="application/strategic-merge-patch+json", record=owners)
+        await t.patch(path, deployment(side), ct=APPLY, params={"fieldManager": "two"},
+                      record=owners)  # fmt: skip
+        await t.patch(path, deployment(side, {"name": "app", "image": "nginx"}), ct=APPLY,
+                      params={"fieldManager": "two"}, record=owners)  # fmt: skip
+
+    await conform(scenario)

@@ -241,6 +241,11 @@ def _under(paths: set[Path], prefix: Path) -> bool:
     return any(len(path) > size and path[:size] == prefix for path in paths)
 
 
+def _within(path: Path, prefixes: set[Path]) -> bool:
+    """Whether ``path`` is one of ``prefixes`` or below one."""
+    return any(path[:size] in prefixes for size in range(1, len(path) + 1))
+
+
 def _present(obj: Any, path: Path) -> bool:
     """Whether an object has the map fields of ``path`` (an item of a list: taken as there)."""
     node = obj
@@ -363,6 +368,9 @@ def apply(
     gone = (previous | named_prefixes(previous, shape)) - kept - named_prefixes(kept, shape)
     for path in sorted(gone, key=len):  # an item before its fields
         remove_path(merged, path)
+    if gone:  # what is no longer there is no one's: others' fields in a removed item go too
+        owned = [fields if i == mine else {p for p in fields if not _within(p, gone)}
+                 for i, fields in enumerate(owned)]  # fmt: skip
     if mine is None:
         entries.append(new_entry(kind, manager, "Apply", store.now(), subresource, applied))
         owned.append(applied)
