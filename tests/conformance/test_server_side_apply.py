@@ -321,3 +321,48 @@ async def test_an_item_an_applier_drops_takes_the_other_owners_fields_in_it(
                       params={"fieldManager": "two"}, record=owners)  # fmt: skip
 
     await conform(scenario)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [{"plain": None}, {"note": None}, {"size": None}, {"labels": None}, {"options": None}],
+    ids=["not nullable", "nullable", "defaulted", "a set", "a defaulted object"],
+)
+async def test_a_null_applied_to_a_custom_resource_is_checked_by_its_schema(
+    conform: Conform, spec: dict[str, Any]
+) -> None:
+    """An apply's result is not decoded as a request's body is: a null stays, a default fills
+    it, ``nullable`` keeps it, and any other is refused as not of the field's type."""
+
+    def body(name: str, **fields: Any) -> dict[str, Any]:
+        return {"apiVersion": f"{GROUP}/v1", "kind": "Gizmo", "metadata": {"name": name},
+                "spec": fields}  # fmt: skip
+
+    async def scenario(t: Target) -> None:
+        await _apply(t, t.gizmos("g"), json.dumps(body("g", **spec)).encode(), "m")
+        await t.post(t.gizmos(), body("h", low=1))  # then applied to: an update
+        await _apply(t, t.gizmos("h"), json.dumps(body("h", **spec, low=1)).encode(), "m")
+
+    await conform(scenario)
+
+
+async def test_a_field_that_an_apply_empties_and_another_owns_is_left_null(
+    conform: Conform,
+) -> None:
+    """A list another manager owns, whose items an applier removes (it applies them no more),
+    stays as null, not empty: a custom resource whose schema refuses null refuses the apply."""
+
+    def body(**fields: Any) -> bytes:
+        gizmo = {"apiVersion": f"{GROUP}/v1", "kind": "Gizmo", "metadata": {"name": "g"}}
+        return json.dumps({**gizmo, "spec": fields}).encode()
+
+    async def scenario(t: Target) -> None:
+        created = {"apiVersion": f"{GROUP}/v1", "kind": "Gizmo", "metadata": {"name": "g"},
+                   "spec": {"labels": [], "low": 1}}  # fmt: skip
+        await t.post(t.gizmos(), created, record=_owners)
+        await _apply(t, t.gizmos("g"), body(labels=["a", "b"]), "two", force=True)
+        await _apply(t, t.gizmos("g"), body(high=5), "two")
+        await _apply(t, t.gizmos("g"), body(labels=["a"]), "three")
+        await _apply(t, t.gizmos("g"), body(high=5), "three")
+
+    await conform(scenario)

@@ -78,13 +78,15 @@ def _custom_checks(
     *,
     subresource: str | None = None,
     prior: list[tuple[str, Cause]],
+    applied: bool = False,
 ) -> Body:
     """Default and prune a custom resource by its schema and refuse it on schema errors (and
     broken validation rules; transition rules against ``old``, the stored object); its numbers
     as the stored object gives them back (see :func:`.go_json.unstructured_numbers`: the checks
     see ``2.0`` as a float, as kube-apiserver's do; the object stored says ``2``). ``prior``:
-    the errors of its metadata, which come first."""
-    pruned = prune(default(body, kind.schema), kind.schema)
+    the errors of its metadata, which come first; ``applied``: a server-side apply's result,
+    whose nulls are kept (and refused where the schema has no default nor ``nullable``)."""
+    pruned = prune(default(body, kind.schema), kind.schema, nulls=applied)
     causes = violations(pruned, kind.schema, old, scale=kind.scale, prior=prior)
     if subresource == "status":
         causes = [_within_status(field, cause) for field, cause in causes]
@@ -106,7 +108,13 @@ def _within_status(field: str, cause: Cause) -> tuple[str, Cause]:
 
 
 def prepare_create(
-    kind: Kind, body: Mapping[str, Any], *, namespace: str | None, uid: str, now: str
+    kind: Kind,
+    body: Mapping[str, Any],
+    *,
+    namespace: str | None,
+    uid: str,
+    now: str,
+    applied: bool = False,
 ) -> Body:
     """The object to store for a create (its name already generated if asked), made of the
     body's parts: give a copy of a body that must stay as it is.
@@ -133,7 +141,7 @@ def prepare_create(
     if kind.status:
         obj.pop("status", None)
     if kind.custom:
-        obj = _custom_checks(kind, obj, name or None, prior=causes)
+        obj = _custom_checks(kind, obj, name or None, prior=causes, applied=applied)
     return _builtin_defaults(kind, obj, creating=True)
 
 
@@ -190,7 +198,12 @@ def added_finalizers(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[tup
 
 
 def prepare_update(
-    kind: Kind, old: Mapping[str, Any], new: Mapping[str, Any], *, subresource: str | None
+    kind: Kind,
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    *,
+    subresource: str | None,
+    applied: bool = False,
 ) -> Body:
     """The object to store for an update of ``old`` to ``new`` (a PUT body or a patch result,
     decoded: the result takes its parts, so give a copy of one that must stay as it is).
@@ -224,7 +237,9 @@ def prepare_update(
     name = str(old_meta.get("name", ""))
     if kind.custom:  # (a built-in object's: update_causes)
         causes = object_meta_causes(metadata, custom=True, updating=added_finalizers(old, obj))
-        obj = _custom_checks(kind, obj, name, old, subresource=subresource, prior=causes)
+        obj = _custom_checks(
+            kind, obj, name, old, subresource=subresource, prior=causes, applied=applied
+        )
     if kind.generation and _essence(kind, obj) != _essence(kind, old):
         obj["metadata"]["generation"] = int(old_meta.get("generation") or 0) + 1
     if kind.plural == "namespaces" and not kind.group:

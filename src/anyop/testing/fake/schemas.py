@@ -25,29 +25,37 @@ _INT_OR_STRING = "x-kubernetes-int-or-string"
 _ROOT_KEPT = ("apiVersion", "kind", "metadata")
 
 
-def prune(body: Mapping[str, Any], schema: Mapping[str, Any] | None) -> dict[str, Any]:
+def prune(
+    body: Mapping[str, Any], schema: Mapping[str, Any] | None, *, nulls: bool = False
+) -> dict[str, Any]:
     """A copy of a custom resource without the fields its schema prunes.
 
-    ``apiVersion``, ``kind`` and ``metadata`` always stay.
+    ``apiVersion``, ``kind`` and ``metadata`` always stay. ``nulls``: keep the nulls of fields
+    that are not ``nullable`` (a server-side apply's result: it is not decoded as a request's
+    body is, and its checks then refuse them).
     """
     if schema is None:
         return dict(body)
     kept = {key: body[key] for key in _ROOT_KEPT if key in body}
     rest = {key: value for key, value in body.items() if key not in _ROOT_KEPT}
-    pruned = _prune(rest, schema)
+    pruned = _prune(rest, schema, nulls)
     return kept | (pruned if isinstance(pruned, dict) else {})
 
 
-def _prune(value: Any, schema: Mapping[str, Any]) -> Any:
+def _prune(value: Any, schema: Mapping[str, Any], nulls: bool = False) -> Any:
     if isinstance(value, Mapping):
-        return _prune_object(value, schema)
+        return _prune_object(value, schema, nulls)
     if isinstance(value, list):
         items = schema.get("items")
-        return [_prune(item, items) if isinstance(items, Mapping) else item for item in value]
+        if not isinstance(items, Mapping):
+            return list(value)
+        return [_prune(item, items, nulls) for item in value]
     return value
 
 
-def _prune_object(value: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
+def _prune_object(
+    value: Mapping[str, Any], schema: Mapping[str, Any], nulls: bool = False
+) -> dict[str, Any]:
     properties: Mapping[str, Any] = schema.get("properties") or {}
     additional = schema.get("additionalProperties")
     preserve = bool(schema.get(_PRESERVE))
@@ -56,10 +64,10 @@ def _prune_object(value: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[s
         sub = properties.get(key)
         if sub is None and isinstance(additional, Mapping):
             sub = additional
-        if item is None and not (sub or {}).get("nullable"):
+        if item is None and not nulls and not (sub or {}).get("nullable"):
             continue
         if sub is not None:
-            result[key] = _prune(item, sub)
+            result[key] = _prune(item, sub, nulls)
         elif preserve or additional is True:
             result[key] = item
     return result

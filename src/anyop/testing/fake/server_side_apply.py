@@ -241,6 +241,19 @@ def _under(paths: set[Path], prefix: Path) -> bool:
     return any(len(path) > size and path[:size] == prefix for path in paths)
 
 
+def _null_emptied(merged: Any, gone: set[Path], shape: Shape) -> None:
+    """A field that stays while everything in it went is null, not empty: structured merge
+    rebuilds a list or map it removed from, and one left with nothing is no value."""
+    for path in gone:
+        field = path[:-1]
+        if len(field) < 2 or field[-1][0] != "f" or _within(field, gone):
+            continue
+        holder, _ = value_at(merged, field[:-1], shape)
+        name = field[-1][1]
+        if is_map(holder) and type(holder.get(name)) in (list, dict) and not holder[name]:
+            holder[name] = None
+
+
 def _within(path: Path, prefixes: set[Path]) -> bool:
     """Whether ``path`` is one of ``prefixes`` or below one."""
     return any(path[:size] in prefixes for size in range(1, len(path) + 1))
@@ -333,7 +346,8 @@ def apply(
         entries = [new_entry(kind, manager, "Apply", store.now(), None, applied)] if applied else []
         return 201, _converted(
             kind, config, config,
-            lambda: writes.create(store, kind, config, namespace=ref.namespace, owners=entries),
+            lambda: writes.create(store, kind, config, namespace=ref.namespace, owners=entries,
+                                  applied=True),
         )  # fmt: skip
     stored = store.find(kind, ref.namespace, ref.name)
     live = shown(kind, stored)
@@ -368,6 +382,7 @@ def apply(
     gone = (previous | named_prefixes(previous, shape)) - kept - named_prefixes(kept, shape)
     for path in sorted(gone, key=len):  # an item before its fields
         remove_path(merged, path)
+    _null_emptied(merged, gone, shape)
     if gone:  # what is no longer there is no one's: others' fields in a removed item go too
         owned = [fields if i == mine else {p for p in fields if not _within(p, gone)}
                  for i, fields in enumerate(owned)]  # fmt: skip
@@ -382,5 +397,5 @@ def apply(
     return 200, _converted(
         kind, config, merged,
         lambda: writes.update(store, kind, stored, new=merged, subresource=subresource,
-                              owners=new_entries),
+                              owners=new_entries, applied=True),
     )  # fmt: skip

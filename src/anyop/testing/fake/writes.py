@@ -157,12 +157,14 @@ def create(
     namespace: str | None,
     manager: str | None = None,
     owners: list[Body] | None = None,
+    applied: bool = False,
 ) -> Body:
     """Create an object; with ``generateName``, under a new name. The object is made of
     ``body``'s parts: give a copy of a body that must stay as it is.
 
     ``manager`` (the request's field manager) comes to own the object's fields in
     ``managedFields``; ``owners`` are those entries as they are (server-side apply's).
+    ``applied``: the object is a server-side apply's (a custom resource keeps its nulls).
 
     Raises:
         StatusError: 400 (namespace mismatch), 403 (terminating namespace), 404 (no namespace),
@@ -189,6 +191,7 @@ def create(
         namespace=namespace if kind.namespaced else None,
         uid=store.uid(),
         now=store.now(),
+        applied=applied,
     )
     obj = _crd_defaults(kind, obj)
     if owners is None and manager is not None:  # before admission and allocation: theirs is
@@ -284,19 +287,21 @@ def update(
     subresource: str | None,
     manager: str | None = None,
     owners: list[Body] | None = None,
+    applied: bool = False,
 ) -> Body:
     """Store ``new`` in place of ``stored`` (a replace or patch already checked); an object being
     deleted whose last finalizer goes is deleted.
 
     ``manager`` (the request's field manager) takes over the fields it changes in
     ``managedFields``; ``owners`` are the new entries as they are (server-side apply's); with
-    neither, the ownership stays as it was.
+    neither, the ownership stays as it was. ``applied``: ``new`` is a server-side apply's
+    result (a custom resource keeps its nulls).
 
     Raises:
         StatusError: 422, as :func:`~anyop.testing.fake.objects.prepare_update` refuses it.
     """
     request = decoded(kind, new, stored=stored)
-    obj = prepare_update(kind, stored, request, subresource=subresource)
+    obj = prepare_update(kind, stored, request, subresource=subresource, applied=applied)
     if owners is None and manager is not None:  # before admission and allocation: theirs is
         owners = [] if _untyped(kind, request, stored) else owners_after_update(  # no manager's
             kind, stored, obj, manager=manager, subresource=subresource, now=store.now()
