@@ -55,6 +55,9 @@ def delete(store: Store, ref: Ref, options: Mapping[str, Any]) -> Body:
         if kind.returns_deleted:
             return served(kind, deleted)
         return success(name, kind.group, kind.plural, uid=metadata["uid"])
+    # The mark is a write of the object: the one a claim's first update makes (see
+    # ``writes.create``) is done.
+    store.unsettled.discard((kind.group, kind.plural, ref.namespace or "", name))
     if not is_namespace:
         marked = _marked(stored, now=store.now(), finalizers=finalizers)
     else:
