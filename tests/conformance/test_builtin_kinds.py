@@ -162,11 +162,12 @@ async def test_a_patched_secret_or_configmap_reports_its_metadata_error_first(
     await conform(scenario)
 
 
-async def test_a_claims_first_write_after_its_create_is_stored_whatever_it_changes(
+async def test_a_claims_or_jobs_first_write_after_its_create_is_stored_whatever_it_changes(
     conform: Conform,
 ) -> None:
-    """kube-apiserver writes a PersistentVolumeClaim's first update even if it changes
-    nothing (a new ``resourceVersion``), and not the next; a deletion's mark is that write."""
+    """kube-apiserver writes a PersistentVolumeClaim's or a Job's first update even if it
+    changes nothing (a new ``resourceVersion``), and not the next; a deletion's mark is that
+    write. Other kinds' (a CronJob's) are not written."""
 
     def version(d: Any) -> Any:
         if d.get("kind") == "Status":
@@ -175,14 +176,21 @@ async def test_a_claims_first_write_after_its_create_is_stored_whatever_it_chang
         return {"kind": d["kind"], "metadata": {k: d["metadata"][k] for k in kept}}
 
     async def scenario(t: Target) -> None:
-        spec = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
-        for name, delete in (("a", False), ("b", True)):
-            path = t.core("persistentvolumeclaims")
-            await t.post(path, {"metadata": {"name": name}, "spec": spec}, record=version)
-            if delete:
-                await t.delete(f"{path}/{name}", record=version)
-            for _ in range(2):
-                await t.patch(f"{path}/{name}", {"spec": spec}, record=version)
+        claim = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+        pod = {"containers": [{"name": "app", "image": "busybox"}], "restartPolicy": "Never"}
+        job = {"template": {"spec": pod}}
+        kinds = ((t.core("persistentvolumeclaims"), claim), (t.apis("batch/v1", "jobs"), job),
+                 (t.apis("batch/v1", "cronjobs"), {"schedule": "@hourly", "jobTemplate": {
+                     "spec": job}}))  # fmt: skip
+        for path, spec in kinds:
+            for name, delete in (("a", False), ("b", True)):
+                body = {"metadata": {"name": name, "finalizers": ["example.com/f"]}, "spec": spec}
+                await t.post(path, body, record=version)
+                if delete:
+                    await t.delete(f"{path}/{name}", record=version)
+                for _ in range(2):
+                    await t.patch(f"{path}/{name}", {"metadata": {"labels": None}}, record=version)
+                await t.patch(f"{path}/{name}", {"metadata": {"finalizers": None}})
 
     await conform(scenario)
 

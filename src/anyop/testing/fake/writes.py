@@ -215,7 +215,7 @@ def create(
         raise already_exists(kind.plural, kind.group, name, deleting=deleting)
     created = store.commit(kind, "ADDED", obj, old=None)
     key = (kind.group, kind.plural, namespace or "", name)
-    if (kind.group, kind.plural) == ("", "persistentvolumeclaims"):
+    if (kind.group, kind.plural) in _FIRST_UPDATE_WRITTEN:
         store.unsettled.add(key)  # its first update is written, whatever it changes
     else:
         store.unsettled.discard(key)  # one stored before under the name
@@ -276,6 +276,11 @@ def _crd_defaults(kind: Kind, obj: Body) -> Body:
 def check_version(kind: Kind, stored: Mapping[str, Any], given: Any) -> None:
     if given and str(given) != stored["metadata"].get("resourceVersion"):
         raise conflict(kind.plural, kind.group, stored["metadata"]["name"])
+
+
+_FIRST_UPDATE_WRITTEN = {("", "persistentvolumeclaims"), ("batch", "jobs")}
+"""Kinds whose first update after the create kube-apiserver 1.36.3 writes (a new
+``resourceVersion``) even where it changes nothing, and not the next."""
 
 
 def update(
