@@ -195,6 +195,31 @@ async def test_a_claims_or_jobs_first_write_after_its_create_is_stored_whatever_
     await conform(scenario)
 
 
+async def test_a_pod_update_that_admission_undoes_keeps_its_generation(
+    conform: Conform,
+) -> None:
+    """A Pod's generation counts its spec's changes after admission: a patch that drops the
+    tolerations the DefaultTolerationSeconds plugin adds, which it adds again, changes none."""
+
+    def shown(d: Any) -> Any:
+        if d.get("kind") == "Status":
+            return d
+        kept = ("name", "uid", "resourceVersion", "generation")
+        meta = {key: d["metadata"].get(key) for key in kept}
+        return {"kind": d["kind"], "metadata": meta, "tolerations": d["spec"].get("tolerations")}
+
+    async def scenario(t: Target) -> None:
+        mine = [{"key": "k", "operator": "Equal", "value": "v"}]
+        spec = {"containers": [{"name": "app", "image": "nginx"}], "tolerations": mine}
+        await t.post(t.core("pods"), {"metadata": {"name": "p"}, "spec": spec}, record=shown)
+        await t.patch(t.core("pods", "p"), {"spec": {"tolerations": mine}}, ct=STRATEGIC,
+                      record=shown)  # fmt: skip
+        await t.patch(t.core("pods", "p"), {"spec": {"tolerations": [*mine, {"key": "x",
+                      "operator": "Exists"}]}}, ct=STRATEGIC, record=shown)  # fmt: skip
+
+    await conform(scenario)
+
+
 async def test_a_secret_type_cannot_change(conform: Conform) -> None:
     async def scenario(t: Target) -> None:
         await t.post(t.core("secrets"), _secret("s", type="x.dev/one"))

@@ -28,6 +28,7 @@ __all__ = [
     "SYSTEM_FIELDS",
     "Body",
     "added_finalizers",
+    "count_generation",
     "generated_name",
     "is_same",
     "prepare_create",
@@ -240,8 +241,7 @@ def prepare_update(
         obj = _custom_checks(
             kind, obj, name, old, subresource=subresource, prior=causes, applied=applied
         )
-    if kind.generation and _essence(kind, obj) != _essence(kind, old):
-        obj["metadata"]["generation"] = int(old_meta.get("generation") or 0) + 1
+    count_generation(kind, old, obj)
     if kind.plural == "namespaces" and not kind.group:
         # Only /finalize changes a namespace's spec.finalizers (and all else but its status).
         source = new if subresource == "finalize" else old
@@ -251,6 +251,20 @@ def prepare_update(
     if (kind.group, kind.kind) == ("", "Service") and subresource is None:
         obj = kept_allocations(old, obj)
     return _builtin_defaults(kind, obj, creating=False)
+
+
+def count_generation(kind: Kind, old: Mapping[str, Any], obj: Body) -> None:
+    """Set an update's ``metadata.generation`` (in place): the old one, plus one if the update
+    changes more than the metadata and status (see :func:`_essence`)."""
+    if not kind.generation:
+        return
+    old_meta = old.get("metadata") or {}
+    if _essence(kind, obj) != _essence(kind, old):
+        obj["metadata"]["generation"] = int(old_meta.get("generation") or 0) + 1
+    elif "generation" in old_meta:
+        obj["metadata"]["generation"] = old_meta["generation"]
+    else:
+        obj["metadata"].pop("generation", None)
 
 
 def is_same(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:

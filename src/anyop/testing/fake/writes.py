@@ -26,6 +26,7 @@ from anyop.testing.fake.kinds import CRD_KIND, NAMESPACE_KIND, Kind, kinds_of_cr
 from anyop.testing.fake.managed_fields import in_order, owners_after_update
 from anyop.testing.fake.objects import (
     added_finalizers,
+    count_generation,
     generated_name,
     is_same,
     prepare_create,
@@ -313,6 +314,7 @@ def update(
         )  # fmt: skip
     if (kind.group, kind.kind) == ("", "Pod") and subresource is None:
         obj = admitted(kind, obj, old=stored)
+        count_generation(kind, stored, obj)  # counted after admission, as the strategy counts
     elif (kind.group, kind.kind) == ("", "Service") and subresource is None:
         _allocate(store, obj)
     added = added_finalizers(stored, obj)
