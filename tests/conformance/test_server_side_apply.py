@@ -366,3 +366,23 @@ async def test_a_field_that_an_apply_empties_and_another_owns_is_left_null(
         await _apply(t, t.gizmos("g"), body(high=5), "three")
 
     await conform(scenario)
+
+
+async def test_a_key_the_schema_does_not_name_is_a_field_of_its_own(conform: Conform) -> None:
+    """Under a field that keeps unknown fields, an applied key holding a map is owned itself
+    (``"."``) besides what it holds: when its applier drops it, the key goes whole, and a
+    map another manager owns that is left empty is null."""
+
+    def body(**fields: Any) -> bytes:
+        gizmo = {"apiVersion": f"{GROUP}/v1", "kind": "Gizmo", "metadata": {"name": "g"}}
+        return json.dumps({**gizmo, "spec": fields}).encode()
+
+    async def scenario(t: Target) -> None:
+        created = {"apiVersion": f"{GROUP}/v1", "kind": "Gizmo", "metadata": {"name": "g"},
+                   "spec": {"extra": {}}}  # fmt: skip
+        await t.post(t.gizmos(), created, record=_owners)
+        await _apply(t, t.gizmos("g"), body(extra={"any": {"thing": [1]}, "n": {"x": 1}}), "m")
+        await _apply(t, t.gizmos("g"), body(extra={"n": {"x": 1}}), "m")
+        await _apply(t, t.gizmos("g"), body(low=1), "m")
+
+    await conform(scenario)

@@ -302,7 +302,10 @@ def _walk(
             extra = None if node is None else node.extra
             for key, item in value.items():
                 sub = properties.get(key)
-                sub = extra if sub is None else sub
+                if sub is None:  # a key the schema does not name is a field of its own too,
+                    sub = extra  # with what it holds (structured merge's toFieldSet)
+                    if not maps and item and (is_map(item) or isinstance(item, list)):
+                        out[(*path, ("f", str(key)))] = _MAP
                 _walk(item, sub, shape, (*path, ("f", str(key))), out, maps)
             return
     if path:
