@@ -61,6 +61,25 @@ async def test_every_write_gives_back_integral_floats_as_integers(conform: Confo
     await conform(scenario)
 
 
+async def test_an_integral_float_written_over_an_integer_is_a_change(conform: Conform) -> None:
+    """Go compares a write's unstructured object with the stored one type for type: a ``2.0``
+    sent where ``2`` is stored is written (a new version and generation), every time, though
+    it reads back as ``2``; a ``2`` is not."""
+
+    async def scenario(t: Target) -> None:
+        await t.post(t.gizmos(), _object(b"Gizmo", b"z", b'{"low":2,"extra":{"x":1}}'))
+        for patch in (
+            b'{"spec":{"low":2.0}}',
+            b'{"spec":{"low":2.0}}',
+            b'{"spec":{"low":2}}',
+            b'{"spec":{"extra":{"x":1.0}}}',
+            b'{"metadata":{"labels":{"a":"b"}}}',
+        ):
+            await t.patch(t.gizmos("z"), patch, ct=MERGE)  # fmt: skip
+
+    await conform(scenario)
+
+
 def _refusal(document: Any) -> Any:
     """A refused patch of a Scale: all but the patched Scale that its message shows (Go's
     patcher writes it in an order of its own)."""

@@ -15,7 +15,7 @@ import marshal
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-__all__ = ["compact_json", "frozen", "is_map", "json_copy", "thawed"]
+__all__ = ["compact_json", "frozen", "is_map", "json_copy", "same_json", "thawed"]
 
 T = TypeVar("T")
 _PLAIN = (str, int, float, list, tuple, type(None))
@@ -25,6 +25,22 @@ def is_map(value: Any) -> bool:
     """``isinstance(value, Mapping)``, answered without the ABC's Python-level check for the
     types JSON documents are made of (the walks of the fake's writes ask it of every value)."""
     return isinstance(value, dict) or (not isinstance(value, _PLAIN) and isinstance(value, Mapping))
+
+
+def same_json(value: Any, other: Any) -> bool:
+    """Whether two JSON documents are equal as Go compares unstructured values: type for type
+    (``1`` is not ``1.0``, nor ``True``), maps whatever their keys' order."""
+    return bool(value == other) and _same_types(value, other)
+
+
+def _same_types(value: Any, other: Any) -> bool:
+    if type(value) is not type(other):
+        return is_map(value) and is_map(other) and _same_types(dict(value), dict(other))
+    if type(value) is dict:
+        return all(_same_types(item, other[key]) for key, item in value.items())
+    if type(value) is list:
+        return all(_same_types(a, b) for a, b in zip(value, other, strict=True))
+    return True
 
 
 def json_copy(value: T) -> T:

@@ -10,8 +10,7 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from anyop.testing.fake.go_json import unstructured_numbers
-from anyop.testing.fake.json_copy import json_copy
+from anyop.testing.fake.json_copy import json_copy, same_json
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.object_meta import (
     DNS_LABEL,
@@ -83,8 +82,9 @@ def _custom_checks(
 ) -> Body:
     """Default and prune a custom resource by its schema and refuse it on schema errors (and
     broken validation rules; transition rules against ``old``, the stored object); its numbers
-    as the stored object gives them back (see :func:`.go_json.unstructured_numbers`: the checks
-    see ``2.0`` as a float, as kube-apiserver's do; the object stored says ``2``). ``prior``:
+    as sent (the checks see ``2.0`` as a float, as kube-apiserver's do, and so does the
+    comparison with the stored object; the write stores them as the stored object gives them
+    back, see :func:`.go_json.unstructured_numbers`). ``prior``:
     the errors of its metadata, which come first; ``applied``: a server-side apply's result,
     whose nulls are kept (and refused where the schema has no default nor ``nullable``)."""
     pruned = prune(default(body, kind.schema), kind.schema, nulls=applied)
@@ -93,7 +93,7 @@ def _custom_checks(
         causes = [_within_status(field, cause) for field, cause in causes]
     if causes:
         raise invalid(kind.kind, kind.group, name, causes=causes)
-    return unstructured_numbers(pruned)  # type: ignore[no-any-return]
+    return pruned
 
 
 def _within_status(field: str, cause: Cause) -> tuple[str, Cause]:
@@ -259,7 +259,7 @@ def count_generation(kind: Kind, old: Mapping[str, Any], obj: Body) -> None:
     if not kind.generation:
         return
     old_meta = old.get("metadata") or {}
-    if _essence(kind, obj) != _essence(kind, old):
+    if not same_json(_essence(kind, obj), _essence(kind, old)):
         obj["metadata"]["generation"] = int(old_meta.get("generation") or 0) + 1
     elif "generation" in old_meta:
         obj["metadata"]["generation"] = old_meta["generation"]
@@ -273,4 +273,6 @@ def is_same(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     old_meta = {k: v for k, v in (old.get("metadata") or {}).items() if k not in strip}
     new_meta = {k: v for k, v in (new.get("metadata") or {}).items() if k not in strip}
     rest = {k: v for k, v in old.items() if k != "metadata"}
-    return old_meta == new_meta and rest == {k: v for k, v in new.items() if k != "metadata"}
+    return same_json(old_meta, new_meta) and same_json(
+        rest, {k: v for k, v in new.items() if k != "metadata"}
+    )

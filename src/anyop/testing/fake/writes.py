@@ -20,7 +20,8 @@ from anyop.testing.fake.builtin_rules import (
     new_object_causes,
     update_causes,
 )
-from anyop.testing.fake.json_copy import json_copy
+from anyop.testing.fake.go_json import unstructured_numbers
+from anyop.testing.fake.json_copy import json_copy, same_json
 from anyop.testing.fake.json_patches import PatchFailed, apply_json_patch
 from anyop.testing.fake.kinds import CRD_KIND, NAMESPACE_KIND, Kind, kinds_of_crd
 from anyop.testing.fake.managed_fields import in_order, owners_after_update
@@ -194,6 +195,8 @@ def create(
         now=store.now(),
         applied=applied,
     )
+    if kind.custom:
+        obj = unstructured_numbers(obj)  # as the stored object gives them back
     obj = _crd_defaults(kind, obj)
     if owners is None and manager is not None:  # before admission and allocation: theirs is
         owners = [] if _untyped(kind, body) else owners_after_update(  # no manager's
@@ -308,6 +311,10 @@ def update(
     """
     request = decoded(kind, new, stored=stored)
     obj = prepare_update(kind, stored, request, subresource=subresource, applied=applied)
+    retyped = False  # a custom resource's 2.0 where it stored 2: a change to Go's comparison
+    if kind.custom:
+        stored_form = unstructured_numbers(obj)
+        retyped, obj = not same_json(obj, stored_form), stored_form
     if owners is None and manager is not None:  # before admission and allocation: theirs is
         owners = [] if _untyped(kind, request, stored) else owners_after_update(  # no manager's
             kind, stored, obj, manager=manager, subresource=subresource, now=store.now()
@@ -326,7 +333,8 @@ def update(
         obj["metadata"]["managedFields"] = in_order(owners)
     key = (kind.group, kind.plural, stored["metadata"].get("namespace") or "",
            stored["metadata"]["name"])  # fmt: skip
-    if is_same(stored, obj) and _same_owners(stored, obj) and key not in store.unsettled:
+    unchanged = not retyped and is_same(stored, obj) and _same_owners(stored, obj)
+    if unchanged and key not in store.unsettled:
         return shown(kind, stored)
     store.unsettled.discard(key)
     metadata = obj["metadata"]
