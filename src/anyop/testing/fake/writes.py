@@ -219,7 +219,7 @@ def create(
         raise already_exists(kind.plural, kind.group, name, deleting=deleting)
     created = store.commit(kind, "ADDED", obj, old=None)
     key = (kind.group, kind.plural, namespace or "", name)
-    if (kind.group, kind.plural) in _FIRST_UPDATE_WRITTEN:
+    if _first_update_written(kind, raw):
         store.unsettled.add(key)  # its first update is written, whatever it changes
     else:
         store.unsettled.discard(key)  # one stored before under the name
@@ -282,9 +282,18 @@ def check_version(kind: Kind, stored: Mapping[str, Any], given: Any) -> None:
         raise conflict(kind.plural, kind.group, stored["metadata"]["name"])
 
 
-_FIRST_UPDATE_WRITTEN = {("", "persistentvolumeclaims"), ("batch", "jobs")}
-"""Kinds whose first update after the create kube-apiserver 1.36.3 writes (a new
-``resourceVersion``) even where it changes nothing, and not the next."""
+def _first_update_written(kind: Kind, body: Mapping[str, Any]) -> bool:
+    """Whether kube-apiserver 1.36.3 writes an object's first update after its create (a new
+    ``resourceVersion``) even where it changes nothing, and not the next: a claim's, and a
+    Job's created without labels of its own or its template's (they are defaulted from the
+    template as it is read, and stored by that update)."""
+    if (kind.group, kind.plural) == ("", "persistentvolumeclaims"):
+        return True
+    if (kind.group, kind.plural) != ("batch", "jobs"):
+        return False
+    template = (body.get("spec") or {}).get("template") or {}
+    labels = (template.get("metadata") or {}).get("labels")
+    return not (body.get("metadata") or {}).get("labels") and not labels
 
 
 def update(
