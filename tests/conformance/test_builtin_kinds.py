@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from tests.conformance.conftest import Conform
-from tests.conformance.harness import GROUP, STRATEGIC, Target, without_ips
+from tests.conformance.harness import GROUP, STRATEGIC, Target, status_shown, without_ips
 
 pytestmark = pytest.mark.anyio
 
@@ -430,6 +430,35 @@ async def test_a_service_gets_its_defaults_and_a_cluster_ip(conform: Conform) ->
         body["spec"]["ports"][0]["name"] = "a"
         made = await t.post(t.core("services"), body, record=without_ips)
         t.note("ip in range", made["spec"]["clusterIP"].startswith("10.0.0."))
+
+    await conform(scenario)
+
+
+async def test_a_service_turned_external_name_keeps_only_the_cluster_ips_it_sends(
+    conform: Conform,
+) -> None:
+    """An update to ExternalName with a cluster IP of its own (``None``) but no list of them
+    is not refused for the list: only a create makes a lone cluster IP the list's before its
+    checks. Reads show the list (kube-apiserver's default on read), so the next write that
+    starts from one is refused for it."""
+
+    def outcome(d: Any) -> Any:
+        if d.get("kind") == "Status":
+            return status_shown(d)
+        return {key: d["spec"].get(key) for key in ("type", "clusterIP", "externalName")}
+
+    async def scenario(t: Target) -> None:
+        spec = {"selector": {"app": "s"}, "ports": [{"port": 80}]}
+        await t.post(t.core("services"), {"metadata": {"name": "s"}, "spec": spec},
+                     record=without_ips)  # fmt: skip
+        external = {"type": "ExternalName", "externalName": "example.com", "ports": spec["ports"]}
+        for extra in ({"clusterIP": "None"}, {"clusterIP": "None", "clusterIPs": ["None"]}, {}):
+            body = {"metadata": {"name": "s"}, "spec": {**external, **extra}}
+            await t.put(t.core("services", "s"), body, record=outcome)
+            await t.patch(t.core("services", "s"), {"spec": {"ports": [{"port": 81}]}},
+                          record=outcome)  # fmt: skip
+        created = {"metadata": {"name": "e"}, "spec": {**external, "clusterIP": "None"}}
+        await t.post(t.core("services"), created, record=outcome)
 
     await conform(scenario)
 

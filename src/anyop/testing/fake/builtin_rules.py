@@ -523,7 +523,8 @@ def update_causes(
     # The kind's own checks judge what is not metadata: where that did not change, they judge
     # as they did when it was stored (it was checked then), and need not walk it again.
     same = all(old.get(key) == value for key, value in new.items() if key != "metadata")
-    if same and len(old) == len(new):
+    if same and len(old) == len(new) and kind.kind != "Service":  # (a Service's stored object
+        # may be one its checks refuse: an ExternalName's lone cluster IP read as a list)
         own_create = []
     elif kind.kind == "Event" and kind.group in ("", "events.k8s.io"):
         own_create = event_causes(kind.group, new, old=old)

@@ -142,7 +142,7 @@ def service_causes(obj: Mapping[str, Any]) -> list[tuple[str, Cause]]:
         detail = f"may not be set to 'None' for {kind} services"
         causes.append(invalid("spec.clusterIPs[0]", '"None"', detail))
     elif kind == "ExternalName":
-        if _cluster_ips(spec):
+        if spec.get("clusterIPs"):  # (a create's lone clusterIP was made one: ``allocated``)
             causes.append(_forbidden("spec.clusterIPs", "may not be set for ExternalName services"))
         if spec.get("ipFamilies"):
             causes.append(_forbidden("spec.ipFamilies", "may not be set for ExternalName services"))
@@ -206,14 +206,17 @@ def _cluster_ip_causes(spec: Mapping[str, Any]) -> list[tuple[str, Cause]]:
     return causes
 
 
-def allocated(spec: dict[str, Any], *, service_ip: Callable[[], str]) -> list[tuple[str, Cause]]:
+def allocated(
+    spec: dict[str, Any], *, service_ip: Callable[[], str], creating: bool = True
+) -> list[tuple[str, Cause]]:
     """What the Service storage's IP allocator does before anything is validated: a Service's
     spec (its write's own, filled in place) gets its cluster IPs (one from ``service_ip()``
     where it needs one and has none), IP family policy and families (``initIPFamilyFields``: a
     headless Service without a selector requires both families, this cluster serves IPv4
     alone). Returns the allocator's refusals: addresses that are none, families the cluster
-    does not serve."""
-    if spec.get("clusterIP") and not spec.get("clusterIPs"):
+    does not serve. A create's cluster IP given alone is made its list of them
+    (``normalizeClusterIPs``; an update's are completed by :func:`kept_allocations`)."""
+    if creating and spec.get("clusterIP") and not spec.get("clusterIPs"):
         spec["clusterIPs"] = [spec["clusterIP"]]
     if spec.get("type") == "ExternalName":
         return []

@@ -121,7 +121,7 @@ def _service_ip(store: Store) -> str:
     return store.rng.choice(free)
 
 
-def _allocate(store: Store, obj: Body) -> None:
+def _allocate(store: Store, obj: Body, *, creating: bool) -> None:
     """Give a Service (its write's own) its cluster IPs, as its storage does before anything is
     validated.
 
@@ -129,7 +129,7 @@ def _allocate(store: Store, obj: Body) -> None:
         StatusError: 422, the allocator refuses an address or an IP family.
     """
     spec = obj.setdefault("spec", {})
-    if causes := allocated(spec, service_ip=lambda: _service_ip(store)):
+    if causes := allocated(spec, service_ip=lambda: _service_ip(store), creating=creating):
         raise invalid("Service", "", str(obj["metadata"].get("name") or ""), causes=causes)
 
 
@@ -202,7 +202,7 @@ def create(
         owners = [] if _untyped(kind, body) else owners_after_update(  # no manager's
             kind, None, obj, manager=manager, subresource=None, now=store.now())  # fmt: skip
     if (kind.group, kind.kind) == ("", "Service"):
-        _allocate(store, obj)
+        _allocate(store, obj, creating=True)
     elif (kind.group, kind.kind) == ("batch", "Job"):
         obj = with_generated_selector(obj)
     if causes := new_object_causes(kind, obj, raw=raw):
@@ -332,10 +332,14 @@ def update(
         obj = admitted(kind, obj, old=stored)
         count_generation(kind, stored, obj)  # counted after admission, as the strategy counts
     elif (kind.group, kind.kind) == ("", "Service") and subresource is None:
-        _allocate(store, obj)
+        _allocate(store, obj, creating=False)
     added = added_finalizers(stored, obj)
     if causes := update_causes(kind, stored, obj, added=added, raw=new):
         raise invalid(kind.kind, error_group(kind), stored["metadata"]["name"], causes=causes)
+    if (kind.group, kind.kind) == ("", "Service") and isinstance(obj.get("spec"), dict):
+        spec = obj["spec"]  # a lone cluster IP reads as the list (``defaultOnRead``), which a
+        if spec.get("clusterIP") and not spec.get("clusterIPs"):  # later write then sends
+            spec["clusterIPs"] = [spec["clusterIP"]]
     if owners is None:
         owners = list(stored["metadata"].get("managedFields") or [])
     if owners:
