@@ -445,7 +445,10 @@ async def test_a_service_turned_external_name_keeps_only_the_cluster_ips_it_send
     def outcome(d: Any) -> Any:
         if d.get("kind") == "Status":
             return status_shown(d)
-        return {key: d["spec"].get(key) for key in ("type", "clusterIP", "externalName")}
+        shown = {key: d["spec"].get(key) for key in ("type", "clusterIP", "externalName")}
+        if shown["clusterIP"] not in (None, "", "None"):
+            shown["clusterIP"] = "<allocated>"
+        return shown
 
     async def scenario(t: Target) -> None:
         spec = {"selector": {"app": "s"}, "ports": [{"port": 80}]}
@@ -459,6 +462,10 @@ async def test_a_service_turned_external_name_keeps_only_the_cluster_ips_it_send
                           record=outcome)  # fmt: skip
         created = {"metadata": {"name": "e"}, "spec": {**external, "clusterIP": "None"}}
         await t.post(t.core("services"), created, record=outcome)
+        await t.post(t.core("services"), {"metadata": {"name": "c"}, "spec": spec}, record=outcome)
+        for change in ({"clusterIP": "10.0.0.250"}, {}):  # one of the two IP fields changed
+            turned = {"spec": {"type": "ExternalName", "externalName": "example.com", **change}}
+            await t.patch(t.core("services", "c"), turned, ct=STRATEGIC, record=outcome)
 
     await conform(scenario)
 

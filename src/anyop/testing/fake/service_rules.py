@@ -290,8 +290,11 @@ def kept_allocations(old: Mapping[str, Any], new: dict[str, Any]) -> dict[str, A
     if not isinstance(after, dict):
         return new
     if after.get("type") == "ExternalName" and before.get("type") != "ExternalName":
-        for field in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy",
-                      "internalTrafficPolicy"):  # fmt: skip
+        ips = ("clusterIP", "clusterIPs")  # wiped together, where neither changed
+        if all(after.get(field) == before.get(field) for field in ips):
+            for field in ips:
+                after.pop(field, None)
+        for field in ("ipFamilies", "ipFamilyPolicy", "internalTrafficPolicy"):
             if after.get(field) == before.get(field):
                 after.pop(field, None)
     if _needs_cluster_ip(before) and _needs_cluster_ip(after):
