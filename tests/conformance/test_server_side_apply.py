@@ -37,6 +37,12 @@ def _owners(d: Any) -> Any:
     }
 
 
+def _gizmo(name: str = "g", **spec: Any) -> bytes:
+    """A Gizmo's applied configuration."""
+    gizmo = {"apiVersion": f"{GROUP}/v1", "kind": "Gizmo", "metadata": {"name": name}}
+    return json.dumps({**gizmo, "spec": spec}).encode()
+
+
 async def _apply(t: Target, path: str, body: bytes, manager: str, *, force: bool = False) -> Any:
     params = {"fieldManager": manager, **({"force": "true"} if force else {})}
     return await t.patch(path, body, ct=APPLY, params=params, record=_owners)
@@ -334,14 +340,10 @@ async def test_a_null_applied_to_a_custom_resource_is_checked_by_its_schema(
     """An apply's result is not decoded as a request's body is: a null stays, a default fills
     it, ``nullable`` keeps it, and any other is refused as not of the field's type."""
 
-    def body(name: str, **fields: Any) -> dict[str, Any]:
-        return {"apiVersion": f"{GROUP}/v1", "kind": "Gizmo", "metadata": {"name": name},
-                "spec": fields}  # fmt: skip
-
     async def scenario(t: Target) -> None:
-        await _apply(t, t.gizmos("g"), json.dumps(body("g", **spec)).encode(), "m")
-        await t.post(t.gizmos(), body("h", low=1))  # then applied to: an update
-        await _apply(t, t.gizmos("h"), json.dumps(body("h", **spec, low=1)).encode(), "m")
+        await _apply(t, t.gizmos("g"), _gizmo(**spec), "m")
+        await t.post(t.gizmos(), json.loads(_gizmo("h", low=1)))  # then applied to: an update
+        await _apply(t, t.gizmos("h"), _gizmo("h", **spec, low=1), "m")
 
     await conform(scenario)
 
@@ -352,18 +354,14 @@ async def test_a_field_that_an_apply_empties_and_another_owns_is_left_null(
     """A list another manager owns, whose items an applier removes (it applies them no more),
     stays as null, not empty: a custom resource whose schema refuses null refuses the apply."""
 
-    def body(**fields: Any) -> bytes:
-        gizmo = {"apiVersion": f"{GROUP}/v1", "kind": "Gizmo", "metadata": {"name": "g"}}
-        return json.dumps({**gizmo, "spec": fields}).encode()
-
     async def scenario(t: Target) -> None:
         created = {"apiVersion": f"{GROUP}/v1", "kind": "Gizmo", "metadata": {"name": "g"},
                    "spec": {"labels": [], "low": 1}}  # fmt: skip
         await t.post(t.gizmos(), created, record=_owners)
-        await _apply(t, t.gizmos("g"), body(labels=["a", "b"]), "two", force=True)
-        await _apply(t, t.gizmos("g"), body(high=5), "two")
-        await _apply(t, t.gizmos("g"), body(labels=["a"]), "three")
-        await _apply(t, t.gizmos("g"), body(high=5), "three")
+        await _apply(t, t.gizmos("g"), _gizmo(labels=["a", "b"]), "two", force=True)
+        await _apply(t, t.gizmos("g"), _gizmo(high=5), "two")
+        await _apply(t, t.gizmos("g"), _gizmo(labels=["a"]), "three")
+        await _apply(t, t.gizmos("g"), _gizmo(high=5), "three")
 
     await conform(scenario)
 
@@ -373,16 +371,12 @@ async def test_a_key_the_schema_does_not_name_is_a_field_of_its_own(conform: Con
     (``"."``) besides what it holds: when its applier drops it, the key goes whole, and a
     map another manager owns that is left empty is null."""
 
-    def body(**fields: Any) -> bytes:
-        gizmo = {"apiVersion": f"{GROUP}/v1", "kind": "Gizmo", "metadata": {"name": "g"}}
-        return json.dumps({**gizmo, "spec": fields}).encode()
-
     async def scenario(t: Target) -> None:
         created = {"apiVersion": f"{GROUP}/v1", "kind": "Gizmo", "metadata": {"name": "g"},
                    "spec": {"extra": {}}}  # fmt: skip
         await t.post(t.gizmos(), created, record=_owners)
-        await _apply(t, t.gizmos("g"), body(extra={"any": {"thing": [1]}, "n": {"x": 1}}), "m")
-        await _apply(t, t.gizmos("g"), body(extra={"n": {"x": 1}}), "m")
-        await _apply(t, t.gizmos("g"), body(low=1), "m")
+        await _apply(t, t.gizmos("g"), _gizmo(extra={"any": {"thing": [1]}, "n": {"x": 1}}), "m")
+        await _apply(t, t.gizmos("g"), _gizmo(extra={"n": {"x": 1}}), "m")
+        await _apply(t, t.gizmos("g"), _gizmo(low=1), "m")
 
     await conform(scenario)
