@@ -380,3 +380,27 @@ async def test_a_key_the_schema_does_not_name_is_a_field_of_its_own(conform: Con
         await _apply(t, t.gizmos("g"), _gizmo(low=1), "m")
 
     await conform(scenario)
+
+
+async def test_a_null_label_applied_to_a_custom_resource_is_stored_until_the_next_write(
+    conform: Conform,
+) -> None:
+    """A custom resource keeps a label applied as null as it is stored (it reads ``""``): its
+    next update is written whatever it changes (a new version), and not the one after."""
+
+    def version(d: Any) -> Any:
+        if d.get("kind") == "Status":
+            return d
+        meta = d["metadata"]
+        kept = {key: meta.get(key) for key in ("name", "uid", "resourceVersion", "labels")}
+        return {"kind": d["kind"], "metadata": kept}
+
+    async def scenario(t: Target) -> None:
+        applied = json.loads(_gizmo(low=1))
+        applied["metadata"]["labels"] = {"app": None, "tier": "x"}
+        await t.patch(t.gizmos("g"), json.dumps(applied).encode(), ct=APPLY,
+                      params={"fieldManager": "m"}, record=version)  # fmt: skip
+        for _ in range(2):
+            await t.patch(t.gizmos("g"), {"spec": {"low": 1}}, record=version)
+
+    await conform(scenario)

@@ -344,11 +344,13 @@ def apply(
     applied = fields_of(config, shape, status=mode)
     if live is None and subresource is None:
         entries = [new_entry(kind, manager, "Apply", store.now(), None, applied)] if applied else []
-        return 201, _converted(
+        created = _converted(
             kind, config, config,
             lambda: writes.create(store, kind, config, namespace=ref.namespace, owners=entries,
                                   applied=True),
         )  # fmt: skip
+        _keep_nulls(store, ref, config)
+        return 201, created
     stored = store.find(kind, ref.namespace, ref.name)
     live = shown(kind, stored)
     sets = [from_fields_v1(entry.get("fieldsV1")) for entry in entries]
@@ -394,8 +396,22 @@ def apply(
         if previous != applied or changing:
             entries[mine]["time"] = store.now()
     new_entries = rebuilt(kind, entries, owned, sets)
-    return 200, _converted(
+    updated = _converted(
         kind, config, merged,
         lambda: writes.update(store, kind, stored, new=merged, subresource=subresource,
                               owners=new_entries, applied=True),
     )  # fmt: skip
+    _keep_nulls(store, ref, merged)
+    return 200, updated
+
+
+def _keep_nulls(store: Store, ref: Ref, obj: Mapping[str, Any]) -> None:
+    """A custom resource applied with a null label or annotation: kube-apiserver stores the
+    null (its metadata reads back as ``""``), so its next update is written whatever it
+    changes, as the fake marks it."""
+    metadata = obj.get("metadata") or {}
+    maps = [m for m in (metadata.get("labels"), metadata.get("annotations"))
+            if isinstance(m, Mapping)]  # fmt: skip
+    if ref.kind.custom and any(None in m.values() for m in maps):
+        key = (ref.kind.group, ref.kind.plural, ref.namespace or "", ref.name)
+        store.unsettled.add(key)
