@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from tests.conformance.conftest import Conform
 from tests.conformance.harness import JSON_PATCH, STRATEGIC, Target
+from tests.conformance.test_workloads import DEPLOYMENT
 
 pytestmark = pytest.mark.anyio
 
@@ -52,20 +53,8 @@ async def test_merge_patch_drops_the_nulls_of_values_it_puts_in(conform: Conform
             "m": [{"j": None}],
         }}}  # fmt: skip
         await t.patch(t.widgets("w"), patch)
-        deployment = {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": {"name": "d"},
-            "spec": {
-                "selector": {"matchLabels": {"app": "d"}},
-                "template": {
-                    "metadata": {"labels": {"app": "d"}},
-                    "spec": {"containers": [{"name": "app", "image": "nginx"}]},
-                },
-            },
-        }
         path = t.apis("apps/v1", "deployments")
-        await t.post(path, deployment)
+        await t.post(path, DEPLOYMENT)
         resources = {"requests": {"cpu": None, "memory": "1Gi"}, "limits": None}
         env = [{"name": "A", "value": None}]
         container = {"name": "app", "image": "nginx", "env": env, "resources": resources}

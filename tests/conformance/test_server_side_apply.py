@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from tests.conformance.conftest import Conform
 from tests.conformance.harness import GROUP, Target
+from tests.conformance.test_workloads import DEPLOYMENT
 
 pytestmark = pytest.mark.anyio
 
@@ -273,13 +274,8 @@ async def test_a_scale_write_takes_the_replicas_from_their_applier(conform: Conf
                       for e in d["metadata"].get("managedFields") or [])  # fmt: skip
 
     async def scenario(t: Target) -> None:
-        template = {"metadata": {"labels": {"app": "d"}},
-                    "spec": {"containers": [{"name": "app", "image": "nginx"}]}}  # fmt: skip
-        deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
-                      "spec": {"selector": {"matchLabels": {"app": "d"}}, "replicas": 1,
-                               "template": template}}  # fmt: skip
-        gizmo = {"apiVersion": f"{GROUP}/v1", "kind": "Gizmo", "metadata": {"name": "g"},
-                 "spec": {"replicas": 1}}  # fmt: skip
+        deployment = {**DEPLOYMENT, "spec": {**DEPLOYMENT["spec"], "replicas": 1}}
+        gizmo = json.loads(_gizmo(replicas=1))
         for path, body in ((t.apis("apps/v1", "deployments", "d"), deployment),
                            (t.gizmos("g"), gizmo)):  # fmt: skip
             await _apply(t, path, json.dumps(body).encode(), "one")
