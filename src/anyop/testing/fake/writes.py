@@ -21,7 +21,7 @@ from anyop.testing.fake.builtin_rules import (
     update_causes,
 )
 from anyop.testing.fake.go_json import unstructured_numbers
-from anyop.testing.fake.json_copy import json_copy, same_json
+from anyop.testing.fake.json_copy import json_copy
 from anyop.testing.fake.json_patches import PatchFailed, apply_json_patch
 from anyop.testing.fake.kinds import CRD_KIND, NAMESPACE_KIND, Kind, kinds_of_crd
 from anyop.testing.fake.managed_fields import in_order, owners_after_update
@@ -323,7 +323,7 @@ def update(
     retyped = False  # a custom resource's 2.0 where it stored 2: a change to Go's comparison
     if kind.custom:
         stored_form = unstructured_numbers(obj)
-        retyped, obj = not same_json(obj, stored_form), stored_form
+        retyped, obj = stored_form is not obj, stored_form  # (it is obj where none changes)
     if owners is None and manager is not None:  # before admission and allocation: theirs is
         owners = [] if _untyped(kind, request, stored) else owners_after_update(  # no manager's
             kind, stored, obj, manager=manager, subresource=subresource, now=store.now()
