@@ -49,6 +49,17 @@ async def test_list_pages_with_limit_and_continue(conform: Conform) -> None:
     await conform(scenario)
 
 
+async def test_a_selected_page_has_a_next_one_while_any_object_follows(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await _three(t)  # a (db), b (web), c (web)
+        db = {"labelSelector": "tier=db", "limit": "1"}
+        first = await t.get(t.cm(), params=db)  # b and c follow: a next page, empty
+        await t.get(t.cm(), params={**db, "continue": first["metadata"]["continue"]})
+        await t.get(t.cm(), params={"labelSelector": "tier=web", "limit": "2"})  # c is last
+
+    await conform(scenario)
+
+
 async def test_later_pages_show_the_state_of_the_first_page(conform: Conform) -> None:
     async def scenario(t: Target) -> None:
         await _three(t)

@@ -96,10 +96,35 @@ class ListQuery:
 
     def matches(self, body: Mapping[str, Any]) -> bool:
         """Whether an object is in this list's namespace and matches its selectors."""
-        metadata = body.get("metadata") or {}
-        if self.namespace is not None and metadata.get("namespace") != self.namespace:
-            return False
+        return self.holds(body) and self.selects(body)
+
+    def holds(self, body: Mapping[str, Any]) -> bool:
+        """Whether an object is under this list's storage prefix (its namespace, if any)."""
+        namespace = (body.get("metadata") or {}).get("namespace")
+        return self.namespace is None or namespace == self.namespace
+
+    def selects(self, body: Mapping[str, Any]) -> bool:
+        """Whether an object under the prefix matches the label, field and shard selectors."""
         return self.selector(body) and (self.shard is None or self.shard(body))
+
+
+def _page(
+    scanned: list[Body], selects: Callable[[Body], bool], limit: int
+) -> tuple[list[Body], bool]:
+    """A page of what the selectors keep, and whether a next page is handed.
+
+    As kube-apiserver's storage reads them: it stops at the page's last kept object and hands a
+    next page whenever any object (kept or not) follows it; so a next page may be empty.
+    """
+    if not limit:
+        return [body for body in scanned if selects(body)], False
+    items: list[Body] = []
+    for index, body in enumerate(scanned):
+        if selects(body):
+            items.append(body)
+            if len(items) == limit:
+                return items, index < len(scanned) - 1
+    return items, False
 
 
 class WouldCommit(Exception):
@@ -306,25 +331,23 @@ class Store:
         state = (
             current if snapshot == self.rv else self.history.state_at(snapshot, _rk(kind), current)
         )
-        matched = [
+        scanned = sorted_objects(
             (key, body)
             for key, body in state.items()
-            if storage_key(key) > start and query.matches(body)
-        ]
-        items = sorted_objects(matched)
+            if storage_key(key) > start and query.holds(body)
+        )
+        items, more = _page(scanned, query.selects, query.limit)
         metadata: Body = {"resourceVersion": str(snapshot)}
         if query.shard is not None and not kind.custom:  # an unstructured list has no field
             metadata["shardInfo"] = {"selector": str(query.shard)}
         if kind.custom:
             metadata["continue"] = ""  # custom resources' lists always carry it
-        if query.limit and len(items) > query.limit:
-            rest = len(items) - query.limit
-            items = items[: query.limit]
+        if more:
             last = items[-1]["metadata"]
             key = storage_key((last.get("namespace") or "", last["name"]))
             metadata["continue"] = _token(snapshot, key)
-            if not query.selector.requirements:
-                metadata["remainingItemCount"] = rest
+            if not query.selector.requirements:  # a shard selector does not count here
+                metadata["remainingItemCount"] = len(scanned) - query.limit
         return {
             "kind": f"{kind.kind}List",
             "apiVersion": kind.api_version,
