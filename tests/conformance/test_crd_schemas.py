@@ -177,6 +177,23 @@ async def test_the_scale_subresource_refuses_negative_replicas(conform: Conform)
     await conform(scenario)
 
 
+async def test_a_spec_a_scale_write_creates_is_stored_without_its_defaults(
+    conform: Conform,
+) -> None:
+    async def scenario(t: Target) -> None:
+        body = _gizmo("g")
+        del body["spec"]
+        await t.post(t.gizmos(), body)
+        await t.patch(t.gizmos("g", sub="scale"), {"spec": {"replicas": 2}})
+        await t.get(t.gizmos("g"))  # read with the defaults, stored without them
+        await t.patch(t.gizmos("g"), {"metadata": {}})  # so a change to nothing is written
+        await t.patch(t.gizmos("g"), {"metadata": {}})  # once
+        await t.patch(t.gizmos("g", sub="scale"), {"spec": {"replicas": 3}})  # a spec is there
+        await t.patch(t.gizmos("g"), {"metadata": {}})
+
+    await conform(scenario)
+
+
 async def test_the_status_subresource_is_validated_by_the_status_schema(conform: Conform) -> None:
     async def scenario(t: Target) -> None:
         await t.post(t.gizmos(), _gizmo("g"))

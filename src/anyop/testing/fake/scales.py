@@ -17,6 +17,7 @@ from anyop.testing.fake.json_patches import PatchFailed, apply_json_patch
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.managed_fields import owners_after_scale
 from anyop.testing.fake.patch_merging import apply_merge_patch
+from anyop.testing.fake.schemas import default
 from anyop.testing.fake.statuses import (
     StatusError,
     bad_request,
@@ -172,7 +173,12 @@ def rescale(
     changed = _read(stored, spec_path) != _read(new, spec_path)
     owners = owners_after_scale(kind, stored, replicas=replicas, changed=changed,
                                 manager=manager or "", zero=not _read(new, spec_path))  # fmt: skip
+    # The Scale is no custom resource the API server decodes (and defaults): a spec the write
+    # creates is stored without its defaults, so the next update is written, whatever it changes.
+    undefaulted = kind.defaults and default(new, kind.schema) != new
     updated = writes.update(store, kind, stored, new=new, subresource="scale", owners=owners)
+    if undefaulted:
+        store.unsettled.add((kind.group, kind.plural, ref.namespace or "", ref.name))
     return scale_of(kind, updated)
 
 
