@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections.abc import Sequence
 from typing import Any
 
 __all__ = ["Step", "builtin_plan", "kinds_plan", "plan", "workloads_plan"]
@@ -116,6 +117,27 @@ def _json_patch(rng: random.Random, *, bad: float) -> list[dict[str, Any]]:
     return ops
 
 
+def _list_options(
+    rng: random.Random, selectors: list[str], names: Sequence[str], *, bad: float
+) -> dict[str, str]:
+    """A list's query: a label selector, and at times a field selector, a page size or a
+    resourceVersion (each possibly one the API server refuses)."""
+    options = {"labelSelector": rng.choice(selectors)}
+    if rng.random() < bad / 2:
+        options["labelSelector"] = rng.choice(["app=(", "a b", "app in a", "x=" + "v" * 64])
+    if rng.random() < 0.3:
+        name = rng.choice(list(names))
+        fields = [f"metadata.name={name}", f"metadata.name!={name}", "metadata.namespace!=x"]
+        wrong = ["spec.x=1", "metadata.name", "metadata.uid=1"]
+        options["fieldSelector"] = rng.choice(wrong if rng.random() < bad else fields)
+    if rng.random() < 0.5:
+        options["limit"] = rng.choice(["1", "2", "1", "2", "0", "x"] if rng.random() < bad
+                                      else ["1", "2"])  # fmt: skip
+    if rng.random() < 0.15:
+        options["resourceVersion"] = "0"
+    return options
+
+
 def plan(seed: int, *, steps: int = 10) -> list[Step]:
     """The requests of one seed: creates first, then writes and reads of the same objects."""
     rng = random.Random(seed)
@@ -160,8 +182,8 @@ def plan(seed: int, *, steps: int = 10) -> list[Step]:
             replicas = _value(rng, ((0, 2, 4), (-1, "3", 1.5)), bad)
             out.append(Step(op, name, {"spec": {"replicas": replicas}}))
         elif op == "list":
-            selector = rng.choice(["app=a", "app!=a", "tier", "!tier", "app in (a,b)"])
-            out.append(Step(op, name, options={"labelSelector": selector}))
+            selectors = ["app=a", "app!=a", "tier", "!tier", "app in (a,b)"]
+            out.append(Step(op, name, options=_list_options(rng, selectors, NAMES, bad=bad)))
         else:
             out.append(Step(op, name))
     return out
@@ -438,8 +460,8 @@ def kinds_plan(seed: int, *, steps: int = 10) -> list[Step]:
             out.append(Step(op, name, [{"op": rng.choice(["add", "replace", "remove"]),
                                         "path": path, "value": value}]))  # fmt: skip
         elif op == "list":
-            selector = rng.choice(["app=a", "app!=a", "tier", "!tier"])
-            out.append(Step(op, name, options={"labelSelector": selector}))
+            selectors = ["app=a", "app!=a", "tier", "!tier"]
+            out.append(Step(op, name, options=_list_options(rng, selectors, names, bad=bad)))
         else:
             out.append(Step(op, name))
     return out
@@ -624,8 +646,8 @@ def workloads_plan(seed: int, *, steps: int = 10) -> list[Step]:
             out.append(Step(op, name, [{"op": rng.choice(["add", "replace", "remove"]),
                                         "path": path, "value": value}]))  # fmt: skip
         elif op == "list":
-            selector = rng.choice(["app=a", "app!=a", "tier", "!tier"])
-            out.append(Step(op, name, options={"labelSelector": selector}))
+            selectors = ["app=a", "app!=a", "tier", "!tier"]
+            out.append(Step(op, name, options=_list_options(rng, selectors, names, bad=bad)))
         else:
             out.append(Step(op, name))
     return out

@@ -43,7 +43,12 @@ def _shown(document: Any) -> Any:
     if isinstance(document, dict) and document.get("kind") == "Status":
         return status_shown(document)
     if isinstance(document, dict) and "items" in document:
-        return sorted(item["metadata"]["name"] for item in document["items"])
+        names = sorted(item["metadata"]["name"] for item in document["items"])
+        metadata = document.get("metadata") or {}
+        paging = {"next page": bool(metadata.get("continue"))}
+        if "remainingItemCount" in metadata:
+            paging["remainingItemCount"] = metadata["remainingItemCount"]
+        return [names, paging]
     return without_ips(document)
 
 
@@ -108,7 +113,13 @@ async def _request(t: Target, step: Step, seen: dict[str, Any]) -> None:
     elif step.op == "delete":
         answer = await t.delete(path, record=_shown)
     elif step.op == "list":
-        await t.get(collection, params=step.options, record=_shown)
+        page = await t.get(collection, params=step.options, record=_shown)
+        for _ in range(3):  # the next pages, as a client reads them
+            token = ((page or {}).get("metadata") or {}).get("continue")
+            if not token or "items" not in page:
+                break
+            page = await t.get(collection, params={**step.options, "continue": token},
+                               record=_shown)  # fmt: skip
         return
     else:
         answer = await t.get(path, record=_shown)

@@ -60,6 +60,25 @@ async def test_a_selected_page_has_a_next_one_while_any_object_follows(conform: 
     await conform(scenario)
 
 
+async def test_a_list_at_resource_version_0_is_served_whole(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await _three(t)  # the watch cache serves it, and no page size applies there
+        await t.get(t.cm(), params={"limit": "1", "resourceVersion": "0"})
+
+    await conform(scenario)
+
+
+async def test_a_page_size_makes_a_resource_version_exact(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        first = await t.post(t.cm(), _cm("a"))
+        await t.call("POST", t.cm(), _cm("b"), record=lambda d: None)
+        rv = first["metadata"]["resourceVersion"]
+        await t.get(t.cm(), params={"limit": "5", "resourceVersion": rv})  # a alone
+        await t.get(t.cm(), params={"resourceVersion": rv})  # not older than: a and b
+
+    await conform(scenario)
+
+
 async def test_later_pages_show_the_state_of_the_first_page(conform: Conform) -> None:
     async def scenario(t: Target) -> None:
         await _three(t)
@@ -137,6 +156,82 @@ async def test_field_selectors_on_name_and_namespace(conform: Conform) -> None:
 async def test_a_field_selector_on_an_unknown_field_is_400(conform: Conform) -> None:
     async def scenario(t: Target) -> None:
         await t.get(t.cm(), params={"fieldSelector": "spec.x=1"})
+
+    await conform(scenario)
+
+
+_COLLECTIONS = [("v1", "configmaps"), ("v1", "secrets"), ("v1", "services"), ("v1", "pods"),
+                ("v1", "events"), ("events.k8s.io/v1", "events"), ("batch/v1", "jobs"),
+                ("apps/v1", "statefulsets"), ("coordination.k8s.io/v1", "leases")]  # fmt: skip
+
+
+@pytest.mark.parametrize(("version", "plural"), _COLLECTIONS)
+async def test_a_field_label_is_refused_with_the_kinds_own_message(
+    conform: Conform, version: str, plural: str
+) -> None:
+    async def scenario(t: Target) -> None:
+        path = t.core(plural) if version == "v1" else t.apis(version, plural)
+        for text in ("spec.x=1", "metadata.namespace!=x,status.phase=a", "reason=a", "type=a"):
+            await t.get(path, params={"fieldSelector": text})
+
+    await conform(scenario)
+
+
+async def test_field_labels_of_custom_resources_and_cluster_kinds(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        for text in ("spec.size=1", "metadata.namespace=x", "metadata.name=g"):
+            await t.get(t.gizmos(), params={"fieldSelector": text})
+        for text in ("metadata.namespace=x", "status.phase=Active,metadata.name=x"):
+            await t.get("/api/v1/namespaces", params={"fieldSelector": text}, record=_names)
+
+    await conform(scenario)
+
+
+def _names(document: dict[str, Any]) -> Any:
+    if "items" not in document:
+        return document
+    return sorted(item["metadata"]["name"] for item in document["items"])
+
+
+async def test_fields_a_kind_selects_by_are_read_as_its_strategy_computes_them(
+    conform: Conform,
+) -> None:
+    async def scenario(t: Target) -> None:
+        secret = {"metadata": {"name": "s"}, "stringData": {"a": "b"}}
+        await t.call("POST", t.core("secrets"), secret, record=lambda d: None)
+        service = {"metadata": {"name": "v"}, "spec": {"ports": [{"port": 80}]}}
+        await t.call("POST", t.core("services"), service, record=lambda d: None)
+        pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
+        await t.call("POST", t.core("pods"), pod, record=lambda d: None)
+        for plural, text in [("secrets", "type=Opaque"), ("services", "spec.type=ClusterIP"),
+                             ("pods", "spec.host="), ("pods", "spec.hostNetwork=false"),
+                             ("pods", "spec.restartPolicy=Always,status.podIP="),
+                             ("pods", "status.podIPs=")]:  # fmt: skip
+            await t.get(t.core(plural), params={"fieldSelector": text}, record=_names)
+
+    await conform(scenario)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x=" + "v" * 64,
+        "-x=1",
+        "a/b/c",
+        "!-a",
+        "a in (x,$$,-)",
+        "a>b",
+        "-a>b,c",
+        "A=b",
+        "-a b",
+        "a=-",
+    ],
+)
+async def test_a_label_selector_of_invalid_keys_or_values_is_400(
+    conform: Conform, text: str
+) -> None:
+    async def scenario(t: Target) -> None:
+        await t.get(t.cm(), params={"labelSelector": text})
 
     await conform(scenario)
 

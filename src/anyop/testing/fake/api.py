@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from anyop.testing.fake import deletions, served_discovery, served_openapi, writes
+from anyop.testing.fake.field_labels import field_labels
 from anyop.testing.fake.field_validation import (
     checked_fields,
     checked_patch,
@@ -387,16 +388,21 @@ def _warning_header(warnings: list[str]) -> dict[str, str]:
 
 
 def _list_query(kind: Kind, namespace: str | None, query: Mapping[str, str]) -> ListQuery:
+    labels = field_labels(kind.group, kind.kind, custom=kind.custom, namespaced=kind.namespaced,
+                          selectable=kind.fields)  # fmt: skip
     selector = parse_label_selector(query.get("labelSelector")) & parse_field_selector(
-        query.get("fieldSelector"), fields=kind.fields
+        query.get("fieldSelector"), labels
     )
+    rv, match = query.get("resourceVersion", ""), query.get("resourceVersionMatch", "")
+    limit = max(integer(query, "limit") or 0, 0)
     return ListQuery(
         namespace,
         selector,
-        limit=max(integer(query, "limit") or 0, 0),
+        limit=0 if rv == "0" else limit,  # the watch cache serves it whole
         token=query.get("continue", ""),
-        rv=query.get("resourceVersion", ""),
-        exact=query.get("resourceVersionMatch") == "Exact",
+        rv=rv,
+        # A page size with a resourceVersion and no match: the legacy exact read.
+        exact=match == "Exact" or (not match and limit > 0 and rv not in ("", "0")),
         shard=parse_shard_selector(query.get("shardSelector")),
     )
 

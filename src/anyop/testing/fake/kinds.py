@@ -51,7 +51,8 @@ class Kind:
         schema: The structural schema (``openAPIV3Schema``) of a custom resource.
         crd: The name of the CRD that defines it.
         storage_version: The version stored in etcd, if not ``version``.
-        fields: Selectable fields besides ``metadata.name`` and ``metadata.namespace``.
+        fields: A custom resource's ``selectableFields`` (paths without their leading dot);
+            a built-in kind's come from :mod:`~anyop.testing.fake.field_labels`.
         scale: A custom resource's ``scale`` subresource (its replicas' and selector's paths).
         subresources: A built-in kind's subresources, as its API paths have them.
         verbs: A built-in kind's verbs, as its API paths have them (all verbs if empty).
@@ -244,13 +245,8 @@ _RETURNS_DELETED = {
 
 _EXTRAS: Mapping[tuple[str, str], Mapping[str, tuple[str, ...]]] = {
     ("", "configmaps"): {"short_names": ("cm",)},
-    ("", "events"): {"short_names": ("ev",), "fields": (
-        "involvedObject.apiVersion", "involvedObject.fieldPath", "involvedObject.kind",
-        "involvedObject.name", "involvedObject.namespace", "involvedObject.resourceVersion",
-        "involvedObject.uid", "reason", "reportingComponent", "source", "type")},
-    ("", "pods"): {"short_names": ("po",), "categories": ("all",), "fields": (
-        "spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
-        "status.phase", "status.podIP")},
+    ("", "events"): {"short_names": ("ev",)},
+    ("", "pods"): {"short_names": ("po",), "categories": ("all",)},
     ("", "services"): {"short_names": ("svc",), "categories": ("all",)},
     ("", "serviceaccounts"): {"short_names": ("sa",)},
     ("", "nodes"): {"short_names": ("no",)},
@@ -260,7 +256,6 @@ _EXTRAS: Mapping[tuple[str, str], Mapping[str, tuple[str, ...]]] = {
     ("", "replicationcontrollers"): {"short_names": ("rc",), "categories": ("all",)},
     ("", "resourcequotas"): {"short_names": ("quota",)},
     ("", "limitranges"): {"short_names": ("limits",)},
-    ("", "secrets"): {"fields": ("type",)},
     ("apps", "deployments"): {"short_names": ("deploy",), "categories": ("all",)},
     ("apps", "replicasets"): {"short_names": ("rs",), "categories": ("all",)},
     ("apps", "statefulsets"): {"short_names": ("sts",), "categories": ("all",)},
@@ -274,8 +269,7 @@ _EXTRAS: Mapping[tuple[str, str], Mapping[str, tuple[str, ...]]] = {
     ("scheduling.k8s.io", "priorityclasses"): {"short_names": ("pc",)},
     ("autoscaling", "horizontalpodautoscalers"): {"short_names": ("hpa",), "categories": ("all",)},
 }  # fmt: skip
-"""What discovery shows of a kind beyond its API paths: short names, categories, and the fields
-its field selectors take besides the name and namespace."""
+"""What discovery shows of a kind beyond its API paths: short names and categories."""
 
 _BUILTIN_SCALE = {
     "specReplicasPath": ".spec.replicas",
@@ -310,7 +304,6 @@ def _builtin(resource: Resource) -> Kind:
         generation=key in _GENERATION,
         short_names=extras.get("short_names", ()),
         categories=extras.get("categories", ()),
-        fields=extras.get("fields", ()),
         subresources=tuple(resource.subresources),
         verbs=resource.verbs,
         scale=_BUILTIN_SCALE if "scale" in resource.subresources else None,
@@ -363,6 +356,11 @@ def kinds_of_crd(crd: Mapping[str, Any]) -> list[Kind]:
                 schema=schema,
                 defaults=_has_defaults(schema),
                 crd=str((crd.get("metadata") or {}).get("name", "")),
+                fields=tuple(
+                    str(field.get("jsonPath", "")).removeprefix(".")
+                    for field in version.get("selectableFields") or ()
+                    if isinstance(field, Mapping)
+                ),
             )
         )
     return kinds

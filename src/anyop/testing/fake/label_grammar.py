@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import json
 import re
+
+from anyop.testing.fake.go_json import go_quoted
+from anyop.testing.fake.object_meta import label_key_errors, label_value_errors
 
 __all__ = ["Requirement", "SelectorSyntaxError", "parse_requirements"]
 
@@ -142,22 +144,20 @@ class _Parser:
         token, key = self.consume()
         if token != Token.IDENTIFIER:
             raise SelectorSyntaxError(f"found '{key}', expected: identifier")
+        if problems := label_key_errors(key):  # the parser's own check, with no field path
+            raise SelectorSyntaxError(
+                f"<nil>: Invalid value: {go_quoted(key)}: {'; '.join(problems)}"
+            )
         if negated:  # whatever follows: "!a=b" fails after the requirement, as in Go
-            return Requirement(key, "!")
+            return _checked(Requirement(key, "!"))
         if self.lookahead()[0] in (Token.END, Token.COMMA):
-            return Requirement(key, "exists")
+            return _checked(Requirement(key, "exists"))
         token, literal = self.consume(values=False)
         if token not in _OPERATORS:
             raise SelectorSyntaxError(f"found '{literal}', expected: {_BINARY}")
         operator = _OPERATORS[token]
         values = self.values() if operator in ("in", "notin") else self.exact_value()
-        if operator in ("gt", "lt") and not _is_int64(next(iter(values))):
-            quoted = json.dumps(next(iter(values)))  # Go's %q, for label-like text
-            raise SelectorSyntaxError(
-                f"values[0]: Invalid value: {quoted}: for 'Gt', 'Lt' operators, the value must "
-                "be an integer"
-            )
-        return Requirement(key, operator, tuple(sorted(values)))
+        return _checked(Requirement(key, operator, tuple(sorted(values))))
 
     def values(self) -> set[str]:
         token, literal = self.consume()
@@ -204,6 +204,34 @@ class _Parser:
         if token == Token.IDENTIFIER:
             return {literal}
         raise SelectorSyntaxError(f"found '{literal}', expected: identifier")
+
+
+def _checked(requirement: Requirement) -> Requirement:
+    """The requirement, if ``labels.NewRequirement`` takes it (its key checked before): label
+    values, and integers for ``gt`` and ``lt``; else its errors, as Go aggregates them.
+
+    Raises:
+        SelectorSyntaxError: What is wrong with it.
+    """
+    key, values = requirement.key, requirement.values
+    errors = []
+    if requirement.operator in ("gt", "lt"):
+        errors += [
+            f"values[{index}]: Invalid value: {go_quoted(value)}: for 'Gt', 'Lt' operators, "
+            "the value must be an integer"
+            for index, value in enumerate(values)
+            if not _is_int64(value)
+        ]
+    for index, value in enumerate(values):
+        if problems := label_value_errors(value):
+            where = f"values[{index}][{key}]"
+            errors.append(f"{where}: Invalid value: {go_quoted(value)}: {'; '.join(problems)}")
+    unique = list(dict.fromkeys(errors))
+    if len(unique) > 1:
+        raise SelectorSyntaxError(f"[{', '.join(unique)}]")
+    if unique:
+        raise SelectorSyntaxError(unique[0])
+    return requirement
 
 
 def _is_int64(text: str) -> bool:

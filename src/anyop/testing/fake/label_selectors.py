@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from anyop.testing.fake.field_labels import FieldLabels
 from anyop.testing.fake.label_grammar import Requirement, SelectorSyntaxError, parse_requirements
 from anyop.testing.fake.statuses import bad_request
 
@@ -17,7 +18,6 @@ __all__ = ["Selector", "parse_field_selector", "parse_label_selector", "selects"
 
 Predicate = Callable[[Mapping[str, Any]], bool]
 
-_FIELDS = ("metadata.name", "metadata.namespace")
 _EQUALITY = re.compile(r"^\s*([^\s!=(),]+)\s*(==|=|!=)\s*([^\s!=(),]*)\s*$")
 
 
@@ -80,37 +80,29 @@ def parse_label_selector(text: str | None) -> Selector:
     return Selector(tuple(_matcher(requirement) for requirement in requirements))
 
 
-def _field(body: Mapping[str, Any], path: str) -> str:
-    value: Any = body
-    for part in path.split("."):
-        value = value.get(part) if isinstance(value, Mapping) else None
-    return "" if value is None else str(value)
-
-
-def _field_requirement(term: str, fields: tuple[str, ...]) -> Predicate:
+def _field_requirement(term: str, labels: FieldLabels) -> Predicate:
     match = _EQUALITY.match(term)
     if match is None:
         raise bad_request(f"invalid selector: '{term}'; can't understand '{term}'")
-    path, operator, value = match.groups()
-    if path not in fields:
-        known = ", ".join(f'"{field}"' for field in fields)
-        raise bad_request(f'"{path}" is not a known field selector: only {known}')
+    label, operator, wanted = match.groups()
+    field = labels.labels.get(label)
+    if field is None:
+        raise bad_request(labels.refused(label))
+    get = labels.getter(field)
     if operator == "!=":
-        return lambda body: _field(body, path) != value
-    return lambda body: _field(body, path) == value
+        return lambda body: get(body) != wanted
+    return lambda body: get(body) == wanted
 
 
-def parse_field_selector(text: str | None, *, fields: tuple[str, ...] = ()) -> Selector:
-    """Parse a ``fieldSelector`` on ``metadata.name``, ``metadata.namespace`` and the kind's own
-    selectable ``fields`` (e.g. an Event's ``involvedObject.name``).
+def parse_field_selector(text: str | None, labels: FieldLabels) -> Selector:
+    """Parse a ``fieldSelector`` on the fields the kind's field label conversion takes.
 
     Raises:
         StatusError: 400, the selector cannot be parsed or names another field.
     """
     if not text:
         return Selector()
-    known = (*_FIELDS, *fields)
-    return Selector(tuple(_field_requirement(term, known) for term in text.split(",") if term))
+    return Selector(tuple(_field_requirement(term, labels) for term in text.split(",") if term))
 
 
 def selects(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from anyop.testing.fake.faults import ConnectionDropped
+from anyop.testing.fake.field_labels import field_labels
 from anyop.testing.fake.history import Change, History, visible_change
 from anyop.testing.fake.json_patches import PatchFailed, apply_json_patch
 from anyop.testing.fake.label_selectors import parse_field_selector, parse_label_selector
@@ -169,14 +170,53 @@ def test_malformed_selectors_are_400_bad_request() -> None:
     with pytest.raises(StatusError) as label:
         parse_label_selector("a in (b")
     with pytest.raises(StatusError) as field:
-        parse_field_selector("spec.x=1")
+        parse_field_selector("spec.x=1", CONFIGMAPS)
     assert (label.value.code, field.value.code, field.value.reason) == (400, 400, "BadRequest")
 
 
+CONFIGMAPS = field_labels("", "ConfigMap", custom=False, namespaced=True)
+
+
 def test_field_selectors_match_name_and_namespace() -> None:
-    chosen = parse_field_selector("metadata.name=a,metadata.namespace!=other")
+    chosen = parse_field_selector("metadata.name=a,metadata.namespace!=other", CONFIGMAPS)
     assert chosen(_obj("a"))
     assert not chosen(_obj("b"))
+
+
+@pytest.mark.parametrize(
+    ("kind", "text", "message"),
+    [
+        (("", "ConfigMap", False, True), "spec.x=1",
+         '"spec.x" is not a known field selector: only "metadata.name", "metadata.namespace"'),
+        (("", "Secret", False, True), "spec.x=1", "field label not supported: spec.x"),
+        (("batch", "Job", False, True), "spec.x=1", 'field label "spec.x" not supported for Job'),
+        (("", "Namespace", False, False), "metadata.namespace=a",
+         "field label not supported: metadata.namespace"),
+        (("g", "Gizmo", True, False), "metadata.namespace=a",
+         "field label not supported: metadata.namespace"),
+    ],
+)  # fmt: skip
+def test_a_field_label_is_refused_with_its_kinds_own_message(
+    kind: tuple[str, str, bool, bool], text: str, message: str
+) -> None:
+    group, name, custom, namespaced = kind
+    labels = field_labels(group, name, custom=custom, namespaced=namespaced)
+    with pytest.raises(StatusError) as refused:
+        parse_field_selector(text, labels)
+    assert refused.value.body["message"] == message
+
+
+def test_field_values_are_read_as_the_kinds_strategy_computes_them() -> None:
+    pods = field_labels("", "Pod", custom=False, namespaced=True)
+    pod = {"metadata": {"name": "p"}, "spec": {"nodeName": "n1"},
+           "status": {"podIPs": [{"ip": "10.0.0.1"}]}}  # fmt: skip
+    assert parse_field_selector("spec.host=n1,spec.hostNetwork=false", pods)(pod)
+    assert parse_field_selector("status.podIP=10.0.0.1", pods)(pod)
+    events = field_labels("events.k8s.io", "Event", custom=False, namespaced=True)
+    event = {"metadata": {"name": "e"}, "regarding": {"name": "p"}, "reportingController": "c"}
+    assert parse_field_selector("regarding.name=p,reportingController=c", events)(event)
+    gizmos = field_labels("g", "Gizmo", custom=True, namespaced=True, selectable=("spec.on",))
+    assert parse_field_selector("spec.on=true", gizmos)({"spec": {"on": True}})
 
 
 SCHEMA = {"type": "object", "properties": {
