@@ -79,6 +79,23 @@ async def test_a_page_size_makes_a_resource_version_exact(conform: Conform) -> N
     await conform(scenario)
 
 
+async def test_a_field_selector_on_the_name_reads_that_object_alone(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        await _three(t)  # a, b, c: a page of a has no next one, as nothing else is read
+        await t.get(t.cm(), params={"limit": "1", "fieldSelector": "metadata.name=a"})
+        await t.get(
+            t.cm(), params={"limit": "1", "fieldSelector": "metadata.name==b,metadata.namespace!=x"}
+        )
+        await t.get(t.cm(), params={"limit": "1", "fieldSelector": "metadata.name!=c"})
+        scoped = {"limit": "1", "fieldSelector": f"metadata.namespace={t.namespace}"}
+        await t.get("/api/v1/configmaps", params=scoped)  # the namespace's objects counted
+        await t.get("/api/v1/configmaps", params={**scoped, "labelSelector": "app=x",
+                                                  "fieldSelector": f"{scoped['fieldSelector']},"
+                                                  "metadata.name=c"})  # fmt: skip
+
+    await conform(scenario)
+
+
 async def test_later_pages_show_the_state_of_the_first_page(conform: Conform) -> None:
     async def scenario(t: Target) -> None:
         await _three(t)

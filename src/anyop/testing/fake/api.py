@@ -19,7 +19,12 @@ from anyop.testing.fake.field_validation import (
 )
 from anyop.testing.fake.json_copy import compact_json
 from anyop.testing.fake.kinds import CRD_KIND, NAMESPACE_KIND, Kind
-from anyop.testing.fake.label_selectors import parse_field_selector, parse_label_selector
+from anyop.testing.fake.label_selectors import (
+    exact_fields,
+    parse_field_selector,
+    parse_label_selector,
+)
+from anyop.testing.fake.object_meta import DNS_LABEL
 from anyop.testing.fake.read_views import ReadView, view_of
 from anyop.testing.fake.request_bodies import decode_body
 from anyop.testing.fake.request_options import (
@@ -395,16 +400,29 @@ def _list_query(kind: Kind, namespace: str | None, query: Mapping[str, str]) -> 
     )
     rv, match = query.get("resourceVersion", ""), query.get("resourceVersionMatch", "")
     limit = max(integer(query, "limit") or 0, 0)
+    token = query.get("continue", "")
+    # The registry narrows the storage's read to what a field selector names exactly (unless
+    # continuing): a namespace, and within it (or for a cluster-scoped kind) one object.
+    name, scope = (exact_fields(query.get("fieldSelector"), labels) if not token
+                   else (None, None))  # fmt: skip
+    if namespace is None and kind.namespaced and scope and _namespace_name(scope):
+        namespace = scope
     return ListQuery(
         namespace,
         selector,
         limit=0 if rv == "0" else limit,  # the watch cache serves it whole
-        token=query.get("continue", ""),
+        token=token,
         rv=rv,
         # A page size with a resourceVersion and no match: the legacy exact read.
         exact=match == "Exact" or (not match and limit > 0 and rv not in ("", "0")),
         shard=parse_shard_selector(query.get("shardSelector")),
+        name=name if namespace is not None or not kind.namespaced else None,
     )
+
+
+def _namespace_name(text: str) -> bool:
+    """Whether ``ValidateNamespaceName`` takes it (a DNS label)."""
+    return len(text) <= 63 and DNS_LABEL.match(text) is not None
 
 
 def _watch(store: Store, kind: Kind, query: ListQuery, *, params: Mapping[str, str]) -> WatchPlan:

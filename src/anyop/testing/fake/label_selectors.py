@@ -14,7 +14,13 @@ from anyop.testing.fake.field_labels import FieldLabels
 from anyop.testing.fake.label_grammar import Requirement, SelectorSyntaxError, parse_requirements
 from anyop.testing.fake.statuses import bad_request
 
-__all__ = ["Selector", "parse_field_selector", "parse_label_selector", "selects"]
+__all__ = [
+    "Selector",
+    "exact_fields",
+    "parse_field_selector",
+    "parse_label_selector",
+    "selects",
+]
 
 Predicate = Callable[[Mapping[str, Any]], bool]
 
@@ -103,6 +109,19 @@ def parse_field_selector(text: str | None, labels: FieldLabels) -> Selector:
     if not text:
         return Selector()
     return Selector(tuple(_field_requirement(term, labels) for term in text.split(",") if term))
+
+
+def exact_fields(text: str | None, labels: FieldLabels) -> tuple[str | None, str | None]:
+    """The name and the namespace a (parsed before) field selector requires exactly, if it does:
+    the first ``=`` or ``==`` term on each field (``RequiresExactMatch``)."""
+    found: dict[str, str] = {}
+    for term in (text or "").split(","):
+        match = _EQUALITY.match(term)
+        if match is not None and match.group(2) != "!=":
+            field = labels.labels.get(match.group(1))
+            if field is not None:
+                found.setdefault(field, match.group(3))
+    return found.get("metadata.name"), found.get("metadata.namespace")
 
 
 def selects(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:

@@ -76,6 +76,8 @@ class ListQuery:
         rv: The ``resourceVersion`` parameter, or ``""``.
         exact: ``resourceVersionMatch=Exact``.
         shard: The shard selector (hash ranges), if any.
+        name: The one object the storage reads, if a field selector names it exactly (so a
+            page of it has no next one), else ``None``.
     """
 
     def __init__(
@@ -88,20 +90,23 @@ class ListQuery:
         rv: str = "",
         exact: bool = False,
         shard: ShardSelector | None = None,
+        name: str | None = None,
     ) -> None:
         self.namespace = namespace
         self.selector = selector or Selector()
         self.limit, self.token, self.rv, self.exact = limit, token, rv, exact
-        self.shard = shard
+        self.shard, self.name = shard, name
 
     def matches(self, body: Mapping[str, Any]) -> bool:
         """Whether an object is in this list's namespace and matches its selectors."""
         return self.holds(body) and self.selects(body)
 
     def holds(self, body: Mapping[str, Any]) -> bool:
-        """Whether an object is under this list's storage prefix (its namespace, if any)."""
-        namespace = (body.get("metadata") or {}).get("namespace")
-        return self.namespace is None or namespace == self.namespace
+        """Whether an object is under this list's storage key (its namespace, or its name)."""
+        metadata = body.get("metadata") or {}
+        if self.name is not None and metadata.get("name") != self.name:
+            return False
+        return self.namespace is None or metadata.get("namespace") == self.namespace
 
     def selects(self, body: Mapping[str, Any]) -> bool:
         """Whether an object under the prefix matches the label, field and shard selectors."""
