@@ -3,10 +3,10 @@
 Pure. :func:`defaulted` fills in the defaults of Kubernetes' defaulting functions (a Service's
 type, session affinity and ports; pod templates' and containers' fields; Deployments',
 StatefulSets', DaemonSets', ReplicaSets', Jobs' and CronJobs' specs; a Secret's type) and folds a
-Secret's ``stringData`` into ``data``; :func:`admitted` does what admission does (a Pod's
-priority and tolerations). :func:`create_causes` and :func:`update_causes` list the validation
-errors (422) of ConfigMaps' keys, Secrets' types, Leases' numbers, immutable ConfigMaps and
-Secrets, and, from their own modules, Services, Events, pod templates and Pods' updates.
+Secret's ``stringData`` into ``data`` (what admission does next: :mod:`.write_path`).
+:func:`create_causes` and :func:`update_causes` list the validation errors (422) of ConfigMaps'
+keys, Secrets' types, Leases' numbers, immutable ConfigMaps and Secrets, and, from their own
+modules, Services, Events, pod templates, Pods' updates and the policy kinds.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from anyop.testing.fake.autoscaling_rules import hpa_causes, hpa_defaults
 from anyop.testing.fake.batch_rules import cron_job_causes, job_causes, job_update_causes
-from anyop.testing.fake.claim_rules import PROTECTION, claim_causes, claim_update_causes
+from anyop.testing.fake.claim_rules import claim_causes, claim_update_causes
 from anyop.testing.fake.event_rules import event_causes
 from anyop.testing.fake.go_json import go_quoted
 from anyop.testing.fake.ingress_rules import ingress_causes
@@ -30,14 +31,19 @@ from anyop.testing.fake.pod_rules import (
     stateful_set_update_causes,
     workload_causes,
 )
-from anyop.testing.fake.quantities import QuantityError, milli_rounded, quantity_value
+from anyop.testing.fake.policy_rules import (
+    network_policy_causes,
+    network_policy_defaults,
+    pdb_causes,
+    role_causes,
+)
+from anyop.testing.fake.quantities import milli_rounded
 from anyop.testing.fake.rbac_rules import binding_causes, binding_update_causes
 from anyop.testing.fake.secret_rules import secret_type_causes
 from anyop.testing.fake.service_rules import service_causes, service_update_causes
 from anyop.testing.fake.statuses import Cause
 
 __all__ = [
-    "admitted",
     "create_causes",
     "defaulted",
     "error_group",
@@ -288,6 +294,8 @@ _DEFAULTERS: Mapping[tuple[str, str], Callable[[Body], None]] = {
     ("apps", "ReplicaSet"): _replica_set,
     ("batch", "Job"): _job,
     ("batch", "CronJob"): _cron_job,
+    ("autoscaling", "HorizontalPodAutoscaler"): hpa_defaults,
+    ("networking.k8s.io", "NetworkPolicy"): network_policy_defaults,
 }
 
 
@@ -301,92 +309,6 @@ def defaulted(kind: Kind, obj: Mapping[str, Any]) -> Body:
         result.setdefault("metadata", {})
         defaulter(result)
     return result
-
-
-_NOT_READY_TOLERATIONS = [
-    {
-        "key": f"node.kubernetes.io/{taint}",
-        "operator": "Exists",
-        "effect": "NoExecute",
-        "tolerationSeconds": 300,
-    }
-    for taint in ("not-ready", "unreachable")
-]
-
-
-def _nonzero(quantities: Any) -> dict[str, Any]:
-    """The quantities that are not zero (a zero request or limit counts as none)."""
-    found = {}
-    for name, quantity in (quantities or {}).items():
-        try:
-            if quantity_value(quantity) != 0:
-                found[name] = quantity
-        except QuantityError:
-            found[name] = quantity
-    return found
-
-
-def _qos_class(spec: Mapping[str, Any]) -> str:
-    resources = [
-        {
-            bag: _nonzero((container.get("resources") or {}).get(bag))
-            for bag in ("requests", "limits")
-        }
-        for key in ("containers", "initContainers")
-        for container in spec.get(key) or ()
-        if isinstance(container, Mapping)
-    ]
-    if not any(r.get("requests") or r.get("limits") for r in resources):
-        return "BestEffort"
-    guaranteed = all(
-        (r.get("limits") or {}).get(name)
-        and (r.get("requests") or {}).get(name, "") in ((r.get("limits") or {}).get(name), "")
-        for r in resources
-        for name in ("cpu", "memory")
-    )
-    return "Guaranteed" if guaranteed else "Burstable"
-
-
-def admitted(kind: Kind, obj: Mapping[str, Any], *, old: Mapping[str, Any] | None = None) -> Body:
-    """A built-in object, new or (``old``) updated, as the API server's write path and default
-    admission plugins leave it: a Pod with its priority (an update's kept where it leaves it
-    out), the not-ready and unreachable tolerations and (new) a pending status; a new DaemonSet
-    with its template generation annotation. (A Service's cluster IPs: ``allocated``.)"""
-    result = dict(obj)  # the write path's own object: filled in place
-    if (kind.group, kind.kind) == ("", "Pod"):
-        spec = result.setdefault("spec", {})
-        before = (old or {}).get("spec") or {}
-        for field, default in (("priority", 0), ("preemptionPolicy", "PreemptLowerPriority")):
-            if spec.get(field) is None:
-                value = default if old is None else before.get(field)
-                if value is not None:
-                    spec[field] = value
-        spec["tolerations"] = _with_default_tolerations(list(spec.get("tolerations") or ()))
-        if old is None:
-            result["status"] = {"phase": "Pending", "qosClass": _qos_class(spec)}
-    elif (kind.group, kind.kind) == ("", "PersistentVolumeClaim") and old is None:
-        finalizers = list(result["metadata"].get("finalizers") or ())
-        if PROTECTION not in finalizers:  # the StorageObjectInUseProtection plugin's
-            result["metadata"]["finalizers"] = [*finalizers, PROTECTION]
-        result["status"] = {"phase": "Pending"}
-    elif (kind.group, kind.kind) == ("apps", "DaemonSet") and old is None:
-        annotations = result["metadata"].setdefault("annotations", {})
-        annotations["deprecated.daemonset.template.generation"] = "1"
-    return result
-
-
-def _with_default_tolerations(tolerations: list[Any]) -> list[Any]:
-    """The DefaultTolerationSeconds plugin's: a Pod that does not tolerate a node not ready (or
-    unreachable) for ``NoExecute`` does for 300 seconds."""
-    for default in _NOT_READY_TOLERATIONS:
-        if not any(
-            isinstance(t, Mapping)
-            and t.get("key") in (default["key"], "", None)
-            and t.get("effect") in ("NoExecute", "", None)
-            for t in tolerations
-        ):
-            tolerations.append(dict(default))
-    return tolerations
 
 
 # -- validation ---------------------------------------------------------------------------------
@@ -476,6 +398,14 @@ def create_causes(
             return ingress_causes(obj, raw=raw)
         case ("batch", "CronJob"):
             return cron_job_causes(obj)
+        case ("policy", "PodDisruptionBudget"):
+            return pdb_causes(obj)
+        case ("networking.k8s.io", "NetworkPolicy"):
+            return network_policy_causes(obj)
+        case ("rbac.authorization.k8s.io", "Role" | "ClusterRole"):
+            return role_causes(obj, namespaced=kind.kind == "Role")
+        case ("autoscaling", "HorizontalPodAutoscaler"):
+            return hpa_causes(obj, version=kind.version)
     return []
 
 

@@ -30,6 +30,7 @@ from anyop.testing.fake.object_meta import (
 )
 from anyop.testing.fake.pod_spec_diff import pod_spec_diff, with_sent_empties
 from anyop.testing.fake.quantities import QuantityError, quantity_value
+from anyop.testing.fake.selector_rules import label_selector_causes
 
 __all__ = [
     "PORT_RANGE",
@@ -85,8 +86,13 @@ def dns_subdomain_causes(value: str, field: str) -> list[tuple[str, Cause]]:
 
 def unsupported(field: str, value: str, supported: tuple[str, ...]) -> tuple[str, Cause]:
     """``field.NotSupported``, with the values supported (in the order Kubernetes gives)."""
+    return unsupported_shown(field, go_quoted(value), supported)
+
+
+def unsupported_shown(field: str, shown: str, supported: tuple[str, ...]) -> tuple[str, Cause]:
+    """``field.NotSupported`` of a value ``shown`` as Go shows it."""
     listed = ", ".join(json.dumps(item) for item in supported)
-    message = f"Unsupported value: {go_quoted(value)}: supported values: {listed}"
+    message = f"Unsupported value: {shown}: supported values: {listed}"
     return field, {"reason": "FieldValueNotSupported", "message": message}
 
 
@@ -235,10 +241,20 @@ def workload_causes(kind: str, obj: Mapping[str, Any]) -> list[tuple[str, Cause]
     selector = spec.get("selector") or {}
     template = spec.get("template") or {}
     labels = (template.get("metadata") or {}).get("labels") or {}
-    if selector and not selects(selector, labels):
+    # A DaemonSet's selector is checked first; one that does not convert matches nothing.
+    problems = list(label_selector_causes(selector, "spec.selector")) if kind == "DaemonSet" else []
+    causes += problems
+    if selector and not problems and not selects(selector, labels):
         shown = json.dumps(labels, separators=(",", ":"), sort_keys=True) if labels else "null"
         detail = "`selector` does not match template `labels`"
         causes.append(invalid("spec.template.metadata.labels", shown, detail))
+    if (
+        kind == "DaemonSet"
+        and isinstance(spec.get("selector"), Mapping)
+        and not (selector.get("matchLabels") or selector.get("matchExpressions"))
+    ):
+        shown = json.dumps(selector, separators=(",", ":"))
+        causes.append(invalid("spec.selector", shown, "empty selector is invalid for daemonset"))
     pod_spec = template.get("spec") or {}
     causes += _pod_spec(pod_spec, "spec.template.spec")
     if kind == "StatefulSet":
@@ -263,7 +279,51 @@ def workload_causes(kind: str, obj: Mapping[str, Any]) -> list[tuple[str, Cause]
         causes.append(("spec.strategy", {"reason": "FieldValueNotSupported", "message": message}))
     if kind == "Deployment":
         causes += _deployment(spec)
+    if kind == "DaemonSet":
+        causes += _daemon_set(spec)
     return causes
+
+
+def _daemon_set(spec: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:
+    """``ValidateDaemonSetSpec``'s checks after its template's: the counts, then the update
+    strategy (``ValidateDaemonSetUpdateStrategy``), then the history kept."""
+    for field in ("minReadySeconds", "templateGeneration"):
+        value = spec.get(field)
+        if isinstance(value, int) and value < 0:
+            yield invalid(f"spec.{field}", str(value), _NEGATIVE)
+    strategy = spec.get("updateStrategy") or {}
+    path = "spec.updateStrategy"
+    kind, rolling = strategy.get("type"), strategy.get("rollingUpdate")
+    if kind == "RollingUpdate" and not isinstance(rolling, Mapping):
+        yield required(f"{path}.rollingUpdate")
+    elif kind == "RollingUpdate" and isinstance(rolling, Mapping):
+        yield from _daemon_rolling(rolling, f"{path}.rollingUpdate")
+    elif kind != "OnDelete":
+        # The value shown is Go's internal strategy struct, as JSON without tags.
+        struct = {"Type": kind, "RollingUpdate": None if not isinstance(rolling, Mapping) else
+                  {"MaxUnavailable": rolling.get("maxUnavailable"),
+                   "MaxSurge": rolling.get("maxSurge")}}  # fmt: skip
+        yield unsupported_shown(path, json.dumps(struct, separators=(",", ":")),
+                                ("RollingUpdate", "OnDelete"))  # fmt: skip
+    history = spec.get("revisionHistoryLimit")
+    if isinstance(history, int) and history < 0:
+        yield invalid("spec.revisionHistoryLimit", str(history), _NEGATIVE)
+
+
+def _daemon_rolling(rolling: Mapping[str, Any], path: str) -> Iterator[tuple[str, Cause]]:
+    """``ValidateRollingUpdateDaemonSet``: each value, their bounds, then exactly one set."""
+    unavailable, surge = rolling.get("maxUnavailable"), rolling.get("maxSurge")
+    yield from _int_or_percent_causes(rolling, path)
+    for field, value in (("maxUnavailable", unavailable), ("maxSurge", surge)):
+        if isinstance(value, str) and PERCENT.match(value) and int(value[:-1]) > 100:
+            yield invalid(f"{path}.{field}", json.dumps(value), "must not be greater than 100%")
+    has_unavailable, has_surge = _int_or_percent(unavailable) != 0, _int_or_percent(surge) != 0
+    if has_unavailable and has_surge:
+        detail = "may not be set when maxUnavailable is non-zero"
+        yield invalid(f"{path}.maxSurge", json.dumps(surge), detail)
+    elif not has_unavailable and not has_surge:
+        message = "Required value: cannot be 0 when maxSurge is 0"
+        yield f"{path}.maxUnavailable", {"reason": "FieldValueRequired", "message": message}
 
 
 def _deployment(spec: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:
@@ -275,11 +335,7 @@ def _deployment(spec: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:
         yield _forbidden(path, "may not be specified when strategy `type` is 'Recreate'")
     elif strategy.get("type") == "RollingUpdate" and isinstance(rolling, Mapping):
         unavailable, surge = rolling.get("maxUnavailable"), rolling.get("maxSurge")
-        for field, value in (("maxUnavailable", unavailable), ("maxSurge", surge)):
-            if isinstance(value, str) and not PERCENT.match(value):
-                yield invalid(f"{path}.{field}", json.dumps(value), PERCENT_HINT)
-            elif isinstance(value, int) and value < 0:
-                yield invalid(f"{path}.{field}", str(value), _NEGATIVE)
+        yield from _int_or_percent_causes(rolling, path)
         if _int_or_percent(unavailable) == 0 and _int_or_percent(surge) == 0:
             detail = "may not be 0 when `maxSurge` is 0"
             yield invalid(f"{path}.maxUnavailable", json.dumps(unavailable), detail)
@@ -298,6 +354,17 @@ def _deployment(spec: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:
         yield invalid(
             "spec.progressDeadlineSeconds", str(deadline), "must be greater than minReadySeconds"
         )
+
+
+def _int_or_percent_causes(rolling: Mapping[str, Any], path: str) -> Iterator[tuple[str, Cause]]:
+    """``ValidatePositiveIntOrPercent`` of a rolling update's ``maxUnavailable`` and
+    ``maxSurge``: a percent string, or a count not below 0."""
+    for field in ("maxUnavailable", "maxSurge"):
+        value = rolling.get(field)
+        if isinstance(value, str) and not PERCENT.match(value):
+            yield invalid(f"{path}.{field}", json.dumps(value), PERCENT_HINT)
+        elif isinstance(value, int) and value < 0:
+            yield invalid(f"{path}.{field}", str(value), _NEGATIVE)
 
 
 _ATOI = re.compile("^[+-]?[0-9]+$")

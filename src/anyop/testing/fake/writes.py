@@ -14,7 +14,6 @@ from typing import Any
 from anyop.testing.fake import crd_deletion, go_json
 from anyop.testing.fake.batch_rules import with_generated_selector
 from anyop.testing.fake.builtin_rules import (
-    admitted,
     defaulted,
     error_group,
     new_object_causes,
@@ -52,6 +51,7 @@ from anyop.testing.fake.statuses import (
 )
 from anyop.testing.fake.store import Ref, Store, shown
 from anyop.testing.fake.typed_decoding import decode, decode_metadata, sorted_keys
+from anyop.testing.fake.write_path import admitted
 
 __all__ = [
     "APPLY",
@@ -333,6 +333,8 @@ def update(
         count_generation(kind, stored, obj)  # counted after admission, as the strategy counts
     elif (kind.group, kind.kind) == ("", "Service") and subresource is None:
         _allocate(store, obj, creating=False)
+    elif (kind.group, kind.kind) == ("apps", "DaemonSet") and subresource is None:
+        obj = admitted(kind, obj, old=stored)
     added = added_finalizers(stored, obj)
     if causes := update_causes(kind, stored, obj, added=added, raw=new):
         raise invalid(kind.kind, error_group(kind), stored["metadata"]["name"], causes=causes)

@@ -9,13 +9,14 @@ from typing import Any
 
 import pytest
 
-from anyop.testing.fake.builtin_rules import admitted, create_causes, update_causes
+from anyop.testing.fake.builtin_rules import create_causes, update_causes
 from anyop.testing.fake.event_rules import event_causes
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.pod_spec_diff import pod_spec_diff, with_sent_empties
 from anyop.testing.fake.service_rules import allocated, kept_allocations, service_causes
 from anyop.testing.fake.statuses import StatusError
 from anyop.testing.fake.typed_decoding import decode
+from anyop.testing.fake.write_path import admitted
 
 POD = Kind("", "v1", "pods", "pod", "Pod", status=True, generation=True)
 SECRET = Kind("", "v1", "secrets", "secret", "Secret")

@@ -1,0 +1,127 @@
+"""What kube-apiserver's write path and its default admission plugins set on a built-in object
+before it is stored: a Pod's priority, default tolerations and pending status, a claim's
+protection finalizer, a DaemonSet's template generation.
+
+Pure: each takes the decoded (and validated) object and gives the object to store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from anyop.testing.fake.claim_rules import PROTECTION
+from anyop.testing.fake.kinds import Kind
+from anyop.testing.fake.quantities import QuantityError, quantity_value
+
+__all__ = ["admitted"]
+
+Body = dict[str, Any]
+
+
+_NOT_READY_TOLERATIONS = [
+    {
+        "key": f"node.kubernetes.io/{taint}",
+        "operator": "Exists",
+        "effect": "NoExecute",
+        "tolerationSeconds": 300,
+    }
+    for taint in ("not-ready", "unreachable")
+]
+
+
+def _nonzero(quantities: Any) -> dict[str, Any]:
+    """The quantities that are not zero (a zero request or limit counts as none)."""
+    found = {}
+    for name, quantity in (quantities or {}).items():
+        try:
+            if quantity_value(quantity) != 0:
+                found[name] = quantity
+        except QuantityError:
+            found[name] = quantity
+    return found
+
+
+def _qos_class(spec: Mapping[str, Any]) -> str:
+    resources = [
+        {
+            bag: _nonzero((container.get("resources") or {}).get(bag))
+            for bag in ("requests", "limits")
+        }
+        for key in ("containers", "initContainers")
+        for container in spec.get(key) or ()
+        if isinstance(container, Mapping)
+    ]
+    if not any(r.get("requests") or r.get("limits") for r in resources):
+        return "BestEffort"
+    guaranteed = all(
+        (r.get("limits") or {}).get(name)
+        and (r.get("requests") or {}).get(name, "") in ((r.get("limits") or {}).get(name), "")
+        for r in resources
+        for name in ("cpu", "memory")
+    )
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+def admitted(kind: Kind, obj: Mapping[str, Any], *, old: Mapping[str, Any] | None = None) -> Body:
+    """A built-in object, new or (``old``) updated, as the API server's write path and default
+    admission plugins leave it: a Pod with its priority (an update's kept where it leaves it
+    out), the not-ready and unreachable tolerations and (new) a pending status; a DaemonSet
+    with its template generation annotation. (A Service's cluster IPs: ``allocated``.)"""
+    result = dict(obj)  # the write path's own object: filled in place
+    if (kind.group, kind.kind) == ("", "Pod"):
+        spec = result.setdefault("spec", {})
+        before = (old or {}).get("spec") or {}
+        for field, default in (("priority", 0), ("preemptionPolicy", "PreemptLowerPriority")):
+            if spec.get(field) is None:
+                value = default if old is None else before.get(field)
+                if value is not None:
+                    spec[field] = value
+        spec["tolerations"] = _with_default_tolerations(list(spec.get("tolerations") or ()))
+        if old is None:
+            result["status"] = {"phase": "Pending", "qosClass": _qos_class(spec)}
+    elif (kind.group, kind.kind) == ("", "PersistentVolumeClaim") and old is None:
+        finalizers = list(result["metadata"].get("finalizers") or ())
+        if PROTECTION not in finalizers:  # the StorageObjectInUseProtection plugin's
+            result["metadata"]["finalizers"] = [*finalizers, PROTECTION]
+        result["status"] = {"phase": "Pending"}
+    elif (kind.group, kind.kind) == ("apps", "DaemonSet"):
+        metadata = result["metadata"] = dict(result["metadata"])
+        annotations = metadata["annotations"] = dict(metadata.get("annotations") or {})
+        annotations[_TEMPLATE_GENERATION] = str(_template_generation(result, old))
+    return result
+
+
+_TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
+"""Where ``apps/v1`` keeps a DaemonSet's internal ``spec.templateGeneration``."""
+
+
+def _template_generation(new: Mapping[str, Any], old: Mapping[str, Any] | None) -> int:
+    """The DaemonSet strategy's: 1 at least for a new one (the annotation sent, if greater);
+    an update's is the old one, plus one where the pod template changed."""
+    if old is None:
+        return max(_annotated_generation(new), 1)
+    changed = (new.get("spec") or {}).get("template") != (old.get("spec") or {}).get("template")
+    return _annotated_generation(old) + (1 if changed else 0)
+
+
+def _annotated_generation(obj: Mapping[str, Any]) -> int:
+    text = ((obj.get("metadata") or {}).get("annotations") or {}).get(_TEMPLATE_GENERATION)
+    try:
+        return int(str(text))
+    except ValueError:
+        return 0
+
+
+def _with_default_tolerations(tolerations: list[Any]) -> list[Any]:
+    """The DefaultTolerationSeconds plugin's: a Pod that does not tolerate a node not ready (or
+    unreachable) for ``NoExecute`` does for 300 seconds."""
+    for default in _NOT_READY_TOLERATIONS:
+        if not any(
+            isinstance(t, Mapping)
+            and t.get("key") in (default["key"], "", None)
+            and t.get("effect") in ("NoExecute", "", None)
+            for t in tolerations
+        ):
+            tolerations.append(dict(default))
+    return tolerations

@@ -1,0 +1,144 @@
+"""Conformance: the objects that set policy around workloads (PodDisruptionBudgets,
+NetworkPolicies, Roles and ClusterRoles) and DaemonSets, valid and not, on create and update."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from tests.conformance.conftest import Conform
+from tests.conformance.harness import Target
+
+pytestmark = pytest.mark.anyio
+
+_SELECTOR = {"matchLabels": {"app": "d"}}
+_BAD_REQUIREMENTS = [{"key": "k", "operator": "In"},
+                     {"key": "k", "operator": "Exists", "values": ["v"]},
+                     {"key": "k/", "operator": "Near", "values": ["$"]}]  # fmt: skip
+_BAD_SELECTOR = {"matchLabels": {"-a": "b", "c": "-"}, "matchExpressions": _BAD_REQUIREMENTS}
+
+PDBS: list[dict[str, Any]] = [
+    {"minAvailable": 1, "selector": _SELECTOR},
+    {"maxUnavailable": "25%", "unhealthyPodEvictionPolicy": "AlwaysAllow"},
+    {"minAvailable": 1, "maxUnavailable": "10%", "selector": _SELECTOR},
+    {"minAvailable": "150%"},
+    {"minAvailable": -1, "selector": _BAD_SELECTOR},
+    {"maxUnavailable": "1", "unhealthyPodEvictionPolicy": "X"},
+    {"maxUnavailable": "a%"},
+]
+
+PEER_PORTS: list[dict[str, Any]] = [
+    {"podSelector": {}, "policyTypes": ["Ingress", "Egress"],
+     "ingress": [{"from": [{"podSelector": _SELECTOR}, {"namespaceSelector": {}}],
+                  "ports": [{"port": 80}, {"port": "http", "protocol": "UDP"},
+                            {"port": 8000, "endPort": 9000}]}],
+     "egress": [{"to": [{"ipBlock": {"cidr": "10.0.0.0/8", "except": ["10.1.0.0/16"]}}]}]},
+    {"podSelector": {}, "egress": [{"ports": [{"port": 53, "protocol": "UDP"}]}]},
+    {"podSelector": {"matchExpressions": [{"key": "a", "operator": "Exists"}]}, "ingress": [{}]},
+    {"podSelector": {}, "policyTypes": ["Ingress", "Bogus"]},
+    {"podSelector": {}, "policyTypes": ["Ingress", "Egress", "Ingress"]},
+    {"podSelector": _BAD_SELECTOR,
+     "ingress": [{"ports": [{"port": 0}, {"port": "a b"}, {"protocol": "HTTP"},
+                            {"port": 90, "endPort": 80}, {"port": "x", "endPort": 80},
+                            {"endPort": 70000}]}]},
+    {"podSelector": {}, "egress": [{"to": [
+        {"ipBlock": {"cidr": "10.0.0.0/33"}}, {"ipBlock": {"cidr": "10.0.0.1/8"}},
+        {"ipBlock": {"cidr": "010.0.0.0/8"}}, {"ipBlock": {"cidr": ""}},
+        {"ipBlock": {"cidr": "10.0.0.0/8", "except": ["11.0.0.0/16", "10.0.0.0/8", "x",
+                                                      "10.1.0.1/16", "2001:db8::/64"]}},
+        {}, {"ipBlock": {"cidr": "10.0.0.0/8"}, "podSelector": {}}]}]},
+]  # fmt: skip
+
+RULES: list[list[dict[str, Any]]] = [
+    [{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}],
+    [{"verbs": [], "apiGroups": [], "resources": []}],
+    [{"verbs": ["get"], "nonResourceURLs": ["/x"]}],
+    [{"verbs": ["get"], "nonResourceURLs": ["/x"], "resources": ["pods"]}],
+    [{"verbs": ["get"], "resources": ["pods"]}, {"apiGroups": ["apps"]}],
+]
+
+_POD = {"metadata": {"labels": {"app": "d"}},
+        "spec": {"containers": [{"name": "c", "image": "i"}]}}  # fmt: skip
+DAEMON_SETS: list[dict[str, Any]] = [
+    {"selector": _SELECTOR, "template": _POD},
+    {"selector": _SELECTOR, "template": _POD, "minReadySeconds": -1,
+     "revisionHistoryLimit": -2},
+    {"selector": _SELECTOR, "template": _POD,
+     "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0}}},
+    {"selector": _SELECTOR, "template": _POD,
+     "updateStrategy": {"type": "RollingUpdate",
+                        "rollingUpdate": {"maxUnavailable": "200%", "maxSurge": "x"}}},
+    {"selector": _SELECTOR, "template": _POD,
+     "updateStrategy": {"type": "RollingUpdate",
+                        "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 1}}},
+    {"selector": _SELECTOR, "template": _POD, "updateStrategy": {"type": "Sometimes"}},
+    {"selector": _SELECTOR, "template": _POD, "updateStrategy": {"type": "OnDelete"}},
+    {"selector": {"matchLabels": {"app": "d", "-x": "y"}}, "template": _POD},
+    {"selector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["d"]}]},
+     "template": _POD},
+]  # fmt: skip
+
+
+async def _created(t: Target, path: str, body: dict[str, Any]) -> None:
+    answer = await t.post(path, body)
+    if answer.get("kind") != "Status":  # an update of what was made, checked the same way
+        body = {**body, "metadata": {**body["metadata"], "labels": {"changed": "yes"}}}
+        body["metadata"]["resourceVersion"] = answer["metadata"]["resourceVersion"]
+        await t.put(f"{path}/{body['metadata']['name']}", body)
+
+
+@pytest.mark.parametrize("spec", PDBS)
+async def test_a_disruption_budget_is_checked(conform: Conform, spec: dict[str, Any]) -> None:
+    async def scenario(t: Target) -> None:
+        body = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                "metadata": {"name": "b"}, "spec": spec}  # fmt: skip
+        await _created(t, t.apis("policy/v1", "poddisruptionbudgets"), body)
+
+    await conform(scenario)
+
+
+@pytest.mark.parametrize("spec", PEER_PORTS)
+async def test_a_network_policy_is_checked(conform: Conform, spec: dict[str, Any]) -> None:
+    async def scenario(t: Target) -> None:
+        body = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+                "metadata": {"name": "n"}, "spec": spec}  # fmt: skip
+        await _created(t, t.apis("networking.k8s.io/v1", "networkpolicies"), body)
+
+    await conform(scenario)
+
+
+@pytest.mark.parametrize("rules", RULES)
+async def test_a_roles_rules_are_checked(conform: Conform, rules: list[dict[str, Any]]) -> None:
+    async def scenario(t: Target) -> None:
+        body = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                "metadata": {"name": "r"}, "rules": rules}  # fmt: skip
+        await _created(t, t.apis("rbac.authorization.k8s.io/v1", "roles"), body)
+
+    await conform(scenario)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"rules": [{"verbs": ["get"], "nonResourceURLs": ["/x"], "apiGroups": [""]}]},
+        {"rules": [{"verbs": []}], "aggregationRule": {"clusterRoleSelectors": []}},
+        {"aggregationRule": {"clusterRoleSelectors": [_BAD_SELECTOR]}},
+    ],
+)
+async def test_a_cluster_roles_rules_are_checked(conform: Conform, body: dict[str, Any]) -> None:
+    async def scenario(t: Target) -> None:  # each is refused: nothing cluster-wide is left
+        role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                "metadata": {"name": f"anyop-conformance-{t.namespace}"}, **body}  # fmt: skip
+        await t.post("/apis/rbac.authorization.k8s.io/v1/clusterroles", role)
+
+    await conform(scenario)
+
+
+@pytest.mark.parametrize("spec", DAEMON_SETS)
+async def test_a_daemon_set_is_checked(conform: Conform, spec: dict[str, Any]) -> None:
+    async def scenario(t: Target) -> None:
+        body = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "d"},
+                "spec": spec}  # fmt: skip
+        await _created(t, t.apis("apps/v1", "daemonsets"), body)
+
+    await conform(scenario)
