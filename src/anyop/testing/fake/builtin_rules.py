@@ -20,6 +20,11 @@ from typing import Any
 from anyop.testing.fake.autoscaling_rules import hpa_causes, hpa_defaults
 from anyop.testing.fake.batch_rules import cron_job_causes, job_causes, job_update_causes
 from anyop.testing.fake.claim_rules import claim_causes, claim_update_causes
+from anyop.testing.fake.cluster_rules import (
+    CLUSTER_DEFAULTERS,
+    cluster_causes,
+    cluster_update_causes,
+)
 from anyop.testing.fake.event_rules import event_causes
 from anyop.testing.fake.go_json import go_quoted
 from anyop.testing.fake.ingress_rules import ingress_causes
@@ -42,6 +47,10 @@ from anyop.testing.fake.rbac_rules import binding_causes, binding_update_causes
 from anyop.testing.fake.secret_rules import secret_type_causes
 from anyop.testing.fake.service_rules import service_causes, service_update_causes
 from anyop.testing.fake.statuses import Cause
+from anyop.testing.fake.webhook_config_rules import (
+    webhook_configuration_causes,
+    webhook_configuration_defaults,
+)
 
 __all__ = [
     "create_causes",
@@ -275,8 +284,11 @@ def _claim(obj: Body) -> None:
     spec.setdefault("volumeMode", "Filesystem")
 
 
+_WEBHOOKS = webhook_configuration_defaults
+
 _DEFAULTERS: Mapping[tuple[str, str], Callable[[Body], None]] = {
     ("", "PersistentVolumeClaim"): _claim,
+    **CLUSTER_DEFAULTERS,
     ("rbac.authorization.k8s.io", "RoleBinding"): _binding,
     ("rbac.authorization.k8s.io", "ClusterRoleBinding"): _binding,
     ("", "Event"): _null_times("firstTimestamp", "lastTimestamp", "eventTime"),
@@ -296,6 +308,8 @@ _DEFAULTERS: Mapping[tuple[str, str], Callable[[Body], None]] = {
     ("batch", "CronJob"): _cron_job,
     ("autoscaling", "HorizontalPodAutoscaler"): hpa_defaults,
     ("networking.k8s.io", "NetworkPolicy"): network_policy_defaults,
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): _WEBHOOKS,
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): _WEBHOOKS,
 }
 
 
@@ -404,8 +418,14 @@ def create_causes(
             return network_policy_causes(obj)
         case ("rbac.authorization.k8s.io", "Role" | "ClusterRole"):
             return role_causes(obj, namespaced=kind.kind == "Role")
+        case ("admissionregistration.k8s.io", kind_name) if kind_name.endswith("Configuration"):
+            return webhook_configuration_causes(obj)
         case ("autoscaling", "HorizontalPodAutoscaler"):
             return hpa_causes(obj, version=kind.version)
+        case ("scheduling.k8s.io", "PriorityClass") | ("networking.k8s.io", "IngressClass"):
+            return cluster_causes(kind.group, kind.kind, obj)
+        case ("", "PersistentVolume" | "Namespace"):
+            return cluster_causes(kind.group, kind.kind, obj)
     return []
 
 
@@ -460,8 +480,12 @@ def update_causes(
         own_create = event_causes(kind.group, new, old=old)
     elif (kind.group, kind.kind) == ("apps", "StatefulSet"):  # its service name not again
         own_create = [cause for cause in create_causes(kind, new) if cause[0] != "spec.serviceName"]
+    elif kind.group == "admissionregistration.k8s.io" and kind.kind.endswith("Configuration"):
+        own_create = webhook_configuration_causes(new, old=old)  # relaxed by what it held
     elif (kind.group, kind.kind) == ("batch", "Job"):  # as created, then as updated
         own_create = [*job_causes(new), *job_update_causes(old, new)]
+    elif (cluster := cluster_update_causes(kind.group, kind.kind, old, new)) is not None:
+        own_create = cluster  # the update's and the object's, in the order Go checks them
     else:
         own_create = create_causes(kind, new, raw=raw)
     checks = _UPDATE_META_CHECKS.get((kind.group, kind.kind), "update+create")
