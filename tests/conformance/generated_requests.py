@@ -12,10 +12,18 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["Step", "builtin_plan", "kinds_plan", "plan", "workloads_plan"]
+__all__ = [
+    "Maker",
+    "Step",
+    "builtin_plan",
+    "kinds_plan",
+    "objects_plan",
+    "plan",
+    "workloads_plan",
+]
 
 NAMES = ("g1", "g2")
 
@@ -613,15 +621,24 @@ _WORKLOADS = {"j1": _job, "k1": _cron_job, "t1": _stateful_set, "i1": _ingress, 
 def workloads_plan(seed: int, *, steps: int = 10) -> list[Step]:
     """Requests on two of a Job (``j1``), a CronJob (``k1``), a StatefulSet (``t1``), an
     Ingress (``i1``), a PersistentVolumeClaim (``q1``), a ServiceAccount (``a1``) and a
-    RoleBinding (``r1``): creates, replaces, merge, JSON and strategic merge patches, applies,
-    reads, lists and deletions."""
+    RoleBinding (``r1``): see :func:`objects_plan`."""
+    return objects_plan(seed, _WORKLOADS, steps=steps)
+
+
+Maker = Callable[..., dict[str, Any]]
+"""Makes an object's body: ``make(rng, bad=...)``."""
+
+
+def objects_plan(seed: int, makers: Mapping[str, Maker], *, steps: int = 10) -> list[Step]:
+    """Requests on two of the objects ``makers`` make (by name): creates, replaces, merge, JSON
+    and strategic merge patches, applies, reads, lists and deletions."""
     rng = random.Random(seed)
     bad = rng.choice([0.1, 0.25, 0.5])
-    names = rng.sample(sorted(_WORKLOADS), k=2)
-    out = [Step("create", name, _WORKLOADS[name](rng, bad=bad)) for name in names]
+    names = rng.sample(sorted(makers), k=2)
+    out = [Step("create", name, makers[name](rng, bad=bad)) for name in names]
     for _ in range(steps):
         name = rng.choice(names)
-        make = _WORKLOADS[name]
+        make = makers[name]
         op = rng.choice(["put", "merge", "strategic", "json", "apply", "apply", "get", "list",
                          "delete", "create"])  # fmt: skip
         if op in ("put", "create"):

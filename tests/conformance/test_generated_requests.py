@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 from tests.conformance.conftest import Conform
+from tests.conformance.generated_policies import POLICY_COLLECTIONS, policies_plan
 from tests.conformance.generated_requests import (
     Step,
     builtin_plan,
@@ -58,7 +59,8 @@ _COLLECTIONS = {"c": ("v1", "configmaps"), "d": ("apps/v1", "deployments"),
                 "p": ("v1", "pods"), "j": ("batch/v1", "jobs"), "k": ("batch/v1", "cronjobs"),
                 "t": ("apps/v1", "statefulsets"), "i": ("networking.k8s.io/v1", "ingresses"),
                 "q": ("v1", "persistentvolumeclaims"), "a": ("v1", "serviceaccounts"),
-                "r": ("rbac.authorization.k8s.io/v1", "rolebindings")}  # fmt: skip
+                "r": ("rbac.authorization.k8s.io/v1", "rolebindings"),
+                **POLICY_COLLECTIONS}  # fmt: skip
 
 
 def _collection(t: Target, name: str) -> str:
@@ -144,7 +146,7 @@ async def test_generated_requests_are_answered_as_kube_apiserver_does(
 
 
 _BUILT_IN_PLANS = {"configmap-deployment": builtin_plan, "kinds-operators-write": kinds_plan,
-                   "workloads": workloads_plan}  # fmt: skip
+                   "workloads": workloads_plan, "policies": policies_plan}  # fmt: skip
 """The families of sequences on built-in kinds (see ``generated_requests``)."""
 
 

@@ -259,7 +259,8 @@ def _secret(obj: Body) -> None:
 
 
 def _null_times(*fields: str) -> Callable[[Body], None]:
-    """Timestamps of non-pointer Go types: an unset one is serialised as ``null``."""
+    """Fields Go writes even when unset (timestamps of non-pointer types, lists without
+    ``omitempty``): an unset one is serialised as ``null``."""
 
     def fill(obj: Body) -> None:
         for field in fields:
@@ -308,6 +309,8 @@ _DEFAULTERS: Mapping[tuple[str, str], Callable[[Body], None]] = {
     ("batch", "CronJob"): _cron_job,
     ("autoscaling", "HorizontalPodAutoscaler"): hpa_defaults,
     ("networking.k8s.io", "NetworkPolicy"): network_policy_defaults,
+    ("rbac.authorization.k8s.io", "Role"): _null_times("rules"),  # not omitted when empty
+    ("rbac.authorization.k8s.io", "ClusterRole"): _null_times("rules"),
     ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): _WEBHOOKS,
     ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): _WEBHOOKS,
 }
@@ -437,8 +440,15 @@ def new_object_causes(
         return []
     metadata = obj.get("metadata") or {}
     own = create_causes(kind, obj, raw=raw)
+    if own and (kind.group, kind.kind) in _SPEC_ONLY:  # the metadata is checked only after
+        return own
     kube = kind.group not in _GENERIC_META
     return object_meta_causes(metadata, custom=False, own_create=own, kube_finalizers=kube)
+
+
+_SPEC_ONLY = {("policy", "PodDisruptionBudget")}
+"""Kinds whose ``Validate<Kind>`` checks no metadata: kube-apiserver checks it after them, and
+only if they found nothing."""
 
 
 def update_causes(
@@ -486,6 +496,8 @@ def update_causes(
         own_create = [*job_causes(new), *job_update_causes(old, new)]
     elif (cluster := cluster_update_causes(kind.group, kind.kind, old, new)) is not None:
         own_create = cluster  # the update's and the object's, in the order Go checks them
+    elif kind.group == "rbac.authorization.k8s.io" and kind.kind.endswith("Binding"):
+        own, own_create = [], [*create_causes(kind, new, raw=raw), *own]  # its roleRef's last
     else:
         own_create = create_causes(kind, new, raw=raw)
     checks = _UPDATE_META_CHECKS.get((kind.group, kind.kind), "update+create")
@@ -506,6 +518,7 @@ _UPDATE_META_CHECKS = {
         ("networking.k8s.io", "ServiceCIDR"), ("scheduling.k8s.io", "PriorityClass"),
         ("autoscaling", "HorizontalPodAutoscaler"))},
     ("", "Event"): "none",
+    ("policy", "PodDisruptionBudget"): "none",
 }  # fmt: skip
 """What a kind's ``Validate<Kind>Update`` checks of the metadata (see ``object_meta_causes``),
 where it is not ``update+create`` (Kubernetes' Go code)."""

@@ -17,6 +17,7 @@ from anyop.testing.fake.object_meta import (
     DNS_LABEL_HINT,
     DNS_SUBDOMAIN,
     DNS_SUBDOMAIN_HINT,
+    label_causes,
     object_meta_causes,
 )
 from anyop.testing.fake.schemas import default, prune, violations
@@ -66,8 +67,13 @@ def _name_causes(kind: Kind, name: str) -> list[tuple[str, Cause]]:
         hint = f"must be no more than {limit} characters"
     elif pattern.match(name):
         return []
+    elif label and DNS_SUBDOMAIN.match(name):  # IsDNS1123Label's word for a dotted name
+        hint = "must not contain dots"
     message = f'Invalid value: "{name}": {hint}'
-    return [("metadata.name", {"reason": "FieldValueInvalid", "message": message})]
+    causes = [("metadata.name", {"reason": "FieldValueInvalid", "message": message})]
+    if label:  # a namespace's name is the value of its label kubernetes.io/metadata.name too
+        causes += label_causes({"kubernetes.io/metadata.name": name}, "metadata.labels")
+    return causes
 
 
 def _custom_checks(
@@ -167,8 +173,8 @@ def _builtin_defaults(kind: Kind, obj: Body, *, creating: bool) -> Body:
     labels = obj["metadata"].setdefault("labels", {})
     labels["kubernetes.io/metadata.name"] = name
     spec = obj.setdefault("spec", {})
-    if creating:
-        spec.setdefault("finalizers", ["kubernetes"])
+    if creating and "kubernetes" not in (spec.get("finalizers") or ()):
+        spec["finalizers"] = [*(spec.get("finalizers") or ()), "kubernetes"]  # PrepareForCreate
     phase = "Terminating" if obj["metadata"].get("deletionTimestamp") else "Active"
     obj["status"] = {"phase": phase}
     return obj
@@ -259,7 +265,8 @@ def count_generation(kind: Kind, old: Mapping[str, Any], obj: Body) -> None:
     if not kind.generation:
         return
     old_meta = old.get("metadata") or {}
-    if not same_json(_essence(kind, obj), _essence(kind, old)):
+    counted = (kind.group, kind.plural) != ("scheduling.k8s.io", "priorityclasses")  # (its 1 stays)
+    if counted and not same_json(_essence(kind, obj), _essence(kind, old)):
         obj["metadata"]["generation"] = int(old_meta.get("generation") or 0) + 1
     elif "generation" in old_meta:
         obj["metadata"]["generation"] = old_meta["generation"]

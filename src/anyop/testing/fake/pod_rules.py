@@ -271,8 +271,8 @@ def workload_causes(kind: str, obj: Mapping[str, Any]) -> list[tuple[str, Cause]
         # The value shown is Go's internal strategy struct, as JSON without tags.
         rolling = strategy.get("rollingUpdate")
         struct = {"Type": strategy.get("type"), "RollingUpdate": None if rolling is None else
-                 {"MaxUnavailable": rolling.get("maxUnavailable"),
-                  "MaxSurge": rolling.get("maxSurge")}}  # fmt: skip
+                 {"MaxUnavailable": _zero_int(rolling.get("maxUnavailable")),
+                  "MaxSurge": _zero_int(rolling.get("maxSurge"))}}  # fmt: skip
         listed = '"Recreate", "RollingUpdate"'
         message = (f"Unsupported value: {json.dumps(struct, separators=(',', ':'))}: "
                    f"supported values: {listed}")  # fmt: skip
@@ -301,8 +301,8 @@ def _daemon_set(spec: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:
     elif kind != "OnDelete":
         # The value shown is Go's internal strategy struct, as JSON without tags.
         struct = {"Type": kind, "RollingUpdate": None if not isinstance(rolling, Mapping) else
-                  {"MaxUnavailable": rolling.get("maxUnavailable"),
-                   "MaxSurge": rolling.get("maxSurge")}}  # fmt: skip
+                  {"MaxUnavailable": _zero_int(rolling.get("maxUnavailable")),
+                   "MaxSurge": _zero_int(rolling.get("maxSurge"))}}  # fmt: skip
         yield unsupported_shown(path, json.dumps(struct, separators=(",", ":")),
                                 ("RollingUpdate", "OnDelete"))  # fmt: skip
     history = spec.get("revisionHistoryLimit")
@@ -365,6 +365,11 @@ def _int_or_percent_causes(rolling: Mapping[str, Any], path: str) -> Iterator[tu
             yield invalid(f"{path}.{field}", json.dumps(value), PERCENT_HINT)
         elif isinstance(value, int) and value < 0:
             yield invalid(f"{path}.{field}", str(value), _NEGATIVE)
+
+
+def _zero_int(value: Any) -> Any:
+    """An internal (non-pointer) ``IntOrString`` as Go writes it: an unset one is ``0``."""
+    return 0 if value is None else value
 
 
 _ATOI = re.compile("^[+-]?[0-9]+$")

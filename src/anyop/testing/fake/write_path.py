@@ -1,6 +1,7 @@
 """What kube-apiserver's write path and its default admission plugins set on a built-in object
 before it is stored: a Pod's priority, default tolerations and pending status, a claim's
-protection finalizer, a DaemonSet's template generation.
+and a persistent volume's protection finalizer and pending status, a DaemonSet's template
+generation.
 
 Pure: each takes the decoded (and validated) object and gives the object to store.
 """
@@ -85,6 +86,12 @@ def admitted(kind: Kind, obj: Mapping[str, Any], *, old: Mapping[str, Any] | Non
         if PROTECTION not in finalizers:  # the StorageObjectInUseProtection plugin's
             result["metadata"]["finalizers"] = [*finalizers, PROTECTION]
         result["status"] = {"phase": "Pending"}
+    elif (kind.group, kind.kind) == ("", "PersistentVolume") and old is None:
+        finalizers = list(result["metadata"].get("finalizers") or ())
+        if _PV_PROTECTION not in finalizers:  # the StorageObjectInUseProtection plugin's
+            result["metadata"]["finalizers"] = [*finalizers, _PV_PROTECTION]
+        since = result["metadata"].get("creationTimestamp")  # the strategy's now
+        result["status"] = {"phase": "Pending", "lastPhaseTransitionTime": since}
     elif (kind.group, kind.kind) == ("apps", "DaemonSet"):
         metadata = result["metadata"] = dict(result["metadata"])
         annotations = metadata["annotations"] = dict(metadata.get("annotations") or {})
@@ -92,6 +99,7 @@ def admitted(kind: Kind, obj: Mapping[str, Any], *, old: Mapping[str, Any] | Non
     return result
 
 
+_PV_PROTECTION = "kubernetes.io/pv-protection"
 _TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
 """Where ``apps/v1`` keeps a DaemonSet's internal ``spec.templateGeneration``."""
 
