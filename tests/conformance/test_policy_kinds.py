@@ -143,3 +143,50 @@ async def test_a_daemon_set_is_checked(conform: Conform, spec: dict[str, Any]) -
         await _created(t, t.apis("apps/v1", "daemonsets"), body)
 
     await conform(scenario)
+
+
+async def test_a_budgets_selector_is_replaced_by_a_strategic_merge_patch(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:  # its patch strategy is "replace"
+        path = t.apis("policy/v1", "poddisruptionbudgets")
+        spec = {"minAvailable": 1, "selector": _SELECTOR}
+        body = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                "metadata": {"name": "b"}, "spec": spec}  # fmt: skip
+        await t.post(path, body)
+        change = {"spec": {"selector": {"matchExpressions": _BAD_REQUIREMENTS[:1]}}}
+        await t.patch(f"{path}/b", change, ct="application/strategic-merge-patch+json")
+        other = {"matchExpressions": [{"key": "app", "operator": "Exists"}]}
+        await t.patch(f"{path}/b", {"spec": {"selector": other}},
+                      ct="application/strategic-merge-patch+json")  # fmt: skip
+
+    await conform(scenario)
+
+
+async def test_a_budgets_metadata_is_checked_as_any_groups(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:  # no check of finalizer names beyond their form
+        path = t.apis("policy/v1", "poddisruptionbudgets")
+        body = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                "metadata": {"name": "b", "finalizers": ["unqualified"]},
+                "spec": {"minAvailable": 1}}  # fmt: skip
+        await t.post(path, body)
+        await t.patch(f"{path}/b", {"metadata": {"finalizers": ["also-unqualified"]}})
+        await t.patch(f"{path}/b", {"metadata": {"finalizers": None}})
+
+    await conform(scenario)
+
+
+@pytest.mark.parametrize(
+    ("version", "plural", "body"),
+    [
+        ("rbac.authorization.k8s.io/v1", "roles", {"rules": [None]}),
+        ("networking.k8s.io/v1", "networkpolicies",
+         {"spec": {"podSelector": {}, "ingress": [None, {"ports": [None], "from": [None]}],
+                   "egress": [{"to": [{"ipBlock": {"cidr": "10.0.0.0/8", "except": [None]}}]}]}}),
+    ],
+)  # fmt: skip
+async def test_null_items_read_as_zero_values(
+    conform: Conform, version: str, plural: str, body: dict[str, Any]
+) -> None:
+    async def scenario(t: Target) -> None:
+        await t.post(t.apis(version, plural), {"metadata": {"name": "x"}, **body})
+
+    await conform(scenario)

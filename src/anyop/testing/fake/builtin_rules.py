@@ -524,7 +524,7 @@ _UPDATE_META_CHECKS = {
 where it is not ``update+create`` (Kubernetes' Go code)."""
 
 
-_GENERIC_META = ("coordination.k8s.io", "admissionregistration.k8s.io", "node.k8s.io")
+_GENERIC_META = ("coordination.k8s.io", "admissionregistration.k8s.io", "node.k8s.io", "policy")
 """Groups whose validation checks metadata by apimachinery's ``ValidateObjectMeta`` alone, not
 by the core group's (which adds its check of finalizer names)."""
 

@@ -195,7 +195,16 @@ class _Walker:
                 old = current if isinstance(current, list) else []
                 return self.merge_list(old, value, where, key, order)
             return json_copy(value)
+        if is_map(value) and self.replaces(where):  # a struct the patch replaces whole
+            return self.merge(None, {**value, "$patch": "replace"}, where)
         return self.merge(current, value, where)
+
+    def replaces(self, where: Any) -> bool:
+        """Whether the map at ``where`` has the patch strategy ``replace`` (a budget's
+        selector), said beside its reference."""
+        if self.schema is None or not isinstance(where, Mapping):
+            return False
+        return "replace" in str(where.get("x-kubernetes-patch-strategy", "")).split(",")
 
     def merge_list(
         self, current: list[Any], patch: list[Any], where: Any, key: str | None, order: Any

@@ -115,11 +115,11 @@ def network_policy_causes(obj: Mapping[str, Any]) -> Causes:
     causes: Causes = list(label_selector_causes(spec.get("podSelector") or {}, "spec.podSelector"))
     for direction, peers in (("ingress", "from"), ("egress", "to")):
         for index, rule in enumerate(spec.get(direction) or ()):
-            where = f"spec.{direction}[{index}]"
+            where, rule = f"spec.{direction}[{index}]", rule or {}  # null: a zero rule
             for number, port in enumerate(rule.get("ports") or ()):
-                causes += _port(port, f"{where}.ports[{number}]")
+                causes += _port(port or {}, f"{where}.ports[{number}]")
             for number, peer in enumerate(rule.get(peers) or ()):
-                causes += _peer(peer, f"{where}.{peers}[{number}]")
+                causes += _peer(peer or {}, f"{where}.{peers}[{number}]")
     types = spec.get("policyTypes") or []
     if len(types) > len(_POLICY_TYPES):
         causes.append(
@@ -187,15 +187,15 @@ def _ip_block(block: Mapping[str, Any], where: str) -> Causes:
     outer = _sloppy_network(cidr)
     if outer is None:
         return causes
-    for index, text in enumerate(block.get("except") or ()):
-        path = f"{where}.except[{index}]"
-        causes += [invalid(path, go_quoted(str(text)), e) for e in cidr_errors(str(text))]
-        inner = _sloppy_network(str(text))
+    for index, item in enumerate(block.get("except") or ()):
+        path, text = f"{where}.except[{index}]", "" if item is None else str(item)
+        causes += [invalid(path, go_quoted(text), e) for e in cidr_errors(text)]
+        inner = _sloppy_network(text)
         if inner is None:
             continue
         inside = inner.version == outer.version and inner.network_address in outer
         if not inside or outer.prefixlen >= inner.prefixlen:
-            causes.append(invalid(path, go_quoted(str(text)), "must be a strict subset of `cidr`"))
+            causes.append(invalid(path, go_quoted(text), "must be a strict subset of `cidr`"))
     return causes
 
 
@@ -242,8 +242,8 @@ def role_causes(obj: Mapping[str, Any], *, namespaced: bool) -> Causes:
     then a ClusterRole's aggregation rule."""
     causes: Causes = []
     for index, rule in enumerate(obj.get("rules") or ()):
-        if isinstance(rule, Mapping):
-            causes += _rule(rule, f"rules[{index}]", namespaced=namespaced)
+        if isinstance(rule, Mapping) or rule is None:  # a null item decodes as a zero rule
+            causes += _rule(rule or {}, f"rules[{index}]", namespaced=namespaced)
     aggregation = obj.get("aggregationRule")
     if not namespaced and isinstance(aggregation, Mapping):
         selectors = aggregation.get("clusterRoleSelectors") or []
