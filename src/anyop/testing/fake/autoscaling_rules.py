@@ -18,6 +18,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from anyop.testing.fake.field_errors import forbidden, path_segment_errors, required_because
 from anyop.testing.fake.go_json import go_quoted
 from anyop.testing.fake.object_meta import label_key_errors
 from anyop.testing.fake.pod_rules import dns_label_causes, invalid
@@ -107,15 +108,6 @@ def _not_supported(field: str, shown: str, supported: tuple[str, ...]) -> tuple[
     return field, {"reason": "FieldValueNotSupported", "message": message}
 
 
-def _required(field: str, detail: str = "") -> tuple[str, Cause]:
-    message = f"Required value: {detail}" if detail else "Required value"
-    return field, {"reason": "FieldValueRequired", "message": message}
-
-
-def _forbidden(field: str, detail: str) -> tuple[str, Cause]:
-    return field, {"reason": "FieldValueForbidden", "message": f"Forbidden: {detail}"}
-
-
 def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
@@ -124,17 +116,10 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _path_segment_errors(name: str) -> list[str]:
-    """``IsPathSegmentName``."""
-    if name in (".", ".."):
-        return [f"may not be '{name}'"]
-    return [f"may not contain '{part}'" for part in ("/", "%") if part in name]
-
-
 def _named(value: str, field: str, detail: str) -> Causes:
     if not value:
-        yield _required(field, detail)
-    for error in _path_segment_errors(value) if value else ():
+        yield required_because(field, detail)
+    for error in path_segment_errors(value) if value else ():
         yield invalid(field, go_quoted(value), error)
 
 
@@ -166,7 +151,7 @@ def _target(target: Mapping[str, Any], path: str) -> Causes:
     """``validateMetricTarget``."""
     kind = _text(target.get("type"))
     if not kind:
-        yield _required(f"{path}.type", "must specify a metric target type")
+        yield required_because(f"{path}.type", "must specify a metric target type")
     if kind not in _TARGET_TYPES:
         detail = "must be either Utilization, Value, or AverageValue"
         yield invalid(f"{path}.type", _json_string(kind), detail)
@@ -196,7 +181,7 @@ def _object_source(source: Mapping[str, Any], path: str) -> Causes:
     yield from _target(target, f"{path}.target")
     if target.get("value") is None and target.get("averageValue") is None:
         detail = "must set either a target value or averageValue"
-        yield _required(f"{path}.target.averageValue", detail)
+        yield required_because(f"{path}.target.averageValue", detail)
 
 
 def _external_source(source: Mapping[str, Any], path: str) -> Causes:
@@ -206,10 +191,10 @@ def _external_source(source: Mapping[str, Any], path: str) -> Causes:
     value, average = target.get("value"), target.get("averageValue")
     if value is None and average is None:
         detail = "must set either a target value for metric or a per-pod target"
-        yield _required(f"{path}.target.averageValue", detail)
+        yield required_because(f"{path}.target.averageValue", detail)
     if value is not None and average is not None:
         detail = "may not set both a target value for metric and a per-pod target"
-        yield _forbidden(f"{path}.target.value", detail)
+        yield forbidden(f"{path}.target.value", detail)
 
 
 def _pods_source(source: Mapping[str, Any], path: str) -> Causes:
@@ -218,22 +203,22 @@ def _pods_source(source: Mapping[str, Any], path: str) -> Causes:
     yield from _target(target, f"{path}.target")
     if target.get("averageValue") is None:
         detail = "must specify a positive target averageValue"
-        yield _required(f"{path}.target.averageValue", detail)
+        yield required_because(f"{path}.target.averageValue", detail)
 
 
 def _utilization_or_value(target: Mapping[str, Any], path: str) -> Causes:
     utilization, average = target.get("averageUtilization"), target.get("averageValue")
     if utilization is None and average is None:
         detail = "must set either a target raw value or a target utilization"
-        yield _required(f"{path}.averageUtilization", detail)
+        yield required_because(f"{path}.averageUtilization", detail)
     if utilization is not None and average is not None:
         detail = "may not set both a target raw value and a target utilization"
-        yield _forbidden(f"{path}.averageValue", detail)
+        yield forbidden(f"{path}.averageValue", detail)
 
 
 def _resource_source(source: Mapping[str, Any], path: str) -> Causes:
     if not _text(source.get("name")):
-        yield _required(f"{path}.name", "must specify a resource name")
+        yield required_because(f"{path}.name", "must specify a resource name")
     target = _mapping(source.get("target"))
     yield from _target(target, f"{path}.target")
     yield from _utilization_or_value(target, f"{path}.target")
@@ -261,11 +246,11 @@ def _container_resource_name(name: str, path: str) -> Causes:
 def _container_resource_source(source: Mapping[str, Any], path: str) -> Causes:
     name, container = _text(source.get("name")), _text(source.get("container"))
     if not name:
-        yield _required(f"{path}.name", "must specify a resource name")
+        yield required_because(f"{path}.name", "must specify a resource name")
     else:
         yield from _container_resource_name(name, f"{path}.name")
     if not container:
-        yield _required(f"{path}.container", "must specify a container")
+        yield required_because(f"{path}.container", "must specify a container")
     else:
         yield from dns_label_causes(container, f"{path}.container")
     target = _mapping(source.get("target"))
@@ -287,7 +272,7 @@ def _metric(metric: Mapping[str, Any], path: str) -> Causes:
     and no other source."""
     kind = _text(metric.get("type"))
     if not kind:
-        yield _required(f"{path}.type", "must specify a metric source type")
+        yield required_because(f"{path}.type", "must specify a metric source type")
     if kind not in _SOURCE_TYPES:
         yield _not_supported(f"{path}.type", _json_string(kind), _SOURCE_TYPES)
     given = [name for name in _SOURCES if isinstance(metric.get(name), Mapping)]
@@ -298,10 +283,10 @@ def _metric(metric: Mapping[str, Any], path: str) -> Causes:
         yield _not_supported(f"{path}.type", _json_string(kind), _SOURCE_TYPES)
     elif expected not in given:
         detail = "must populate information for the given metric source"
-        yield _required(f"{path}.{expected}", detail)
+        yield required_because(f"{path}.{expected}", detail)
     if len(given) > 1:  # (Go walks the others in its map order: several, in any order)
         for name in sorted(set(given) - {expected}):
-            yield _forbidden(f"{path}.{name}", "must populate the given metric source only")
+            yield forbidden(f"{path}.{name}", "must populate the given metric source only")
 
 
 def _metrics(metrics: list[Any], min_replicas: Any) -> Causes:
@@ -312,7 +297,7 @@ def _metrics(metrics: list[Any], min_replicas: Any) -> Causes:
         if not kinds & {"Object", "External"}:
             detail = ("must specify at least one Object or External metric to support scaling "
                       "to zero replicas")  # fmt: skip
-            yield _forbidden("spec.metrics", detail)
+            yield forbidden("spec.metrics", detail)
 
 
 def _policy(policy: Mapping[str, Any], path: str) -> Causes:
@@ -344,7 +329,7 @@ def _scaling_rules(rules: Mapping[str, Any], path: str) -> Causes:
         yield _not_supported(f"{path}.selectPolicy", shown, _SELECT_POLICIES)
     policies = rules.get("policies") or []
     if not policies:
-        yield _required(f"{path}.policies", "must specify at least one Policy")
+        yield required_because(f"{path}.policies", "must specify at least one Policy")
     for index, policy in enumerate(policies):
         yield from _policy(_mapping(policy), f"{path}.policies[{index}]")
     tolerance = rules.get("tolerance")
@@ -366,7 +351,7 @@ def _replicas(spec: Mapping[str, Any]) -> Causes:
     if least is not None and _int(least) < 1:
         yield invalid("spec.minReplicas", str(least), "must be greater than or equal to 1")
     if most == 0:
-        yield _required("spec.maxReplicas", "must be set and greater than 0")
+        yield required_because("spec.maxReplicas", "must be set and greater than 0")
     elif most < 0:
         yield invalid("spec.maxReplicas", str(most), "must be greater than or equal to 1")
     if least is not None and most < _int(least):

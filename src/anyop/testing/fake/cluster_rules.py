@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from anyop.testing.fake.field_errors import forbidden, required_because, too_long
 from anyop.testing.fake.go_json import go_quoted
 from anyop.testing.fake.object_meta import label_key_errors
 from anyop.testing.fake.pod_rules import (
@@ -27,10 +28,7 @@ from anyop.testing.fake.pod_rules import (
     unsupported,
 )
 from anyop.testing.fake.volume_rules import (
-    forbidden,
     go_marshalled,
-    required_because,
-    too_long,
     volume_causes,
     volume_defaults,
     volume_update_causes,

@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from anyop.testing.fake.field_errors import forbidden, required_because
 from anyop.testing.fake.go_json import go_quoted
 from anyop.testing.fake.object_meta import (
     PERCENT,
@@ -39,14 +40,6 @@ _NEGATIVE = "must be greater than or equal to 0"
 _PROTOCOLS = ("TCP", "UDP", "SCTP")
 _POLICY_TYPES = ("Ingress", "Egress")
 _EVICTION_POLICIES = ("AlwaysAllow", "IfHealthyBudget")
-
-
-def _forbidden(field: str, detail: str) -> tuple[str, Cause]:
-    return field, {"reason": "FieldValueForbidden", "message": f"Forbidden: {detail}"}
-
-
-def _required(field: str, detail: str) -> tuple[str, Cause]:
-    return field, {"reason": "FieldValueRequired", "message": f"Required value: {detail}"}
 
 
 def _shown(value: Any) -> str:
@@ -172,9 +165,9 @@ def _peer(peer: Mapping[str, Any], where: str) -> Causes:
         given += 1
         causes += _ip_block(block, f"{where}.ipBlock")
     if given == 0:
-        causes.append(_required(where, "must specify a peer"))
+        causes.append(required_because(where, "must specify a peer"))
     elif given > 1 and block is not None:
-        causes.append(_forbidden(where, "may not specify both ipBlock and another peer"))
+        causes.append(forbidden(where, "may not specify both ipBlock and another peer"))
     return causes
 
 
@@ -250,7 +243,7 @@ def role_causes(obj: Mapping[str, Any], *, namespaced: bool) -> Causes:
         where = "aggregationRule.clusterRoleSelectors"
         if not selectors:
             detail = "at least one clusterRoleSelector required if aggregationRule is non-nil"
-            causes.append(_required(where, detail))
+            causes.append(required_because(where, detail))
         for index, selector in enumerate(selectors):
             problems = list(label_selector_causes(selector, f"{where}[{index}]"))
             causes += problems
@@ -262,7 +255,7 @@ def role_causes(obj: Mapping[str, Any], *, namespaced: bool) -> Causes:
 def _rule(rule: Mapping[str, Any], where: str, *, namespaced: bool) -> Causes:
     causes: Causes = []
     if not rule.get("verbs"):
-        causes.append(_required(f"{where}.verbs", "verbs must contain at least one value"))
+        causes.append(required_because(f"{where}.verbs", "verbs must contain at least one value"))
     urls = rule.get("nonResourceURLs") or []
     if urls:
         shown = _shown(urls)
@@ -275,10 +268,14 @@ def _rule(rule: Mapping[str, Any], where: str, *, namespaced: bool) -> Causes:
         return causes
     if not rule.get("apiGroups"):
         causes.append(
-            _required(f"{where}.apiGroups", "resource rules must supply at least one api group")
+            required_because(
+                f"{where}.apiGroups", "resource rules must supply at least one api group"
+            )
         )
     if not rule.get("resources"):
         causes.append(
-            _required(f"{where}.resources", "resource rules must supply at least one resource")
+            required_because(
+                f"{where}.resources", "resource rules must supply at least one resource"
+            )
         )
     return causes

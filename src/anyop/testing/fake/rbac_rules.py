@@ -13,6 +13,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from anyop.testing.fake.field_errors import path_segment_errors
 from anyop.testing.fake.go_json import go_quoted
 from anyop.testing.fake.pod_rules import dns_subdomain_causes, invalid, required, unsupported
 
@@ -21,13 +22,6 @@ __all__ = ["binding_causes", "binding_update_causes"]
 Cause = dict[str, str]
 
 _GROUP = "rbac.authorization.k8s.io"
-
-
-def _path_segment_errors(name: str) -> list[str]:
-    """``IsValidPathSegmentName``: what an RBAC object's (or a role's) name may not be."""
-    if name in (".", ".."):
-        return [f"may not be '{name}'"]
-    return [f"may not contain '{part}'" for part in ("/", "%") if part in name]
 
 
 def _subject(
@@ -63,7 +57,7 @@ def binding_causes(binding: Mapping[str, Any], *, namespaced: bool) -> list[tupl
     name = str(role.get("name") or "")
     if not name:
         causes.append(required("roleRef.name"))
-    for error in _path_segment_errors(name):
+    for error in path_segment_errors(name):
         causes.append(invalid("roleRef.name", go_quoted(name), error))
     for index, subject in enumerate(binding.get("subjects") or ()):
         if isinstance(subject, Mapping):

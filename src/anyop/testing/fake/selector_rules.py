@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from anyop.testing.fake.field_errors import forbidden, required_because
 from anyop.testing.fake.go_json import go_quoted
 from anyop.testing.fake.object_meta import label_key_errors, label_value_errors
 
@@ -43,11 +44,11 @@ def _requirement(requirement: Mapping[str, Any], where: str) -> Iterator[tuple[s
     if operator in ("In", "NotIn"):
         if not values:
             detail = "must be specified when `operator` is 'In' or 'NotIn'"
-            yield _detailed("FieldValueRequired", "Required value", f"{where}.values", detail)
+            yield required_because(f"{where}.values", detail)
     elif operator in ("Exists", "DoesNotExist"):
         if values:
             detail = "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
-            yield _detailed("FieldValueForbidden", "Forbidden", f"{where}.values", detail)
+            yield forbidden(f"{where}.values", detail)
     else:
         yield _invalid(f"{where}.operator", operator, "not a valid selector operator")
     key = str(requirement.get("key") or "")
@@ -56,7 +57,3 @@ def _requirement(requirement: Mapping[str, Any], where: str) -> Iterator[tuple[s
     for index, value in enumerate(values):
         for problem in label_value_errors(value):
             yield _invalid(f"{where}.values[{index}]", value, problem)
-
-
-def _detailed(reason: str, kind: str, field: str, detail: str) -> tuple[str, Cause]:
-    return field, {"reason": reason, "message": f"{kind}: {detail}"}

@@ -17,16 +17,14 @@ import posixpath
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from anyop.testing.fake.field_errors import forbidden, required_because, too_long
 from anyop.testing.fake.go_json import go_quoted
 from anyop.testing.fake.object_meta import DNS_SUBDOMAIN, DNS_SUBDOMAIN_HINT
 from anyop.testing.fake.pod_rules import dns_subdomain_causes, invalid, required
 from anyop.testing.fake.quantities import QuantityError, quantity_value
 
 __all__ = [
-    "forbidden",
     "go_marshalled",
-    "required_because",
-    "too_long",
     "volume_causes",
     "volume_defaults",
     "volume_update_causes",
@@ -55,22 +53,6 @@ _WITH_MOUNT_OPTIONS = (
     "cinder", "cephfs", "azureFile", "vsphereVolume", "azureDisk", "photonPersistentDisk",
 )  # fmt: skip
 _IMMUTABLE = "field is immutable"
-
-
-def forbidden(field: str, detail: str) -> tuple[str, Cause]:
-    """``field.Forbidden``."""
-    return field, {"reason": "FieldValueForbidden", "message": f"Forbidden: {detail}"}
-
-
-def required_because(field: str, detail: str) -> tuple[str, Cause]:
-    """``field.Required`` with a detail."""
-    return field, {"reason": "FieldValueRequired", "message": f"Required value: {detail}"}
-
-
-def too_long(field: str, limit: int) -> tuple[str, Cause]:
-    """``field.TooLong`` (in bytes)."""
-    message = f"Too long: may not be more than {limit} bytes"
-    return field, {"reason": "FieldValueTooLong", "message": message}
 
 
 def go_marshalled(value: Any) -> str:

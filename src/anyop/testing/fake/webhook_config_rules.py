@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from anyop.testing.fake.field_errors import duplicate, required_because
 from anyop.testing.fake.go_json import go_quoted
 from anyop.testing.fake.object_meta import DNS_SUBDOMAIN, DNS_SUBDOMAIN_HINT, label_key_errors
 from anyop.testing.fake.selector_rules import label_selector_causes
@@ -67,22 +68,10 @@ def _invalid(field: str, value: Any, detail: str) -> tuple[str, Cause]:
     return field, {"reason": "FieldValueInvalid", "message": f"Invalid value: {shown}: {detail}"}
 
 
-def _required(field: str, detail: str = "") -> tuple[str, Cause]:
-    message = f"Required value: {detail}" if detail else "Required value"
-    return field, {"reason": "FieldValueRequired", "message": message}
-
-
 def _unsupported(field: str, value: Any, supported: tuple[str, ...]) -> tuple[str, Cause]:
     listed = ", ".join(json.dumps(item) for item in supported)
     message = f"Unsupported value: {go_quoted(str(value))}: supported values: {listed}"
     return field, {"reason": "FieldValueNotSupported", "message": message}
-
-
-def _duplicate(field: str, value: str) -> tuple[str, Cause]:
-    return field, {
-        "reason": "FieldValueDuplicate",
-        "message": f"Duplicate value: {go_quoted(value)}",
-    }
 
 
 def _options(old: Mapping[str, Any] | None) -> tuple[bool, bool, bool]:
@@ -119,7 +108,7 @@ def webhook_configuration_causes(
         name = str(hook.get("name") or "")
         if unique and name:
             if name in names:
-                causes.append(_duplicate(f"{where}.name", name))
+                causes.append(duplicate(f"{where}.name", name))
             names.add(name)
     return causes
 
@@ -138,7 +127,7 @@ def _webhook(hook: Mapping[str, Any], where: str, *, mutating: bool, quiet: bool
     allowed = _NO_SIDE_EFFECTS if quiet else _SIDE_EFFECTS
     effects = hook.get("sideEffects")
     if effects is None:
-        yield _required(f"{where}.sideEffects", f"must specify one of {', '.join(allowed)}")
+        yield required_because(f"{where}.sideEffects", f"must specify one of {', '.join(allowed)}")
     elif effects not in allowed:
         yield _unsupported(f"{where}.sideEffects", effects, allowed)
     timeout = hook.get("timeoutSeconds")
@@ -160,7 +149,7 @@ def _webhook(hook: Mapping[str, Any], where: str, *, mutating: bool, quiet: bool
 def _qualified_name(name: str, path: str) -> Causes:
     """``IsFullyQualifiedName``: a DNS subdomain of three segments at least."""
     if not name:
-        yield _required(path)
+        yield required_because(path)
         return
     problems = (["must be no more than 253 characters"] if len(name) > 253 else []) + (
         [DNS_SUBDOMAIN_HINT] if not DNS_SUBDOMAIN.match(name) else [])  # fmt: skip
@@ -176,7 +165,7 @@ def _rule(rule: Mapping[str, Any], where: str) -> Causes:
     """``validateRuleWithOperations`` then ``validateRule`` (subresources allowed)."""
     operations = list(rule.get("operations") or ())
     if not operations:
-        yield _required(f"{where}.operations")
+        yield required_because(f"{where}.operations")
     if len(operations) > 1 and "*" in operations:
         detail = "if '*' is present, must not specify other operations"
         yield _invalid(f"{where}.operations", operations, detail)
@@ -186,7 +175,7 @@ def _rule(rule: Mapping[str, Any], where: str) -> Causes:
     for field, noun in (("apiGroups", "API groups"), ("apiVersions", "API versions")):
         values = list(rule.get(field) or ())
         if not values:
-            yield _required(f"{where}.{field}")
+            yield required_because(f"{where}.{field}")
         if len(values) > 1 and "*" in values:
             yield _invalid(
                 f"{where}.{field}", values, f"if '*' is present, must not specify other {noun}"
@@ -194,7 +183,7 @@ def _rule(rule: Mapping[str, Any], where: str) -> Causes:
         if field == "apiVersions":
             for index, version in enumerate(values):
                 if version == "":
-                    yield _required(f"{where}.apiVersions[{index}]")
+                    yield required_because(f"{where}.apiVersions[{index}]")
     yield from _resources(list(rule.get("resources") or ()), f"{where}.resources")
     scope = rule.get("scope")
     if scope is not None and scope not in _SCOPES:
@@ -204,13 +193,13 @@ def _rule(rule: Mapping[str, Any], where: str) -> Causes:
 def _resources(resources: list[Any], path: str) -> Causes:
     """``validateResources``: names, ``x/*`` and ``*/x`` not beside what they cover."""
     if not resources:
-        yield _required(path)
+        yield required_because(path)
     with_any_sub: set[str] = set()
     with_any_resource: set[str] = set()
     double = single = plain = False
     for index, item in enumerate(str(r) for r in resources):
         if item == "":
-            yield _required(f"{path}[{index}]")
+            yield required_because(f"{path}[{index}]")
             continue
         double, single = double or item == "*/*", single or item == "*"
         resource, slash, sub = item.partition("/")
@@ -239,7 +228,7 @@ def _resources(resources: list[Any], path: str) -> Causes:
 def _review_versions(versions: list[Any], path: str, recognized: bool) -> Causes:
     """``validateAdmissionReviewVersions``."""
     if not versions:
-        yield _required(path, f"must specify one of {', '.join(_REVIEW_VERSIONS)}")
+        yield required_because(path, f"must specify one of {', '.join(_REVIEW_VERSIONS)}")
         return
     seen: set[str] = set()
     for index, version in enumerate(str(v) for v in versions):
@@ -259,7 +248,7 @@ def _review_versions(versions: list[Any], path: str, recognized: bool) -> Causes
 def _client_config(config: Mapping[str, Any], path: str) -> Causes:
     url, service = config.get("url"), config.get("service")
     if (url is None) == (service is None):
-        yield _required(path, "exactly one of url or service is required")
+        yield required_because(path, "exactly one of url or service is required")
     elif url is not None:
         yield from _url(str(url), f"{path}.url")
     elif isinstance(service, Mapping):
@@ -271,7 +260,7 @@ def _url(text: str, path: str) -> Causes:
     try:
         parts = urlsplit(text)
     except ValueError as exc:
-        yield _required(path, f"url must be a valid URL: {exc}{_URL_FORM}")
+        yield required_because(path, f"url must be a valid URL: {exc}{_URL_FORM}")
         return
     if parts.scheme != "https":
         yield _invalid(path, parts.scheme, f"'https' is the only allowed URL scheme{_URL_FORM}")
@@ -290,7 +279,7 @@ def _service(service: Mapping[str, Any], path: str) -> Causes:
     """``ValidateWebhookService``: name, namespace, port, then the path's segments."""
     for field in ("name", "namespace"):
         if not service.get(field):
-            yield _required(f"{path}.{field}")
+            yield required_because(f"{path}.{field}")
     port = service.get("port", 443)
     if isinstance(port, int) and not 1 <= port <= 65535:
         detail = "port is not valid: must be between 1 and 65535, inclusive"
@@ -326,13 +315,13 @@ def _match_conditions(conditions: list[Any], path: str) -> Causes:
             continue
         where = f"{path}[{index}]"
         if not str(condition.get("expression") or "").strip():
-            yield _required(f"{where}.expression")
+            yield required_because(f"{where}.expression")
         name = str(condition.get("name") or "")
         if not name:
-            yield _required(f"{where}.name")
+            yield required_because(f"{where}.name")
         for problem in label_key_errors(name) if name else ():
             yield _invalid(f"{where}.name", name, problem)
         if name:
             if name in names:
-                yield _duplicate(f"{where}.name", name)
+                yield duplicate(f"{where}.name", name)
             names.add(name)
