@@ -10,6 +10,7 @@ strategy computes of an object (``ToSelectableFields``): a field not computed th
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -87,6 +88,7 @@ _BUILT_IN: Mapping[tuple[str, str], FieldLabels] = {
 """The kinds with a field label conversion of their own (Kubernetes 1.36's served versions)."""
 
 
+@functools.lru_cache(maxsize=256)
 def field_labels(
     group: str, kind: str, *, custom: bool, namespaced: bool, selectable: tuple[str, ...] = ()
 ) -> FieldLabels:
