@@ -19,11 +19,7 @@ from anyop.testing.fake.field_validation import (
 )
 from anyop.testing.fake.json_copy import compact_json
 from anyop.testing.fake.kinds import CRD_KIND, NAMESPACE_KIND, Kind
-from anyop.testing.fake.label_selectors import (
-    exact_fields,
-    parse_field_selector,
-    parse_label_selector,
-)
+from anyop.testing.fake.label_selectors import parse_field_selector, parse_label_selector
 from anyop.testing.fake.object_meta import DNS_LABEL
 from anyop.testing.fake.read_views import ReadView, view_of
 from anyop.testing.fake.request_bodies import decode_body
@@ -395,16 +391,16 @@ def _warning_header(warnings: list[str]) -> dict[str, str]:
 def _list_query(kind: Kind, namespace: str | None, query: Mapping[str, str]) -> ListQuery:
     labels = field_labels(kind.group, kind.kind, custom=kind.custom, namespaced=kind.namespaced,
                           selectable=kind.fields)  # fmt: skip
-    selector = parse_label_selector(query.get("labelSelector")) & parse_field_selector(
-        query.get("fieldSelector"), labels
-    )
+    selector = parse_label_selector(query.get("labelSelector"))  # refused first, as in Go
+    fields = parse_field_selector(query.get("fieldSelector"), labels)
+    selector &= fields
     rv, match = query.get("resourceVersion", ""), query.get("resourceVersionMatch", "")
     limit = max(integer(query, "limit") or 0, 0)
     token = query.get("continue", "")
     # The registry narrows the storage's read to what a field selector names exactly (unless
     # continuing): a namespace, and within it (or for a cluster-scoped kind) one object.
-    name, scope = (exact_fields(query.get("fieldSelector"), labels) if not token
-                   else (None, None))  # fmt: skip
+    exact = fields.exact if not token else {}
+    name, scope = exact.get("metadata.name"), exact.get("metadata.namespace")
     if namespace is None and kind.namespaced and scope and _namespace_name(scope):
         namespace = scope
     return ListQuery(

@@ -16,7 +16,6 @@ from anyop.testing.fake.statuses import bad_request
 
 __all__ = [
     "Selector",
-    "exact_fields",
     "parse_field_selector",
     "parse_label_selector",
     "selects",
@@ -32,12 +31,15 @@ class Selector:
     """A conjunction of requirements on an object; empty matches everything."""
 
     requirements: tuple[Predicate, ...] = ()
+    exact: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """The fields a field selector requires exactly (its first ``=`` or ``==`` term on each,
+    as ``RequiresExactMatch`` finds them), by the field they are converted to."""
 
     def __call__(self, body: Mapping[str, Any]) -> bool:
         return all(requirement(body) for requirement in self.requirements)
 
     def __and__(self, other: Selector) -> Selector:
-        return Selector(self.requirements + other.requirements)
+        return Selector(self.requirements + other.requirements, {**other.exact, **self.exact})
 
 
 def _labels(body: Mapping[str, Any]) -> Mapping[str, str]:
@@ -86,7 +88,8 @@ def parse_label_selector(text: str | None) -> Selector:
     return Selector(tuple(_matcher(requirement) for requirement in requirements))
 
 
-def _field_requirement(term: str, labels: FieldLabels) -> Predicate:
+def _field_requirement(term: str, labels: FieldLabels) -> tuple[Predicate, str, str | None]:
+    """A term's predicate, the field it names and, for ``=`` and ``==``, the value."""
     match = _EQUALITY.match(term)
     if match is None:
         raise bad_request(f"invalid selector: '{term}'; can't understand '{term}'")
@@ -96,8 +99,8 @@ def _field_requirement(term: str, labels: FieldLabels) -> Predicate:
         raise bad_request(labels.refused(label))
     get = labels.getter(field)
     if operator == "!=":
-        return lambda body: get(body) != wanted
-    return lambda body: get(body) == wanted
+        return (lambda body: get(body) != wanted), field, None
+    return (lambda body: get(body) == wanted), field, wanted
 
 
 def parse_field_selector(text: str | None, labels: FieldLabels) -> Selector:
@@ -108,20 +111,12 @@ def parse_field_selector(text: str | None, labels: FieldLabels) -> Selector:
     """
     if not text:
         return Selector()
-    return Selector(tuple(_field_requirement(term, labels) for term in text.split(",") if term))
-
-
-def exact_fields(text: str | None, labels: FieldLabels) -> tuple[str | None, str | None]:
-    """The name and the namespace a (parsed before) field selector requires exactly, if it does:
-    the first ``=`` or ``==`` term on each field (``RequiresExactMatch``)."""
-    found: dict[str, str] = {}
-    for term in (text or "").split(","):
-        match = _EQUALITY.match(term)
-        if match is not None and match.group(2) != "!=":
-            field = labels.labels.get(match.group(1))
-            if field is not None:
-                found.setdefault(field, match.group(3))
-    return found.get("metadata.name"), found.get("metadata.namespace")
+    terms = [_field_requirement(term, labels) for term in text.split(",") if term]
+    exact: dict[str, str] = {}
+    for _, field, wanted in terms:
+        if wanted is not None:
+            exact.setdefault(field, wanted)
+    return Selector(tuple(predicate for predicate, _, _ in terms), exact)
 
 
 def selects(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:

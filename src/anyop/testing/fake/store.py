@@ -120,9 +120,10 @@ def _page(
 
     As kube-apiserver's storage reads them: it stops at the page's last kept object and hands a
     next page whenever any object (kept or not) follows it; so a next page may be empty.
+    Without a page size, ``scanned`` holds only what the selectors keep.
     """
     if not limit:
-        return [body for body in scanned if selects(body)], False
+        return scanned, False  # selected already
     items: list[Body] = []
     for index, body in enumerate(scanned):
         if selects(body):
@@ -336,10 +337,11 @@ class Store:
         state = (
             current if snapshot == self.rv else self.history.state_at(snapshot, _rk(kind), current)
         )
+        # A page reads every object (selected or not) up to its end; a whole list, only those
+        # the selectors keep.
+        held = query.holds if query.limit else query.matches
         scanned = sorted_objects(
-            (key, body)
-            for key, body in state.items()
-            if storage_key(key) > start and query.holds(body)
+            (key, body) for key, body in state.items() if storage_key(key) > start and held(body)
         )
         items, more = _page(scanned, query.selects, query.limit)
         metadata: Body = {"resourceVersion": str(snapshot)}
