@@ -16,6 +16,8 @@ writes to ``src/anyop/testing/fake/data/go_types.json.gz``, for the vendored def
 - ``order``: a struct's fields in their Go order, where it is not the documents' alphabetical
   one (the converter of a patch's result meets them in that order);
 - ``omitempty``: a struct's ``omitempty`` scalar fields, whose zero value Go leaves out;
+- ``nulls``: a struct's slices and maps that are not ``omitempty``: Go writes ``null`` for
+  their nil value (and the storage's protobuf keeps an empty one as nil);
 - ``inline``: the fields a struct has from an embedded one, by its name (Go's decoding errors
   name it in the field's path: ``spec.rules.IngressRuleValue.http``);
 - ``internal``: the layout of the internal ``PodSpec`` and ``PersistentVolumeClaimSpec``
@@ -154,6 +156,14 @@ def _is_scalar(package: _Package, expression: str) -> bool:
     return expression in _BUILTIN - {"any"}
 
 
+def _is_collection(package: _Package, expression: str) -> bool:
+    """Whether a field's type is a slice or a map (or a named one): Go writes ``null`` for its
+    nil value where the field is not ``omitempty``."""
+    while expression in package.named:
+        expression = package.named[expression]
+    return expression.startswith(("[]", "map["))
+
+
 def _from_schema(schema: dict[str, Any]) -> str:
     """The Go type the fake derives from a list's schema alone: ``[]`` and its items' name."""
     items = schema.get("items") or {}
@@ -223,6 +233,7 @@ def main(root: Path) -> None:
     order: dict[str, list[str]] = {}
     underlying: dict[str, str] = {}
     empty: dict[str, list[str]] = {}
+    nulls: dict[str, list[str]] = {}
     inline: dict[str, dict[str, str]] = {}
     for definition, schema in sorted(schemas.items()):
         prefix, _, struct = definition.rpartition(".")
@@ -247,6 +258,10 @@ def main(root: Path) -> None:
         for key in sorted(package.omitted.get(struct) or ()):
             if key in properties and _is_scalar(package, fields[key]):
                 empty.setdefault(definition, []).append(key)
+        omitted = package.omitted.get(struct) or set()
+        for key in fields:
+            if key in properties and key not in omitted and _is_collection(package, fields[key]):
+                nulls.setdefault(definition, []).append(key)
         for key, sub in (schema.get("properties") or {}).items():
             if key not in fields or "$ref" in sub or "allOf" in sub:
                 continue  # a referred schema is named by its reference already
@@ -262,6 +277,7 @@ def main(root: Path) -> None:
         "underlying": underlying,
         "order": order,
         "omitempty": empty,
+        "nulls": nulls,
         "inline": inline,
         "internal": _internal(root),
     }

@@ -366,6 +366,9 @@ def _object(
         if key not in kept:
             struct = struct or (name.rpartition(".")[2] if name else ctx.struct)
             kept[key] = _default(books, sub, struct)
+    for key in shape.nulls:
+        if key not in kept:  # nil (or empty: the storage keeps it as nil), and written
+            kept[key] = None
     return kept
 
 
@@ -419,6 +422,8 @@ class _Shape:
     """The ``omitempty`` scalar fields: Go leaves out their zero value (``""``, 0, false)."""
     inline: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     """The fields from embedded structs, with their names (in a decoding error's path)."""
+    nulls: tuple[str, ...] = ()
+    """The slices and maps without ``omitempty``: Go writes ``null`` for them when nil."""
 
 
 _SHAPES: dict[int, _Shape] = {}
@@ -458,7 +463,8 @@ def _shape_of(books: Catalog, resolved: Schema, name: str) -> _Shape:
                  if key not in omitted or sub.get("default") not in ("", 0, False)]  # fmt: skip
     chains = go_structs()["inline"].get(name) or {}
     inline = {key: tuple(chain.split(".")) for key, chain in chains.items()}
-    return _Shape(fields, _ANY, None, False, defaulted, omitted, inline)
+    nulls = tuple(go_structs()["nulls"].get(name) or ())
+    return _Shape(fields, _ANY, None, False, defaulted, omitted, inline, nulls)
 
 
 def _serialised_default(schema: Schema) -> bool:
