@@ -42,6 +42,8 @@ GROUP_VERSIONS = (
     "apis/discovery.k8s.io/v1",
     "apis/scheduling.k8s.io/v1",
     "apis/autoscaling/v1",
+    "apis/storage.k8s.io/v1",
+    "apis/node.k8s.io/v1",
 )
 OUT = Path(__file__).resolve().parents[1] / "src/anyop/testing/fake/data/openapi.json.xz"
 _CBOR = re.compile(r"^application/(cbor|cbor-seq|apply-patch\+cbor)$")

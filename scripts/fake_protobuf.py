@@ -8,7 +8,7 @@ Usage::
 ``MODULE_CACHE`` is the Go module cache's ``k8s.io`` folder (``~/.cache/anyop/go/mod/k8s.io``
 when not given), where building the local control plane left the ``k8s.io/api``,
 ``k8s.io/apimachinery`` and ``k8s.io/apiextensions-apiserver`` modules. protoc compiles the
-``generated.proto`` of every group version the fake serves (those of ``data/openapi.json.gz``)
+``generated.proto`` of every group version the fake serves (those of ``data/openapi.json.xz``)
 with their imports; the descriptor set is written as JSON, gzipped, to
 ``src/anyop/testing/fake/data/protobuf.json.gz``, with what the ``.proto`` files do not say and
 the Go types do (their ``json`` and ``protobuf`` struct tags): the JSON names that differ from the
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import lzma
 import re
 import sys
 import tempfile
@@ -54,8 +55,15 @@ def _proto_of(group: str, version: str) -> str:
 
 def _group_versions() -> list[tuple[str, str]]:
     """The group versions of the fake's catalog (``scripts/fake_openapi.py`` writes it)."""
-    catalog = json.loads(gzip.decompress((OUT.parent / "openapi.json.gz").read_bytes()))
-    return [(gv.rpartition("/")[0], gv.rpartition("/")[2]) for gv in catalog["groupVersions"]]
+    catalog = json.loads(lzma.decompress((OUT.parent / "openapi.json.xz").read_bytes()))
+    found = []
+    for prefix in catalog["documents"]:
+        parts = prefix.split("/")  # "api/v1", "apis/<group>/<version>"; not "api", "apis/<group>"
+        if parts[0] == "api" and len(parts) == 2:
+            found.append(("", parts[1]))
+        elif parts[0] == "apis" and len(parts) == 3:
+            found.append((parts[1], parts[2]))
+    return found
 
 
 def _go_fields(folder: Path) -> dict[str, dict[str, tuple[str, bool]]]:

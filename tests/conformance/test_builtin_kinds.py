@@ -284,6 +284,8 @@ async def test_a_pod_spec_change_is_refused_but_its_image_may_change(conform: Co
         "policy/v1",
         "networking.k8s.io/v1",
         "discovery.k8s.io/v1",
+        "storage.k8s.io/v1",
+        "node.k8s.io/v1",
     ],
 )
 async def test_a_group_version_operators_use_is_discovered(

@@ -102,3 +102,72 @@ async def test_finalizer_names_are_checked_by_the_groups_own_validation(
     core group's metadata validation runs (Roles, ConfigMaps), not by apimachinery's alone
     (Leases)."""
     await conform(scenario_for(kind, metadata))
+
+
+# -- names, generateName and a client's generation, by each kind's own rule ----------------------
+
+_CORE, _APPS, _RBAC = (
+    "/api/v1/namespaces/{ns}",
+    "/apis/apps/v1/namespaces/{ns}",
+    ("/apis/rbac.authorization.k8s.io/v1"),
+)
+_POD_TEMPLATE = {"metadata": {"labels": {"a": "b"}},
+                 "spec": {"containers": [{"name": "c", "image": "i"}]}}  # fmt: skip
+NAMED: list[tuple[str, str, dict[str, Any]]] = [
+    ("configmap, a bad name, label and key", f"{_CORE}/configmaps",
+     {"metadata": {"name": "Bad_Name", "labels": {"-x": "y"}}, "data": {"a b": "c"}}),
+    ("configmap, a name too long", f"{_CORE}/configmaps", {"metadata": {"name": "a" * 254}}),
+    ("configmap, no name", f"{_CORE}/configmaps", {"metadata": {"labels": {"a": "b"}}}),
+    ("configmap, a generateName ending in a dash", f"{_CORE}/configmaps",
+     {"metadata": {"generateName": "good-"}}),
+    ("configmap, a generation kept", f"{_CORE}/configmaps",
+     {"metadata": {"name": "g", "generation": 5}}),
+    ("configmap, a negative generation", f"{_CORE}/configmaps",
+     {"metadata": {"name": "g", "generation": -1}}),
+    ("deployment, its generation is 1", f"{_APPS}/deployments",
+     {"metadata": {"name": "d", "generation": 9},
+      "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": _POD_TEMPLATE}}),
+    ("service, a name of digits first", f"{_CORE}/services",
+     {"metadata": {"name": "1abc"}, "spec": {"ports": [{"port": 80}]}}),
+    ("service, a dotted name", f"{_CORE}/services",
+     {"metadata": {"name": "a.b"}, "spec": {"ports": [{"port": 80}]}}),
+    ("statefulset, a dotted name", f"{_APPS}/statefulsets",
+     {"metadata": {"name": "a.b"}, "spec": {"selector": {"matchLabels": {"a": "b"}},
+                                            "template": _POD_TEMPLATE}}),
+    ("role, a name with colons", f"{_RBAC}/namespaces/{{ns}}/roles",
+     {"metadata": {"name": "system:anyop:x"}, "rules": []}),
+    ("role, a name with capitals and a percent", f"{_RBAC}/namespaces/{{ns}}/roles",
+     {"metadata": {"name": "Bad%Name"}}),
+    ("rolebinding, a name with colons", f"{_RBAC}/namespaces/{{ns}}/rolebindings",
+     {"metadata": {"name": "a:b"}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
+                                               "kind": "Role", "name": "r"}}),
+    ("budget, a name with capitals", "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets",
+     {"metadata": {"name": "Bad_Name"}, "spec": {"minAvailable": 1}}),
+    ("budget, a name with a slash and a bad spec",
+     "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets",
+     {"metadata": {"name": "a%b"}, "spec": {"minAvailable": -1}}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("path", "body"), [(p, b) for _, p, b in NAMED],
+                         ids=[label for label, _, _ in NAMED])  # fmt: skip
+async def test_a_name_is_checked_by_its_kinds_rule_with_the_rest(
+    conform: Conform, path: str, body: dict[str, Any]
+) -> None:
+    """Each kind's name rule (a subdomain, a label, an RFC 1035 label, a path segment), its
+    ``generateName`` and a client's ``generation``: reported with the metadata's and the
+    kind's other errors, as ``ValidateObjectMeta`` comes first in the kind's validation."""
+
+    async def scenario(t: Target) -> None:
+        def shown(document: Any) -> Any:
+            if document.get("kind") == "Status":
+                return status_shown(document)
+            metadata = document["metadata"]
+            return {
+                "generation": metadata.get("generation"),
+                "named": metadata["name"].startswith(metadata.get("generateName") or ""),
+            }
+
+        await t.post(path.format(ns=t.namespace), body, record=shown)
+
+    await conform(scenario)

@@ -31,6 +31,7 @@ from anyop.testing.fake.ingress_rules import ingress_causes
 from anyop.testing.fake.json_copy import is_map
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.object_meta import object_meta_causes
+from anyop.testing.fake.object_names import name_causes
 from anyop.testing.fake.pod_rules import (
     pod_update_causes,
     stateful_set_update_causes,
@@ -47,6 +48,11 @@ from anyop.testing.fake.rbac_rules import binding_causes, binding_update_causes
 from anyop.testing.fake.secret_rules import secret_type_causes
 from anyop.testing.fake.service_rules import service_causes, service_update_causes
 from anyop.testing.fake.statuses import Cause
+from anyop.testing.fake.storage_rules import (
+    STORAGE_DEFAULTERS,
+    storage_causes,
+    storage_update_causes,
+)
 from anyop.testing.fake.webhook_config_rules import (
     webhook_configuration_causes,
     webhook_configuration_defaults,
@@ -290,6 +296,7 @@ _WEBHOOKS = webhook_configuration_defaults
 _DEFAULTERS: Mapping[tuple[str, str], Callable[[Body], None]] = {
     ("", "PersistentVolumeClaim"): _claim,
     **CLUSTER_DEFAULTERS,
+    **STORAGE_DEFAULTERS,
     ("rbac.authorization.k8s.io", "RoleBinding"): _binding,
     ("rbac.authorization.k8s.io", "ClusterRoleBinding"): _binding,
     ("", "Event"): _null_times("firstTimestamp", "lastTimestamp", "eventTime"),
@@ -429,7 +436,7 @@ def create_causes(
             return cluster_causes(kind.group, kind.kind, obj)
         case ("", "PersistentVolume" | "Namespace"):
             return cluster_causes(kind.group, kind.kind, obj)
-    return []
+    return storage_causes(kind.group, kind.kind, obj) or []
 
 
 def new_object_causes(
@@ -443,7 +450,8 @@ def new_object_causes(
     if own and (kind.group, kind.kind) in _SPEC_ONLY:  # the metadata is checked only after
         return own
     kube = kind.group not in _GENERIC_META
-    return object_meta_causes(metadata, custom=False, own_create=own, kube_finalizers=kube)
+    names = name_causes(kind, metadata)  # first, as ValidateObjectMeta checks them
+    return names + object_meta_causes(metadata, custom=False, own_create=own, kube_finalizers=kube)
 
 
 _SPEC_ONLY = {("policy", "PodDisruptionBudget")}
@@ -496,6 +504,8 @@ def update_causes(
         own_create = [*job_causes(new), *job_update_causes(old, new)]
     elif (cluster := cluster_update_causes(kind.group, kind.kind, old, new)) is not None:
         own_create = cluster  # the update's and the object's, in the order Go checks them
+    elif (storage := storage_update_causes(kind.group, kind.kind, old, new)) is not None:
+        own_create = storage  # as for the cluster kinds above
     elif kind.group == "rbac.authorization.k8s.io" and kind.kind.endswith("Binding"):
         own, own_create = [], [*create_causes(kind, new, raw=raw), *own]  # its roleRef's last
     else:
@@ -516,6 +526,8 @@ _UPDATE_META_CHECKS = {
         ("coordination.k8s.io", "Lease"), ("networking.k8s.io", "NetworkPolicy"),
         ("networking.k8s.io", "IPAddress"),
         ("networking.k8s.io", "ServiceCIDR"), ("scheduling.k8s.io", "PriorityClass"),
+        ("storage.k8s.io", "CSIDriver"),
+        ("storage.k8s.io", "VolumeAttachment"), ("storage.k8s.io", "CSINode"),
         ("autoscaling", "HorizontalPodAutoscaler"))},
     ("", "Event"): "none",
     ("policy", "PodDisruptionBudget"): "none",

@@ -222,6 +222,7 @@ _GENERATION = {
 _CREATE_ON_UPDATE = {
     ("", "endpoints"), ("", "events"), ("", "limitranges"), ("", "services"),
     ("coordination.k8s.io", "leases"), ("events.k8s.io", "events"),
+    ("node.k8s.io", "runtimeclasses"),
     *(("rbac.authorization.k8s.io", plural) for plural in (
         "clusterrolebindings", "clusterroles", "rolebindings", "roles")),
 }  # fmt: skip
@@ -229,6 +230,7 @@ _CREATE_ON_UPDATE = {
 
 _CONDITIONAL_UPDATE = {
     ("coordination.k8s.io", "leases"), ("policy", "poddisruptionbudgets"),
+    ("node.k8s.io", "runtimeclasses"), ("storage.k8s.io", "csidrivers"),
     *((ADMISSION, plural) for plural in (
         "mutatingadmissionpolicies", "mutatingadmissionpolicybindings",
         "mutatingwebhookconfigurations", "validatingadmissionpolicies",
@@ -267,6 +269,8 @@ _EXTRAS: Mapping[tuple[str, str], Mapping[str, tuple[str, ...]]] = {
     ("networking.k8s.io", "networkpolicies"): {"short_names": ("netpol",)},
     ("policy", "poddisruptionbudgets"): {"short_names": ("pdb",)},
     ("scheduling.k8s.io", "priorityclasses"): {"short_names": ("pc",)},
+    ("storage.k8s.io", "storageclasses"): {"short_names": ("sc",)},
+    ("storage.k8s.io", "volumeattributesclasses"): {"short_names": ("vac",)},
     ("autoscaling", "horizontalpodautoscalers"): {"short_names": ("hpa",), "categories": ("all",)},
 }  # fmt: skip
 """What discovery shows of a kind beyond its API paths: short names and categories."""

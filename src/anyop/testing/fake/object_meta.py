@@ -27,6 +27,8 @@ __all__ = [
     "WILDCARD_SUBDOMAIN_HINT",
     "label_causes",
     "label_key_errors",
+    "dns_label_errors",
+    "dns_subdomain_errors",
     "label_value_errors",
     "metadata_causes",
     "object_meta_causes",
@@ -82,6 +84,29 @@ DNS_SUBDOMAIN_HINT = _regex_error(
     "'.', and must start and end with an alphanumeric character", _SUBDOMAIN_FORMAT,
     "example.com")  # fmt: skip
 """apimachinery's message for what is not an RFC 1123 subdomain."""
+
+
+def dns_label_errors(value: str) -> list[str]:
+    """``IsDNS1123Label``: its length, then its form (a valid subdomain's dots named)."""
+    errors = ["must be no more than 63 characters"] if len(value) > 63 else []
+    if DNS_LABEL.match(value):
+        return errors
+    return [*errors, "must not contain dots" if DNS_SUBDOMAIN.match(value) else DNS_LABEL_HINT]
+
+
+def dns_subdomain_errors(value: str) -> list[str]:
+    """``IsDNS1123Subdomain``: its length, then its form."""
+    errors = ["must be no more than 253 characters"] if len(value) > 253 else []
+    return errors if DNS_SUBDOMAIN.match(value) else [*errors, DNS_SUBDOMAIN_HINT]
+
+
+DNS_1035 = re.compile("^[a-z]([-a-z0-9]*[a-z0-9])?$")
+"""An RFC 1035 label (a Service's name, a webhook's admission review version)."""
+DNS_1035_HINT = _regex_error(
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+    "alphabetic character, and end with an alphanumeric character", "[a-z]([-a-z0-9]*[a-z0-9])?",
+    "my-name", "abc-123")  # fmt: skip
+"""apimachinery's message for what is not an RFC 1035 label."""
 WILDCARD_SUBDOMAIN = re.compile(f"^\\*\\.{_SUBDOMAIN_FORMAT}$")
 WILDCARD_SUBDOMAIN_HINT = _regex_error(
     "a wildcard DNS-1123 subdomain must start with '*.', followed by a valid DNS subdomain, "

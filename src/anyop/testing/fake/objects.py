@@ -13,13 +13,9 @@ from typing import Any
 from anyop.testing.fake.json_copy import json_copy, same_json
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.object_meta import (
-    DNS_LABEL,
-    DNS_LABEL_HINT,
-    DNS_SUBDOMAIN,
-    DNS_SUBDOMAIN_HINT,
-    label_causes,
     object_meta_causes,
 )
+from anyop.testing.fake.object_names import name_causes
 from anyop.testing.fake.schemas import default, prune, violations
 from anyop.testing.fake.service_rules import kept_allocations
 from anyop.testing.fake.statuses import Cause, invalid
@@ -53,27 +49,6 @@ _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # the API server's generateName alp
 def generated_name(prefix: str, rng: random.Random) -> str:
     """``generateName`` plus five random characters, as the API server makes them."""
     return prefix + "".join(rng.choice(_NAME_CHARS) for _ in range(5))
-
-
-def _name_causes(kind: Kind, name: str) -> list[tuple[str, Cause]]:
-    if not name:
-        message = "Required value: name or generateName is required"
-        return [("metadata.name", {"reason": "FieldValueRequired", "message": message})]
-    label = kind.plural == "namespaces" and not kind.group
-    pattern, hint, limit = (
-        (DNS_LABEL, DNS_LABEL_HINT, 63) if label else (DNS_SUBDOMAIN, DNS_SUBDOMAIN_HINT, 253)
-    )
-    if len(name) > limit:
-        hint = f"must be no more than {limit} characters"
-    elif pattern.match(name):
-        return []
-    elif label and DNS_SUBDOMAIN.match(name):  # IsDNS1123Label's word for a dotted name
-        hint = "must not contain dots"
-    message = f'Invalid value: "{name}": {hint}'
-    causes = [("metadata.name", {"reason": "FieldValueInvalid", "message": message})]
-    if label:  # a namespace's name is the value of its label kubernetes.io/metadata.name too
-        causes += label_causes({"kubernetes.io/metadata.name": name}, "metadata.labels")
-    return causes
 
 
 def _custom_checks(
@@ -133,13 +108,9 @@ def prepare_create(
     obj["apiVersion"], obj["kind"] = kind.api_version, kind.kind
     metadata = obj["metadata"] = dict(obj.get("metadata") or {})
     name = str(metadata.get("name") or "")
-    causes = _name_causes(kind, name)
-    if causes and not kind.custom:  # the rest of a built-in object's: create_causes
-        raise invalid(kind.kind, kind.group, name or None, causes=causes)
-    if kind.custom:
-        causes += object_meta_causes(metadata, custom=True)
     for field in (*SYSTEM_FIELDS, "resourceVersion", "managedFields"):
-        metadata.pop(field, None)
+        if field != "generation" or kind.generation:  # a strategy that counts sets it
+            metadata.pop(field, None)
     if namespace is not None:
         metadata["namespace"] = namespace
     metadata["uid"], metadata["creationTimestamp"] = uid, now
@@ -147,7 +118,8 @@ def prepare_create(
         metadata["generation"] = 1
     if kind.status:
         obj.pop("status", None)
-    if kind.custom:
+    if kind.custom:  # (a built-in object's: with its kind's own, in new_object_causes)
+        causes = name_causes(kind, metadata) + object_meta_causes(metadata, custom=True)
         obj = _custom_checks(kind, obj, name or None, prior=causes, applied=applied)
     return _builtin_defaults(kind, obj, creating=True)
 
@@ -259,9 +231,20 @@ def prepare_update(
     return _builtin_defaults(kind, obj, creating=False)
 
 
+_COUNTED_ON_UPDATE = {("storage.k8s.io", "csidrivers")}
+"""Kinds whose strategy counts an update's changes of the spec, but sets no generation on a
+create: it counts from what the create kept (the client's, or none)."""
+
+
 def count_generation(kind: Kind, old: Mapping[str, Any], obj: Body) -> None:
     """Set an update's ``metadata.generation`` (in place): the old one, plus one if the update
-    changes more than the metadata and status (see :func:`_essence`)."""
+    changes more than the metadata and status (see :func:`_essence`). Kinds that do not count
+    keep the old one (the create's: the client's, if it sent one)."""
+    if (kind.group, kind.plural) in _COUNTED_ON_UPDATE:
+        if not same_json(_essence(kind, obj), _essence(kind, old)):
+            generation = (old.get("metadata") or {}).get("generation") or 0
+            obj["metadata"]["generation"] = int(generation) + 1
+        return
     if not kind.generation:
         return
     old_meta = old.get("metadata") or {}

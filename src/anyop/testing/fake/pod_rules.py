@@ -21,10 +21,10 @@ from anyop.testing.fake.label_selectors import selects
 from anyop.testing.fake.object_meta import (
     DNS_LABEL,
     DNS_LABEL_HINT,
-    DNS_SUBDOMAIN,
-    DNS_SUBDOMAIN_HINT,
     PERCENT,
     PERCENT_HINT,
+    dns_label_errors,
+    dns_subdomain_errors,
     label_key_errors,
     label_value_errors,
 )
@@ -66,22 +66,12 @@ def invalid(field: str, shown: str, detail: str) -> tuple[str, Cause]:
 
 def dns_label_causes(value: str, field: str) -> list[tuple[str, Cause]]:
     """``ValidateDNS1123Label``: its length, then its form."""
-    causes = []
-    if len(value) > 63:
-        causes.append(invalid(field, go_quoted(value), "must be no more than 63 characters"))
-    if not DNS_LABEL.match(value):
-        causes.append(invalid(field, go_quoted(value), DNS_LABEL_HINT))
-    return causes
+    return [invalid(field, go_quoted(value), error) for error in dns_label_errors(value)]
 
 
 def dns_subdomain_causes(value: str, field: str) -> list[tuple[str, Cause]]:
     """``ValidateDNS1123Subdomain``: its length, then its form."""
-    causes = []
-    if len(value) > 253:
-        causes.append(invalid(field, go_quoted(value), "must be no more than 253 characters"))
-    if not DNS_SUBDOMAIN.match(value):
-        causes.append(invalid(field, go_quoted(value), DNS_SUBDOMAIN_HINT))
-    return causes
+    return [invalid(field, go_quoted(value), error) for error in dns_subdomain_errors(value)]
 
 
 def unsupported(field: str, value: str, supported: tuple[str, ...]) -> tuple[str, Cause]:

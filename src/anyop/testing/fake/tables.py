@@ -25,6 +25,7 @@ from anyop.testing.fake.more_printers import MORE_PRINTERS
 from anyop.testing.fake.network_printers import NETWORK_PRINTERS
 from anyop.testing.fake.pod_printer import print_pod
 from anyop.testing.fake.printers import PRINTERS, Age, Printed
+from anyop.testing.fake.storage_printers import STORAGE_PRINTERS
 
 __all__ = [
     "TablePrinter",
@@ -37,7 +38,8 @@ __all__ = [
 ]
 
 _INCLUDE = ("Metadata", "Object", "None", "")
-_PRINTERS = {**PRINTERS, **MORE_PRINTERS, **NETWORK_PRINTERS, ("", "pods"): print_pod}
+_PRINTERS = {**PRINTERS, **MORE_PRINTERS, **NETWORK_PRINTERS, **STORAGE_PRINTERS,
+             ("", "pods"): print_pod}  # fmt: skip
 _Cells = Callable[[Mapping[str, Any], Age], Printed]
 
 

@@ -9,14 +9,19 @@ cel-go's): an empty one is refused, any other taken.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 from anyop.testing.fake.field_errors import duplicate, required_because
 from anyop.testing.fake.go_json import go_quoted
-from anyop.testing.fake.object_meta import DNS_SUBDOMAIN, DNS_SUBDOMAIN_HINT, label_key_errors
+from anyop.testing.fake.object_meta import (
+    DNS_1035,
+    DNS_1035_HINT,
+    DNS_SUBDOMAIN,
+    DNS_SUBDOMAIN_HINT,
+    label_key_errors,
+)
 from anyop.testing.fake.selector_rules import label_selector_causes
 
 __all__ = ["webhook_configuration_causes", "webhook_configuration_defaults"]
@@ -33,12 +38,6 @@ _SIDE_EFFECTS = ("None", "NoneOnDryRun", "Some", "Unknown")
 _REINVOCATION = ("IfNeeded", "Never")
 _REVIEW_VERSIONS = ("v1", "v1beta1")
 _URL_FORM = "; desired format: https://host[/path]"
-_DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_DNS_1035_HINT = (
-    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
-    "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "
-    "'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
-)
 
 
 def webhook_configuration_defaults(obj: dict[str, Any]) -> None:
@@ -238,8 +237,8 @@ def _review_versions(versions: list[Any], path: str, recognized: bool) -> Causes
         seen.add(version)
         if len(version) > 63:
             yield _invalid(f"{path}[{index}]", version, "must be no more than 63 characters")
-        if not _DNS_1035.match(version):
-            yield _invalid(f"{path}[{index}]", version, _DNS_1035_HINT)
+        if not DNS_1035.match(version):
+            yield _invalid(f"{path}[{index}]", version, DNS_1035_HINT)
     if recognized and not seen & set(_REVIEW_VERSIONS):
         detail = f"must include at least one of {', '.join(_REVIEW_VERSIONS)}"
         yield _invalid(path, [str(v) for v in versions], detail)

@@ -1,7 +1,7 @@
 """What kube-apiserver's write path and its default admission plugins set on a built-in object
 before it is stored: a Pod's priority, default tolerations and pending status, a claim's
 and a persistent volume's protection finalizer and pending status, a DaemonSet's template
-generation.
+generation, a VolumeAttributesClass's protection finalizer.
 
 Pure: each takes the decoded (and validated) object and gives the object to store.
 """
@@ -68,7 +68,8 @@ def admitted(kind: Kind, obj: Mapping[str, Any], *, old: Mapping[str, Any] | Non
     """A built-in object, new or (``old``) updated, as the API server's write path and default
     admission plugins leave it: a Pod with its priority (an update's kept where it leaves it
     out), the not-ready and unreachable tolerations and (new) a pending status; a DaemonSet
-    with its template generation annotation. (A Service's cluster IPs: ``allocated``.)"""
+    with its template generation annotation; (new) claims, volumes and volume attributes
+    classes with their protection finalizers. (A Service's cluster IPs: ``allocated``.)"""
     result = dict(obj)  # the write path's own object: filled in place
     if (kind.group, kind.kind) == ("", "Pod"):
         spec = result.setdefault("spec", {})
@@ -82,16 +83,14 @@ def admitted(kind: Kind, obj: Mapping[str, Any], *, old: Mapping[str, Any] | Non
         if old is None:
             result["status"] = {"phase": "Pending", "qosClass": _qos_class(spec)}
     elif (kind.group, kind.kind) == ("", "PersistentVolumeClaim") and old is None:
-        finalizers = list(result["metadata"].get("finalizers") or ())
-        if PROTECTION not in finalizers:  # the StorageObjectInUseProtection plugin's
-            result["metadata"]["finalizers"] = [*finalizers, PROTECTION]
+        _protected(result, PROTECTION)
         result["status"] = {"phase": "Pending"}
     elif (kind.group, kind.kind) == ("", "PersistentVolume") and old is None:
-        finalizers = list(result["metadata"].get("finalizers") or ())
-        if _PV_PROTECTION not in finalizers:  # the StorageObjectInUseProtection plugin's
-            result["metadata"]["finalizers"] = [*finalizers, _PV_PROTECTION]
+        _protected(result, _PV_PROTECTION)
         since = result["metadata"].get("creationTimestamp")  # the strategy's now
         result["status"] = {"phase": "Pending", "lastPhaseTransitionTime": since}
+    elif (kind.group, kind.kind) == ("storage.k8s.io", "VolumeAttributesClass") and old is None:
+        _protected(result, _VAC_PROTECTION)
     elif (kind.group, kind.kind) == ("apps", "DaemonSet"):
         metadata = result["metadata"] = dict(result["metadata"])
         annotations = metadata["annotations"] = dict(metadata.get("annotations") or {})
@@ -100,6 +99,17 @@ def admitted(kind: Kind, obj: Mapping[str, Any], *, old: Mapping[str, Any] | Non
 
 
 _PV_PROTECTION = "kubernetes.io/pv-protection"
+_VAC_PROTECTION = "kubernetes.io/vac-protection"
+
+
+def _protected(obj: Body, finalizer: str) -> None:
+    """The StorageObjectInUseProtection plugin's, on a create: its finalizer added, if not
+    there."""
+    finalizers = list(obj["metadata"].get("finalizers") or ())
+    if finalizer not in finalizers:
+        obj["metadata"]["finalizers"] = [*finalizers, finalizer]
+
+
 _TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
 """Where ``apps/v1`` keeps a DaemonSet's internal ``spec.templateGeneration``."""
 
