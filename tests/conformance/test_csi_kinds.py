@@ -195,19 +195,11 @@ def _misnamed_finalizer(obj: Body) -> None:
     obj["metadata"]["finalizers"] = ["example.com/a b"]
 
 
-_CREATE_META_ONLY = pytest.mark.xfail(
-    strict=True,
-    reason="ValidateVolumeAttachmentUpdate checks the metadata as a create does (finalizer "
-    "names too), not as an update: object_meta_causes has no such mode ('update' is the "
-    "nearest, short of the finalizer names' second check)",
-)
 _META_CHANGES = [_badly_labelled, _badly_labelled_renoded, _badly_finalized,
                  _badly_finalized_renoded]  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    "change", [*_META_CHANGES, pytest.param(_misnamed_finalizer, marks=_CREATE_META_ONLY)]
-)
+@pytest.mark.parametrize("change", [*_META_CHANGES, _misnamed_finalizer])
 async def test_a_volume_attachment_update_checks_its_metadata(
     conform: Conform, change: Change
 ) -> None:
@@ -342,14 +334,8 @@ def _badly_finalized_shrunk(obj: Body) -> None:
     obj["capacity"] = "-1Gi"
 
 
-_META_THEN_SPEC = pytest.mark.xfail(
-    strict=True,
-    reason="a capacity's ValidateUpdate checks its metadata as a create does, then its fields, "
-    "then its metadata as an update does: object_meta_causes has no such order of checks "
-    "(the default update+create puts both metadata checks before the fields')",
-)
 _CAPACITY_META_CHANGES = [_badly_labelled, _badly_labelled_resized, _badly_finalized,
-                          pytest.param(_badly_finalized_shrunk, marks=_META_THEN_SPEC),
+                          _badly_finalized_shrunk,
                           _reclassed]  # fmt: skip
 
 

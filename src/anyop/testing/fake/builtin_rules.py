@@ -25,6 +25,7 @@ from anyop.testing.fake.cluster_rules import (
     cluster_causes,
     cluster_update_causes,
 )
+from anyop.testing.fake.csi_rules import capacity_changes
 from anyop.testing.fake.event_rules import event_causes
 from anyop.testing.fake.go_json import go_quoted
 from anyop.testing.fake.ingress_rules import ingress_causes
@@ -504,6 +505,8 @@ def update_causes(
         own_create = [*job_causes(new), *job_update_causes(old, new)]
     elif (cluster := cluster_update_causes(kind.group, kind.kind, old, new)) is not None:
         own_create = cluster  # the update's and the object's, in the order Go checks them
+    elif (kind.group, kind.kind) == ("storage.k8s.io", "CSIStorageCapacity"):
+        own, own_create = capacity_changes(old, new), create_causes(kind, new)  # metadata between
     elif (storage := storage_update_causes(kind.group, kind.kind, old, new)) is not None:
         own_create = storage  # as for the cluster kinds above
     elif kind.group == "rbac.authorization.k8s.io" and kind.kind.endswith("Binding"):
@@ -526,9 +529,10 @@ _UPDATE_META_CHECKS = {
         ("coordination.k8s.io", "Lease"), ("networking.k8s.io", "NetworkPolicy"),
         ("networking.k8s.io", "IPAddress"),
         ("networking.k8s.io", "ServiceCIDR"), ("scheduling.k8s.io", "PriorityClass"),
-        ("storage.k8s.io", "CSIDriver"),
-        ("storage.k8s.io", "VolumeAttachment"), ("storage.k8s.io", "CSINode"),
-        ("autoscaling", "HorizontalPodAutoscaler"))},
+        ("storage.k8s.io", "CSIDriver"), ("autoscaling", "HorizontalPodAutoscaler"))},
+    ("storage.k8s.io", "VolumeAttachment"): "create",
+    ("storage.k8s.io", "CSINode"): "create",
+    ("storage.k8s.io", "CSIStorageCapacity"): "create+update",
     ("", "Event"): "none",
     ("policy", "PodDisruptionBudget"): "none",
 }  # fmt: skip

@@ -49,7 +49,7 @@ from anyop.testing.fake.quantities import (
 from anyop.testing.fake.selector_rules import label_selector_causes
 from anyop.testing.fake.volume_rules import volume_causes
 
-__all__ = ["CREATES", "DEFAULTERS", "UPDATES"]
+__all__ = ["CREATES", "DEFAULTERS", "UPDATES", "capacity_changes"]
 
 Cause = dict[str, str]
 Causes = list[tuple[str, Cause]]
@@ -431,9 +431,14 @@ def _selector_json(selector: Any) -> str:
 
 def _capacity_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> Causes:
     """The strategy's ``ValidateUpdate``: the new object's checks, then
-    ``ValidateCSIStorageCapacityUpdate``'s (the topology and the class may not change; its
-    metadata's checks are the API server's: see ``builtin_rules``)."""
-    causes = _capacity(new)
+    ``ValidateCSIStorageCapacityUpdate``'s (:func:`capacity_changes`)."""
+    return [*_capacity(new), *capacity_changes(old, new)]
+
+
+def capacity_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> Causes:
+    """``ValidateCSIStorageCapacityUpdate``'s own: the topology and the class may not change
+    (its metadata's checks, before them, are made with the others: see ``builtin_rules``)."""
+    causes: Causes = []
     topology = new.get("nodeTopology")
     if _selector_json(topology) != _selector_json(old.get("nodeTopology")):
         causes.append(invalid("nodeTopology", _selector_json(topology), _IMMUTABLE))

@@ -302,8 +302,10 @@ def object_meta_causes(
 
     ``kind_checks`` says what a built-in kind's own update validation checks of the metadata
     besides the API server's: ``update+create`` (most), ``update`` (a ``Validate<Kind>Update``
-    that checks the spec alone after the metadata update: Deployments, Leases, Services...), or
-    ``none`` (``v1`` Events).
+    that checks the spec alone after the metadata update: Deployments, Leases, Services...),
+    ``create`` (as a create checks it, then the object's: VolumeAttachments, CSINodes),
+    ``create+update`` (as a create, the object's, then as an update and the update's own:
+    CSIStorageCapacities) or ``none`` (``v1`` Events).
 
     ``kube_finalizers``: a built-in kind's metadata is checked by the core group's validation,
     which refuses a finalizer name without a ``/`` that is not one of Kubernetes' own (not by
@@ -315,6 +317,10 @@ def object_meta_causes(
     common, update = [*shared, *names], [*updating, *shared]
     if custom:
         return common + update + update
+    if kind_checks == "create":
+        return [*common, *update, *common, *own_kube, *own_update, *own_create]
+    if kind_checks == "create+update":
+        return [*common, *update, *common, *own_kube, *own_create, *update, *own_kube, *own_update]
     again = {"none": [], "update": [*update, *own_kube], "update+create": [*update, *own_kube]}
     tail = [*common, *own_kube] if kind_checks == "update+create" else []
     return [*common, *update, *again[kind_checks], *own_update, *tail, *own_create]
