@@ -26,6 +26,14 @@ PDBS: list[dict[str, Any]] = [
     {"minAvailable": -1, "selector": _BAD_SELECTOR},
     {"maxUnavailable": "1", "unhealthyPodEvictionPolicy": "X"},
     {"maxUnavailable": "a%"},
+    {
+        "minAvailable": "100%",
+        "maxUnavailable": 1,  # the spec shown as Go writes its struct
+        "selector": {
+            "matchExpressions": [{"operator": "Exists", "key": "app"}],
+            "matchLabels": {"app": "d"},
+        },
+    },
 ]
 
 PEER_PORTS: list[dict[str, Any]] = [
@@ -188,5 +196,49 @@ async def test_null_items_read_as_zero_values(
 ) -> None:
     async def scenario(t: Target) -> None:
         await t.post(t.apis(version, plural), {"metadata": {"name": "x"}, **body})
+
+    await conform(scenario)
+
+
+async def test_a_roles_empty_rules_are_owned_and_stored_as_none(conform: Conform) -> None:
+    """Rules sent empty are the creator's (the write's own object has them) and read ``null``
+    once stored; rules left out or ``null`` are no manager's; an update from ``null`` to
+    ``[]`` is a change, written (and read ``null`` again), and owned by its manager."""
+
+    async def scenario(t: Target) -> None:
+        def shown(document: Any) -> Any:
+            metadata = document.get("metadata") or {}
+            owned = [entry.get("fieldsV1") for entry in metadata.get("managedFields") or ()]
+            return {"rules": document.get("rules", "absent"), "owned": owned,
+                    "rv": metadata.get("resourceVersion")}  # fmt: skip
+
+        path = t.apis("rbac.authorization.k8s.io/v1", "roles")
+        await t.post(path, {"metadata": {"name": "left-out"}}, record=shown)
+        await t.post(path, {"metadata": {"name": "empty"}, "rules": []}, record=shown)
+        await t.post(path, {"metadata": {"name": "null"}, "rules": None}, record=shown)
+        for name, rules in (("left-out", []), ("empty", None), ("null", None)):
+            got = await t.call("GET", f"{path}/{name}", record=shown)
+            version = got["metadata"]["resourceVersion"]
+            body = {"metadata": {"name": name, "resourceVersion": version}, "rules": rules}
+            await t.put(f"{path}/{name}", body, record=shown)
+
+    await conform(scenario)
+
+
+@pytest.mark.parametrize("force", [False, True])
+async def test_an_apply_of_an_object_for_an_int_or_string_conflicts_first(
+    conform: Conform, force: bool
+) -> None:
+    """Structured merge owns an IntOrString given an object as one value: the apply conflicts
+    on it with its owner before the object is converted (forced, the conversion refuses)."""
+
+    async def scenario(t: Target) -> None:
+        path = t.apis("policy/v1", "poddisruptionbudgets")
+        body = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                "metadata": {"name": "b"}, "spec": {"maxUnavailable": 1}}  # fmt: skip
+        await t.post(path, body)
+        applied = {**body, "spec": {"maxUnavailable": {"a": 1}}}
+        params = {"fieldManager": "m", **({"force": "true"} if force else {})}
+        await t.patch(f"{path}/b", applied, ct="application/apply-patch+yaml", params=params)
 
     await conform(scenario)

@@ -317,8 +317,6 @@ _DEFAULTERS: Mapping[tuple[str, str], Callable[[Body], None]] = {
     ("batch", "CronJob"): _cron_job,
     ("autoscaling", "HorizontalPodAutoscaler"): hpa_defaults,
     ("networking.k8s.io", "NetworkPolicy"): network_policy_defaults,
-    ("rbac.authorization.k8s.io", "Role"): _null_times("rules"),  # not omitted when empty
-    ("rbac.authorization.k8s.io", "ClusterRole"): _null_times("rules"),
     ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): _WEBHOOKS,
     ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): _WEBHOOKS,
 }

@@ -53,6 +53,9 @@ _UNTRACKED_META = (
 )
 
 
+_SCALARS = ("string", "integer", "number", "boolean")
+
+
 class _Node:
     """What a schema node says of structure, read once (see :meth:`Shape.node`)."""
 
@@ -65,7 +68,11 @@ class _Node:
         self.items: Schema | None = node.get("items")
         self.list_type = str(node.get("x-kubernetes-list-type") or "atomic")
         self.keys: tuple[str, ...] = tuple(node.get("x-kubernetes-list-map-keys") or ())
-        self.atomic_map = node.get("x-kubernetes-map-type") == "atomic"
+        # A map where the schema has a scalar (an IntOrString given an object) is one value to
+        # structured merge, which types it as deduced: owned whole, as an atomic map.
+        scalar = (node.get("type") in _SCALARS or node.get("x-kubernetes-int-or-string")
+                  or node.get("format") == "int-or-string")  # fmt: skip
+        self.atomic_map = node.get("x-kubernetes-map-type") == "atomic" or bool(scalar)
         self.key_defaults: Mapping[str, Any] = {}
         """A map-list's key fields' defaults: an item without one is keyed by it."""
 

@@ -15,7 +15,7 @@ import marshal
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-__all__ = ["compact_json", "frozen", "is_map", "json_copy", "same_json", "thawed"]
+__all__ = ["compact_json", "frozen", "is_map", "json_copy", "same_json", "sorted_keys", "thawed"]
 
 T = TypeVar("T")
 _PLAIN = (str, int, float, list, tuple, type(None))
@@ -99,4 +99,13 @@ def _copy(value: Any) -> Any:
                 for key, item in value.items()}  # fmt: skip
     if isinstance(value, list):
         return [_copy(item) if isinstance(item, (dict, list)) else item for item in value]
+    return value
+
+
+def sorted_keys(value: Any) -> Any:
+    """A JSON document with every object's keys sorted (as Go writes a map)."""
+    if isinstance(value, dict):
+        return {key: sorted_keys(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [sorted_keys(item) for item in value]
     return value

@@ -75,16 +75,8 @@ def zero_object(kind: Kind) -> Body:
     key = (kind.group, kind.version, kind.kind)
     found = _ZEROS.get(key)
     if found is None:
-        found = _ZEROS[key] = {"metadata": {}, **_without_nulls(decode(*key, {}))}
+        found = _ZEROS[key] = {"metadata": {}, **decode(*key, {})}
     return found
-
-
-def _without_nulls(value: Any) -> Any:
-    """A document without its ``null`` members: a nil list or map is no value to count a
-    create's changes from (one the create leaves nil reads ``null``, and is its creator's)."""
-    if isinstance(value, dict):
-        return {key: _without_nulls(item) for key, item in value.items() if item is not None}
-    return value
 
 
 def status_mode(kind: Kind, subresource: str | None) -> str:

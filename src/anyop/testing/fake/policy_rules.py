@@ -49,6 +49,21 @@ def _shown(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
+def _go_selector(selector: Any) -> Any:
+    """A label selector in its Go struct's order (as ``json.Marshal`` writes it): its labels,
+    then its expressions, each as key, operator, values."""
+    if not isinstance(selector, Mapping):
+        return selector
+    ordered = {key: selector[key] for key in ("matchLabels", "matchExpressions") if key in selector}
+    if isinstance(ordered.get("matchExpressions"), list):
+        ordered["matchExpressions"] = [
+            {key: item[key] for key in ("key", "operator", "values") if key in item}
+            if isinstance(item, Mapping) else item
+            for item in ordered["matchExpressions"]
+        ]  # fmt: skip
+    return ordered
+
+
 def int_or_percent_causes(value: Any, path: str) -> Causes:
     """``ValidatePositiveIntOrPercent`` then ``IsNotMoreThan100Percent`` of an IntOrString."""
     if isinstance(value, str):
@@ -69,7 +84,7 @@ def pdb_causes(obj: Mapping[str, Any]) -> Causes:
     available, unavailable = spec.get("minAvailable"), spec.get("maxUnavailable")
     if available is not None and unavailable is not None:
         # The value shown is Go's internal spec, as JSON without tags.
-        struct = {"MinAvailable": available, "Selector": spec.get("selector"),
+        struct = {"MinAvailable": available, "Selector": _go_selector(spec.get("selector")),
                   "MaxUnavailable": unavailable,
                   "UnhealthyPodEvictionPolicy": spec.get("unhealthyPodEvictionPolicy")}  # fmt: skip
         detail = "minAvailable and maxUnavailable cannot be both set"

@@ -38,6 +38,7 @@ from anyop.testing.fake.statuses import (
     not_found,
     too_large_version,
 )
+from anyop.testing.fake.stored_form import as_stored
 
 __all__ = ["ListQuery", "Ref", "Store", "WatchStart", "WouldCommit"]
 
@@ -258,6 +259,8 @@ class Store:
             raise WouldCommit(kind, type_, json_copy(obj), old=json_copy(old))
         if self.substitute is not None:
             obj = self._substituted(kind, obj, old)
+        if not kind.custom:  # its empty lists and maps that Go writes are nil once stored
+            obj = as_stored(kind.group, kind.version, kind.kind, obj)
         self.rv += 1
         versioned = {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(self.rv)}}
         data = frozen(versioned)  # the history's

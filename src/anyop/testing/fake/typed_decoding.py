@@ -18,12 +18,12 @@ from typing import Any
 
 from anyop.testing.fake.go_structs import go_structs, struct_order
 from anyop.testing.fake.go_times import RFC3339, RFC3339_MICRO, time_error
-from anyop.testing.fake.json_copy import is_map, json_copy
+from anyop.testing.fake.json_copy import is_map, json_copy, sorted_keys
 from anyop.testing.fake.openapi_catalog import Catalog, Schema, catalog
 from anyop.testing.fake.quantities import QuantityError, canonical_quantity
 from anyop.testing.fake.statuses import StatusError, bad_request
 
-__all__ = ["decode", "decode_metadata", "sorted_keys"]
+__all__ = ["decode", "decode_metadata", "object_shape", "value_plan"]
 
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 _TIMES = {f"{_META}Time": RFC3339, f"{_META}MicroTime": RFC3339_MICRO}
@@ -358,7 +358,9 @@ def _object(
         ctx.struct, ctx.fields = struct, (*outer[1], *embedded, key)  # where an error inside is
         decoded = _value(books, item, sub, ctx, before)
         ctx.struct, ctx.fields = outer
-        if decoded is not None and not (decoded in ({}, []) and plan.collection):
+        if decoded is not None and not (
+            decoded in ({}, []) and plan.collection and key not in shape.nulls
+        ):
             if key in shape.omitted and type(decoded) in (int, float) and decoded == 0:
                 continue  # an omitempty number's zero
             kept[key] = decoded  # Go leaves out nulls, and empty maps and lists (omitempty)
@@ -367,7 +369,7 @@ def _object(
             struct = struct or (name.rpartition(".")[2] if name else ctx.struct)
             kept[key] = _default(books, sub, struct)
     for key in shape.nulls:
-        if key not in kept:  # nil (or empty: the storage keeps it as nil), and written
+        if key not in kept:  # nil, and written (an empty one is kept: see as_stored)
             kept[key] = None
     return kept
 
@@ -562,6 +564,16 @@ def decode(
     return dict(kept)
 
 
+def object_shape(books: Catalog, resolved: Schema, name: str) -> _Shape:
+    """How an object schema's fields decode (see :class:`_Shape`), read once per schema."""
+    return _shape(books, resolved, name)
+
+
+def value_plan(books: Catalog, schema: Schema) -> _Plan:
+    """How a value of a schema decodes (see :class:`_Plan`), read once per schema."""
+    return _plan(books, schema)
+
+
 def decode_metadata(metadata: Any, *, kind: str, version: str) -> Any:
     """An object's ``metadata`` as ``ObjectMeta`` keeps it (what custom resources keep).
 
@@ -578,15 +590,6 @@ def decode_metadata(metadata: Any, *, kind: str, version: str) -> Any:
     if ctx.error:
         raise _refused(kind, version, ctx.error)
     return kept
-
-
-def sorted_keys(value: Any) -> Any:
-    """A JSON document with every object's keys sorted (as Go writes a map)."""
-    if isinstance(value, dict):
-        return {key: sorted_keys(value[key]) for key in sorted(value)}
-    if isinstance(value, list):
-        return [sorted_keys(item) for item in value]
-    return value
 
 
 def _refused(kind: str, version: str, error: str) -> StatusError:

@@ -20,7 +20,7 @@ from anyop.testing.fake.builtin_rules import (
     update_causes,
 )
 from anyop.testing.fake.go_json import unstructured_numbers
-from anyop.testing.fake.json_copy import json_copy
+from anyop.testing.fake.json_copy import json_copy, sorted_keys
 from anyop.testing.fake.json_patches import PatchFailed, apply_json_patch
 from anyop.testing.fake.kinds import CRD_KIND, NAMESPACE_KIND, Kind, kinds_of_crd
 from anyop.testing.fake.managed_fields import in_order, owners_after_update
@@ -50,7 +50,8 @@ from anyop.testing.fake.statuses import (
     unsupported_media_type,
 )
 from anyop.testing.fake.store import Ref, Store, shown
-from anyop.testing.fake.typed_decoding import decode, decode_metadata, sorted_keys
+from anyop.testing.fake.stored_form import as_stored
+from anyop.testing.fake.typed_decoding import decode, decode_metadata
 from anyop.testing.fake.write_path import admitted
 
 __all__ = [
@@ -348,7 +349,8 @@ def update(
         obj["metadata"]["managedFields"] = in_order(owners)
     key = (kind.group, kind.plural, stored["metadata"].get("namespace") or "",
            stored["metadata"]["name"])  # fmt: skip
-    unchanged = not retyped and is_same(stored, obj) and _same_owners(stored, obj)
+    kept = obj if kind.custom else as_stored(kind.group, kind.version, kind.kind, obj)
+    unchanged = not retyped and is_same(stored, kept) and _same_owners(stored, obj)  # as stored
     if unchanged and key not in store.unsettled:
         return shown(kind, stored)
     store.unsettled.discard(key)

@@ -228,9 +228,11 @@ def test_an_items_key_field_left_out_is_keyed_by_its_default() -> None:
 
 def test_a_create_owns_no_field_it_leaves_at_the_go_zero_value() -> None:
     """kube-apiserver counts a create's changes from the kind's Go zero value: a StatefulSet's
-    ``serviceName: ""`` (always written, never sent) is no manager's; its defaults are."""
+    ``serviceName: ""`` (always written, never sent) is no manager's, nor a nil list Go writes
+    as ``null`` (the template's containers); its defaults are."""
     kind = Kind("apps", "v1", "statefulsets", "statefulset", "StatefulSet", generation=True)
-    spec = {"serviceName": "", "replicas": 1, "template": {"metadata": {}, "spec": {}}}
+    template = {"metadata": {}, "spec": {"containers": None}}  # as decoded: nil, written
+    spec = {"serviceName": "", "replicas": 1, "template": template}
     document = fields_v1_of({"spec": spec}, shape_of(kind), zero=zero_object(kind))
     assert document == {"f:spec": {"f:replicas": {}}}
     named = fields_v1_of({"spec": {**spec, "serviceName": "s"}}, shape_of(kind),
