@@ -64,19 +64,25 @@ def example_crd(anyop_controlplane: LocalControlPlane, api_sync: httpx.Client) -
     kubectl(anyop_controlplane, "apply", "-f", str(EXAMPLE_CRD))
     wait_for_crd(anyop_controlplane, CRD_NAME)
     yield CRD_NAME
-    body = api_sync.get(f"{CRDS}/{CRD_NAME}").json()
+    delete_converted_crd(anyop_controlplane, api_sync, CRD_NAME)
+
+
+def delete_converted_crd(plane: LocalControlPlane, api: httpx.Client, name: str) -> None:
+    """Delete a CRD whose conversion webhook is gone: its conversion set to None first.
+
+    The API server rebuilds the CRD's handler a moment after; its deletion lists the objects in
+    every version, which the old handler cannot do without the operator's webhook: so each
+    version is listed until it can be, then the CRD is deleted."""
+    body = api.get(f"{CRDS}/{name}").json()
     body["spec"]["conversion"] = {"strategy": "None"}
-    assert api_sync.put(f"{CRDS}/{CRD_NAME}", json=body).status_code == 200
-    # The API server rebuilds the CRD's handler a moment later; its deletion lists the objects
-    # in every version, which the old handler cannot do without the operator's webhook.
+    assert api.put(f"{CRDS}/{name}", json=body).status_code == 200
+    plural, group = body["spec"]["names"]["plural"], body["spec"]["group"]
+    versions = [version["name"] for version in body["spec"]["versions"]]
     deadline = time.monotonic() + 60
-    while any(
-        api_sync.get(f"/apis/convert.anyop.dev/{version}/backends").status_code != 200
-        for version in ("v1alpha1", "v1")
-    ):
+    while any(api.get(f"/apis/{group}/{v}/{plural}").status_code != 200 for v in versions):
         assert time.monotonic() < deadline, "the CRD's conversion did not become None"
         time.sleep(0.2)
-    kubectl(anyop_controlplane, "delete", "crd", CRD_NAME, "--wait=true", "--timeout=120s")
+    kubectl(plane, "delete", "crd", name, "--wait=true", "--timeout=120s")
 
 
 def set_storage(api: httpx.Client, crd: str, version: str) -> None:
@@ -216,10 +222,7 @@ def hub_group(anyop_controlplane: LocalControlPlane, api_sync: httpx.Client) -> 
     kubectl(anyop_controlplane, "apply", "-f", "-", stdin=json.dumps(three_versions(group)))
     wait_for_crd(anyop_controlplane, f"hubs.{group}")
     yield group
-    body = api_sync.get(f"{CRDS}/hubs.{group}").json()
-    body["spec"]["conversion"] = {"strategy": "None"}
-    assert api_sync.put(f"{CRDS}/hubs.{group}", json=body).status_code == 200
-    kubectl(anyop_controlplane, "delete", "crd", f"hubs.{group}", "--wait=true", "--timeout=60s")
+    delete_converted_crd(anyop_controlplane, api_sync, f"hubs.{group}")
 
 
 def hub_steps(registry: OperatorRegistry, group: str) -> None:
