@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from tests.conformance.conftest import Conform
-from tests.conformance.harness import Target
+from tests.conformance.harness import STRATEGIC, Target
 
 pytestmark = pytest.mark.anyio
 
@@ -240,5 +240,37 @@ async def test_an_apply_of_an_object_for_an_int_or_string_conflicts_first(
         applied = {**body, "spec": {"maxUnavailable": {"a": 1}}}
         params = {"fieldManager": "m", **({"force": "true"} if force else {})}
         await t.patch(f"{path}/b", applied, ct="application/apply-patch+yaml", params=params)
+
+    await conform(scenario)
+
+
+async def test_a_daemon_set_put_without_its_template_generation_owns_it(
+    conform: Conform,
+) -> None:
+    """A PUT that leaves out the template generation annotation sends ``"0"`` as the field
+    manager sees it (``apps/v1``'s conversion writes the internal field): its manager comes to
+    own the annotation, and the object is written again, the annotation kept."""
+
+    async def scenario(t: Target) -> None:
+        def shown(document: Any) -> Any:
+            metadata = document.get("metadata") or {}
+            owned = [(entry.get("manager"), entry.get("fieldsV1"))
+                     for entry in metadata.get("managedFields") or ()]  # fmt: skip
+            return {"owned": owned, "rv": metadata.get("resourceVersion"),
+                    "annotations": metadata.get("annotations")}  # fmt: skip
+
+        def body(image: str) -> dict[str, Any]:
+            template = {"metadata": {"labels": {"app": "d"}},
+                        "spec": {"containers": [{"name": "c", "image": image}]}}  # fmt: skip
+            spec = {"selector": {"matchLabels": {"app": "d"}}, "template": template}
+            return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "m"},
+                    "spec": spec}  # fmt: skip
+
+        path = t.apis("apps/v1", "daemonsets")
+        await t.post(path, body("i"), record=shown)
+        await t.patch(f"{path}/m", {"spec": {"template": body("j")["spec"]["template"]}},
+                      ct=STRATEGIC, record=shown)  # fmt: skip
+        await t.put(f"{path}/m", body("j"), record=shown)
+        await t.put(f"{path}/m", body("j"), record=shown)  # the second changes nothing
 
     await conform(scenario)

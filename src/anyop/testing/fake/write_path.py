@@ -15,7 +15,7 @@ from anyop.testing.fake.claim_rules import PROTECTION
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.quantities import QuantityError, quantity_value
 
-__all__ = ["admitted"]
+__all__ = ["admitted", "as_managed"]
 
 Body = dict[str, Any]
 
@@ -121,6 +121,19 @@ def _template_generation(new: Mapping[str, Any], old: Mapping[str, Any] | None) 
         return max(_annotated_generation(new), 1)
     changed = (new.get("spec") or {}).get("template") != (old.get("spec") or {}).get("template")
     return _annotated_generation(old) + (1 if changed else 0)
+
+
+def as_managed(kind: Kind, obj: Body) -> Body:
+    """A write's object as the field manager compares it: a DaemonSet's template generation
+    annotation as ``apps/v1``'s conversion writes it from the internal field, which the
+    request's annotation set (``"0"`` without one); the strategy then sets the stored value
+    (:func:`admitted`). So the creator owns it, and a PUT that leaves it out changes it."""
+    if (kind.group, kind.kind) != ("apps", "DaemonSet"):
+        return obj
+    metadata = dict(obj.get("metadata") or {})
+    annotations = dict(metadata.get("annotations") or {})
+    annotations[_TEMPLATE_GENERATION] = str(_annotated_generation(obj))
+    return {**obj, "metadata": {**metadata, "annotations": annotations}}
 
 
 def _annotated_generation(obj: Mapping[str, Any]) -> int:

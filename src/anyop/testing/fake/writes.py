@@ -52,7 +52,7 @@ from anyop.testing.fake.statuses import (
 from anyop.testing.fake.store import Ref, Store, shown
 from anyop.testing.fake.stored_form import as_stored
 from anyop.testing.fake.typed_decoding import decode, decode_metadata
-from anyop.testing.fake.write_path import admitted
+from anyop.testing.fake.write_path import admitted, as_managed
 
 __all__ = [
     "APPLY",
@@ -201,7 +201,8 @@ def create(
     obj = _crd_defaults(kind, obj)
     if owners is None and manager is not None:  # before admission and allocation: theirs is
         owners = [] if _untyped(kind, body) else owners_after_update(  # no manager's
-            kind, None, obj, manager=manager, subresource=None, now=store.now())  # fmt: skip
+            kind, None, as_managed(kind, obj), manager=manager, subresource=None,
+            now=store.now())  # fmt: skip
     if (kind.group, kind.kind) == ("", "Service"):
         _allocate(store, obj, creating=True)
     elif (kind.group, kind.kind) == ("batch", "Job"):
@@ -326,8 +327,9 @@ def update(
         stored_form = unstructured_numbers(obj)
         retyped, obj = stored_form is not obj, stored_form  # (it is obj where none changes)
     if owners is None and manager is not None:  # before admission and allocation: theirs is
-        owners = [] if _untyped(kind, request, stored) else owners_after_update(  # no manager's
-            kind, stored, obj, manager=manager, subresource=subresource, now=store.now()
+        seen = obj if subresource is not None else as_managed(kind, obj)  # no manager's
+        owners = [] if _untyped(kind, request, stored) else owners_after_update(
+            kind, stored, seen, manager=manager, subresource=subresource, now=store.now()
         )  # fmt: skip
     if (kind.group, kind.kind) == ("", "Pod") and subresource is None:
         obj = admitted(kind, obj, old=stored)
