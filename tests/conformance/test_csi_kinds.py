@@ -225,6 +225,7 @@ CSI_NODES: list[Body] = [
     {"drivers": [_DRIVER, {**_DRIVER, "nodeID": "other"}]},
     {"drivers": [{**_DRIVER, "topologyKeys": ["", "a/b/c", "zone", "zone", "-bad"]}]},
     {"drivers": [{"name": "d" * 64, "nodeID": "n", "allocatable": {}}]},
+    {"drivers": [None, {"name": "b.example.com", "nodeID": "n"}]},  # null: Go's zero struct
 ]  # fmt: skip
 
 
@@ -436,5 +437,130 @@ async def test_a_volume_attachment_name_is_checked_with_the_rest(conform: Confor
                 "metadata": {"name": "Bad_Name", "labels": {"-x": "y"}},
                 "spec": {"attacher": "Bad_A", "source": _PV, "nodeName": "n"}}  # fmt: skip
         await _lifecycle(t, _ATTACHMENTS, body, [])
+
+    await conform(scenario)
+
+
+# -- found by generated requests (the storage family) -------------------------------------------
+
+_CAPACITY = {"storageClassName": "s", "nodeTopology": _ZONE}
+
+
+def _kind_body(t: Target, plural: str) -> tuple[str, Body]:
+    """A valid object of one of the kinds here, and its collection's path."""
+    if plural == "csistoragecapacities":
+        body = {"apiVersion": _STORAGE, "kind": "CSIStorageCapacity",
+                "metadata": {"name": "capacity"}, **_CAPACITY}  # fmt: skip
+        return t.apis(_STORAGE, plural), body
+    kind, spec = {
+        "volumeattachments": ("VolumeAttachment", {"attacher": "a", "source": _PV,
+                                                   "nodeName": "n"}),
+        "csinodes": ("CSINode", {"drivers": [_DRIVER]}),
+    }[plural]  # fmt: skip
+    body = {"apiVersion": _STORAGE, "kind": kind, "metadata": {"name": _name(t)}, "spec": spec}
+    return f"/apis/{_STORAGE}/{plural}", body
+
+
+_PLURALS = ["volumeattachments", "csinodes", "csistoragecapacities"]
+
+
+@pytest.mark.parametrize("plural", _PLURALS)
+async def test_a_deletion_answers_as_the_kinds_storage_does(conform: Conform, plural: str) -> None:
+    """VolumeAttachments and CSINodes are answered with the deleted object
+    (``ReturnDeletedObject``), CSIStorageCapacities with a ``Status``."""
+
+    async def scenario(t: Target) -> None:
+        path, body = _kind_body(t, plural)
+        await t.post(path, body)
+        await t.delete(f"{path}/{body['metadata']['name']}")
+        await t.delete(f"{path}/{body['metadata']['name']}")
+
+    await conform(scenario)
+
+
+@pytest.mark.parametrize("plural", _PLURALS)
+async def test_an_update_names_the_version_it_replaces(conform: Conform, plural: str) -> None:
+    """Their strategies do not ``AllowUnconditionalUpdate``: a PUT without a resourceVersion
+    is refused, one with it accepted."""
+
+    async def scenario(t: Target) -> None:
+        path, body = _kind_body(t, plural)
+        made = await t.post(path, body)
+        name = body["metadata"]["name"]
+        await t.put(f"{path}/{name}", {**body, "metadata": {**body["metadata"],
+                                                            "labels": {"a": "b"}}})  # fmt: skip
+        await t.put(f"{path}/{name}", {**made, "metadata": {**made["metadata"],
+                                                            "labels": {"a": "b"}}})  # fmt: skip
+        await t.call("DELETE", f"{path}/{name}", record=lambda d: None)
+
+    await conform(scenario)
+
+
+def _keys_emptied(obj: Body) -> None:
+    obj["spec"]["drivers"][0]["topologyKeys"] = []
+
+
+def _keys_emptied_renoded(obj: Body) -> None:
+    obj["spec"]["drivers"][0]["topologyKeys"] = []
+    obj["spec"]["drivers"][0]["nodeID"] = "changed"
+
+
+async def test_a_csi_node_driver_is_compared_as_go_compares_it(conform: Conform) -> None:
+    """No topology keys, nil or empty, are the same (``Semantic.DeepEqual``); a changed driver
+    is shown as sent, its empty keys ``[]``."""
+
+    async def scenario(t: Target) -> None:
+        body = {"apiVersion": _STORAGE, "kind": "CSINode", "metadata": {"name": _name(t)},
+                "spec": {"drivers": [_DRIVER]}}  # fmt: skip
+        await _lifecycle(t, _NODES, body, [("", _keys_emptied), ("", _keys_emptied_renoded)])
+
+    await conform(scenario)
+
+
+async def test_a_strategic_merge_patch_takes_a_list_the_object_lacks_as_it_is(
+    conform: Conform,
+) -> None:
+    """Where the stored object has no list (nil, ``null``), Go's ``mergeMap`` takes the
+    patch's without merging it: its duplicate merge keys stay (and are refused), its items
+    with a ``$patch`` directive go."""
+
+    async def scenario(t: Target) -> None:
+        name = _name(t)
+        body = {"apiVersion": _STORAGE, "kind": "CSINode", "metadata": {"name": name},
+                "spec": {"drivers": []}}  # fmt: skip
+        await t.post(_NODES, body)
+        twice = [{"name": "b.example.com", "nodeID": "n"},
+                 {"name": "b.example.com", "nodeID": "m", "topologyKeys": ["zone"]},
+                 {"name": "c.example.com", "$patch": "delete"}]  # fmt: skip
+        await t.patch(f"{_NODES}/{name}", {"spec": {"drivers": twice}}, ct=STRATEGIC)
+        once = [{"name": "b.example.com", "nodeID": "n"},
+                {"name": "c.example.com", "$patch": "delete"}]  # fmt: skip
+        await t.patch(f"{_NODES}/{name}", {"spec": {"drivers": once}}, ct=STRATEGIC)
+        await t.call("DELETE", f"{_NODES}/{name}", record=lambda d: None)
+
+    await conform(scenario)
+
+
+def _inline_as_sent(obj: Body) -> None:
+    """An inline spec with empty lists and maps, and a claim reference: refused, and the
+    changed spec shown as Go decoded it."""
+    csi = {**_CSI, "volumeAttributes": {}}
+    obj["spec"]["source"] = {
+        "inlineVolumeSpec": {
+            "accessModes": [],
+            "mountOptions": [],
+            "capacity": {},
+            "csi": csi,
+            "claimRef": {"name": "c", "apiVersion": "v1", "kind": "PersistentVolumeClaim"},
+        }
+    }
+
+
+async def test_a_volume_attachment_spec_change_is_shown_as_sent(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        body = {"apiVersion": _STORAGE, "kind": "VolumeAttachment",
+                "metadata": {"name": _name(t)},
+                "spec": {"attacher": "a", "source": _PV, "nodeName": "n"}}  # fmt: skip
+        await _lifecycle(t, _ATTACHMENTS, body, [("", _inline_as_sent)])
 
     await conform(scenario)

@@ -155,6 +155,7 @@ STORAGE_CLASS_UPDATES: list[list[Change]] = [
     [_bad_label],
     [_bad_label, _set(provisioner="example.com/other")],
     [_bad_label, _set(reclaimPolicy="Keep")],
+    [_set(parameters={})],  # shown as sent, {} (Go decodes an empty map, not nil)
 ]  # fmt: skip
 
 
@@ -351,6 +352,7 @@ RUNTIME_CLASSES: list[Body] = [
         {"key": "k", "operator": "Equal", "value": "v", "effect": "NoSchedule"}]}},
     {"handler": "Bad!", "overhead": {"podFixed": {"memory": "-1Mi"}},
      "scheduling": {"nodeSelector": {"a": "bad value!"}, "tolerations": [{"key": "-"}]}},
+    {"handler": "h", "scheduling": {"tolerations": [None, {"key": "k", "operator": "Exists"}]}},
 ]  # fmt: skip
 
 
@@ -387,6 +389,32 @@ async def test_a_runtime_class_is_created_by_a_put(conform: Conform) -> None:
         await t.put(f"{_RC}/{name}", _body(t, _RC, {"handler": "runc"}))
         await t.put(f"{_RC}/{name}", _body(t, _RC, {"handler": "runc", "overhead": {}}))
         await t.call("DELETE", f"{_RC}/{name}", record=lambda d: None)
+
+    await conform(scenario)
+
+
+# -- deletion -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", [_SC, _VAC, _CSI, _RC])
+async def test_a_deletion_answers_as_the_kinds_storage_does(conform: Conform, path: str) -> None:
+    """The storage of StorageClasses, VolumeAttributesClasses and CSIDrivers answers a DELETE
+    with the deleted object (``ReturnDeletedObject``), that of RuntimeClasses with a
+    ``Status``."""
+
+    async def scenario(t: Target) -> None:
+        fields = {
+            _SC: {"provisioner": _PROV},
+            _VAC: {"driverName": _PROV, "parameters": {"iops": "1000"}},
+            _CSI: {"spec": {}},
+            _RC: {"handler": "runc"},
+        }[path]
+        name = _name(t)
+        await t.post(path, _body(t, path, fields))
+        unfinalized = {"metadata": {"finalizers": None}}  # a VolumeAttributesClass's protection
+        await t.call("PATCH", f"{path}/{name}", unfinalized, ct=MERGE, record=lambda d: None)
+        await t.delete(f"{path}/{name}")
+        await t.delete(f"{path}/{name}")
 
     await conform(scenario)
 

@@ -505,7 +505,7 @@ def update_causes(
         own_create = cluster  # the update's and the object's, in the order Go checks them
     elif (kind.group, kind.kind) == ("storage.k8s.io", "CSIStorageCapacity"):
         own, own_create = capacity_changes(old, new), create_causes(kind, new)  # metadata between
-    elif (storage := storage_update_causes(kind.group, kind.kind, old, new)) is not None:
+    elif (storage := storage_update_causes(kind.group, kind.kind, old, new, raw=raw)) is not None:
         own_create = storage  # as for the cluster kinds above
     elif kind.group == "rbac.authorization.k8s.io" and kind.kind.endswith("Binding"):
         own, own_create = [], [*create_causes(kind, new, raw=raw), *own]  # its roleRef's last

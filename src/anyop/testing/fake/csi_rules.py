@@ -49,7 +49,8 @@ from anyop.testing.fake.quantities import (
 from anyop.testing.fake.selector_rules import label_selector_causes
 from anyop.testing.fake.volume_rules import volume_causes
 
-__all__ = ["CREATES", "DEFAULTERS", "UPDATES", "capacity_changes"]
+__all__ = ["CREATES", "DEFAULTERS", "UPDATES", "attachment_update_causes", "capacity_changes",
+           "with_empties"]  # fmt: skip
 
 Cause = dict[str, str]
 Causes = list[tuple[str, Cause]]
@@ -272,8 +273,8 @@ def _csi_source(csi: Any) -> Any:
         return None
     out = {"Driver": csi.get("driver") or "", "VolumeHandle": csi.get("volumeHandle") or "",
            "ReadOnly": bool(csi.get("readOnly")), "FSType": csi.get("fsType") or "",
-           "VolumeAttributes": dict(sorted(csi["volumeAttributes"].items()))
-           if csi.get("volumeAttributes") else None}  # fmt: skip
+           "VolumeAttributes": None if csi.get("volumeAttributes") is None
+           else dict(sorted(csi["volumeAttributes"].items()))}  # fmt: skip
     for key in _SECRETS:
         out[key[:1].upper() + key[1:]] = _secret_reference(csi.get(key))
     return out
@@ -283,23 +284,24 @@ def _claim_reference(reference: Any) -> Any:
     if not isinstance(reference, Mapping):
         return None
     fields = ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")
-    return {("UID" if key == "uid" else key[:1].upper() + key[1:]): reference.get(key) or ""
+    names = {"uid": "UID", "apiVersion": "APIVersion"}  # the Go names of the others: capitalised
+    return {names.get(key, key[:1].upper() + key[1:]): reference.get(key) or ""
             for key in fields}  # fmt: skip
 
 
 def _inline_json(spec: Mapping[str, Any]) -> Any:
     """An internal ``core.PersistentVolumeSpec`` (its embedded source's fields promoted)."""
-    capacity = spec.get("capacity") or None
-    out: dict[str, Any] = {"Capacity": dict(sorted(capacity.items())) if capacity else None}
+    capacity = spec.get("capacity")
+    out: dict[str, Any] = {"Capacity": None if capacity is None else dict(sorted(capacity.items()))}
     for key in _SOURCES:
         name = _GO_NAMES.get(key, key[:1].upper() + key[1:])
         out[name] = _go_named(spec.get(key))
     out["CSI"] = _csi_source(spec.get("csi"))
-    out["AccessModes"] = list(spec.get("accessModes") or ()) or None
+    out["AccessModes"] = _slice(spec.get("accessModes"))
     out["ClaimRef"] = _claim_reference(spec.get("claimRef"))
     out["PersistentVolumeReclaimPolicy"] = spec.get("persistentVolumeReclaimPolicy") or ""
     out["StorageClassName"] = spec.get("storageClassName") or ""
-    out["MountOptions"] = list(spec.get("mountOptions") or ()) or None
+    out["MountOptions"] = _slice(spec.get("mountOptions"))
     out["VolumeMode"] = spec.get("volumeMode")
     out["NodeAffinity"] = _go_named(spec.get("nodeAffinity"))
     out["VolumeAttributesClassName"] = spec.get("volumeAttributesClassName")
@@ -317,12 +319,38 @@ def _attachment_spec_json(spec: Mapping[str, Any]) -> str:
     return _go_json(shown)
 
 
-def _volume_attachment_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> Causes:
-    """``ValidateVolumeAttachmentUpdate``: the new object's checks, then its spec unchanged."""
+def _slice(value: Any) -> Any:
+    """A Go slice as its JSON shows it: ``null`` when nil, ``[]`` when empty."""
+    return None if value is None else list(value)
+
+
+def with_empties(value: Any, raw: Any) -> Any:
+    """A decoded value with the empty lists and maps that the request's (``raw``) holds where
+    the decoded one holds nothing (it leaves them out, as Go writes them with ``omitempty``):
+    Go decodes them empty, not nil, and ``field.Invalid`` shows them so."""
+    if isinstance(value, Mapping) and isinstance(raw, Mapping):
+        out = dict(value)
+        for key, item in raw.items():
+            if value.get(key) is None and item in ([], {}):
+                out[key] = [] if item == [] else {}
+            elif key in value:
+                out[key] = with_empties(value[key], item)
+        return out
+    if isinstance(value, list) and isinstance(raw, list) and len(value) == len(raw):
+        return [with_empties(item, sent) for item, sent in zip(value, raw, strict=True)]
+    return value
+
+
+def attachment_update_causes(
+    old: Mapping[str, Any], new: Mapping[str, Any], raw: Mapping[str, Any] | None = None
+) -> Causes:
+    """``ValidateVolumeAttachmentUpdate``: the new object's checks, then its spec unchanged
+    (shown with the empty lists and maps of the request, ``raw``, as Go decoded them)."""
     causes = _volume_attachment(new)
     after = new.get("spec") or {}
     if after != (old.get("spec") or {}):
-        causes.append(invalid("spec", _attachment_spec_json(after), _IMMUTABLE))
+        shown = with_empties(after, (raw or {}).get("spec"))
+        causes.append(invalid("spec", _attachment_spec_json(shown), _IMMUTABLE))
     return causes
 
 
@@ -342,6 +370,7 @@ def _csi_node(obj: Mapping[str, Any]) -> Causes:
     causes: Causes = []
     seen: set[str] = set()
     for index, driver in enumerate((obj.get("spec") or {}).get("drivers") or ()):
+        driver = driver if isinstance(driver, Mapping) else {}  # null: Go's zero struct
         where = f"spec.drivers[{index}]"
         name, node = str(driver.get("name") or ""), str(driver.get("nodeID") or "")
         causes += _driver_name(name, f"{where}.name")
@@ -371,22 +400,34 @@ def _csi_node(obj: Mapping[str, Any]) -> Causes:
 
 def _driver_json(driver: Mapping[str, Any]) -> str:
     """A CSINode driver as ``field.Invalid`` shows the internal Go struct (its allocatable
-    count left out, as the comparison leaves it)."""
-    keys = list(driver.get("topologyKeys") or ()) or None
+    count left out, as the comparison leaves it; its topology keys ``[]`` where the request
+    sent none, ``null`` where it sent nothing)."""
+    keys = driver.get("topologyKeys")
     shown = {"Name": driver.get("name") or "", "NodeID": driver.get("nodeID") or "",
-             "TopologyKeys": keys, "Allocatable": None}  # fmt: skip
+             "TopologyKeys": None if keys is None else list(keys),
+             "Allocatable": None}  # fmt: skip
     return _go_json(shown)
+
+
+def _semantic(driver: Any) -> dict[str, Any]:
+    """A CSINode driver as ``apiequality.Semantic.DeepEqual`` compares it (without its
+    allocatable count): a field nil, empty or zero is one left out."""
+    fields = driver.items() if isinstance(driver, Mapping) else ()
+    return {key: value for key, value in fields
+            if key != "allocatable" and value not in (None, "", [], {})}  # fmt: skip
 
 
 def _csi_node_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> Causes:
     """``ValidateCSINodeUpdate``: the new object's checks, then each driver kept under its name
-    unchanged but for its allocatable count."""
+    unchanged but for its allocatable count (compared as Go's ``Semantic.DeepEqual`` does: no
+    topology keys nil or empty alike)."""
     causes = _csi_node(new)
     for before in (old.get("spec") or {}).get("drivers") or ():
         for after in (new.get("spec") or {}).get("drivers") or ():
-            if before.get("name") != after.get("name"):
+            before, after = before or {}, after or {}  # (a null driver: Go's zero struct)
+            if (before.get("name") or "") != (after.get("name") or ""):
                 continue
-            if {**before, "allocatable": None} != {**after, "allocatable": None}:
+            if _semantic(before) != _semantic(after):
                 causes.append(invalid("spec.drivers", _driver_json(after), _IMMUTABLE))
     return causes
 
@@ -460,7 +501,7 @@ CREATES: dict[tuple[str, str], Callable[[Mapping[str, Any]], Iterable[tuple[str,
     (_GROUP, "CSIStorageCapacity"): _capacity,
 }
 UPDATES: dict[tuple[str, str], Callable[[Mapping[str, Any], Mapping[str, Any]], Causes]] = {
-    (_GROUP, "VolumeAttachment"): _volume_attachment_update,
+    (_GROUP, "VolumeAttachment"): attachment_update_causes,
     (_GROUP, "CSINode"): _csi_node_update,
     (_GROUP, "CSIStorageCapacity"): _capacity_update,
 }

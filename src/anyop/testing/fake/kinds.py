@@ -230,7 +230,9 @@ _CREATE_ON_UPDATE = {
 
 _CONDITIONAL_UPDATE = {
     ("coordination.k8s.io", "leases"), ("policy", "poddisruptionbudgets"),
-    ("node.k8s.io", "runtimeclasses"), ("storage.k8s.io", "csidrivers"),
+    ("node.k8s.io", "runtimeclasses"),
+    *(("storage.k8s.io", plural) for plural in (
+        "csidrivers", "csinodes", "csistoragecapacities", "volumeattachments")),
     *((ADMISSION, plural) for plural in (
         "mutatingadmissionpolicies", "mutatingadmissionpolicybindings",
         "mutatingwebhookconfigurations", "validatingadmissionpolicies",
@@ -239,9 +241,12 @@ _CONDITIONAL_UPDATE = {
 """Built-in kinds whose strategies refuse a PUT without a resourceVersion (Go code)."""
 
 _RETURNS_DELETED = {
-    ("", plural) for plural in (
+    *(("", plural) for plural in (
         "namespaces", "persistentvolumeclaims", "persistentvolumes", "pods", "podtemplates",
-        "resourcequotas", "serviceaccounts", "services")
+        "resourcequotas", "serviceaccounts", "services")),
+    *(("storage.k8s.io", plural) for plural in (
+        "csidrivers", "csinodes", "storageclasses", "volumeattachments",
+        "volumeattributesclasses")),
 }  # fmt: skip
 """Built-in kinds whose storage answers a DELETE with the deleted object (Go code)."""
 

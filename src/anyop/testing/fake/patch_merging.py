@@ -190,6 +190,8 @@ class _Walker:
 
     def value(self, current: Any, value: Any, where: Any, order: Any) -> Any:
         if isinstance(value, list):
+            if not isinstance(current, list) and order is None:
+                return _taken(value)  # a list new to the object (or null there): merges nothing
             merges, key = self.strategy(where)
             if merges:
                 old = current if isinstance(current, list) else []
@@ -253,6 +255,19 @@ class _Walker:
         # The stored order is the list's after the deletions (an item deleted and merged again
         # is a new one, placed by the patch alone).
         return _ordered(merged, patch_order, kept, lambda item: _key_of(item, key))
+
+
+def _taken(value: Any) -> Any:
+    """A patch's value for a field the stored object lacks or holds as another type (null), as
+    Go's ``mergeMap`` takes it: as it is, nothing merged (its duplicate merge keys stay), but
+    for the nulls of its maps (``discardNullValuesFromPatch``) and its maps that hold a
+    ``$patch`` directive (``removeDirectives``)."""
+    if isinstance(value, list):
+        return [_taken(item) for item in value if not (is_map(item) and "$patch" in item)]
+    if is_map(value):
+        return {key: _taken(item) for key, item in value.items()
+                if item is not None and not (is_map(item) and "$patch" in item)}  # fmt: skip
+    return value
 
 
 def _key_of(item: Any, key: str) -> str:

@@ -148,7 +148,8 @@ def _runtime_class(obj: Mapping[str, Any]) -> Causes:
         selector = scheduling.get("nodeSelector")
         if selector is not None:
             causes += label_causes(selector, "scheduling.nodeSelector")
-        causes += _tolerations(list(scheduling.get("tolerations") or ()))
+        tolerations = scheduling.get("tolerations") or ()  # a null one is Go's zero struct
+        causes += _tolerations([t if isinstance(t, Mapping) else {} for t in tolerations])
     return causes
 
 

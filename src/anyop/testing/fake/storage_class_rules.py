@@ -22,13 +22,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from anyop.testing.fake.csi_rules import with_empties
 from anyop.testing.fake.field_errors import duplicate, forbidden, required_because, too_long
 from anyop.testing.fake.go_json import go_quoted
 from anyop.testing.fake.object_meta import label_key_errors
 from anyop.testing.fake.pod_rules import invalid, required, unsupported_shown
 from anyop.testing.fake.volume_rules import go_marshalled
 
-__all__ = ["CREATES", "DEFAULTERS", "UPDATES"]
+__all__ = ["CREATES", "DEFAULTERS", "UPDATES", "storage_class_update_causes"]
 
 Cause = dict[str, str]
 Causes = list[tuple[str, Cause]]
@@ -139,10 +140,15 @@ def _topologies(terms: list[Any], field: str) -> Causes:
     return causes
 
 
-def _storage_class_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> Causes:
+def storage_class_update_causes(
+    old: Mapping[str, Any], new: Mapping[str, Any], raw: Mapping[str, Any] | None = None
+) -> Causes:
     """The strategy's ``ValidateUpdate``: ``ValidateStorageClass``, then
     ``ValidateStorageClassUpdate`` (parameters, provisioner, reclaim policy and binding mode
-    immutable)."""
+    immutable; the new parameters shown as the request, ``raw``, sent them: ``{}`` sent empty,
+    which Go decodes as an empty map, not nil)."""
+    if raw is not None:
+        new = with_empties(new, raw)  # (the checks read an empty map or list as none)
     causes = _storage_class(new)
     causes += _immutable("parameters", new.get("parameters"), old.get("parameters"))
     before, after = str(old.get("provisioner") or ""), str(new.get("provisioner") or "")
@@ -270,7 +276,7 @@ CREATES: dict[tuple[str, str], Callable[[Mapping[str, Any]], Iterable[tuple[str,
     (_GROUP, "CSIDriver"): _csi_driver,
 }
 UPDATES: dict[tuple[str, str], Callable[[Mapping[str, Any], Mapping[str, Any]], Causes]] = {
-    (_GROUP, "StorageClass"): _storage_class_update,
+    (_GROUP, "StorageClass"): storage_class_update_causes,
     (_GROUP, "VolumeAttributesClass"): _attributes_class_update,
     (_GROUP, "CSIDriver"): _csi_driver_update,
 }

@@ -28,6 +28,12 @@ STORAGE_DEFAULTERS = {key: value for module in _MODULES for key, value in module
 """The defaulting functions of the kinds here, by ``(group, kind)``."""
 _CREATES = {key: value for module in _MODULES for key, value in module.CREATES.items()}
 _UPDATES = {key: value for module in _MODULES for key, value in module.UPDATES.items()}
+_SHOWN_AS_SENT = {
+    ("storage.k8s.io", "StorageClass"): storage_class_rules.storage_class_update_causes,
+    ("storage.k8s.io", "VolumeAttachment"): csi_rules.attachment_update_causes,
+}
+"""The updates whose errors show a value as the request sent it (an empty list or map that
+the decoded object leaves out): they are given the request's object too."""
 
 
 def storage_causes(group: str, kind: str, obj: Mapping[str, Any]) -> Causes | None:
@@ -38,10 +44,19 @@ def storage_causes(group: str, kind: str, obj: Mapping[str, Any]) -> Causes | No
 
 
 def storage_update_causes(
-    group: str, kind: str, old: Mapping[str, Any], new: Mapping[str, Any]
+    group: str,
+    kind: str,
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    *,
+    raw: Mapping[str, Any] | None = None,
 ) -> Causes | None:
     """The errors of an update of an object of a kind here (beyond its metadata's): those of
     the update and of the object as its ``ValidateUpdate`` orders them; ``None`` for another
-    kind."""
+    kind. ``raw``: the object as the request gave it (a StorageClass's changed parameters and
+    a VolumeAttachment's changed spec are shown with the empty lists and maps it sent)."""
+    shown_as_sent = _SHOWN_AS_SENT.get((group, kind))
+    if shown_as_sent is not None:
+        return shown_as_sent(old, new, raw)
     check = _UPDATES.get((group, kind))
     return None if check is None else list(check(old, new))
