@@ -40,6 +40,7 @@ from anyop.testing.fake.pod_rules import (
     invalid,
     required,
 )
+from anyop.testing.fake.pod_spec_diff import with_sent_empties
 from anyop.testing.fake.quantities import (
     QuantityError,
     canonical_quantity,
@@ -49,8 +50,7 @@ from anyop.testing.fake.quantities import (
 from anyop.testing.fake.selector_rules import label_selector_causes
 from anyop.testing.fake.volume_rules import volume_causes
 
-__all__ = ["CREATES", "DEFAULTERS", "UPDATES", "attachment_update_causes", "capacity_changes",
-           "with_empties"]  # fmt: skip
+__all__ = ["CREATES", "DEFAULTERS", "UPDATES", "attachment_update_causes", "capacity_changes"]
 
 Cause = dict[str, str]
 Causes = list[tuple[str, Cause]]
@@ -324,23 +324,6 @@ def _slice(value: Any) -> Any:
     return None if value is None else list(value)
 
 
-def with_empties(value: Any, raw: Any) -> Any:
-    """A decoded value with the empty lists and maps that the request's (``raw``) holds where
-    the decoded one holds nothing (it leaves them out, as Go writes them with ``omitempty``):
-    Go decodes them empty, not nil, and ``field.Invalid`` shows them so."""
-    if isinstance(value, Mapping) and isinstance(raw, Mapping):
-        out = dict(value)
-        for key, item in raw.items():
-            if value.get(key) is None and item in ([], {}):
-                out[key] = [] if item == [] else {}
-            elif key in value:
-                out[key] = with_empties(value[key], item)
-        return out
-    if isinstance(value, list) and isinstance(raw, list) and len(value) == len(raw):
-        return [with_empties(item, sent) for item, sent in zip(value, raw, strict=True)]
-    return value
-
-
 def attachment_update_causes(
     old: Mapping[str, Any], new: Mapping[str, Any], raw: Mapping[str, Any] | None = None
 ) -> Causes:
@@ -349,7 +332,7 @@ def attachment_update_causes(
     causes = _volume_attachment(new)
     after = new.get("spec") or {}
     if after != (old.get("spec") or {}):
-        shown = with_empties(after, (raw or {}).get("spec"))
+        shown = with_sent_empties(after, (raw or {}).get("spec"))
         causes.append(invalid("spec", _attachment_spec_json(shown), _IMMUTABLE))
     return causes
 

@@ -22,11 +22,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from anyop.testing.fake.csi_rules import with_empties
 from anyop.testing.fake.field_errors import duplicate, forbidden, required_because, too_long
 from anyop.testing.fake.go_json import go_quoted
 from anyop.testing.fake.object_meta import label_key_errors
 from anyop.testing.fake.pod_rules import invalid, required, unsupported_shown
+from anyop.testing.fake.pod_spec_diff import with_sent_empties
 from anyop.testing.fake.volume_rules import go_marshalled
 
 __all__ = ["CREATES", "DEFAULTERS", "UPDATES", "storage_class_update_causes"]
@@ -148,7 +148,7 @@ def storage_class_update_causes(
     immutable; the new parameters shown as the request, ``raw``, sent them: ``{}`` sent empty,
     which Go decodes as an empty map, not nil)."""
     if raw is not None:
-        new = with_empties(new, raw)  # (the checks read an empty map or list as none)
+        new = with_sent_empties(new, raw)  # (the checks read an empty map or list as none)
     causes = _storage_class(new)
     causes += _immutable("parameters", new.get("parameters"), old.get("parameters"))
     before, after = str(old.get("provisioner") or ""), str(new.get("provisioner") or "")
