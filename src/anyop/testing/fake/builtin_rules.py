@@ -266,8 +266,8 @@ def _secret(obj: Body) -> None:
 
 
 def _null_times(*fields: str) -> Callable[[Body], None]:
-    """Fields Go writes even when unset (timestamps of non-pointer types, lists without
-    ``omitempty``): an unset one is serialised as ``null``."""
+    """Timestamps of non-pointer types, which Go writes even when unset: as ``null``. (Lists
+    and maps without ``omitempty`` are the decoder's: ``go_types``' ``nulls``.)"""
 
     def fill(obj: Body) -> None:
         for field in fields:
