@@ -259,3 +259,22 @@ async def test_a_failure_to_post_an_event_is_only_logged(
     ghost = configmap("ghost", "no-such-namespace-anywhere")
     await post_event(client, obj=ghost, type="Normal", reason="Lost", message="nowhere")
     assert "Failed to post an event. Ignoring and continuing." in caplog.text
+
+
+async def test_the_api_servers_warnings_are_logged_once(
+    client: KubeClient, anyop_namespace: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    unknown = {**configmap("warned", anyop_namespace), "spec": {"x": 1}}
+    dotted = deployment("dotted.name", anyop_namespace)
+    with caplog.at_level("WARNING", logger="anyop.kube"):
+        await client.create(CONFIGMAPS, unknown)
+        await client.patch(CONFIGMAPS, {"spec": {"x": 2}}, name="warned", namespace=anyop_namespace)
+        await client.create(DEPLOYMENTS, dotted)
+    paths = f"/api/v1/namespaces/{anyop_namespace}/configmaps"
+    logged = [r.getMessage() for r in caplog.records if r.getMessage().startswith("The API")]
+    assert logged == [
+        f'The API server warns (POST {paths}): unknown field "spec"',
+        f"The API server warns (POST /apis/apps/v1/namespaces/{anyop_namespace}/deployments): "
+        "metadata.name: this is used in Pod names and hostnames, which can result in surprising "
+        "behavior; a DNS label is recommended: [must not contain dots]",
+    ]

@@ -7,7 +7,8 @@ credential is rejected (401) or pushed out by newer ones and nobody uses it any 
 watch on an old credential is not cut off mid-stream by a re-login elsewhere. Its
 :meth:`~SessionPool.send` repeats failed requests when :mod:`anyop.kube.retries` calls it safe.
 
-Nothing here logs a header or a body: secrets travel in both.
+Nothing here logs a header or a body, secrets travel in both; but the API server's ``Warning``
+headers are logged (:mod:`anyop.kube.server_warnings`): their texts name fields, not values.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from anyop.kube.retries import (
     is_idempotent,
     may_retry,
 )
+from anyop.kube.server_warnings import ServerWarnings
 from anyop.kube.transport import KubeTransport, RawResponse
 from anyop.settings import NetworkingSettings
 from anyop.threads import run_in_thread
@@ -135,6 +137,11 @@ def _keepalive_options() -> list[tuple[int, int, int]]:
         if hasattr(socket, name):
             options.append((socket.IPPROTO_TCP, getattr(socket, name), value))
     return options
+
+
+def _warnings_of(fields: list[tuple[bytes, bytes]]) -> list[str]:
+    """The values of an answer's ``Warning`` headers (UTF-8, as kube-apiserver writes them)."""
+    return [value.decode(errors="replace") for name, value in fields if name.lower() == b"warning"]
 
 
 def _decoded(fields: list[tuple[bytes, bytes]], content: bytes) -> bytes:
@@ -302,6 +309,8 @@ class SessionPool:
         self._opening = anyio.Lock()
         self.in_flight = InFlight()
         """The requests being sent now (retries and waits for a connection included)."""
+        self.warnings = ServerWarnings()
+        """The API server's warnings, each text logged once (:mod:`anyop.kube.server_warnings`)."""
 
     # -- requests -------------------------------------------------------------------------------
 
@@ -375,6 +384,11 @@ class SessionPool:
                 error = transport_error(TimeoutError(), f"No answer within {total}s")
                 raise _from(session, error)
             self._observe(request, status, started)
+            warned = (
+                _warnings_of(fields) if route is not None else response.headers.get_list("warning")
+            )
+            if warned:
+                self.warnings.observe(request.method, request.path, warned)
             if route is not None:
                 content = _decoded(fields, content)
             if status >= 400:

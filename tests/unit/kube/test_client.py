@@ -252,6 +252,27 @@ async def test_pages_can_be_left_early(vault: Vault, api: respx.MockRouter) -> N
     assert route.call_count == 1
 
 
+# The API server's warnings
+
+
+async def test_the_warnings_of_answers_and_refusals_are_logged(
+    vault: Vault, api: respx.MockRouter, caplog: pytest.LogCaptureFixture
+) -> None:
+    api.get(X).mock(return_value=ok(cm("x"), warning='299 - "v1 ConfigMap: a remark"'))
+    refused = status(422, "Invalid", "refused")
+    refused.headers["Warning"] = '299 - "the webhook says no", 299 - "v1 ConfigMap: a remark"'
+    api.patch(X).mock(return_value=refused)
+    with caplog.at_level(logging.WARNING, logger="anyop.kube"):
+        async with client_for(vault, api) as client:
+            await client.get(CONFIGMAPS, name="x", namespace="ns")
+            with pytest.raises(InvalidError):
+                await client.patch(CONFIGMAPS, {"data": {}}, name="x", namespace="ns")
+    assert [record.getMessage() for record in caplog.records] == [
+        f"The API server warns (GET {X}): v1 ConfigMap: a remark",
+        f"The API server warns (PATCH {X}): the webhook says no",
+    ]
+
+
 # Typed errors
 
 
