@@ -26,11 +26,13 @@ from anyop.testing.fake.cluster_rules import (
     cluster_update_causes,
 )
 from anyop.testing.fake.csi_rules import capacity_changes
+from anyop.testing.fake.endpoints_rules import endpoints_causes, endpoints_defaults
 from anyop.testing.fake.event_rules import event_causes
 from anyop.testing.fake.go_json import go_quoted
 from anyop.testing.fake.ingress_rules import ingress_causes
 from anyop.testing.fake.json_copy import is_map
 from anyop.testing.fake.kinds import Kind
+from anyop.testing.fake.limit_range_rules import limit_range_causes, limit_range_defaults
 from anyop.testing.fake.object_meta import object_meta_causes
 from anyop.testing.fake.object_names import name_causes
 from anyop.testing.fake.pod_rules import (
@@ -305,6 +307,8 @@ _DEFAULTERS: Mapping[tuple[str, str], Callable[[Body], None]] = {
         "deprecatedFirstTimestamp", "deprecatedLastTimestamp", "eventTime"
     ),
     ("", "Pod"): _pod,
+    ("", "LimitRange"): limit_range_defaults,
+    ("", "Endpoints"): endpoints_defaults,
     ("", "Service"): _service,
     ("", "Secret"): _secret,
     ("", "ReplicationController"): _replica_set,
@@ -407,6 +411,10 @@ def create_causes(
             return service_causes(obj)
         case ("coordination.k8s.io", "Lease"):
             return list(_lease(obj))
+        case ("", "LimitRange"):
+            return limit_range_causes(obj)
+        case ("", "Endpoints"):
+            return endpoints_causes(obj)
         case ("", "Event") | ("events.k8s.io", "Event"):
             return event_causes(kind.group, obj)
         case ("apps", "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet") | ("", "Pod"):
@@ -529,6 +537,7 @@ _UPDATE_META_CHECKS = {
         ("networking.k8s.io", "ServiceCIDR"), ("scheduling.k8s.io", "PriorityClass"),
         ("storage.k8s.io", "CSIDriver"), ("autoscaling", "HorizontalPodAutoscaler"))},
     ("storage.k8s.io", "VolumeAttachment"): "create",
+    ("", "LimitRange"): "create",
     ("storage.k8s.io", "CSINode"): "create",
     ("storage.k8s.io", "CSIStorageCapacity"): "create+update",
     ("", "Event"): "none",

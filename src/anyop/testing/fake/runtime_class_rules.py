@@ -23,7 +23,7 @@ from anyop.testing.fake.object_meta import label_causes, label_key_errors
 from anyop.testing.fake.pod_rules import dns_label_causes, invalid, required, toleration_causes
 from anyop.testing.fake.quantities import QuantityError, quantity_value
 
-__all__ = ["CREATES", "DEFAULTERS", "UPDATES"]
+__all__ = ["CREATES", "DEFAULTERS", "UPDATES", "container_resource_name_causes"]
 
 Cause = dict[str, str]
 Causes = list[tuple[str, Cause]]
@@ -57,9 +57,10 @@ def _extended(name: str) -> bool:
     return not label_key_errors(f"requests.{name}")
 
 
-def _resource_name(name: str, where: str) -> Causes:
-    """``validateContainerResourceName`` (with ``validateResourceName``)."""
-    shown = go_quoted(name)
+def container_resource_name_causes(name: str, where: str, *, shown: str | None = None) -> Causes:
+    """``validateContainerResourceName`` (with ``validateResourceName``); ``shown``: the name
+    as the error shows it (``%q`` of a string unless given)."""
+    shown = go_quoted(name) if shown is None else shown
     causes = [invalid(where, shown, error) for error in label_key_errors(name)]
     plain = "/" not in name
     standard = name in _STANDARD_RESOURCES or name.startswith((_HUGE_PAGES, "requests.hugepages-"))
@@ -79,7 +80,7 @@ def _overhead(pod_fixed: Mapping[str, Any]) -> Causes:
     cpu_or_memory = huge_pages = False
     for name, quantity in pod_fixed.items():
         where = f"overhead.limits[{name}]"
-        causes += _resource_name(name, where)
+        causes += container_resource_name_causes(name, where)
         try:
             value = quantity_value(quantity)
         except QuantityError:

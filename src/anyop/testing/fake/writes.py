@@ -187,6 +187,8 @@ def create(
         )
     if not metadata.get("name") and metadata.get("generateName"):
         metadata["name"] = generated_name(str(metadata["generateName"]), store.rng)
+    elif not metadata.get("name") and (kind.group, kind.kind) == ("", "LimitRange"):
+        metadata["name"] = store.uid()  # its strategy's PrepareForCreate names it so
     name = str(metadata.get("name") or "")
     obj = prepare_create(
         kind,

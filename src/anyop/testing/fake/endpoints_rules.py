@@ -1,0 +1,171 @@
+"""What kube-apiserver's Go code does with Endpoints (``v1``) beyond their schema: the default of
+a port's protocol, and ``ValidateEndpoints``' checks with their messages, in its order.
+
+Pure. An update checks the subsets only where they changed (``ValidateEndpointsUpdate``:
+stored subsets that older servers took are not refused again); the fake's update path skips
+the kind's checks of an unchanged object, which is the same for Endpoints, whose one field
+beyond the metadata is ``subsets``. IP addresses are read as kube-apiserver 1.36 reads them:
+sloppily first (IPv4 octets with leading zeros), then strictly (``StrictIPCIDRValidation`` is
+on by default): neither leading zeros nor IPv4-mapped IPv6 addresses are taken.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from anyop.testing.fake.field_errors import required_because
+from anyop.testing.fake.object_meta import dns_subdomain_errors, label_key_errors
+from anyop.testing.fake.pod_rules import (
+    PORT_RANGE,
+    dns_label_causes,
+    invalid,
+    required,
+    unsupported,
+)
+from anyop.testing.fake.statuses import Cause
+from anyop.testing.fake.volume_rules import go_marshalled
+
+__all__ = ["endpoint_ip_causes", "endpoints_causes", "endpoints_defaults", "legacy_ip_causes"]
+
+Causes = list[tuple[str, Cause]]
+Body = dict[str, Any]
+IP = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+_PROTOCOLS = ("SCTP", "TCP", "UDP")
+_SLOPPY_V4 = re.compile(r"[0-9]+(\.[0-9]+){3}")
+_ANY_IP = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
+
+
+def endpoints_defaults(obj: Body) -> None:
+    """``SetDefaults_Endpoints``: a port without a protocol is TCP; in place."""
+    for subset in obj.get("subsets") or []:
+        for port in (subset or {}).get("ports") or []:
+            if isinstance(port, dict) and not port.get("protocol"):
+                port["protocol"] = "TCP"
+
+
+def endpoints_causes(obj: Mapping[str, Any]) -> Causes:
+    """``validateEndpointSubsets``: each subset's addresses, then its ports."""
+    causes: Causes = []
+    for index, subset in enumerate(obj.get("subsets") or []):
+        subset = subset or {}
+        path = f"subsets[{index}]"
+        addresses, not_ready = subset.get("addresses") or [], subset.get("notReadyAddresses") or []
+        if not addresses and not not_ready:
+            causes.append(required_because(path, "must specify `addresses` or `notReadyAddresses`"))
+        for name, listed in (("addresses", addresses), ("notReadyAddresses", not_ready)):
+            for number, address in enumerate(listed):
+                causes += _address_causes(address or {}, f"{path}.{name}[{number}]")
+        ports = subset.get("ports") or []
+        for number, port in enumerate(ports):
+            causes += _port_causes(port or {}, f"{path}.ports[{number}]", named=len(ports) > 1)
+    return causes
+
+
+def _address_causes(address: Mapping[str, Any], path: str) -> Causes:
+    """``validateEndpointAddress``: the IP as a legacy field, the hostname, the node's name,
+    then the IP as an endpoint's."""
+    ip = str(address.get("ip") or "")
+    causes = legacy_ip_causes(ip, f"{path}.ip")
+    if hostname := address.get("hostname"):
+        causes += dns_label_causes(str(hostname), f"{path}.hostname")
+    if (node := address.get("nodeName")) is not None:
+        shown = go_marshalled(str(node))
+        causes += [
+            invalid(f"{path}.nodeName", shown, error) for error in dns_subdomain_errors(node)
+        ]
+    return causes + endpoint_ip_causes(ip, f"{path}.ip")
+
+
+def _port_causes(port: Mapping[str, Any], path: str, *, named: bool) -> Causes:
+    """``validateEndpointPort``: the name (required where the subset has several ports), the
+    number, the protocol, the application protocol."""
+    causes: Causes = []
+    name = str(port.get("name") or "")
+    if named and not name:
+        causes.append(required(f"{path}.name"))
+    elif name:
+        causes += dns_label_causes(name, f"{path}.name")
+    number = port.get("port") or 0
+    if not 1 <= number <= 65535:
+        causes.append(invalid(f"{path}.port", str(number), PORT_RANGE))
+    protocol = str(port.get("protocol") or "")
+    if not protocol:
+        causes.append(required(f"{path}.protocol"))
+    elif protocol not in _PROTOCOLS:
+        causes.append(unsupported(f"{path}.protocol", protocol, _PROTOCOLS))
+    if (app := port.get("appProtocol")) is not None:
+        shown = go_marshalled(str(app))
+        causes += [invalid(f"{path}.appProtocol", shown, error) for error in label_key_errors(app)]
+    return causes
+
+
+def sloppy_ip(text: str) -> IP | None:
+    """``netutils.ParseIPSloppy``: an IP address, IPv4 octets with leading zeros allowed."""
+    if _SLOPPY_V4.fullmatch(text):
+        octets = [int(part) for part in text.split(".")]
+        return ipaddress.IPv4Address(bytes(octets)) if max(octets) <= 255 else None
+    if ":" not in text or "%" in text:
+        return None
+    try:
+        return ipaddress.IPv6Address(text)
+    except ValueError:
+        return None
+
+
+def legacy_ip_causes(text: str, where: str) -> Causes:
+    """``IsValidIPForLegacyField`` (strict): an IP address, no leading zeros, not an IPv4
+    address mapped into IPv6."""
+    ip = sloppy_ip(text)
+    shown = go_marshalled(text)
+    if ip is None:
+        return [invalid(where, shown, _ANY_IP)]
+    causes: Causes = []
+    if isinstance(ip, ipaddress.IPv4Address) and str(ip) != text:
+        causes.append(invalid(where, shown, "must not have leading 0s"))
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        causes.append(invalid(where, shown, "must not be an IPv4-mapped IPv6 address"))
+    return causes
+
+
+def endpoint_ip_causes(text: str, where: str) -> Causes:
+    """``ValidateEndpointIP``: an IP address that is neither unspecified, nor loopback, nor
+    link-local (unicast or multicast)."""
+    ip = sloppy_ip(text)
+    shown = go_marshalled(text)
+    if ip is None:
+        return [invalid(where, shown, "must be a valid IP address")]
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped  # Go's net.IP reads it as the IPv4 address
+    causes: Causes = []
+    if ip.is_unspecified:
+        causes.append(invalid(where, shown, f"may not be unspecified ({text})"))
+    if ip.is_loopback:
+        causes.append(
+            invalid(where, shown, "may not be in the loopback range (127.0.0.0/8, ::1/128)")
+        )
+    if _link_local_unicast(ip):
+        causes.append(
+            invalid(where, shown, "may not be in the link-local range (169.254.0.0/16, fe80::/10)")
+        )
+    if _link_local_multicast(ip):
+        detail = "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)"
+        causes.append(invalid(where, shown, detail))
+    return causes
+
+
+def _link_local_unicast(ip: IP) -> bool:
+    """Go's ``IsLinkLocalUnicast``: 169.254.0.0/16, fe80::/10."""
+    if isinstance(ip, ipaddress.IPv4Address):
+        return ip.packed[:2] == b"\xa9\xfe"
+    return ip.packed[0] == 0xFE and ip.packed[1] & 0xC0 == 0x80
+
+
+def _link_local_multicast(ip: IP) -> bool:
+    """Go's ``IsLinkLocalMulticast``: 224.0.0.0/24, and IPv6 multicast of link-local scope."""
+    if isinstance(ip, ipaddress.IPv4Address):
+        return ip.packed[:3] == b"\xe0\x00\x00"
+    return ip.packed[0] == 0xFF and ip.packed[1] & 0x0F == 0x02

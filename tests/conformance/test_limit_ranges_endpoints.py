@@ -1,0 +1,285 @@
+"""Conformance: LimitRanges and Endpoints (``v1``): their defaults, each check of
+``ValidateLimitRange`` and ``ValidateEndpoints`` alone and several at once, updates, and a
+LimitRange created without a name.
+
+A check that walks a Go map (a limit's resources) is met here with one resource at a time:
+kube-apiserver's order among several follows Go's map iteration, which differs per request.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from tests.conformance.conftest import Conform
+from tests.conformance.harness import STRATEGIC, Target
+
+pytestmark = pytest.mark.anyio
+
+Body = dict[str, Any]
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _limit_range(name: str, *limits: Body) -> Body:
+    metadata = {"name": name} if name else {}
+    return {
+        "apiVersion": "v1",
+        "kind": "LimitRange",
+        "metadata": metadata,
+        "spec": {"limits": list(limits)},
+    }
+
+
+def _endpoints(name: str, *subsets: Body) -> Body:
+    return {
+        "apiVersion": "v1",
+        "kind": "Endpoints",
+        "metadata": {"name": name},
+        "subsets": list(subsets),
+    }
+
+
+# -- LimitRanges --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "limit",
+    [
+        {"type": "Container", "max": {"cpu": "2", "memory": "1Gi"}},
+        {"type": "Container", "max": {"cpu": "2"}, "min": {"cpu": "100m"}},
+        {"type": "Container", "min": {"memory": "64Mi"}},
+        {"type": "Container", "default": {"cpu": "500m"}, "max": {"cpu": "1"}},
+        {"type": "Container", "defaultRequest": {"cpu": "50m"}, "max": {"cpu": "1"}},
+        {"type": "Container", "default": {}, "defaultRequest": {}},
+        {"type": "Pod", "max": {"cpu": "4"}, "min": {"memory": "1Mi"}},
+        {"type": "PersistentVolumeClaim", "max": {"storage": "10Gi"}},
+        {"type": "Container", "maxLimitRequestRatio": {"cpu": "2"}},
+    ],
+    ids=["max", "max-min", "min", "default", "request", "empty-maps", "pod", "claim", "ratio"],
+)
+async def test_a_limit_range_is_defaulted_as_go_does(conform: Conform, limit: Body) -> None:
+    async def scenario(t: Target) -> None:
+        path = t.core("limitranges")
+        await t.post(path, _limit_range("lr", limit))
+        await t.get(t.core("limitranges", "lr"))
+
+    await conform(scenario)
+
+
+@pytest.mark.parametrize(
+    "limits",
+    [
+        [{"type": "Nonsense"}],
+        [{"type": "example.com/Custom", "max": {"example.com/gpu": "1"}}],
+        [{"type": "bad type!"}],
+        [{"type": ""}],
+        [{"type": "Container"}, {"type": "Container"}],
+        [{"type": "Container", "max": {"nonsense": "1"}}],
+        [{"type": "Container", "max": {"pods": "1"}}],
+        [{"type": "Container", "max": {"example.com/gpu": "1"}}],
+        [{"type": "Container", "max": {"bad/name/x": "1"}}],
+        [{"type": "PersistentVolumeClaim", "max": {"nonsense": "1"}}],
+        [{"type": "PersistentVolumeClaim", "max": {"requests.storage": "1"}}],
+        [{"type": "PersistentVolumeClaim", "min": {"cpu": "1"}}],
+        [{"type": "Pod", "default": {"cpu": "1"}, "defaultRequest": {"cpu": "1"}}],
+        [{"type": "Container", "min": {"cpu": "2"}, "max": {"cpu": "1"}}],
+        [{"type": "Container", "min": {"cpu": "2"}, "defaultRequest": {"cpu": "1"}}],
+        [{"type": "Container", "max": {"cpu": "1"}, "defaultRequest": {"cpu": "2"}}],
+        [{"type": "Container", "default": {"cpu": "1"}, "defaultRequest": {"cpu": "2"}}],
+        [{"type": "Container", "min": {"cpu": "2"}, "default": {"cpu": "1"}}],
+        [{"type": "Container", "max": {"cpu": "1"}, "default": {"cpu": "2"}}],
+        [{"type": "Container", "maxLimitRequestRatio": {"cpu": "500m"}}],
+        [
+            {
+                "type": "Pod",
+                "min": {"cpu": "1"},
+                "max": {"cpu": "2"},
+                "maxLimitRequestRatio": {"cpu": "3"},
+            }
+        ],
+        [
+            {
+                "type": "Pod",
+                "min": {"memory": "1Mi"},
+                "max": {"memory": "10Mi"},
+                "maxLimitRequestRatio": {"memory": "1500m"},
+            }
+        ],
+        [
+            {
+                "type": "Pod",
+                "min": {"cpu": "0"},
+                "max": {"cpu": "2"},
+                "maxLimitRequestRatio": {"cpu": "3"},
+            }
+        ],
+        [
+            {
+                "type": "Container",
+                "default": {"hugepages-2Mi": "2Mi"},
+                "defaultRequest": {"hugepages-2Mi": "1Mi"},
+            }
+        ],
+        [
+            {
+                "type": "Container",
+                "default": {"example.com/gpu": "2"},
+                "defaultRequest": {"example.com/gpu": "1"},
+            }
+        ],
+        [
+            {
+                "type": "Container",
+                "min": {"cpu": "3"},
+                "max": {"cpu": "1"},
+                "default": {"cpu": "2"},
+                "maxLimitRequestRatio": {"cpu": "1"},
+            }
+        ],
+        [{"type": "Nonsense", "max": {"nonsense": "1"}}, {"type": "Pod", "default": {"cpu": "1"}}],
+    ],
+)
+async def test_a_limit_ranges_checks_and_their_order(conform: Conform, limits: list[Body]) -> None:
+    async def scenario(t: Target) -> None:
+        await t.post(t.core("limitranges"), _limit_range("lr", *limits))
+
+    await conform(scenario)
+
+
+async def test_a_limit_range_without_a_name_is_named_by_its_strategy(conform: Conform) -> None:
+    def shown(document: Any) -> Any:
+        name = (
+            (document.get("metadata") or {}).get("name", "") if isinstance(document, dict) else ""
+        )
+        return {"code": document.get("code"), "uuid": bool(_UUID.fullmatch(name or ""))}
+
+    async def scenario(t: Target) -> None:
+        await t.post(t.core("limitranges"), _limit_range("", {"type": "Pod"}), record=shown)
+        named = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}}
+        await t.post(t.cm(), named)  # another kind: refused without a name
+
+    await conform(scenario)
+
+
+async def test_a_limit_range_update_is_checked_as_a_create(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        path = t.core("limitranges", "lr")
+        made = await t.post(t.core("limitranges"), _limit_range("lr", {"type": "Container"}))
+        await t.patch(path, {"spec": {"limits": [{"type": "Container", "max": {"cpu": "1"}}]}})
+        await t.patch(path, {"spec": {"limits": [{"type": "Pod", "default": {"cpu": "1"}}]}})
+        await t.patch(path, {"metadata": {"labels": {"a": "b"}}})
+        made["metadata"]["labels"] = {"x": "y"}
+        await t.put(path, made)  # an old resourceVersion
+        del made["metadata"]["resourceVersion"]
+        made["spec"]["limits"] = [{"type": "Container", "min": {"cpu": "1"}}]
+        await t.put(path, made)  # unconditional
+        await t.put(t.core("limitranges", "other"), _limit_range("other", {"type": "Pod"}))
+        await t.patch(
+            path, {"spec": {"limits": [{"type": "Container", "max": {"cpu": "2"}}]}}, ct=STRATEGIC
+        )
+
+    await conform(scenario)
+
+
+# -- Endpoints ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "subsets",
+    [
+        [{"addresses": [{"ip": "10.1.2.3"}], "ports": [{"port": 80}]}],
+        [
+            {
+                "addresses": [{"ip": "10.1.2.3", "hostname": "h", "nodeName": "n.example"}],
+                "notReadyAddresses": [{"ip": "fd00::1"}],
+                "ports": [
+                    {"name": "a", "port": 80, "protocol": "UDP", "appProtocol": "http"},
+                    {"name": "b", "port": 443},
+                ],
+            }
+        ],
+        [{"addresses": [{"ip": "10.1.2.3"}]}],
+        [],
+    ],
+    ids=["one", "full", "no-ports", "no-subsets"],
+)
+async def test_endpoints_are_defaulted_as_go_does(conform: Conform, subsets: list[Body]) -> None:
+    async def scenario(t: Target) -> None:
+        await t.post(t.core("endpoints"), _endpoints("ep", *subsets))
+        await t.get(t.core("endpoints", "ep"))
+
+    await conform(scenario)
+
+
+@pytest.mark.parametrize(
+    "ip",
+    [
+        "nonsense",
+        "",
+        "010.1.2.3",
+        "::ffff:10.1.2.3",
+        "0.0.0.0",
+        "::",
+        "127.0.0.1",
+        "::1",
+        "169.254.1.1",
+        "fe80::1",
+        "224.0.0.5",
+        "ff02::1",
+        "300.1.2.3",
+        "fe80::1%eth0",
+        "::ffff:127.0.0.1",
+        "2001:DB8::1",
+        "224.0.1.1",
+    ],
+)
+async def test_an_endpoints_ip_is_checked_as_go_does(conform: Conform, ip: str) -> None:
+    async def scenario(t: Target) -> None:
+        subset = {"addresses": [{"ip": ip}], "ports": [{"port": 80}]}
+        await t.post(t.core("endpoints"), _endpoints("ep", subset))
+
+    await conform(scenario)
+
+
+@pytest.mark.parametrize(
+    "subset",
+    [
+        {},
+        {"ports": [{"port": 80}]},
+        {"addresses": [{"ip": "10.1.2.3", "hostname": "Bad_Host"}]},
+        {"addresses": [{"ip": "10.1.2.3", "nodeName": "Bad Node"}]},
+        {"addresses": [{"ip": "10.1.2.3", "nodeName": ""}]},
+        {"notReadyAddresses": [{"ip": "127.0.0.1", "hostname": "-x"}]},
+        {"addresses": [{"ip": "10.1.2.3"}], "ports": [{"port": 80}, {"port": 81}]},
+        {"addresses": [{"ip": "10.1.2.3"}], "ports": [{"name": "Bad", "port": 0}]},
+        {"addresses": [{"ip": "10.1.2.3"}], "ports": [{"port": 70000, "protocol": "ICMP"}]},
+        {"addresses": [{"ip": "10.1.2.3"}], "ports": [{"port": 80, "appProtocol": "a/b/c"}]},
+        {"addresses": [{"ip": "10.1.2.3"}], "ports": [{"port": 80, "appProtocol": ""}]},
+        {
+            "addresses": [{"ip": "x", "hostname": "B", "nodeName": "C"}],
+            "ports": [{"port": -1, "protocol": "tcp"}, {"name": "a", "port": 1}],
+        },
+    ],
+)
+async def test_endpoints_checks_and_their_order(conform: Conform, subset: Body) -> None:
+    async def scenario(t: Target) -> None:
+        await t.post(t.core("endpoints"), _endpoints("ep", subset))
+
+    await conform(scenario)
+
+
+async def test_endpoints_updates_check_changed_subsets_only(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        good = {"addresses": [{"ip": "10.1.2.3"}], "ports": [{"port": 80}]}
+        path = t.core("endpoints", "ep")
+        await t.post(t.core("endpoints"), _endpoints("ep", good))
+        await t.patch(path, {"subsets": [{"addresses": [{"ip": "127.0.0.1"}]}]})
+        await t.patch(path, {"metadata": {"labels": {"a": "b"}}})
+        await t.patch(
+            path, {"subsets": [{"addresses": [{"ip": "10.1.2.4"}], "ports": [{"port": 8}]}]}
+        )
+        await t.put(t.core("endpoints", "new"), _endpoints("new", good))  # created by a PUT
+        await t.put(t.core("endpoints", "bad"), _endpoints("bad", {}))
+
+    await conform(scenario)
