@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 from tests.conformance.conftest import Conform
+from tests.conformance.generated_limits import LIMITS_COLLECTIONS, limits_plan
 from tests.conformance.generated_policies import POLICY_COLLECTIONS, policies_plan
 from tests.conformance.generated_requests import (
     Step,
@@ -99,6 +100,8 @@ def _collection(t: Target, name: str) -> str:
     if name in STORAGE_COLLECTIONS:
         group_version, plural, namespaced = STORAGE_COLLECTIONS[name]
         return t.apis(group_version, plural, namespaced=namespaced)
+    if name in LIMITS_COLLECTIONS:
+        return t.core(LIMITS_COLLECTIONS[name][1])
     if name[0] not in _COLLECTIONS:
         return t.gizmos()
     group_version, plural = _COLLECTIONS[name[0]]
@@ -186,7 +189,7 @@ async def test_generated_requests_are_answered_as_kube_apiserver_does(
 
 _BUILT_IN_PLANS = {"configmap-deployment": builtin_plan, "kinds-operators-write": kinds_plan,
                    "workloads": workloads_plan, "policies": policies_plan,
-                   "storage": storage_plan}  # fmt: skip
+                   "storage": storage_plan, "limits": limits_plan}  # fmt: skip
 """The families of sequences on built-in kinds (see ``generated_requests``)."""
 
 _KNOWN_DIFFERENCES = {

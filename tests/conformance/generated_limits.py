@@ -1,0 +1,95 @@
+"""Generated requests on what a namespace's operator writes beside its workloads: a LimitRange
+(``lr1``) and an Endpoints (``ep1``); valid and invalid values alike (see
+:mod:`tests.conformance.generated_requests` for how a sequence is built and played).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from tests.conformance.generated_requests import Maker, Step, _metadata, _value, objects_plan
+
+__all__ = ["LIMITS_COLLECTIONS", "limits_plan"]
+
+Choices = tuple[tuple[Any, ...], tuple[Any, ...]]
+
+_QUANTITIES: Choices = (("100m", "1", "2", "512Mi", "1Gi"), ("-1", "1x", "0.5"))
+_RESOURCES: Choices = (
+    ("cpu", "memory", "ephemeral-storage"),
+    ("pods", "storage", "example.com/gpu", "hugepages-2Mi", "bad name", "a/b/c"),
+)
+_TYPES: Choices = (("Container", "Pod", "PersistentVolumeClaim"), ("Nonsense", "", "x/y"))
+_IPS: Choices = (
+    ("10.1.2.3", "10.1.2.4", "fd00::1"),
+    ("127.0.0.1", "0.0.0.0", "169.254.1.1", "010.1.2.3", "::ffff:10.1.2.3", "x", ""),
+)
+
+
+def _resources(rng: random.Random, *, bad: float) -> dict[str, Any]:
+    valid, invalid = _RESOURCES  # a key: a name, valid or not, never another type
+    name = rng.choice(invalid if rng.random() < bad else valid)
+    return {name: _value(rng, _QUANTITIES, bad)}
+
+
+def _limit(rng: random.Random, *, bad: float) -> dict[str, Any]:
+    limit: dict[str, Any] = {"type": _value(rng, _TYPES, bad)}
+    for field in ("max", "min", "default", "defaultRequest", "maxLimitRequestRatio"):
+        if rng.random() < 0.4:
+            limit[field] = _resources(rng, bad=bad)
+    if limit["type"] == "PersistentVolumeClaim" and rng.random() > bad:
+        limit["max"] = {"storage": rng.choice(["1Gi", "10Gi"])}
+    return limit
+
+
+def _limit_range(rng: random.Random, *, bad: float) -> dict[str, Any]:
+    limits = [_limit(rng, bad=bad) for _ in range(rng.randint(0, 2))]
+    return {"apiVersion": "v1", "kind": "LimitRange", "metadata": _metadata(rng, "lr1", bad=bad),
+            "spec": {"limits": limits}}  # fmt: skip
+
+
+def _address(rng: random.Random, *, bad: float) -> dict[str, Any]:
+    address: dict[str, Any] = {"ip": _value(rng, _IPS, bad)}
+    if rng.random() < 0.3:
+        address["hostname"] = _value(rng, (("h", "web-0"), ("Bad_Host", "-x")), bad)
+    if rng.random() < 0.3:
+        address["nodeName"] = _value(rng, (("node-1", "n.example"), ("Bad Node",)), bad)
+    return address
+
+
+def _endpoint_port(rng: random.Random, *, bad: float) -> dict[str, Any]:
+    port: dict[str, Any] = {"port": _value(rng, ((80, 443, 8080), (0, 70000, -1)), bad)}
+    if rng.random() < 0.6:
+        port["name"] = _value(rng, (("http", "https", "metrics"), ("Bad", "")), bad)
+    if rng.random() < 0.4:
+        port["protocol"] = _value(rng, (("TCP", "UDP", "SCTP"), ("ICMP", "tcp")), bad)
+    if rng.random() < 0.2:
+        port["appProtocol"] = _value(rng, (("http", "example.com/proto"), ("a/b/c",)), bad)
+    return port
+
+
+def _subset(rng: random.Random, *, bad: float) -> dict[str, Any]:
+    subset: dict[str, Any] = {}
+    for field in ("addresses", "notReadyAddresses"):
+        if rng.random() < (0.8 if field == "addresses" else 0.3):
+            subset[field] = [_address(rng, bad=bad) for _ in range(rng.randint(1, 2))]
+    if rng.random() < 0.8:
+        subset["ports"] = [_endpoint_port(rng, bad=bad) for _ in range(rng.randint(1, 2))]
+    return subset
+
+
+def _endpoints(rng: random.Random, *, bad: float) -> dict[str, Any]:
+    subsets = [_subset(rng, bad=bad) for _ in range(rng.randint(0, 2))]
+    return {"apiVersion": "v1", "kind": "Endpoints", "metadata": _metadata(rng, "ep1", bad=bad),
+            "subsets": subsets}  # fmt: skip
+
+
+_LIMITS: dict[str, Maker] = {"lr1": _limit_range, "ep1": _endpoints}
+
+LIMITS_COLLECTIONS = {"lr1": ("v1", "limitranges"), "ep1": ("v1", "endpoints")}
+"""Where each object of the family lives, by its name."""
+
+
+def limits_plan(seed: int, *, steps: int = 10) -> list[Step]:
+    """Requests on the family's two objects (see :func:`objects_plan`)."""
+    return objects_plan(seed, _LIMITS, steps=steps)
