@@ -192,12 +192,7 @@ _BUILT_IN_PLANS = {"configmap-deployment": builtin_plan, "kinds-operators-write"
                    "storage": storage_plan, "limits": limits_plan}  # fmt: skip
 """The families of sequences on built-in kinds (see ``generated_requests``)."""
 
-_KNOWN_DIFFERENCES = {
-    ("storage", 29): "an apply of an empty CSINode driver list (a map-list) over the stored "
-    "null: kube-apiserver's structured merge compares the live and merged objects, finds the "
-    "list changed and its creator (who sent it empty) in conflict; the fake compares the "
-    "applied fields alone, where an empty map-list is none",
-}
+_KNOWN_DIFFERENCES: dict[tuple[str, int], str] = {}
 """The sequences of the fixed seeds that still differ, and why (strict: a fix shows)."""
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import json
 import marshal
+from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -210,7 +211,9 @@ def _diff(
     """Add the changes between two values at ``path`` (``item``: of a map-list's item, which
     owns its own path too; :data:`_ABSENT`: not there), which differ (each caller compares them
     first: a subtree is compared once, not again at each level below)."""
-    if (old and new) or (is_map(old) and is_map(new)):  # an empty map's fields are added
+    if not item and old is not _ABSENT and new is not _ABSENT:
+        old, new = _emptied_side(old, new, where, shape)
+    if (old and new) or (is_map(old) and is_map(new)) or _granular_lists(old, new, where, shape):
         node = None if where is None else shape.node(where)
         if is_map(old) and is_map(new) and (node is None or not node.atomic_map):
             if item and bool(old) != bool(new):  # an empty item is a leaf: it becomes a map
@@ -230,22 +233,9 @@ def _diff(
                 sub = extra if sub is None else sub
                 _diff(old[key], _ABSENT, sub, shape, (*path, ("f", str(key))), changed, taken)
             return
-        if (
-            node is not None
-            and node.list_type == "map"
-            and node.keys
-            and isinstance(old, list)
-            and isinstance(new, list)
-        ):
-            olds = {_item_key(each, node.keys, node.key_defaults): each for each in old}
-            news = {_item_key(each, node.keys, node.key_defaults): each for each in new}
-            if len(olds) == len(old) and len(news) == len(new):  # no key twice: items pair up
-                for key in olds.keys() | news.keys():
-                    was, now = olds.get(key, _ABSENT), news.get(key, _ABSENT)
-                    if was is now or was == now:
-                        continue
-                    _diff(was, now, node.items, shape, (*path, ("k", key)), changed, taken, True)
-                return
+        if node is not None and _granular_lists(old, new, where, shape):
+            _diff_items(old, new, node, shape, path, changed, taken)
+            return
     before: dict[Path, Any] = {}
     after: dict[Path, Any] = {}
     if old is not _ABSENT:
@@ -267,9 +257,86 @@ def _diff(
                 taken.add(key)
 
 
+def _granular_lists(old: Any, new: Any, where: Schema | None, shape: Shape) -> bool:
+    """Whether two values are both lists that the schema makes a set or a keyed map-list."""
+    if not (isinstance(old, list) and isinstance(new, list)) or where is None:
+        return False
+    node = shape.node(where)
+    return node.list_type == "set" or (node.list_type == "map" and bool(node.keys))
+
+
+def _emptied_side(old: Any, new: Any, where: Schema | None, shape: Shape) -> tuple[Any, Any]:
+    """Two present values, a null one read as the empty form of the other where that is a
+    granular map or list with items: structured merge's compare then walks the items (each
+    added or removed), and the field itself, there on both sides, is not changed. A null
+    against an empty one stays as it is (both empty: one value, compared whole)."""
+    if old is None and new:
+        if is_map(new) and not shape.atomic_map(where):
+            return {}, new
+        if _granular_lists([], new, where, shape):
+            return [], new
+    elif new is None and old:
+        emptied, _ = _emptied_side(new, old, where, shape)
+        return old, emptied
+    return old, new
+
+
+def _diff_items(
+    old: list[Any],
+    new: list[Any],
+    node: _Node,
+    shape: Shape,
+    path: Path,
+    changed: set[Path],
+    taken: set[Path],
+) -> None:
+    """The changes between the items of two sets or keyed map-lists, as structured merge's
+    ``compareWalker.visitListItems`` pairs them by key: an item once on each side compared as
+    an item; a key twice on both sides a change of the key if its items differ; a key twice on
+    one side only a change of the key (removed, or added), the single item on the other side
+    removed or added whole."""
+    keyed = node.list_type == "map"
+    element = "k" if keyed else "v"
+
+    def key_of(each: Any) -> str:
+        if keyed:
+            return _item_key(each, node.keys, node.key_defaults)
+        return json.dumps(each, separators=(",", ":"))
+
+    olds: dict[str, list[Any]] = {}
+    news: dict[str, list[Any]] = {}
+    for items, grouped in ((old, olds), (new, news)):
+        for each in items:
+            grouped.setdefault(key_of(each), []).append(each)
+    for key in olds.keys() | news.keys():
+        was, now = olds.get(key, []), news.get(key, [])
+        item_path = (*path, (element, key))
+        if len(was) <= 1 and len(now) <= 1:
+            before = was[0] if was else _ABSENT
+            after = now[0] if now else _ABSENT
+            if before is after or before == after:
+                continue
+            _diff(before, after, node.items, shape, item_path, changed, taken, keyed)
+        elif len(was) >= 2 and len(now) >= 2:
+            if was != now:
+                changed.add(item_path)
+                taken.add(item_path)
+        elif len(was) >= 2:  # no longer twice: the key is removed, an item left is added
+            if now:
+                _diff(_ABSENT, now[0], node.items, shape, item_path, changed, taken, keyed)
+            changed.add(item_path)
+        else:  # twice now: the key is added, an item there before removed
+            if was:
+                _diff(was[0], _ABSENT, node.items, shape, item_path, changed, taken, keyed)
+            changed.add(item_path)
+            taken.add(item_path)
+
+
 _METADATA: Path = (("f", "metadata"),)
 _MAP = object()
 """The value :func:`_walk` gives a map it counts as a field of its own (``maps``)."""
+_LIST = object()
+"""The value :func:`_walk` gives a set or map-list it counts as a field of its own."""
 
 
 def _walk(
@@ -287,14 +354,19 @@ def _walk(
         if value:
             node = None if where is None else shape.node(where)
             if node is not None and node.list_type == "map" and node.keys:
-                for item in value:
-                    item_path = (*path, ("k", _item_key(item, node.keys, node.key_defaults)))
+                if maps:  # an update owns a list it adds, as a map
+                    out[path] = _LIST
+                keys = [_item_key(item, node.keys, node.key_defaults) for item in value]
+                twice = _repeated(keys)
+                for item, key in zip(value, keys, strict=True):
+                    item_path = (*path, ("k", key))
                     out[item_path] = None
-                    _walk(item, node.items, shape, item_path, out, maps)
+                    if key not in twice:  # a key twice is owned alone, not what its items hold
+                        _walk(item, node.items, shape, item_path, out, maps)
                 return
             if node is not None and node.list_type == "set":
-                if maps:  # an update owns a set it adds, as a map (not a map-list)
-                    out[path] = _MAP
+                if maps:
+                    out[path] = _LIST
                 for item in value:
                     out[(*path, ("v", json.dumps(item, separators=(",", ":"))))] = None
                 return
@@ -323,6 +395,11 @@ def _walk(
             and not (where is not None and shape.atomic_map(where))
         )
         out[path] = _MAP if empty_map else value
+
+
+def _repeated(keys: list[str]) -> set[str]:
+    """The keys that are there more than once."""
+    return {key for key, count in Counter(keys).items() if count > 1}
 
 
 def _granular_list(where: Schema | None, shape: Shape) -> bool:
@@ -370,12 +447,14 @@ def _document(
         if value:
             node = None if where is None else shape.node(where)
             if node is not None and node.list_type == "map" and node.keys:
+                keys = ["k:" + _item_key(item, node.keys, node.key_defaults) for item in value]
+                twice = _repeated(keys)
                 items: dict[str, Any] = {}
-                for item in value:
-                    inner = _document(item, node.items, shape)  # all added with the item
-                    key = "k:" + _item_key(item, node.keys, node.key_defaults)
-                    items[key] = _merged(items.get(key), {".": {}, **inner} if inner else {})
-                return _by_key(items)
+                for item, key in zip(value, keys, strict=True):
+                    inner = None if key in twice else _document(item, node.items, shape)
+                    items[key] = {".": {}, **inner} if inner else {}  # (added with the item)
+                itself: dict[str, Any] = {".": {}} if zero is _ABSENT else {}  # (added)
+                return {**itself, **_by_key(items)}
             if node is not None and node.list_type == "set":
                 added = zero is _ABSENT or zero is None
                 items = {"v:" + json.dumps(item, separators=(",", ":")): {} for item in value}
@@ -403,18 +482,6 @@ def _document(
 
 def _by_key(found: dict[str, Any]) -> dict[str, Any]:
     return {key: found[key] for key in sorted(found)}
-
-
-def _merged(was: dict[str, Any] | None, now: dict[str, Any] | None) -> dict[str, Any]:
-    """Two items of one key (which a map-list should not have): their fields together."""
-    if was is None or now is None:
-        return was or now or {}
-    if not was or not now:  # a leaf there, fields under it from the other: owned itself too
-        fuller = was or now
-        return fuller if not fuller or "." in fuller else {".": {}, **fuller}
-    both = {key: _merged(was.get(key), now.get(key)) for key in was.keys() | now.keys()}
-    marker: dict[str, Any] = {".": {}} if "." in both else {}
-    return {**marker, **_by_key({key: both[key] for key in both if key != "."})}
 
 
 def to_fields_v1(fields: set[Path]) -> dict[str, Any]:

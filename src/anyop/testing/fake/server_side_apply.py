@@ -19,13 +19,13 @@ from anyop.testing.fake import writes
 from anyop.testing.fake.field_ownership import (
     Path,
     Shape,
+    changes,
     fields_of,
     from_fields_v1,
     named_prefixes,
     path_text,
     remove_path,
     value_at,
-    values_of,
 )
 from anyop.testing.fake.go_json import unstructured_numbers
 from anyop.testing.fake.go_yaml import GoYAMLError
@@ -154,12 +154,6 @@ def _merged_list(
     return out
 
 
-def _holds(values: Mapping[Path, Any], path: Path) -> bool:
-    """Whether a live object has fields under ``path``: an applied empty map there merges
-    into it and changes nothing."""
-    return any(len(other) > len(path) and other[: len(path)] == path for other in values)
-
-
 def _conflict(conflicts: Sequence[tuple[Mapping[str, Any], Path]]) -> StatusError:
     """409 naming each manager whose fields the apply would change, managers in the order of
     their identifiers (as structured merge sorts them)."""
@@ -235,18 +229,12 @@ def _conversion_failure(kind: Kind, config: Mapping[str, Any], exc: StatusError)
     return StatusError(status_body(500, "", message, details=None))
 
 
-def _under(paths: set[Path], prefix: Path) -> bool:
-    """Whether any of ``paths`` is below ``prefix``."""
-    size = len(prefix)
-    return any(len(path) > size and path[:size] == prefix for path in paths)
-
-
 def _null_emptied(merged: Any, gone: set[Path], shape: Shape) -> None:
     """A field that stays while everything in it went is null, not empty: structured merge
     rebuilds a list or map it removed from, and one left with nothing is no value."""
     for path in gone:
         field = path[:-1]
-        if len(field) < 2 or field[-1][0] != "f" or _within(field, gone):
+        if not field or field[-1][0] != "f" or _within(field, gone):
             continue
         holder, _ = value_at(merged, field[:-1], shape)
         name = field[-1][1]
@@ -257,18 +245,6 @@ def _null_emptied(merged: Any, gone: set[Path], shape: Shape) -> None:
 def _within(path: Path, prefixes: set[Path]) -> bool:
     """Whether ``path`` is one of ``prefixes`` or below one."""
     return any(path[:size] in prefixes for size in range(1, len(path) + 1))
-
-
-def _present(obj: Any, path: Path) -> bool:
-    """Whether an object has the map fields of ``path`` (an item of a list: taken as there)."""
-    node = obj
-    for kind, key in path:
-        if kind != "f":
-            return True
-        if not is_map(node) or key not in node:
-            return False
-        node = node[key]
-    return True
 
 
 BEFORE_FIRST_APPLY = "before-first-apply"
@@ -356,17 +332,9 @@ def apply(
     sets = [from_fields_v1(entry.get("fieldsV1")) for entry in entries]
     owned = list(sets)  # replaced, never changed in place: ``sets`` stays as stored
     merged = _merge(live, config, shape.schema, shape)
-    live_values = values_of(live, shape, status=mode)
-    wanted = values_of(config, shape, status=mode)
-    changing = {p for p in applied if live_values.get(p, MISSING) != wanted.get(p, MISSING)
-                and not (wanted.get(p) == {} and _holds(live_values, p))
-                and not (p[-1][0] == "f" and wanted.get(p, MISSING) is None
-                         and _keeps_live(*value_at(live, p, shape), shape))}  # fmt: skip
-    # A map another manager applied empty is not stored (Go leaves it out): fields coming into
-    # it add it again, which changes the field that manager owns.
-    changing |= {path for fields in owned for path in fields
-                 if _under(applied, path) and not _under(fields, path)
-                 and not _present(live, path)}  # fmt: skip
+    # What the apply changes is what comparing the live and merged objects finds modified or
+    # added (structured merge's Updater.update: a null over an empty list is a change too).
+    changing = changes(live, merged, shape, status=mode)[1]
     mine = next(
         (i for i, e in enumerate(entries) if same_owner(e, manager, "Apply", subresource)), None
     )
@@ -406,12 +374,22 @@ def apply(
 
 
 def _keep_nulls(store: Store, ref: Ref, obj: Mapping[str, Any]) -> None:
-    """A custom resource applied with a null label or annotation: kube-apiserver stores the
-    null (its metadata reads back as ``""``), so its next update is written whatever it
-    changes, as the fake marks it."""
-    metadata = obj.get("metadata") or {}
-    maps = [m for m in (metadata.get("labels"), metadata.get("annotations"))
-            if isinstance(m, Mapping)]  # fmt: skip
-    if ref.kind.custom and any(None in m.values() for m in maps):
+    """A custom resource whose applied metadata ``ObjectMeta`` reads otherwise: kube-apiserver
+    stores the apply's result as it is, and reads metadata through ``ObjectMeta`` (the CRD
+    codec's coercion), so its next update is written whatever it changes, as the fake marks
+    it."""
+    if ref.kind.custom and read_otherwise(obj.get("metadata") or {}):
         key = (ref.kind.group, ref.kind.plural, ref.namespace or "", ref.name)
         store.unsettled.add(key)
+
+
+def read_otherwise(metadata: Mapping[str, Any]) -> bool:
+    """Whether ``ObjectMeta`` reads these metadata otherwise than they are: a field null,
+    empty or ``""`` (every field of it is ``omitempty``), or a null label or annotation (read
+    as ``""``)."""
+    for key, value in metadata.items():
+        if value is None or value == "" or value == {} or value == []:
+            return True
+        if key in ("labels", "annotations") and is_map(value) and None in value.values():
+            return True
+    return False

@@ -12,11 +12,11 @@ from anyop.kube.patches import merge
 from anyop.testing.fake.field_ownership import (
     Path,
     _item_key,
+    _tracked,
     changes,
     fields_v1_of,
     from_fields_v1,
     to_fields_v1,
-    values_of,
 )
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.managed_fields import owners_after_update, shape_of, zero_object
@@ -144,18 +144,100 @@ def deployments(*, patch: bool) -> st.SearchStrategy[dict[str, Any]]:
     return st.builds(with_containers, shaped(STRUCTURE, patch=patch), containers)
 
 
+_ABSENT = object()
+
+
 def changed_by_definition(
     old: dict[str, Any], new: dict[str, Any], status: str
 ) -> tuple[set[Path], set[Path]]:
-    """Every owned path of both objects, compared one by one."""
+    """Structured merge's compare (``typed.Comparison``), walked plainly over both objects:
+    the paths removed, modified or added, and those of them the new object has (modified or
+    added)."""
     shape = shape_of(DEPLOYMENTS)
-    before = values_of(old, shape, status=status, maps=True)
-    after = values_of(new, shape, status=status, maps=True)
-    missing = object()
-    changed = {
-        p for p in before.keys() | after.keys() if before.get(p, missing) != after.get(p, missing)
-    }
-    return changed, {p for p in changed if p in after}
+    removed: set[Path] = set()
+    taken: set[Path] = set()
+
+    def granular(value: Any, where: Any) -> str:
+        node = None if where is None else shape.node(where)
+        if isinstance(value, dict) and (node is None or not node.atomic_map):
+            return "map"
+        if (
+            isinstance(value, list)
+            and node is not None
+            and (node.list_type == "set" or (node.list_type == "map" and node.keys))
+        ):
+            return "list"
+        return ""
+
+    def key_of(item: Any, where: Any) -> tuple[str, str]:
+        node = shape.node(where)
+        if node.list_type == "set":
+            return "v", json.dumps(item, separators=(",", ":"))
+        return "k", _item_key(item, node.keys, node.key_defaults)
+
+    def children(value: Any, where: Any, path: Path) -> dict[Path, tuple[Any, Any]]:
+        """Each child's path, with its values (a key twice: all its items) and schema."""
+        if isinstance(value, dict):
+            return {(*path, ("f", key)): ([item], shape.child(where, key))
+                    for key, item in value.items()}  # fmt: skip
+        found: dict[Path, tuple[Any, Any]] = {}
+        for item in value:
+            item_path = (*path, key_of(item, where))
+            found.setdefault(item_path, ([], shape.items(where)))[0].append(item)
+        return found
+
+    def compare(lhs: Any, rhs: Any, where: Any, path: Path, item: bool = False) -> None:
+        kinds = {granular(v, where) for v in (lhs, rhs) if v is not _ABSENT and v is not None}
+        empty = all(v is _ABSENT or not v for v in (lhs, rhs))
+        if len(kinds) > 1:  # one of another kind than the other: each walked alone
+            for side in (lhs, rhs):
+                if side is not _ABSENT and granular(side, where) and side:
+                    found = children(side, where, path)
+                    pair = (found, {}) if side is lhs else ({}, found)
+                    paired(*pair, where, isinstance(side, list))
+            taken.add(path)  # (ill-typed: Go's walk errs; the value is taken as modified)
+            return
+        if kinds == {""} or not kinds or empty:  # a leaf (or both empty: one value)
+            if lhs is _ABSENT and rhs is not _ABSENT:
+                taken.add(path)
+            elif rhs is _ABSENT and lhs is not _ABSENT:
+                removed.add(path)
+            elif lhs != rhs:
+                taken.add(path)
+            return
+        if item and bool(lhs) != bool(rhs) and _ABSENT not in (lhs, rhs):
+            taken.add(path)  # (the fake's: an empty item is a leaf, that becomes a map)
+        before = {} if lhs is _ABSENT or lhs is None else children(lhs, where, path)
+        after = {} if rhs is _ABSENT or rhs is None else children(rhs, where, path)
+        paired(before, after, where, isinstance(lhs if lhs not in (_ABSENT, None) else rhs, list))
+        if path and path != (("f", "metadata"),):  # (metadata: there in every object)
+            if lhs is _ABSENT:
+                taken.add(path)
+            elif rhs is _ABSENT:
+                removed.add(path)
+
+    def paired(before: dict[Path, Any], after: dict[Path, Any], where: Any, listed: bool) -> None:
+        """The children of both sides compared, a key twice as ``visitListItems`` does."""
+        for child in before.keys() | after.keys():
+            was, sub = before.get(child, ([], None))
+            now, sub = after.get(child, ([], sub))
+            if len(was) >= 2 and len(now) >= 2:
+                if was != now:
+                    taken.add(child)
+            elif len(was) >= 2:
+                if now:
+                    compare(_ABSENT, now[0], sub, child, listed)
+                removed.add(child)
+            elif len(now) >= 2:
+                if was:
+                    compare(was[0], _ABSENT, sub, child, listed)
+                taken.add(child)
+            else:
+                compare(was[0] if was else _ABSENT, now[0] if now else _ABSENT, sub, child,
+                        listed and shape.node(where).list_type == "map")  # fmt: skip
+
+    compare(_tracked(old, status=status), _tracked(new, status=status), shape.schema, ())
+    return removed | taken, taken
 
 
 @settings(max_examples=500, deadline=None)
