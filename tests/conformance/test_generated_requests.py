@@ -110,11 +110,24 @@ def _collection(t: Target, name: str) -> str:
 
 async def _play(t: Target, step: Step, seen: dict[str, Any]) -> None:
     """Play one step; a request whose connection drops without an answer (kube-apiserver's
-    handler panics on a few patches: so does the fake) is noted as such."""
+    handler panics on a few patches: so does the fake) is noted as such. Each write's
+    ``Warning`` header is noted after it (its kind's strategy's, its unknown fields')."""
+    warnings: list[str] = []
+
+    async def heard(response: httpx.Response) -> None:
+        if response.request.method in ("POST", "PUT", "PATCH"):
+            warnings.append(response.headers.get("warning") or "")
+
+    hooks = t.api.event_hooks["response"]
+    hooks.append(heard)
     try:
         await _request(t, step, seen)
     except httpx.RemoteProtocolError:
         t.note("no answer: the connection dropped", step.op)
+    finally:
+        hooks.remove(heard)
+    for warning in filter(None, warnings):
+        t.note("warning", warning)
 
 
 async def _request(t: Target, step: Step, seen: dict[str, Any]) -> None:

@@ -18,6 +18,7 @@ from anyop.testing.fake.field_validation import (
     checked_patch,
 )
 from anyop.testing.fake.json_copy import compact_json
+from anyop.testing.fake.kind_warnings import deprecation_warning, warning_header
 from anyop.testing.fake.kinds import CRD_KIND, NAMESPACE_KIND, Kind
 from anyop.testing.fake.label_selectors import parse_field_selector, parse_label_selector
 from anyop.testing.fake.object_meta import DNS_LABEL
@@ -139,11 +140,18 @@ def handle(
     store: Store, request: ApiRequest, address: str = "127.0.0.1"
 ) -> ApiResponse | WatchPlan:
     """Answer one request; errors become their ``Status`` answers (without the body for
-    ``HEAD``, which the API's resources do not allow: 405)."""
+    ``HEAD``, which the API's resources do not allow: 405). The warnings recorded on the
+    way (:attr:`Store.warnings <anyop.testing.fake.store.Store.warnings>`) are its ``Warning``
+    header, whatever the answer (kube-apiserver writes each as it comes)."""
+    store.warnings = []
     try:
         answer = _dispatch(store, request, address)
     except StatusError as exc:
         answer = ApiResponse(exc.code, exc.body)
+    if store.warnings and isinstance(answer, ApiResponse):
+        answer = dataclasses.replace(
+            answer, headers={**answer.headers, **warning_header(store.warnings)}
+        )
     if request.method == "HEAD" and isinstance(answer, ApiResponse):
         _, media_type = answer.content()
         return ApiResponse(answer.status, b"", answer.headers, media_type=media_type)
@@ -187,6 +195,8 @@ def _dispatch(store: Store, request: ApiRequest, address: str) -> ApiResponse | 
         if not kind.custom and route.subresource not in kind.subresources:
             raise no_such_resource()
         raise not_found(kind.plural, kind.group, route.name or "")
+    if (deprecated := deprecation_warning(kind)) is not None:
+        _warn(store, [deprecated])  # by the resource's handlers, before anything else
     namespace = route.namespace if kind.namespaced else None
     if route.name is None:
         return _collection(store, kind, request, namespace=namespace)
@@ -266,8 +276,9 @@ def _collection(
         case "POST":
             warnings, read = _field_warnings(kind, request)
             body = _body(kind, request) if read is None else read
-            created = writes.create(store, kind, body, namespace=namespace, manager=request.manager)
-            return ApiResponse(201, created, warnings)
+            created = writes.create(store, kind, body, namespace=namespace, manager=request.manager,
+                                    field_warnings=warnings)  # fmt: skip
+            return ApiResponse(201, created)
         case "DELETE" if kind != NAMESPACE_KIND:
             options = _body(kind, request, options=True) if request.body.strip() else {}
             if policy := request.query.get("propagationPolicy"):
@@ -298,8 +309,9 @@ def _member(store: Store, ref: Ref, request: ApiRequest, *, route: Route) -> Api
                 _body(ref.kind, request) if read is None else read,
                 subresource=route.subresource,
                 manager=request.manager,
+                field_warnings=warnings,
             )
-            return ApiResponse(code, replaced, warnings)
+            return ApiResponse(code, replaced)
         case "PATCH" if request.content_type == writes.APPLY and route.subresource != "finalize":
             checked_write("PatchOptions", request.query, apply=True)
             manager = request.query.get("fieldManager", "")
@@ -308,7 +320,7 @@ def _member(store: Store, ref: Ref, request: ApiRequest, *, route: Route) -> Api
                                   subresource=route.subresource)  # fmt: skip
             return ApiResponse(code, applied)
         case "PATCH":
-            warnings = _patch_warnings(store, ref, request, subresource=route.subresource)
+            _patch_warnings(store, ref, request, subresource=route.subresource)
             patched = writes.patch(
                 store,
                 ref,
@@ -317,7 +329,7 @@ def _member(store: Store, ref: Ref, request: ApiRequest, *, route: Route) -> Api
                 subresource=route.subresource,
                 manager=request.manager,
             )
-            return ApiResponse(200, patched, warnings)
+            return ApiResponse(200, patched)
         case "DELETE" if route.subresource is None:
             options = _body(ref.kind, request, options=True) if request.body.strip() else {}
             if policy := request.query.get("propagationPolicy"):
@@ -354,38 +366,35 @@ def _body(kind: Kind, request: ApiRequest, *, options: bool = False) -> Any:
     return decode_body(kind, request.content_type, request.body, options=options)
 
 
-def _field_warnings(kind: Kind, request: ApiRequest) -> tuple[dict[str, str], Any]:
-    """The ``Warning`` header of a create's or update's unknown and duplicate fields (or the
-    refusal, with ``fieldValidation=Strict``), and the body as read for them, if it was read
-    as :func:`_body` reads it (``None`` if not)."""
+def _field_warnings(kind: Kind, request: ApiRequest) -> tuple[list[str], Any]:
+    """The warnings of a create's or update's unknown and duplicate fields (or their refusal,
+    with ``fieldValidation=Strict``), sent once the object decodes; the body as read for them,
+    if it was read as :func:`_body` reads it (``None`` if not)."""
     options = "CreateOptions" if request.method == "POST" else "UpdateOptions"
     directive = checked_write(options, request.query)
     if request.content_type != "application/json":
-        return {}, None
+        return [], None
     warnings, read = checked_fields(kind, request.body, directive)
-    return _warning_header(warnings), read
+    return warnings, read
 
 
 def _patch_warnings(
     store: Store, ref: Ref, request: ApiRequest, *, subresource: str | None
-) -> dict[str, str]:
-    """The ``Warning`` header of a patch's unknown fields (or the refusal, when strict)."""
+) -> None:
+    """Record the warnings of a patch's unknown fields (or refuse them, when strict)."""
     directive = checked_write("PatchOptions", request.query, apply=False)
     if subresource is not None:
-        return {}
+        return
     stored = store.find(ref.kind, ref.namespace, ref.name)
     kind, body = request.content_type, request.body
-    warnings = checked_patch(
-        ref.kind, stored, content_type=kind, document=body, directive=directive
-    )
-    return _warning_header(warnings)
+    _warn(store, checked_patch(ref.kind, stored, content_type=kind, document=body,
+                               directive=directive))  # fmt: skip
 
 
-def _warning_header(warnings: list[str]) -> dict[str, str]:
-    if not warnings:
-        return {}
-    quoted = (warning.replace('"', '\\"') for warning in warnings)
-    return {"Warning": ", ".join(f'299 - "{text}"' for text in quoted)}
+def _warn(store: Store, warnings: list[str]) -> None:
+    """Record warnings of the request being answered."""
+    if store.warnings is not None:
+        store.warnings += warnings
 
 
 def _list_query(kind: Kind, namespace: str | None, query: Mapping[str, str]) -> ListQuery:

@@ -181,8 +181,10 @@ class FakeCluster:
             self.trace.answer(200)
             return WatchStream(self.store, answer, self._rng)
         self.trace.answer(answer.status)
-        if outcome.warnings:
+        if outcome.warnings:  # after the write's own (kube-apiserver's: around its strategy's)
             warnings = ", ".join(f'299 - "{text}"' for text in outcome.warnings)
+            if answer.headers.get("Warning"):
+                warnings = f"{answer.headers['Warning']}, {warnings}"
             answer = dataclasses.replace(answer, headers={**answer.headers, "Warning": warnings})
         return answer
 

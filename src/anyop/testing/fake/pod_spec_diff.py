@@ -74,6 +74,9 @@ def _struct(name: str, value: Mapping[str, Any], out: dict[str, Any] | None = No
     out = {} if out is None else out
     names = layout["json"].get(name) or {}
     for go_name, expression in layout["structs"][name]:
+        if not go_name and expression == "metav1.ObjectMeta":  # a claim template's, promoted
+            out.update(_promoted_meta(value.get("metadata") or {}))
+            continue
         if not go_name:  # embedded: its fields are promoted, from the same JSON object
             _struct(expression, value, out)
             continue
@@ -150,16 +153,21 @@ _META_ORDER = ("name", "generateName", "namespace", "selfLink", "uid", "resource
                "finalizers", "managedFields")  # fmt: skip
 
 
-def template_json(template: Mapping[str, Any]) -> str:
-    """A ``v1`` pod template as ``field.Invalid`` shows the internal ``core.PodTemplateSpec``:
-    compact JSON, its embedded ``ObjectMeta``'s fields (tagged, ``omitempty``) promoted beside
-    ``Spec``, the internal ``PodSpec``."""
-    metadata = template.get("metadata") or {}
+def _promoted_meta(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """An embedded ``ObjectMeta``'s fields as Go writes them promoted: tagged, ``omitempty``."""
     out: dict[str, Any] = {}
     for key in _META_ORDER:
         value = metadata.get(key)
         if value:  # omitempty (and omitzero: a template's creationTimestamp)
             out[key] = dict(sorted(value.items())) if isinstance(value, Mapping) else value
+    return out
+
+
+def template_json(template: Mapping[str, Any]) -> str:
+    """A ``v1`` pod template as ``field.Invalid`` shows the internal ``core.PodTemplateSpec``:
+    compact JSON, its embedded ``ObjectMeta``'s fields (tagged, ``omitempty``) promoted beside
+    ``Spec``, the internal ``PodSpec``."""
+    out = _promoted_meta(template.get("metadata") or {})
     out["Spec"] = _internal(template.get("spec") or {})
     return _escaped(json.dumps(out, separators=(",", ":"), ensure_ascii=False))
 

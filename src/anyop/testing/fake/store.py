@@ -184,6 +184,9 @@ class Store:
         self.substitute: tuple[str | None, Body] | None = None
         """For the next commit: the resourceVersion the old object must still have, and the
         object to store instead (the mutating webhooks' result)."""
+        self.warnings: list[str] | None = None
+        """The warnings of the request being answered, in the order its ``Warning`` header
+        gives them; ``None`` while no request records them (the controllers' own writes)."""
         for kind in BUILTIN_KINDS:
             self.serve(kind)
         for name in BOOT_NAMESPACES:
@@ -287,12 +290,17 @@ class Store:
 
     def _control(self, change: Change) -> None:
         """Let the controllers act on a change; a write they are refused is kept in
-        :attr:`controller_errors` (the request that caused it succeeded all the same)."""
-        for controller in list(self.controllers):
-            try:
-                controller(self, change)
-            except StatusError as exc:
-                self.controller_errors.append(exc)
+        :attr:`controller_errors` (the request that caused it succeeded all the same). Their
+        writes' warnings are no request's."""
+        recorded, self.warnings = self.warnings, None
+        try:
+            for controller in list(self.controllers):
+                try:
+                    controller(self, change)
+                except StatusError as exc:
+                    self.controller_errors.append(exc)
+        finally:
+            self.warnings = recorded
 
     def _substituted(self, kind: Kind, obj: Body, old: Body | None) -> Body:
         assert self.substitute is not None

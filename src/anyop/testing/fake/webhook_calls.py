@@ -32,6 +32,7 @@ from anyop.testing.fake.admission_rules import (
 )
 from anyop.testing.fake.api import ApiRequest, ApiResponse, handle
 from anyop.testing.fake.json_patches import PatchFailed, apply_json_patch
+from anyop.testing.fake.kind_warnings import warning_header
 from anyop.testing.fake.kinds import CRD_KIND, MUTATING_KIND, VALIDATING_KIND
 from anyop.testing.fake.routes import Route, parse_path
 from anyop.testing.fake.statuses import success
@@ -158,14 +159,17 @@ async def admit(
     would = _would_write(store, request, address)
     if isinstance(would, ApiResponse):
         return Outcome(would if dry_run else None)
+    recorded = list(store.warnings or [])  # its run's, before other requests run meanwhile
     admission = _admission(store, request, would, dry_run=dry_run)
     outcome, obj = Outcome(), (None if would.type == "DELETED" else would.obj)
     if admission is not None:
         outcome, obj = await _run_webhooks(store, admission, outcome)
     if outcome.answer is not None:
         return outcome
-    if dry_run:
-        outcome.answer = _dry_answer(request, would, obj)
+    if dry_run:  # with the warnings its run recorded
+        answer = _dry_answer(request, would, obj)
+        headers = warning_header(recorded)
+        outcome.answer = dataclasses.replace(answer, headers={**answer.headers, **headers})
     elif obj is not None and obj != would.obj:
         old_version = (would.old or {}).get("metadata", {}).get("resourceVersion")
         store.substitute = (old_version, obj)

@@ -22,6 +22,7 @@ from anyop.testing.fake.builtin_rules import (
 from anyop.testing.fake.go_json import unstructured_numbers
 from anyop.testing.fake.json_copy import json_copy, sorted_keys
 from anyop.testing.fake.json_patches import PatchFailed, apply_json_patch
+from anyop.testing.fake.kind_warnings import warnings_on_create, warnings_on_update
 from anyop.testing.fake.kinds import CRD_KIND, NAMESPACE_KIND, Kind, kinds_of_crd
 from anyop.testing.fake.managed_fields import in_order, owners_after_update
 from anyop.testing.fake.objects import (
@@ -161,9 +162,11 @@ def create(
     manager: str | None = None,
     owners: list[Body] | None = None,
     applied: bool = False,
+    field_warnings: list[str] | None = None,
 ) -> Body:
     """Create an object; with ``generateName``, under a new name. The object is made of
-    ``body``'s parts: give a copy of a body that must stay as it is.
+    ``body``'s parts: give a copy of a body that must stay as it is. ``field_warnings`` (of
+    its unknown fields) are recorded once it decodes.
 
     ``manager`` (the request's field manager) comes to own the object's fields in
     ``managedFields``; ``owners`` are those entries as they are (server-side apply's).
@@ -176,6 +179,7 @@ def create(
     if not isinstance(body, Mapping):
         raise bad_request("the body of the request is not a JSON object")
     raw, body = body, decoded(kind, body)
+    _record(store, field_warnings)
     metadata = dict(body.get("metadata") or {})
     if metadata.get("resourceVersion"):
         message = "resourceVersion should not be set on objects to be created"
@@ -217,6 +221,8 @@ def create(
     if owners:
         obj["metadata"]["managedFields"] = in_order(owners)
     _check_namespace(store, Ref(kind, namespace, name))
+    if store.warnings is not None:  # sent even if the storage then refuses it
+        store.warnings += warnings_on_create(kind, obj)
     existing = store.objects[(kind.group, kind.plural)].get((namespace or "", name))
     if existing is not None:
         deleting = bool(existing["metadata"].get("deletionTimestamp"))
@@ -281,6 +287,12 @@ def _crd_defaults(kind: Kind, obj: Body) -> Body:
     return obj
 
 
+def _record(store: Store, warnings: list[str] | None) -> None:
+    """Record warnings of the request being answered (if it records them)."""
+    if warnings and store.warnings is not None:
+        store.warnings += warnings
+
+
 def check_version(kind: Kind, stored: Mapping[str, Any], given: Any) -> None:
     if given and str(given) != stored["metadata"].get("resourceVersion"):
         raise conflict(kind.plural, kind.group, stored["metadata"]["name"])
@@ -343,6 +355,8 @@ def update(
     added = added_finalizers(stored, obj)
     if causes := update_causes(kind, stored, obj, added=added, raw=new):
         raise invalid(kind.kind, error_group(kind), stored["metadata"]["name"], causes=causes)
+    if store.warnings is not None:  # sent even if it changes nothing
+        store.warnings += warnings_on_update(kind, obj, stored, subresource=subresource)
     if (kind.group, kind.kind) == ("", "Service") and isinstance(obj.get("spec"), dict):
         spec = obj["spec"]  # a lone cluster IP reads as the list (``defaultOnRead``), which a
         if spec.get("clusterIP") and not spec.get("clusterIPs"):  # later write then sends
@@ -417,8 +431,10 @@ def replace(
     *,
     subresource: str | None = None,
     manager: str | None = None,
+    field_warnings: list[str] | None = None,
 ) -> tuple[int, Body]:
     """Replace an object (PUT), or its status; create it where its kind allows a PUT to.
+    ``field_warnings`` (of its unknown fields) are recorded once it decodes.
 
     Returns:
         200 and the object replaced, or 201 and the object created.
@@ -430,6 +446,7 @@ def replace(
         raise bad_request("the body of the request is not a JSON object")
     kind, name = ref.kind, ref.name
     sent, body = body, decoded(kind, body)  # the server decodes first: a wrong type is first
+    _record(store, field_warnings)
     metadata = body.get("metadata")
     metadata = metadata if isinstance(metadata, Mapping) else {}
     if metadata.get("name") != name:
