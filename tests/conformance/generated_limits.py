@@ -1,5 +1,5 @@
 """Generated requests on what a namespace's operator writes beside its workloads: a LimitRange
-(``lr1``) and an Endpoints (``ep1``); valid and invalid values alike (see
+(``lr1``), an Endpoints (``ep1``) and a ResourceQuota (``rq1``); valid and invalid values alike (see
 :mod:`tests.conformance.generated_requests` for how a sequence is built and played).
 """
 
@@ -84,12 +84,43 @@ def _endpoints(rng: random.Random, *, bad: float) -> dict[str, Any]:
             "subsets": subsets}  # fmt: skip
 
 
-_LIMITS: dict[str, Maker] = {"lr1": _limit_range, "ep1": _endpoints}
+_SCOPES: Choices = (
+    (["BestEffort"], ["NotTerminating"], ["PriorityClass"], []),
+    (["Nonsense"], ["Terminating", "NotTerminating"], ["BestEffort", "BestEffort"]),
+)
+_QUOTA_RESOURCES: Choices = (
+    ("pods", "requests.cpu", "limits.memory", "persistentvolumeclaims", "count/deployments.apps"),
+    ("storage", "nonsense", "example.com/gpu", "bad name"),
+)
+_SCOPE_EXPRESSIONS: Choices = (
+    ({"scopeName": "PriorityClass", "operator": "In", "values": ["high"]},
+     {"scopeName": "BestEffort", "operator": "Exists"}),
+    ({"scopeName": "PriorityClass", "operator": "In"},
+     {"scopeName": "Terminating", "operator": "In", "values": ["x"]},
+     {"scopeName": "Nonsense", "operator": "Near"}),
+)  # fmt: skip
 
-LIMITS_COLLECTIONS = {"lr1": ("v1", "limitranges"), "ep1": ("v1", "endpoints")}
+
+def _resource_quota(rng: random.Random, *, bad: float) -> dict[str, Any]:
+    valid, invalid = _QUOTA_RESOURCES
+    hard = {rng.choice(invalid if rng.random() < bad else valid): _value(rng, _QUANTITIES, bad)
+            for _ in range(rng.randint(0, 2))}  # fmt: skip
+    spec: dict[str, Any] = {"hard": hard}
+    if rng.random() < 0.4:
+        spec["scopes"] = _value(rng, _SCOPES, bad)
+    if rng.random() < 0.3:
+        spec["scopeSelector"] = {"matchExpressions": [_value(rng, _SCOPE_EXPRESSIONS, bad)]}
+    return {"apiVersion": "v1", "kind": "ResourceQuota",
+            "metadata": _metadata(rng, "rq1", bad=bad), "spec": spec}  # fmt: skip
+
+
+_LIMITS: dict[str, Maker] = {"lr1": _limit_range, "ep1": _endpoints, "rq1": _resource_quota}
+
+LIMITS_COLLECTIONS = {"lr1": ("v1", "limitranges"), "ep1": ("v1", "endpoints"),
+                      "rq1": ("v1", "resourcequotas")}  # fmt: skip
 """Where each object of the family lives, by its name."""
 
 
 def limits_plan(seed: int, *, steps: int = 10) -> list[Step]:
-    """Requests on the family's two objects (see :func:`objects_plan`)."""
+    """Requests on two of the family's objects (see :func:`objects_plan`)."""
     return objects_plan(seed, _LIMITS, steps=steps)

@@ -283,3 +283,107 @@ async def test_endpoints_updates_check_changed_subsets_only(conform: Conform) ->
         await t.put(t.core("endpoints", "bad"), _endpoints("bad", {}))
 
     await conform(scenario)
+
+
+# -- ResourceQuotas ---------------------------------------------------------------------------
+
+
+def _quota(name: str, spec: Body, **fields: Any) -> Body:
+    return {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": name},
+        "spec": spec,
+        **fields,
+    }
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"hard": {"pods": "10", "requests.cpu": "4", "limits.memory": "8Gi"}},
+        {"hard": {"nonsense": "1"}},
+        {"hard": {"storage": "1Gi"}},
+        {"hard": {"example.com/gpu": "1500m"}},
+        {"hard": {"count/deployments.apps": "5"}},
+        {"hard": {"requests.hugepages-2Mi": "4Mi"}},
+        {"hard": {"pods": "1500m"}},
+        {"hard": {"cpu": "-1"}},
+        {"hard": {"bad name": "1"}},
+        {"hard": {"requests.example.com/gpu": "2"}},
+        {"hard": {"pods": "1"}, "scopes": ["BestEffort"]},
+        {"hard": {"cpu": "1"}, "scopes": ["BestEffort"]},
+        {"hard": {"cpu": "1"}, "scopes": ["Nonsense"]},
+        {"hard": {"pods": "1"}, "scopes": ["Terminating", "NotTerminating"]},
+        {"hard": {"persistentvolumeclaims": "1"}, "scopes": ["VolumeAttributesClass"]},
+        {"hard": {"secrets": "1"}, "scopes": ["PriorityClass"]},
+        {"scopes": ["BestEffort", "NotBestEffort", "Terminating", "NotTerminating"]},
+        {
+            "hard": {"pods": "1"},
+            "scopeSelector": {
+                "matchExpressions": [
+                    {"scopeName": "PriorityClass", "operator": "In", "values": ["high"]}
+                ]
+            },
+        },
+        {
+            "hard": {"cpu": "1"},
+            "scopeSelector": {
+                "matchExpressions": [{"scopeName": "BestEffort", "operator": "In", "values": ["x"]}]
+            },
+        },
+        {
+            "hard": {"pods": "1"},
+            "scopeSelector": {
+                "matchExpressions": [{"scopeName": "PriorityClass", "operator": "In"}]
+            },
+        },
+        {
+            "hard": {"pods": "1"},
+            "scopeSelector": {
+                "matchExpressions": [
+                    {"scopeName": "PriorityClass", "operator": "Exists", "values": ["x"]}
+                ]
+            },
+        },
+        {
+            "hard": {"pods": "1"},
+            "scopeSelector": {"matchExpressions": [{"scopeName": "Nonsense", "operator": "Near"}]},
+        },
+        {
+            "scopeSelector": {
+                "matchExpressions": [
+                    {"scopeName": "Terminating", "operator": "Exists"},
+                    {"scopeName": "NotTerminating", "operator": "Exists"},
+                ]
+            }
+        },
+        {"scopeSelector": {}},
+    ],
+)
+async def test_a_resource_quotas_checks_and_their_order(conform: Conform, spec: Body) -> None:
+    async def scenario(t: Target) -> None:
+        status = {"hard": {"pods": "3"}, "used": {"pods": "-1"}}
+        await t.post(t.core("resourcequotas"), _quota("q", spec, status=status))
+        await t.get(t.core("resourcequotas", "q"))
+
+    await conform(scenario)
+
+
+async def test_a_resource_quotas_scopes_may_not_change(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        path = t.core("resourcequotas", "q")
+        await t.post(t.core("resourcequotas"), _quota("q", {"hard": {"pods": "1"}}))
+        await t.patch(path, {"spec": {"scopes": ["NotBestEffort"]}})
+        await t.patch(path, {"spec": {"hard": {"pods": "2", "cpu": "-1"}}})
+        await t.patch(path, {"spec": {"hard": {"pods": "3"}}, "status": {"used": {"pods": "1"}}})
+        await t.patch(f"{path}/status", {"status": {"hard": {"pods": "-3"}}})
+        made = await t.post(
+            t.core("resourcequotas"), _quota("s", {"hard": {"pods": "1"}, "scopes": ["BestEffort"]})
+        )
+        made["spec"]["scopes"] = ["BestEffort", "BestEffort"]
+        await t.put(t.core("resourcequotas", "s"), made)
+        made["spec"]["scopes"] = []
+        await t.put(t.core("resourcequotas", "s"), made)
+
+    await conform(scenario)

@@ -48,6 +48,11 @@ from anyop.testing.fake.policy_rules import (
 )
 from anyop.testing.fake.quantities import milli_rounded
 from anyop.testing.fake.rbac_rules import binding_causes, binding_update_causes
+from anyop.testing.fake.resource_quota_rules import (
+    resource_quota_causes,
+    resource_quota_status_causes,
+    resource_quota_update_causes,
+)
 from anyop.testing.fake.secret_rules import secret_type_causes
 from anyop.testing.fake.service_rules import service_causes, service_update_causes
 from anyop.testing.fake.statuses import Cause
@@ -415,6 +420,8 @@ def create_causes(
             return limit_range_causes(obj)
         case ("", "Endpoints"):
             return endpoints_causes(obj)
+        case ("", "ResourceQuota"):
+            return resource_quota_causes(obj)
         case ("", "Event") | ("events.k8s.io", "Event"):
             return event_causes(kind.group, obj)
         case ("apps", "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet") | ("", "Pod"):
@@ -473,11 +480,13 @@ def update_causes(
     *,
     added: Causes | None = None,
     raw: Mapping[str, Any] | None = None,
+    subresource: str | None = None,
 ) -> Causes:
     """The validation errors of an update of a built-in object, its metadata's first (as
     :func:`~anyop.testing.fake.object_meta.object_meta_causes` orders them; ``added``: the
     finalizers added during deletion), then those of the update alone (immutable fields),
-    then those of the object as a create checks it (``raw``: as for :func:`create_causes`)."""
+    then those of the object as a create checks it (``raw``: as for :func:`create_causes`).
+    ``subresource``: the update's (a ResourceQuota's status is checked on its own)."""
     if kind.custom:
         return []
     own: Causes = []
@@ -507,6 +516,12 @@ def update_causes(
         own_create = [cause for cause in create_causes(kind, new) if cause[0] != "spec.serviceName"]
     elif kind.group == "admissionregistration.k8s.io" and kind.kind.endswith("Configuration"):
         own_create = webhook_configuration_causes(new, old=old)  # relaxed by what it held
+    elif (kind.group, kind.kind) == ("", "ResourceQuota"):  # its spec, then its scopes kept
+        own_create = (
+            resource_quota_status_causes(new)
+            if subresource == "status"
+            else resource_quota_update_causes(old, new)
+        )
     elif (kind.group, kind.kind) == ("batch", "Job"):  # as created, then as updated
         own_create = [*job_causes(new), *job_update_causes(old, new)]
     elif (cluster := cluster_update_causes(kind.group, kind.kind, old, new)) is not None:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from anyop.testing.fake.field_errors import forbidden, required_because, too_long
-from anyop.testing.fake.go_json import go_quoted
+from anyop.testing.fake.go_json import go_marshalled, go_quoted
 from anyop.testing.fake.object_meta import label_key_errors
 from anyop.testing.fake.pod_rules import (
     dns_label_causes,
@@ -28,7 +28,6 @@ from anyop.testing.fake.pod_rules import (
     unsupported,
 )
 from anyop.testing.fake.volume_rules import (
-    go_marshalled,
     volume_causes,
     volume_defaults,
     volume_update_causes,

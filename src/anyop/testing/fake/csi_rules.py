@@ -22,13 +22,12 @@ fake has no hook for a kind's warnings); a changed spec shown with another inlin
 
 from __future__ import annotations
 
-import json
 import posixpath
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from anyop.testing.fake.field_errors import duplicate, forbidden, required_because, too_long
-from anyop.testing.fake.go_json import go_quoted
+from anyop.testing.fake.go_json import go_marshalled, go_quoted
 from anyop.testing.fake.object_meta import (
     DNS_SUBDOMAIN,
     DNS_SUBDOMAIN_HINT,
@@ -64,15 +63,6 @@ _METADATA_LIMIT = 256 * 1024
 _MESSAGE_LIMIT = 1024
 _NODE_ID_LIMIT = 256
 _INT32_MAX = 2147483647
-
-
-def _go_json(value: Any) -> str:
-    """Compact JSON as Go's encoder writes it (``<``, ``>`` and ``&`` escaped), in the order of
-    ``value``'s keys (a struct's fields)."""
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    for char, escape in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026")):
-        text = text.replace(char, escape)
-    return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
 def _driver_name(name: str, field: str) -> Causes:
@@ -316,7 +306,7 @@ def _attachment_spec_json(spec: Mapping[str, Any]) -> str:
              "Source": {"PersistentVolumeName": source.get("persistentVolumeName"),
                         "InlineVolumeSpec": None if inline is None else _inline_json(inline)},
              "NodeName": spec.get("nodeName") or ""}  # fmt: skip
-    return _go_json(shown)
+    return go_marshalled(shown, sort_keys=False)
 
 
 def _slice(value: Any) -> Any:
@@ -389,7 +379,7 @@ def _driver_json(driver: Mapping[str, Any]) -> str:
     shown = {"Name": driver.get("name") or "", "NodeID": driver.get("nodeID") or "",
              "TopologyKeys": None if keys is None else list(keys),
              "Allocatable": None}  # fmt: skip
-    return _go_json(shown)
+    return go_marshalled(shown, sort_keys=False)
 
 
 def _semantic(driver: Any) -> dict[str, Any]:
@@ -450,7 +440,7 @@ def _selector_json(selector: Any) -> str:
         requirements.append(item)
     if requirements:
         shown["matchExpressions"] = requirements
-    return _go_json(shown)
+    return go_marshalled(shown, sort_keys=False)
 
 
 def _capacity_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> Causes:

@@ -12,11 +12,12 @@ on by default): neither leading zeros nor IPv4-mapped IPv6 addresses are taken.
 from __future__ import annotations
 
 import ipaddress
-import re
 from collections.abc import Mapping
 from typing import Any
 
+from anyop.testing.fake.address_warnings import sloppy_ip
 from anyop.testing.fake.field_errors import required_because
+from anyop.testing.fake.go_json import go_marshalled
 from anyop.testing.fake.object_meta import dns_subdomain_errors, label_key_errors
 from anyop.testing.fake.pod_rules import (
     PORT_RANGE,
@@ -26,7 +27,6 @@ from anyop.testing.fake.pod_rules import (
     unsupported,
 )
 from anyop.testing.fake.statuses import Cause
-from anyop.testing.fake.volume_rules import go_marshalled
 
 __all__ = ["endpoint_ip_causes", "endpoints_causes", "endpoints_defaults", "legacy_ip_causes"]
 
@@ -35,7 +35,6 @@ Body = dict[str, Any]
 IP = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 _PROTOCOLS = ("SCTP", "TCP", "UDP")
-_SLOPPY_V4 = re.compile(r"[0-9]+(\.[0-9]+){3}")
 _ANY_IP = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
 
 
@@ -101,19 +100,6 @@ def _port_causes(port: Mapping[str, Any], path: str, *, named: bool) -> Causes:
         shown = go_marshalled(str(app))
         causes += [invalid(f"{path}.appProtocol", shown, error) for error in label_key_errors(app)]
     return causes
-
-
-def sloppy_ip(text: str) -> IP | None:
-    """``netutils.ParseIPSloppy``: an IP address, IPv4 octets with leading zeros allowed."""
-    if _SLOPPY_V4.fullmatch(text):
-        octets = [int(part) for part in text.split(".")]
-        return ipaddress.IPv4Address(bytes(octets)) if max(octets) <= 255 else None
-    if ":" not in text or "%" in text:
-        return None
-    try:
-        return ipaddress.IPv6Address(text)
-    except ValueError:
-        return None
 
 
 def legacy_ip_causes(text: str, where: str) -> Causes:

@@ -253,6 +253,16 @@ _ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t
             "\v": "\\v", "\\": "\\\\", '"': '\\"'}  # fmt: skip
 
 
+def go_marshalled(value: Any, *, sort_keys: bool = True) -> str:
+    """A value as Go's ``json.Marshal`` writes it (what field errors show of typed values):
+    compact, ``<``, ``>``, ``&``, U+2028 and U+2029 escaped; a map's keys sorted, a struct's
+    (``sort_keys=False``) in the order given."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=sort_keys)
+    for char, escape in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026")):
+        text = text.replace(char, escape)
+    return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
 def go_quoted(text: str) -> str:
     """A string as Go's ``%q`` (``strconv.Quote``) writes it, which field errors show: printable
     characters as they are, in any script; the others escaped (``\\n``, ``\\x00``, ``\\u2028``)."""

@@ -17,26 +17,24 @@ from fractions import Fraction
 from typing import Any
 
 from anyop.testing.fake.field_errors import forbidden, required_because
+from anyop.testing.fake.go_json import go_marshalled
 from anyop.testing.fake.object_meta import label_key_errors
 from anyop.testing.fake.pod_rules import invalid
 from anyop.testing.fake.quantities import QuantityError, quantity_value
-from anyop.testing.fake.runtime_class_rules import container_resource_name_causes
+from anyop.testing.fake.resource_names import (
+    HUGE_PAGES,
+    container_resource_name_causes,
+    is_native,
+    resource_name_causes,
+)
 from anyop.testing.fake.statuses import Cause
-from anyop.testing.fake.volume_rules import go_marshalled
 
-__all__ = ["limit_range_causes", "limit_range_defaults", "resource_name_causes"]
+__all__ = ["limit_range_causes", "limit_range_defaults"]
 
 Causes = list[tuple[str, Cause]]
 Body = dict[str, Any]
 
 _TYPES = ("Pod", "Container", "PersistentVolumeClaim")
-_STANDARD_RESOURCES = (
-    "cpu", "memory", "ephemeral-storage", "requests.cpu", "requests.memory",
-    "requests.ephemeral-storage", "limits.cpu", "limits.memory", "limits.ephemeral-storage",
-    "pods", "resourcequotas", "services", "replicationcontrollers", "secrets", "configmaps",
-    "persistentvolumeclaims", "storage", "requests.storage", "services.nodeports",
-    "services.loadbalancers",
-)  # fmt: skip
 _MAX_MILLI = 2**63 // 1000  # resource.MaxMilliValue
 _MAPS = ("max", "min", "default", "defaultRequest", "maxLimitRequestRatio")
 
@@ -123,19 +121,6 @@ def _names(kind: str, values: Mapping[str, Any], where: str) -> Causes:
     return causes
 
 
-def resource_name_causes(name: str, where: str, *, shown: str) -> Causes:
-    """``validateResourceName``: a qualified name, and a standard one unless qualified."""
-    causes = [invalid(where, shown, error) for error in label_key_errors(name)]
-    if not causes and "/" not in name and not _standard(name):
-        causes.append(invalid(where, shown, "must be a standard resource type or fully qualified"))
-    return causes
-
-
-def _standard(name: str) -> bool:
-    """``IsStandardResourceName``: the standard names, and huge pages' (of requests too)."""
-    return name in _STANDARD_RESOURCES or name.startswith(("hugepages-", "requests.hugepages-"))
-
-
 def _value_causes(resource: str, maps: Mapping[str, Mapping[str, Any]], path: str) -> Causes:
     """The comparisons of one resource's min, max, default, default request and ratio."""
     high, low, default, request, ratio = (_value(maps[name].get(resource)) for name in _MAPS)
@@ -202,5 +187,4 @@ def _ceil(value: Fraction) -> int:
 
 def _overcommitted(resource: str) -> bool:
     """``IsOvercommitAllowed``: a native resource that is not huge pages."""
-    native = "/" not in resource or "kubernetes.io/" in resource
-    return native and not resource.startswith("hugepages-")
+    return is_native(resource) and not resource.startswith(HUGE_PAGES)

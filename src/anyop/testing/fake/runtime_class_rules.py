@@ -19,59 +19,19 @@ from typing import Any
 
 from anyop.testing.fake.field_errors import forbidden
 from anyop.testing.fake.go_json import go_quoted
-from anyop.testing.fake.object_meta import label_causes, label_key_errors
+from anyop.testing.fake.object_meta import label_causes
 from anyop.testing.fake.pod_rules import dns_label_causes, invalid, required, toleration_causes
 from anyop.testing.fake.quantities import QuantityError, quantity_value
+from anyop.testing.fake.resource_names import HUGE_PAGES, container_resource_name_causes, is_integer
 
-__all__ = ["CREATES", "DEFAULTERS", "UPDATES", "container_resource_name_causes"]
+__all__ = ["CREATES", "DEFAULTERS", "UPDATES"]
 
 Cause = dict[str, str]
 Causes = list[tuple[str, Cause]]
 Body = dict[str, Any]
 
 _GROUP = "node.k8s.io"
-_HUGE_PAGES = "hugepages-"
-_CONTAINER_RESOURCES = ("cpu", "memory", "ephemeral-storage")
-_STANDARD_RESOURCES = (
-    *_CONTAINER_RESOURCES, "requests.cpu", "requests.memory", "requests.ephemeral-storage",
-    "limits.cpu", "limits.memory", "limits.ephemeral-storage", "pods", "resourcequotas",
-    "services", "replicationcontrollers", "secrets", "configmaps", "persistentvolumeclaims",
-    "storage", "requests.storage", "services.nodeports", "services.loadbalancers",
-)  # fmt: skip
-_INTEGER_RESOURCES = (
-    "pods", "resourcequotas", "services", "replicationcontrollers", "secrets", "configmaps",
-    "persistentvolumeclaims", "services.nodeports", "services.loadbalancers",
-)  # fmt: skip
 _NEGATIVE = "must be greater than or equal to 0"
-
-
-def _native(name: str) -> bool:
-    """``IsNativeResource``: unprefixed, or in ``kubernetes.io/``."""
-    return "/" not in name or "kubernetes.io/" in name
-
-
-def _extended(name: str) -> bool:
-    """``IsExtendedResourceName``."""
-    if _native(name) or name.startswith("requests."):
-        return False
-    return not label_key_errors(f"requests.{name}")
-
-
-def container_resource_name_causes(name: str, where: str, *, shown: str | None = None) -> Causes:
-    """``validateContainerResourceName`` (with ``validateResourceName``); ``shown``: the name
-    as the error shows it (``%q`` of a string unless given)."""
-    shown = go_quoted(name) if shown is None else shown
-    causes = [invalid(where, shown, error) for error in label_key_errors(name)]
-    plain = "/" not in name
-    standard = name in _STANDARD_RESOURCES or name.startswith((_HUGE_PAGES, "requests.hugepages-"))
-    if not causes and plain and not standard:
-        causes.append(invalid(where, shown, "must be a standard resource type or fully qualified"))
-    if plain:
-        if name not in _CONTAINER_RESOURCES and not name.startswith(_HUGE_PAGES):
-            causes.append(invalid(where, shown, "must be a standard resource for containers"))
-    elif not _native(name) and not _extended(name):
-        causes.append(invalid(where, shown, "doesn't follow extended resource name standard"))
-    return causes
 
 
 def _overhead(pod_fixed: Mapping[str, Any]) -> Causes:
@@ -80,16 +40,16 @@ def _overhead(pod_fixed: Mapping[str, Any]) -> Causes:
     cpu_or_memory = huge_pages = False
     for name, quantity in pod_fixed.items():
         where = f"overhead.limits[{name}]"
-        causes += container_resource_name_causes(name, where)
+        causes += container_resource_name_causes(name, where, shown=go_quoted(name))
         try:
             value = quantity_value(quantity)
         except QuantityError:
             continue  # refused when decoded
         if value < 0:
             causes.append(invalid(where, go_quoted(str(quantity)), _NEGATIVE))
-        if (name in _INTEGER_RESOURCES or _extended(name)) and (value * 1000) % 1000 != 0:
+        if is_integer(name) and (value * 1000) % 1000 != 0:
             causes.append(invalid(where, go_quoted(str(quantity)), "must be an integer"))
-        if name.startswith(_HUGE_PAGES):
+        if name.startswith(HUGE_PAGES):
             huge_pages = True
             if not _divisible(name, value):
                 detail = f"{quantity} is not positive integer multiple of {name}"
@@ -103,7 +63,7 @@ def _overhead(pod_fixed: Mapping[str, Any]) -> Causes:
 def _divisible(name: str, value: Any) -> bool:
     """``IsHugePageResourceValueDivisible``."""
     try:
-        page = quantity_value(name.removeprefix(_HUGE_PAGES))
+        page = quantity_value(name.removeprefix(HUGE_PAGES))
     except QuantityError:
         return False
     if page <= 0 or page.denominator != 1:

@@ -23,11 +23,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from anyop.testing.fake.field_errors import duplicate, forbidden, required_because, too_long
-from anyop.testing.fake.go_json import go_quoted
+from anyop.testing.fake.go_json import go_marshalled, go_quoted
 from anyop.testing.fake.object_meta import label_key_errors
 from anyop.testing.fake.pod_rules import invalid, required, unsupported_shown
 from anyop.testing.fake.pod_spec_diff import with_sent_empties
-from anyop.testing.fake.volume_rules import go_marshalled
 
 __all__ = ["CREATES", "DEFAULTERS", "UPDATES", "storage_class_update_causes"]
 

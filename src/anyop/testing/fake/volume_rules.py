@@ -18,13 +18,12 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from anyop.testing.fake.field_errors import forbidden, required_because, too_long
-from anyop.testing.fake.go_json import go_quoted
+from anyop.testing.fake.go_json import go_marshalled, go_quoted
 from anyop.testing.fake.object_meta import DNS_SUBDOMAIN, DNS_SUBDOMAIN_HINT
 from anyop.testing.fake.pod_rules import dns_subdomain_causes, invalid, required
 from anyop.testing.fake.quantities import QuantityError, quantity_value
 
 __all__ = [
-    "go_marshalled",
     "volume_causes",
     "volume_defaults",
     "volume_update_causes",
@@ -53,14 +52,6 @@ _WITH_MOUNT_OPTIONS = (
     "cinder", "cephfs", "azureFile", "vsphereVolume", "azureDisk", "photonPersistentDisk",
 )  # fmt: skip
 _IMMUTABLE = "field is immutable"
-
-
-def go_marshalled(value: Any) -> str:
-    """A value as Go's ``json.Marshal`` writes it (what field errors show of typed values)."""
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
-    for char, escape in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026")):
-        text = text.replace(char, escape)
-    return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
 def volume_defaults(obj: Body) -> None:

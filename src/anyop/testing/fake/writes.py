@@ -353,7 +353,7 @@ def update(
     elif (kind.group, kind.kind) == ("apps", "DaemonSet") and subresource is None:
         obj = admitted(kind, obj, old=stored)
     added = added_finalizers(stored, obj)
-    if causes := update_causes(kind, stored, obj, added=added, raw=new):
+    if causes := update_causes(kind, stored, obj, added=added, raw=new, subresource=subresource):
         raise invalid(kind.kind, error_group(kind), stored["metadata"]["name"], causes=causes)
     if store.warnings is not None:  # sent even if it changes nothing
         store.warnings += warnings_on_update(kind, obj, stored, subresource=subresource)
