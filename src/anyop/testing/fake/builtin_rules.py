@@ -520,7 +520,7 @@ def update_causes(
         own_create = (
             resource_quota_status_causes(new)
             if subresource == "status"
-            else resource_quota_update_causes(old, new)
+            else resource_quota_update_causes(old, new, raw=raw)
         )
     elif (kind.group, kind.kind) == ("batch", "Job"):  # as created, then as updated
         own_create = [*job_causes(new), *job_update_causes(old, new)]

@@ -18,6 +18,7 @@ from typing import Any
 
 from anyop.testing.fake.field_errors import required_because
 from anyop.testing.fake.go_json import go_marshalled
+from anyop.testing.fake.json_copy import is_map
 from anyop.testing.fake.pod_rules import invalid
 from anyop.testing.fake.quantities import QuantityError, quantity_value
 from anyop.testing.fake.resource_names import (
@@ -69,16 +70,20 @@ def resource_quota_status_causes(new: Mapping[str, Any]) -> Causes:
     return causes
 
 
-def resource_quota_update_causes(old: Mapping[str, Any], new: Mapping[str, Any]) -> Causes:
+def resource_quota_update_causes(
+    old: Mapping[str, Any], new: Mapping[str, Any], *, raw: Mapping[str, Any] | None = None
+) -> Causes:
     """``ValidateResourceQuotaUpdate`` beyond the metadata: the spec, then its scopes, which
-    may not change (compared as sets)."""
+    may not change (compared as sets). ``raw``: the object as sent, before decoding, where
+    scopes sent empty are an empty list (shown ``[]``), not none."""
     spec = new.get("spec") or {}
     causes = _spec_causes(spec)
     scopes = spec.get("scopes") or []
     if set(scopes) != set((old.get("spec") or {}).get("scopes") or []):
-        causes.append(
-            invalid("spec.scopes", go_marshalled(spec.get("scopes")), "field is immutable")
-        )
+        sent: Any = raw.get("spec") if raw is not None and is_map(raw) else None
+        empty = is_map(sent) and sent.get("scopes") == []
+        shown = go_marshalled(spec.get("scopes") or ([] if empty else None))
+        causes.append(invalid("spec.scopes", shown, "field is immutable"))
     return causes
 
 
