@@ -1,5 +1,6 @@
 """Generated requests on what a namespace's operator writes beside its workloads: a LimitRange
-(``lr1``), an Endpoints (``ep1``) and a ResourceQuota (``rq1``); valid and invalid values alike (see
+(``lr1``), an Endpoints (``ep1``), a ResourceQuota (``rq1``) and an EndpointSlice (``es1``);
+valid and invalid values alike (see
 :mod:`tests.conformance.generated_requests` for how a sequence is built and played).
 """
 
@@ -114,10 +115,39 @@ def _resource_quota(rng: random.Random, *, bad: float) -> dict[str, Any]:
             "metadata": _metadata(rng, "rq1", bad=bad), "spec": spec}  # fmt: skip
 
 
-_LIMITS: dict[str, Maker] = {"lr1": _limit_range, "ep1": _endpoints, "rq1": _resource_quota}
+_SLICE_ADDRESSES = {
+    "IPv4": (("10.1.2.3", "10.9.8.7"), ("010.1.2.3", "fd00::1", "127.0.0.1", "x")),
+    "IPv6": (("fd00::1", "2001:db8::5"), ("FD00::1", "fd00:0:0:0:0:0:0:1", "10.1.2.3", "::1")),
+    "FQDN": (("example.com", "a.example.com."), ("example", "Example.com", "a..b")),
+}
+
+
+def _endpoint_slice(rng: random.Random, *, bad: float) -> dict[str, Any]:
+    address_type = _value(rng, (("IPv4", "IPv6", "FQDN"), ("Nonsense", "")), bad)
+    known = address_type if isinstance(address_type, str) else "IPv4"  # (a wrong type too)
+    choices = _SLICE_ADDRESSES.get(known, _SLICE_ADDRESSES["IPv4"])
+    endpoints = []
+    for _ in range(rng.randint(0, 2)):
+        endpoint: dict[str, Any] = {"addresses": [_value(rng, choices, bad)]}
+        if rng.random() < 0.3:
+            endpoint["nodeName"] = _value(rng, (("node-1",), ("Bad Node",)), bad)
+        if rng.random() < 0.3:
+            endpoint["conditions"] = {"ready": rng.choice([True, False])}
+        endpoints.append(endpoint)
+    slice_: dict[str, Any] = {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                              "metadata": _metadata(rng, "es1", bad=bad),
+                              "addressType": address_type, "endpoints": endpoints}  # fmt: skip
+    if rng.random() < 0.6:
+        slice_["ports"] = [_endpoint_port(rng, bad=bad) for _ in range(rng.randint(1, 2))]
+    return slice_
+
+
+_LIMITS: dict[str, Maker] = {"lr1": _limit_range, "ep1": _endpoints, "rq1": _resource_quota,
+                             "es1": _endpoint_slice}  # fmt: skip
 
 LIMITS_COLLECTIONS = {"lr1": ("v1", "limitranges"), "ep1": ("v1", "endpoints"),
-                      "rq1": ("v1", "resourcequotas")}  # fmt: skip
+                      "rq1": ("v1", "resourcequotas"),
+                      "es1": ("discovery.k8s.io/v1", "endpointslices")}  # fmt: skip
 """Where each object of the family lives, by its name."""
 
 

@@ -101,7 +101,8 @@ def _collection(t: Target, name: str) -> str:
         group_version, plural, namespaced = STORAGE_COLLECTIONS[name]
         return t.apis(group_version, plural, namespaced=namespaced)
     if name in LIMITS_COLLECTIONS:
-        return t.core(LIMITS_COLLECTIONS[name][1])
+        group_version, plural = LIMITS_COLLECTIONS[name]
+        return t.core(plural) if group_version == "v1" else t.apis(group_version, plural)
     if name[0] not in _COLLECTIONS:
         return t.gizmos()
     group_version, plural = _COLLECTIONS[name[0]]

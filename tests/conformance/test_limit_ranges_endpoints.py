@@ -1,6 +1,6 @@
-"""Conformance: LimitRanges and Endpoints (``v1``): their defaults, each check of
-``ValidateLimitRange`` and ``ValidateEndpoints`` alone and several at once, updates, and a
-LimitRange created without a name.
+"""Conformance: what a namespace holds beside workloads: LimitRanges, Endpoints, EndpointSlices
+and ResourceQuotas (their defaults, each check of their ``Validate<Kind>`` alone and several at
+once, updates, a LimitRange created without a name), and an Indexed Job's name.
 
 A check that walks a Go map (a limit's resources) is met here with one resource at a time:
 kube-apiserver's order among several follows Go's map iteration, which differs per request.
@@ -387,3 +387,153 @@ async def test_a_resource_quotas_scopes_may_not_change(conform: Conform) -> None
         await t.put(t.core("resourcequotas", "s"), made)
 
     await conform(scenario)
+
+
+# -- EndpointSlices -----------------------------------------------------------------------------
+
+_SLICES = "discovery.k8s.io/v1"
+
+
+def _slice(
+    name: str, address_type: Any, endpoints: list[Body], ports: list[Body] | None = None
+) -> Body:
+    body: Body = {
+        "apiVersion": _SLICES,
+        "kind": "EndpointSlice",
+        "metadata": {"name": name},
+        "addressType": address_type,
+        "endpoints": endpoints,
+    }
+    if ports is not None:
+        body["ports"] = ports
+    return body
+
+
+@pytest.mark.parametrize(
+    ("address_type", "addresses"),
+    [
+        ("IPv4", ["10.1.2.3"]),
+        ("IPv4", ["010.1.2.3"]),
+        ("IPv4", ["fd00::1"]),
+        ("IPv4", ["127.0.0.1", "169.254.0.1"]),
+        ("IPv4", ["nonsense"]),
+        ("IPv6", ["fd00::1"]),
+        ("IPv6", ["FD00::1"]),
+        ("IPv6", ["fd00:0:0:0:0:0:0:1"]),
+        ("IPv6", ["10.1.2.3"]),
+        ("IPv6", ["::1"]),
+        ("IPv6", ["::ffff:10.1.2.3"]),
+        ("FQDN", ["example.com"]),
+        ("FQDN", ["example.com."]),
+        ("FQDN", ["example"]),
+        ("FQDN", ["Example.com"]),
+        ("FQDN", ["a..b"]),
+        ("FQDN", ["-a.com"]),
+        ("IPv4", []),
+        ("Nonsense", ["x"]),
+        ("", ["10.1.2.3"]),
+    ],
+)
+async def test_an_endpoint_slices_addresses_are_checked_by_its_type(
+    conform: Conform, address_type: str, addresses: list[str]
+) -> None:
+    async def scenario(t: Target) -> None:
+        path = t.apis(_SLICES, "endpointslices")
+        await t.post(path, _slice("s", address_type, [{"addresses": addresses}]))
+
+    await conform(scenario)
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "ports"),
+    [
+        ({"addresses": ["10.1.2.3"], "nodeName": "Bad Node", "hostname": "Bad_Host"}, None),
+        ({"addresses": ["10.1.2.3"], "deprecatedTopology": {"bad key!": "v", "k": "-bad-"}}, None),
+        (
+            {
+                "addresses": ["10.1.2.3"],
+                "hints": {"forZones": [{"name": "a"}, {"name": "a"}, {"name": "-x"}]},
+            },
+            None,
+        ),
+        ({"addresses": ["10.1.2.3"], "hints": {"forNodes": [{"name": "n"}, {"name": "n"}]}}, None),
+        ({"addresses": ["10.1.2.3"], "conditions": {"ready": True}}, [{"port": 80}, {"port": 81}]),
+        ({"addresses": ["10.1.2.3"]}, [{"name": "http", "port": 80}, {"name": "http"}]),
+        (
+            {"addresses": ["10.1.2.3"]},
+            [{"name": "Bad", "protocol": "ICMP", "appProtocol": "a/b/c"}],
+        ),
+        ({"addresses": ["10.1.2.3"]}, [{"name": "", "port": 70000}]),
+    ],
+)
+async def test_an_endpoint_slices_checks_and_their_order(
+    conform: Conform, endpoint: Body, ports: list[Body] | None
+) -> None:
+    async def scenario(t: Target) -> None:
+        path = t.apis(_SLICES, "endpointslices")
+        await t.post(path, _slice("s", "IPv4", [endpoint], ports))
+        await t.get(t.apis(_SLICES, "endpointslices", "s"))
+
+    await conform(scenario)
+
+
+async def test_an_endpoint_slice_update_keeps_its_type(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        path = t.apis(_SLICES, "endpointslices", "s")
+        made = await t.post(
+            t.apis(_SLICES, "endpointslices"), _slice("s", "IPv4", [{"addresses": ["10.1.2.3"]}])
+        )
+        await t.patch(path, {"addressType": "IPv6"})
+        await t.patch(path, {"endpoints": [{"addresses": ["127.0.0.1"]}]})
+        await t.patch(path, {"metadata": {"labels": {"a": "b"}}})
+        made["endpoints"] = [{"addresses": ["10.9.9.9"]}]
+        made["ports"] = [{"name": "Bad"}]
+        await t.put(path, made)
+
+    await conform(scenario)
+
+
+# -- An Indexed Job's name ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "completions", "mode"),
+    [
+        ("a.b", 3, "Indexed"),
+        ("a" * 62, 10, "Indexed"),
+        ("a" * 62, 9, "Indexed"),
+        ("a.b", 3, "NonIndexed"),
+        ("a.b", 0, "Indexed"),
+    ],
+)
+async def test_an_indexed_jobs_name_must_make_pod_hostnames(
+    conform: Conform, name: str, completions: int, mode: str
+) -> None:
+    async def scenario(t: Target) -> None:
+        pod = {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "i"}]}}
+        spec = {
+            "completions": completions,
+            "parallelism": 1,
+            "completionMode": mode,
+            "template": pod,
+        }
+        body = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name}, "spec": spec}
+        await t.post(t.apis("batch/v1", "jobs"), body, record=_code_and_causes)
+        if completions > 1:
+            body["metadata"] = {"name": "fine"}
+            made = await t.post(t.apis("batch/v1", "jobs"), body, record=_code_and_causes)
+            if made.get("kind") == "Job":
+                await t.patch(
+                    t.apis("batch/v1", "jobs", "fine"),
+                    {"metadata": {"labels": {}}},
+                    record=_code_and_causes,
+                )
+
+    await conform(scenario)
+
+
+def _code_and_causes(document: Any) -> Any:
+    """A Job's answer without the fields the servers fill differently (its selector's uid)."""
+    if isinstance(document, dict) and document.get("kind") == "Status":
+        return document
+    return {"kind": (document or {}).get("kind")} if isinstance(document, dict) else document

@@ -21,6 +21,7 @@ from typing import Any
 
 from anyop.testing.fake.go_json import go_quoted
 from anyop.testing.fake.label_selectors import selects
+from anyop.testing.fake.object_meta import dns_label_errors
 from anyop.testing.fake.pod_rules import invalid, required, unsupported, workload_causes
 from anyop.testing.fake.pod_spec_diff import spec_json, template_json
 
@@ -142,6 +143,22 @@ def job_causes(job: Mapping[str, Any]) -> list[tuple[str, Cause]]:
     """The errors of a new Job (beyond its metadata's)."""
     spec = job.get("spec") or {}
     return [*_generated(job), *_job_spec(spec, "spec"), *_job_selector(spec, "spec")]
+
+
+def indexed_name_causes(job: Mapping[str, Any]) -> list[tuple[str, Cause]]:
+    """``ValidateJob``'s last check, made on creates only: an Indexed Job's name with its last
+    index (the hostname of its last pod) must be a DNS label."""
+    spec = job.get("spec") or {}
+    completions = spec.get("completions")
+    indexed = spec.get("completionMode") == "Indexed"
+    if not indexed or not isinstance(completions, int) or completions <= 0:
+        return []
+    name = str((job.get("metadata") or {}).get("name") or "")
+    hostname = f"{name}-{completions - 1}"
+    if not dns_label_errors(hostname):
+        return []
+    detail = f"will not able to create pod with invalid DNS label: {hostname}"
+    return [invalid("metadata.name", go_quoted(name), detail)]
 
 
 def _immutable(path: str, new: Any, old: Any, shown: str) -> Iterator[tuple[str, Cause]]:

@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from anyop.testing.fake.autoscaling_rules import hpa_causes, hpa_defaults
-from anyop.testing.fake.batch_rules import cron_job_causes, job_causes, job_update_causes
+from anyop.testing.fake.batch_rules import (
+    cron_job_causes,
+    indexed_name_causes,
+    job_causes,
+    job_update_causes,
+)
 from anyop.testing.fake.claim_rules import claim_causes, claim_update_causes
 from anyop.testing.fake.cluster_rules import (
     CLUSTER_DEFAULTERS,
@@ -26,11 +30,15 @@ from anyop.testing.fake.cluster_rules import (
     cluster_update_causes,
 )
 from anyop.testing.fake.csi_rules import capacity_changes
-from anyop.testing.fake.endpoints_rules import endpoints_causes, endpoints_defaults
+from anyop.testing.fake.endpoints_rules import (
+    endpoint_slice_causes,
+    endpoint_slice_defaults,
+    endpoints_causes,
+    endpoints_defaults,
+)
 from anyop.testing.fake.event_rules import event_causes
 from anyop.testing.fake.go_json import go_quoted
 from anyop.testing.fake.ingress_rules import ingress_causes
-from anyop.testing.fake.json_copy import is_map
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.limit_range_rules import limit_range_causes, limit_range_defaults
 from anyop.testing.fake.object_meta import object_meta_causes
@@ -53,7 +61,11 @@ from anyop.testing.fake.resource_quota_rules import (
     resource_quota_status_causes,
     resource_quota_update_causes,
 )
-from anyop.testing.fake.secret_rules import secret_type_causes
+from anyop.testing.fake.secret_rules import (
+    config_key_causes,
+    immutable_data_causes,
+    secret_type_causes,
+)
 from anyop.testing.fake.service_rules import service_causes, service_update_causes
 from anyop.testing.fake.statuses import Cause
 from anyop.testing.fake.storage_rules import (
@@ -314,6 +326,7 @@ _DEFAULTERS: Mapping[tuple[str, str], Callable[[Body], None]] = {
     ("", "Pod"): _pod,
     ("", "LimitRange"): limit_range_defaults,
     ("", "Endpoints"): endpoints_defaults,
+    ("discovery.k8s.io", "EndpointSlice"): endpoint_slice_defaults,
     ("", "Service"): _service,
     ("", "Secret"): _secret,
     ("", "ReplicationController"): _replica_set,
@@ -345,13 +358,6 @@ def defaulted(kind: Kind, obj: Mapping[str, Any]) -> Body:
 
 # -- validation ---------------------------------------------------------------------------------
 
-_CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
-_CONFIG_KEY_HINT = (
-    "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. "
-    "'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')"
-)
-_IMMUTABLE = "field is immutable when `immutable` is set"
-
 
 def _invalid(field: str, value: Any, detail: str) -> tuple[str, Cause]:
     if isinstance(value, str):
@@ -363,21 +369,6 @@ def _invalid(field: str, value: Any, detail: str) -> tuple[str, Cause]:
 
 def _forbidden(field: str, detail: str) -> tuple[str, Cause]:
     return field, {"reason": "FieldValueForbidden", "message": f"Forbidden: {detail}"}
-
-
-def _config_keys(obj: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:
-    for bag in ("data", "binaryData"):
-        for key in obj.get(bag) or {}:
-            if len(key) > 253:
-                yield _invalid(f"{bag}[{key}]", key, "must be no more than 253 characters")
-            if not _CONFIG_KEY.match(key):
-                yield _invalid(f"{bag}[{key}]", key, _CONFIG_KEY_HINT)
-            if key in (".", ".."):
-                yield _invalid(f"{bag}[{key}]", key, f"must not be '{key}'")
-            elif key.startswith(".."):
-                yield _invalid(f"{bag}[{key}]", key, "must not start with '..'")
-            if bag == "data" and key in (obj.get("binaryData") or {}):
-                yield _invalid(f"{bag}[{key}]", key, "duplicate of key present in binaryData")
 
 
 def _lease(obj: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:
@@ -409,9 +400,9 @@ def create_causes(
         return []
     match (kind.group, kind.kind):
         case ("", "ConfigMap"):
-            return list(_config_keys(obj))
+            return config_key_causes(obj)
         case ("", "Secret"):
-            return [*_config_keys(obj), *secret_type_causes(obj)]
+            return [*config_key_causes(obj), *secret_type_causes(obj)]
         case ("", "Service"):
             return service_causes(obj)
         case ("coordination.k8s.io", "Lease"):
@@ -422,12 +413,14 @@ def create_causes(
             return endpoints_causes(obj)
         case ("", "ResourceQuota"):
             return resource_quota_causes(obj)
+        case ("discovery.k8s.io", "EndpointSlice"):
+            return endpoint_slice_causes(obj)
         case ("", "Event") | ("events.k8s.io", "Event"):
             return event_causes(kind.group, obj)
         case ("apps", "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet") | ("", "Pod"):
             return workload_causes(kind.kind, obj)
         case ("batch", "Job"):
-            return job_causes(obj)
+            return [*job_causes(obj), *indexed_name_causes(obj)]
         case ("", "PersistentVolumeClaim"):
             return claim_causes(obj)
         case ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding"):
@@ -492,7 +485,7 @@ def update_causes(
     own: Causes = []
     match (kind.group, kind.kind):
         case ("", "ConfigMap") | ("", "Secret"):
-            own = _immutable(kind, old, new, raw)
+            own = immutable_data_causes(kind.kind, old, new, raw)
         case ("", "Pod"):
             own = pod_update_causes(old, new, raw=raw)
         case ("", "Service"):
@@ -522,6 +515,8 @@ def update_causes(
             if subresource == "status"
             else resource_quota_update_causes(old, new, raw=raw)
         )
+    elif (kind.group, kind.kind) == ("discovery.k8s.io", "EndpointSlice"):
+        own_create = endpoint_slice_causes(new, old)  # changed endpoints only; the type kept
     elif (kind.group, kind.kind) == ("batch", "Job"):  # as created, then as updated
         own_create = [*job_causes(new), *job_update_causes(old, new)]
     elif (cluster := cluster_update_causes(kind.group, kind.kind, old, new)) is not None:
@@ -553,6 +548,7 @@ _UPDATE_META_CHECKS = {
         ("storage.k8s.io", "CSIDriver"), ("autoscaling", "HorizontalPodAutoscaler"))},
     ("storage.k8s.io", "VolumeAttachment"): "create",
     ("", "LimitRange"): "create",
+    ("discovery.k8s.io", "EndpointSlice"): "create",
     ("storage.k8s.io", "CSINode"): "create",
     ("storage.k8s.io", "CSIStorageCapacity"): "create+update",
     ("", "Event"): "none",
@@ -565,28 +561,3 @@ where it is not ``update+create`` (Kubernetes' Go code)."""
 _GENERIC_META = ("coordination.k8s.io", "admissionregistration.k8s.io", "node.k8s.io", "policy")
 """Groups whose validation checks metadata by apimachinery's ``ValidateObjectMeta`` alone, not
 by the core group's (which adds its check of finalizer names)."""
-
-
-def _immutable(
-    kind: Kind, old: Mapping[str, Any], new: Mapping[str, Any], raw: Mapping[str, Any] | None
-) -> Causes:
-    """``Validate<Kind>Update``'s checks of an immutable ConfigMap or Secret: its maps compared
-    as Go's ``reflect.DeepEqual`` compares them, where a map of bytes sent empty (a Secret's
-    ``data: {}``, a ConfigMap's ``binaryData: {}``) is not the stored one that was left out; a
-    map of strings sent empty decodes as one left out (kube-apiserver 1.36.3)."""
-    causes: Causes = []
-    if kind.kind == "Secret" and old.get("type") != new.get("type"):
-        causes.append(_invalid("type", new.get("type") or "", "field is immutable"))
-    if not old.get("immutable"):
-        return causes
-    if not new.get("immutable"):
-        causes.append(_forbidden("immutable", _IMMUTABLE))
-    fields = ("data", "binaryData") if kind.kind == "ConfigMap" else ("data",)
-    for field in fields:
-        value = new.get(field)
-        of_bytes = field == "binaryData" or kind.kind == "Secret"
-        if value is None and of_bytes and raw is not None and is_map(raw.get(field)):
-            value = {}  # decoded to an empty map, not to none
-        if old.get(field) != value:
-            causes.append(_forbidden(field, _IMMUTABLE))
-    return causes

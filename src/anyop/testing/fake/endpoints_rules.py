@@ -18,7 +18,12 @@ from typing import Any
 from anyop.testing.fake.address_warnings import sloppy_ip
 from anyop.testing.fake.field_errors import required_because
 from anyop.testing.fake.go_json import go_marshalled
-from anyop.testing.fake.object_meta import dns_subdomain_errors, label_key_errors
+from anyop.testing.fake.object_meta import (
+    dns_label_errors,
+    dns_subdomain_errors,
+    label_key_errors,
+    label_value_errors,
+)
 from anyop.testing.fake.pod_rules import (
     PORT_RANGE,
     dns_label_causes,
@@ -28,7 +33,15 @@ from anyop.testing.fake.pod_rules import (
 )
 from anyop.testing.fake.statuses import Cause
 
-__all__ = ["endpoint_ip_causes", "endpoints_causes", "endpoints_defaults", "legacy_ip_causes"]
+__all__ = [
+    "endpoint_ip_causes",
+    "endpoint_slice_causes",
+    "endpoint_slice_defaults",
+    "endpoints_causes",
+    "endpoints_defaults",
+    "legacy_ip_causes",
+    "strict_ip_causes",
+]
 
 Causes = list[tuple[str, Cause]]
 Body = dict[str, Any]
@@ -155,3 +168,178 @@ def _link_local_multicast(ip: IP) -> bool:
     if isinstance(ip, ipaddress.IPv4Address):
         return ip.packed[:3] == b"\xe0\x00\x00"
     return ip.packed[0] == 0xFF and ip.packed[1] & 0x0F == 0x02
+
+
+# -- EndpointSlices (discovery.k8s.io/v1) -------------------------------------------------------
+
+_ADDRESS_TYPES = ("FQDN", "IPv4", "IPv6")
+_MAX_ENDPOINTS, _MAX_ADDRESSES, _MAX_HINTS = 1000, 100, 8
+
+
+def endpoint_slice_defaults(obj: Body) -> None:
+    """``SetDefaults_EndpointPort`` (a port's name ``""``, its protocol TCP), and the
+    strategy's ``dropTopologyOnV1``: ``v1`` requests' ``deprecatedTopology`` is dropped (only
+    ``v1`` is served, so no stored object has any); in place."""
+    for port in obj.get("ports") or []:
+        if isinstance(port, dict):
+            port.setdefault("name", "")
+            if port.get("protocol") is None:
+                port["protocol"] = "TCP"
+    for endpoint in obj.get("endpoints") or []:
+        if isinstance(endpoint, dict):
+            endpoint.pop("deprecatedTopology", None)
+
+
+def _too_many(field: str, count: int, limit: int) -> tuple[str, Cause]:
+    """``field.TooMany``."""
+    message = f"Too many: {count}: must have at most {limit} items"
+    return field, {"reason": "FieldValueTooMany", "message": message}
+
+
+def endpoint_slice_causes(obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> Causes:
+    """``ValidateEndpointSlice`` beyond the metadata: the address type, the ports, then the
+    endpoints (not checked again on an update that leaves them as they were); on an update,
+    the address type that may not change, last."""
+    address_type = str(obj.get("addressType") or "")
+    causes: Causes = []
+    if not address_type:
+        causes.append(required("addressType"))
+    elif address_type not in _ADDRESS_TYPES:
+        causes.append(unsupported("addressType", address_type, _ADDRESS_TYPES))
+    causes += _slice_ports(obj.get("ports") or [])
+    endpoints = obj.get("endpoints") or []
+    if old is None or endpoints != (old.get("endpoints") or []):
+        causes += _slice_endpoints(endpoints, address_type)
+    if old is not None and address_type != str(old.get("addressType") or ""):
+        causes.append(invalid("addressType", go_marshalled(address_type), "field is immutable"))
+    return causes
+
+
+def _slice_ports(ports: list[Any]) -> Causes:
+    """``validatePorts``: names (DNS labels, each once), protocols, application protocols."""
+    causes: Causes = []
+    names: list[str] = []
+    for index, port in enumerate(ports):
+        port, path = port or {}, f"ports[{index}]"
+        name = str(port.get("name") or "")
+        if name:
+            causes += dns_label_causes(name, f"{path}.name")
+        if name in names:
+            duplicate = f"Duplicate value: {go_marshalled(name)}"
+            causes.append((f"{path}.name", {"reason": "FieldValueDuplicate", "message": duplicate}))
+        else:
+            names.append(name)
+        protocol = port.get("protocol")
+        if protocol is None:
+            causes.append(required(f"{path}.protocol"))
+        elif protocol not in _PROTOCOLS:
+            causes.append(unsupported(f"{path}.protocol", str(protocol), _PROTOCOLS))
+        if (app := port.get("appProtocol")) is not None:
+            shown = go_marshalled(str(app))
+            causes += [
+                invalid(f"{path}.appProtocol", shown, error) for error in label_key_errors(app)
+            ]
+    return causes
+
+
+def _slice_endpoints(endpoints: list[Any], address_type: str) -> Causes:
+    """``validateEndpoints``: each endpoint's addresses by the slice's type, node name,
+    hostname and hints (its topology labels are dropped before, see
+    :func:`endpoint_slice_defaults`)."""
+    if len(endpoints) > _MAX_ENDPOINTS:
+        return [_too_many("endpoints", len(endpoints), _MAX_ENDPOINTS)]
+    causes: Causes = []
+    for index, endpoint in enumerate(endpoints):
+        endpoint, path = endpoint or {}, f"endpoints[{index}]"
+        addresses = endpoint.get("addresses") or []
+        if not addresses:
+            causes.append(required_because(f"{path}.addresses", "must contain at least 1 address"))
+        elif len(addresses) > _MAX_ADDRESSES:
+            causes.append(_too_many(f"{path}.addresses", len(addresses), _MAX_ADDRESSES))
+        for number, address in enumerate(addresses):
+            text = "" if address is None else str(address)  # a null reads as ""
+            causes += _slice_address(text, address_type, f"{path}.addresses", number)
+        if (node := endpoint.get("nodeName")) is not None:
+            shown = go_marshalled(str(node))
+            errors = dns_subdomain_errors(str(node))
+            causes += [invalid(f"{path}.nodeName", shown, error) for error in errors]
+        if (hostname := endpoint.get("hostname")) is not None:
+            causes += dns_label_causes(str(hostname), f"{path}.hostname")
+        if (hints := endpoint.get("hints")) is not None:
+            causes += _hints(hints or {}, f"{path}.hints")
+    return causes
+
+
+def _slice_address(address: str, address_type: str, path: str, number: int) -> Causes:
+    """One address as its slice's type reads it (an unknown type's are not checked)."""
+    where, shown = f"{path}[{number}]", go_marshalled(address)
+    if address_type == "IPv4":
+        causes = legacy_ip_causes(address, where)
+        if causes:
+            return causes
+        if not isinstance(sloppy_ip(address), ipaddress.IPv4Address):
+            causes.append(invalid(path, shown, "must be an IPv4 address"))
+        return causes + endpoint_ip_causes(address, where)
+    if address_type == "IPv6":
+        causes = strict_ip_causes(address, where)
+        if causes:
+            return causes
+        if not isinstance(sloppy_ip(address), ipaddress.IPv6Address):
+            causes.append(invalid(path, shown, "must be an IPv6 address"))
+        return causes + endpoint_ip_causes(address, where)
+    if address_type == "FQDN":
+        return _fqdn_causes(address, where)
+    return []
+
+
+def strict_ip_causes(text: str, where: str) -> Causes:
+    """``validation.IsValidIP``: :func:`legacy_ip_causes`, then the canonical form."""
+    causes = legacy_ip_causes(text, where)
+    ip = sloppy_ip(text)
+    if causes or ip is None:
+        return causes
+    canonical = str(ip.ipv4_mapped or ip) if isinstance(ip, ipaddress.IPv6Address) else str(ip)
+    if canonical != text:
+        causes.append(
+            invalid(
+                where,
+                go_marshalled(text),
+                f"must be in canonical form ({go_marshalled(canonical)})",
+            )
+        )
+    return causes
+
+
+def _fqdn_causes(name: str, where: str) -> Causes:
+    """``IsFullyQualifiedDomainName``: a subdomain (a final dot allowed) of two labels or more."""
+    if not name:
+        return [required(where)]
+    name = name.removesuffix(".")
+    if errors := dns_subdomain_errors(name):
+        return [invalid(where, go_marshalled(name), ",".join(errors))]
+    if len(name.split(".")) < 2:
+        detail = "should be a domain with at least two segments separated by dots"
+        return [invalid(where, go_marshalled(name), detail)]
+    for label in name.split("."):
+        if errors := dns_label_errors(label):
+            return [invalid(where, go_marshalled(label), ",".join(errors))]
+    return []
+
+
+def _hints(hints: Mapping[str, Any], path: str) -> Causes:
+    """``validateHints``: zones (label values, each once), then nodes (node names, each once)."""
+    causes: Causes = []
+    for field, check in (("forZones", label_value_errors), ("forNodes", dns_subdomain_errors)):
+        items = hints.get(field) or []
+        if len(items) > _MAX_HINTS:
+            return [*causes, _too_many(f"{path}.{field}", len(items), _MAX_HINTS)]
+        seen: list[str] = []
+        for index, item in enumerate(items):
+            name, where = str((item or {}).get("name") or ""), f"{path}.{field}[{index}].name"
+            if name in seen:
+                duplicate = f"Duplicate value: {go_marshalled(name)}"
+                causes.append((where, {"reason": "FieldValueDuplicate", "message": duplicate}))
+            else:
+                seen.append(name)
+            causes += [invalid(where, go_marshalled(name), error) for error in check(name)]
+    return causes

@@ -19,6 +19,7 @@ from anyop.testing.fake.object_names import name_causes
 from anyop.testing.fake.schemas import default, prune, violations
 from anyop.testing.fake.service_rules import kept_allocations
 from anyop.testing.fake.statuses import Cause, invalid
+from anyop.testing.fake.stored_form import as_stored
 
 __all__ = [
     "SYSTEM_FIELDS",
@@ -154,9 +155,16 @@ def _builtin_defaults(kind: Kind, obj: Body, *, creating: bool) -> Body:
 
 def _essence(kind: Kind, obj: Mapping[str, Any]) -> Body:
     """What ``metadata.generation`` counts changes of: all but metadata (and status if a
-    subresource)."""
+    subresource); an EndpointSlice's labels too (its strategy compares them). A built-in
+    object's in its stored form: the strategies compare Go objects semantically, where an
+    empty list or map is a nil one (see :func:`~anyop.testing.fake.stored_form.as_stored`)."""
     skipped = ("metadata", "status") if kind.status else ("metadata",)
-    return {key: value for key, value in obj.items() if key not in skipped}
+    if not kind.custom:
+        obj = as_stored(kind.group, kind.version, kind.kind, dict(obj))
+    essence = {key: value for key, value in obj.items() if key not in skipped}
+    if (kind.group, kind.plural) == ("discovery.k8s.io", "endpointslices"):
+        essence["labels"] = (obj.get("metadata") or {}).get("labels") or {}
+    return essence
 
 
 def added_finalizers(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[tuple[str, Cause]]:

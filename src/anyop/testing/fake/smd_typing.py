@@ -162,11 +162,9 @@ def _undeclared(
         return
     if isinstance(value, list):
         defaults = _key_defaults(resolved, items, node_of)
-        if typed and duplicates and resolved.get("x-kubernetes-list-type") in ("set", "map"):
-            elements = [_element(resolved, item, i, defaults) for i, item in enumerate(value)]
-            for index, element in enumerate(elements):
-                if element in elements[:index]:
-                    found.append(f"{path}: duplicate entries for key {element}")
+        if typed and resolved.get("x-kubernetes-list-type") in ("set", "map"):
+            _associative(value, resolved, items, path, node_of, found, defaults, duplicates)
+            return
         if items is not None:
             for index, item in enumerate(value):
                 if type(item) not in LEAVES or typed:
@@ -185,6 +183,56 @@ def _undeclared(
         elif type(item) not in LEAVES or typed:
             _undeclared(item, sub, f"{path}.{key}", node_of, found, typed=typed,
                         duplicates=duplicates)  # fmt: skip
+
+
+def _associative(
+    value: list[Any],
+    schema: Schema,
+    items: Schema | None,
+    path: str,
+    node_of: Callable[[Schema], Node],
+    found: list[str],
+    defaults: Mapping[str, Any],
+    duplicates: bool,
+) -> None:
+    """A set's or map-list's items as structured merge's ``visitListItems`` walks them: each
+    item's path element (an item it cannot key ends the list's walk), its repeat, its fields."""
+    seen: list[str] = []
+    for index, item in enumerate(value):
+        if problem := _unkeyable(schema, item, defaults):
+            found.append(f"{path}: element {index}: {problem}")
+            return
+        element = _element(schema, item, index, defaults)
+        if duplicates and element in seen:
+            found.append(f"{path}: duplicate entries for key {element}")
+        seen.append(element)
+        if items is not None:
+            _undeclared(item, items, path + element, node_of, found, typed=True,
+                        duplicates=duplicates)  # fmt: skip
+
+
+def _unkeyable(schema: Schema, item: Any, defaults: Mapping[str, Any]) -> str | None:
+    """Why structured merge cannot make an item's path element (``listItemToPathElement``):
+    a set's item must be a scalar; a map-list's a map with at least one key field (or its
+    default)."""
+    keys = schema.get("x-kubernetes-list-map-keys") or ()
+    if schema.get("x-kubernetes-list-type") == "map" and keys:
+        if item is None:
+            return "associative list with keys may not have a null element"
+        if not is_map(item):
+            return "associative list with keys may not have non-map elements"
+        if not any(key in item or key in defaults for key in keys):
+            listed = " ".join(f'"{key}"' for key in keys)
+            return (f"associative list with keys has an element that omits all key fields "
+                    f"[{listed}] (and doesn't have default values for any key fields)")  # fmt: skip
+        return None
+    if is_map(item):
+        return "associative list without keys has an element that's a map type"
+    if isinstance(item, list):
+        return "not supported: associative list with lists as elements"
+    if item is None:
+        return "associative list without keys has an element that's an explicit null"
+    return None
 
 
 def _show(value: Any) -> str:
