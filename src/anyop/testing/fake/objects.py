@@ -155,12 +155,8 @@ def _builtin_defaults(kind: Kind, obj: Body, *, creating: bool) -> Body:
 
 def _essence(kind: Kind, obj: Mapping[str, Any]) -> Body:
     """What ``metadata.generation`` counts changes of: all but metadata (and status if a
-    subresource); an EndpointSlice's labels too (its strategy compares them). A built-in
-    object's in its stored form: the strategies compare Go objects semantically, where an
-    empty list or map is a nil one (see :func:`~anyop.testing.fake.stored_form.as_stored`)."""
+    subresource); an EndpointSlice's labels too (its strategy compares them)."""
     skipped = ("metadata", "status") if kind.status else ("metadata",)
-    if not kind.custom:
-        obj = as_stored(kind.group, kind.version, kind.kind, dict(obj))
     essence = {key: value for key, value in obj.items() if key not in skipped}
     if (kind.group, kind.plural) == ("discovery.k8s.io", "endpointslices"):
         essence["labels"] = (obj.get("metadata") or {}).get("labels") or {}
@@ -249,7 +245,7 @@ def count_generation(kind: Kind, old: Mapping[str, Any], obj: Body) -> None:
     changes more than the metadata and status (see :func:`_essence`). Kinds that do not count
     keep the old one (the create's: the client's, if it sent one)."""
     if (kind.group, kind.plural) in _COUNTED_ON_UPDATE:
-        if not same_json(_essence(kind, obj), _essence(kind, old)):
+        if _changed(kind, old, obj):
             generation = (old.get("metadata") or {}).get("generation") or 0
             obj["metadata"]["generation"] = int(generation) + 1
         return
@@ -257,12 +253,27 @@ def count_generation(kind: Kind, old: Mapping[str, Any], obj: Body) -> None:
         return
     old_meta = old.get("metadata") or {}
     counted = (kind.group, kind.plural) != ("scheduling.k8s.io", "priorityclasses")  # (its 1 stays)
-    if counted and not same_json(_essence(kind, obj), _essence(kind, old)):
+    if counted and _changed(kind, old, obj):
         obj["metadata"]["generation"] = int(old_meta.get("generation") or 0) + 1
     elif "generation" in old_meta:
         obj["metadata"]["generation"] = old_meta["generation"]
     else:
         obj["metadata"].pop("generation", None)
+
+
+def _changed(kind: Kind, stored: Mapping[str, Any], obj: Body) -> bool:
+    """Whether an update changes what the generation counts (see :func:`_essence`). A built-in
+    object's as the strategies compare Go objects, semantically: an empty list or map is a nil
+    one, as the stored one has it (see :func:`~anyop.testing.fake.stored_form.as_stored`);
+    converted only where the objects differ at all."""
+    before = _essence(kind, stored)
+    if same_json(_essence(kind, obj), before):
+        return False
+    if kind.custom:
+        return True
+    return not same_json(
+        _essence(kind, as_stored(kind.group, kind.version, kind.kind, obj)), before
+    )
 
 
 def is_same(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
