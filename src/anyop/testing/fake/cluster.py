@@ -41,6 +41,7 @@ from anyop.testing.fake.faults import FaultPlan
 from anyop.testing.fake.history import Change
 from anyop.testing.fake.inprocess_transport import FakeTransport
 from anyop.testing.fake.json_copy import json_copy
+from anyop.testing.fake.kind_warnings import warning_header
 from anyop.testing.fake.loopback_server import serve_loopback
 from anyop.testing.fake.loopback_tls import fake_authority, loopback_certificates
 from anyop.testing.fake.root_ca_publisher import publish_everywhere, root_ca_publisher
@@ -181,8 +182,9 @@ class FakeCluster:
             self.trace.answer(200)
             return WatchStream(self.store, answer, self._rng)
         self.trace.answer(answer.status)
-        if outcome.warnings:  # after the write's own (kube-apiserver's: around its strategy's)
-            warnings = ", ".join(f'299 - "{text}"' for text in outcome.warnings)
+        webhooks = warning_header(outcome.warnings).get("Warning")  # quoted as the write's are
+        if webhooks:  # after the write's own (kube-apiserver's: around its strategy's)
+            warnings = webhooks
             if answer.headers.get("Warning"):
                 warnings = f"{answer.headers['Warning']}, {warnings}"
             answer = dataclasses.replace(answer, headers={**answer.headers, "Warning": warnings})
