@@ -427,3 +427,27 @@ async def test_cluster_kinds_warn_of_their_own(conform: Conform) -> None:
             await t.api.delete(named)
 
     await conform(scenario)
+
+
+async def test_a_status_patch_warns_of_the_unknown_fields_of_the_whole_object(
+    conform: Conform,
+) -> None:
+    async def scenario(t: Target) -> None:
+        gizmo = {"apiVersion": "conformance.anyop.dev/v1", "kind": "Gizmo",
+                 "metadata": {"name": "g1"}, "spec": {"plain": "x"}}  # fmt: skip
+        await _write(t, "gizmo", "POST", t.gizmos(), gizmo)
+        status = t.gizmos("g1", sub="status")
+        await _write(t, "gizmo status", "PATCH", status, {"status": {"bogus": 1}}, ct=MERGE)
+        await _write(t, "gizmo spec", "PATCH", status, {"spec": {"bogus": 1}}, ct=MERGE)
+        await _write(t, "gizmo main", "PATCH", t.gizmos("g1"), {"status": {"bogus": 1}}, ct=MERGE)
+        pod = {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [_container()]}}
+        spec = {"selector": {"matchLabels": {"a": "b"}}, "template": pod}
+        deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+                      "spec": spec}  # fmt: skip
+        await _write(t, "deployment", "POST", t.apis("apps/v1", "deployments"), deployment)
+        path = t.apis("apps/v1", "deployments", "d")
+        await _write(t, "deployment main", "PATCH", path, {"status": {"bogus": 1}}, ct=MERGE)
+        for body in ({"status": {"bogus": 1}}, {"spec": {"bogus": 1}}):
+            await _write(t, "deployment status", "PATCH", f"{path}/status", body, ct=MERGE)
+
+    await conform(scenario)

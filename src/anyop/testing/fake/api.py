@@ -381,9 +381,10 @@ def _field_warnings(kind: Kind, request: ApiRequest) -> tuple[list[str], Any]:
 def _patch_warnings(
     store: Store, ref: Ref, request: ApiRequest, *, subresource: str | None
 ) -> None:
-    """Record the warnings of a patch's unknown fields (or refuse them, when strict)."""
+    """Record the warnings of a patch's unknown fields (or refuse them, when strict): of the
+    whole object patched, through the main resource or its ``/status``."""
     directive = checked_write("PatchOptions", request.query, apply=False)
-    if subresource is not None:
+    if subresource not in (None, "status"):
         return
     stored = store.find(ref.kind, ref.namespace, ref.name)
     kind, body = request.content_type, request.body
