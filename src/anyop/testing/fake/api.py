@@ -320,7 +320,7 @@ def _member(store: Store, ref: Ref, request: ApiRequest, *, route: Route) -> Api
                                   subresource=route.subresource)  # fmt: skip
             return ApiResponse(code, applied)
         case "PATCH":
-            _patch_warnings(store, ref, request, subresource=route.subresource)
+            warnings = _patch_warnings(store, ref, request, subresource=route.subresource)
             patched = writes.patch(
                 store,
                 ref,
@@ -328,6 +328,7 @@ def _member(store: Store, ref: Ref, request: ApiRequest, *, route: Route) -> Api
                 document=request.body,
                 subresource=route.subresource,
                 manager=request.manager,
+                field_warnings=warnings,
             )
             return ApiResponse(200, patched)
         case "DELETE" if route.subresource is None:
@@ -380,16 +381,16 @@ def _field_warnings(kind: Kind, request: ApiRequest) -> tuple[list[str], Any]:
 
 def _patch_warnings(
     store: Store, ref: Ref, request: ApiRequest, *, subresource: str | None
-) -> None:
-    """Record the warnings of a patch's unknown fields (or refuse them, when strict): of the
-    whole object patched, through the main resource or its ``/status``."""
+) -> list[str]:
+    """The warnings of a patch's unknown fields (or their refusal, when strict): of the whole
+    object patched, through the main resource or its ``/status``; sent once the patched
+    object decodes."""
     directive = checked_write("PatchOptions", request.query, apply=False)
     if subresource not in (None, "status"):
-        return
+        return []
     stored = store.find(ref.kind, ref.namespace, ref.name)
     kind, body = request.content_type, request.body
-    _warn(store, checked_patch(ref.kind, stored, content_type=kind, document=body,
-                               directive=directive))  # fmt: skip
+    return checked_patch(ref.kind, stored, content_type=kind, document=body, directive=directive)
 
 
 def _warn(store: Store, warnings: list[str]) -> None:

@@ -322,9 +322,11 @@ def update(
     manager: str | None = None,
     owners: list[Body] | None = None,
     applied: bool = False,
+    field_warnings: list[str] | None = None,
 ) -> Body:
     """Store ``new`` in place of ``stored`` (a replace or patch already checked); an object being
-    deleted whose last finalizer goes is deleted.
+    deleted whose last finalizer goes is deleted. ``field_warnings`` (a patch's unknown
+    fields') are recorded once ``new`` decodes.
 
     ``manager`` (the request's field manager) takes over the fields it changes in
     ``managedFields``; ``owners`` are the new entries as they are (server-side apply's); with
@@ -335,6 +337,7 @@ def update(
         StatusError: 422, as :func:`~anyop.testing.fake.objects.prepare_update` refuses it.
     """
     request = decoded(kind, new, stored=stored)
+    _record(store, field_warnings)
     obj = prepare_update(kind, stored, request, subresource=subresource, applied=applied)
     retyped = False  # a custom resource's 2.0 where it stored 2: a change to Go's comparison
     if kind.custom:
@@ -516,8 +519,10 @@ def patch(
     document: bytes,
     subresource: str | None = None,
     manager: str | None = None,
+    field_warnings: list[str] | None = None,
 ) -> Body:
-    """Patch an object, or its status, with a merge, JSON or strategic merge patch.
+    """Patch an object, or its status, with a merge, JSON or strategic merge patch;
+    ``field_warnings`` (of its unknown fields) are recorded once the patched object decodes.
 
     Raises:
         StatusError: 400 (undecodable), 404, 409 (stale resourceVersion in the patch),
@@ -531,9 +536,12 @@ def patch(
     strategic = content_type == STRATEGIC
     if kind.custom:  # its metadata alone decodes (a built-in object's whole, in update)
         _check_patched_decodes(kind, result, strategic=False)
+        _record(store, field_warnings)
+        field_warnings = None
     check_version(kind, stored, (result.get("metadata") or {}).get("resourceVersion"))
     try:
-        return update(store, kind, stored, new=result, subresource=subresource, manager=manager)
+        return update(store, kind, stored, new=result, subresource=subresource, manager=manager,
+                      field_warnings=field_warnings)  # fmt: skip
     except StatusError as exc:
         if exc.body.get("code") != 400 or kind.custom:
             raise
