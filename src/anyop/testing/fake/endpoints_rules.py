@@ -12,7 +12,7 @@ on by default): neither leading zeros nor IPv4-mapped IPv6 addresses are taken.
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from anyop.testing.fake.address_warnings import sloppy_ip
@@ -271,25 +271,19 @@ def _slice_endpoints(endpoints: list[Any], address_type: str) -> Causes:
 
 
 def _slice_address(address: str, address_type: str, path: str, number: int) -> Causes:
-    """One address as its slice's type reads it (an unknown type's are not checked)."""
-    where, shown = f"{path}[{number}]", go_marshalled(address)
-    if address_type == "IPv4":
-        causes = legacy_ip_causes(address, where)
-        if causes:
-            return causes
-        if not isinstance(sloppy_ip(address), ipaddress.IPv4Address):
-            causes.append(invalid(path, shown, "must be an IPv4 address"))
-        return causes + endpoint_ip_causes(address, where)
-    if address_type == "IPv6":
-        causes = strict_ip_causes(address, where)
-        if causes:
-            return causes
-        if not isinstance(sloppy_ip(address), ipaddress.IPv6Address):
-            causes.append(invalid(path, shown, "must be an IPv6 address"))
-        return causes + endpoint_ip_causes(address, where)
+    """One address as its slice's type reads it: an IPv4 one as a legacy field, an IPv6 one
+    strictly, each then of its family and an endpoint's; an FQDN; an unknown type's not."""
+    where = f"{path}[{number}]"
     if address_type == "FQDN":
         return _fqdn_causes(address, where)
-    return []
+    if address_type not in _IP_TYPES:
+        return []
+    parsed, family = _IP_TYPES[address_type]
+    if causes := parsed(address, where):
+        return causes
+    if not isinstance(sloppy_ip(address), family):
+        causes.append(invalid(path, go_marshalled(address), f"must be an {address_type} address"))
+    return causes + endpoint_ip_causes(address, where)
 
 
 def strict_ip_causes(text: str, where: str) -> Causes:
@@ -308,6 +302,13 @@ def strict_ip_causes(text: str, where: str) -> Causes:
             )
         )
     return causes
+
+
+_IP_TYPES: dict[str, tuple[Callable[[str, str], Causes], type]] = {
+    "IPv4": (legacy_ip_causes, ipaddress.IPv4Address),
+    "IPv6": (strict_ip_causes, ipaddress.IPv6Address),
+}
+"""How an EndpointSlice's address type reads its addresses: the check, then the family."""
 
 
 def _fqdn_causes(name: str, where: str) -> Causes:
