@@ -11,8 +11,6 @@ AlreadyExists), a dry run and an update that changes nothing send them too.
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -28,10 +26,12 @@ from anyop.testing.fake.object_meta import dns_label_errors
 from anyop.testing.fake.pod_warnings import (
     claim_spec_warnings,
     job_spec_warnings,
+    mapping,
     pod_spec_warnings,
     template_warnings,
 )
 from anyop.testing.fake.quantities import QuantityError, quantity_value
+from anyop.testing.fake.secret_rules import secret_bytes
 from anyop.testing.fake.tls_pairs import key_pair_error
 
 __all__ = ["deprecation_warning", "warning_header", "warnings_on_create", "warnings_on_update"]
@@ -42,16 +42,12 @@ Rule = Callable[[Body, Old], list[str]]
 """A kind's warnings of an object: created (old ``None``), or updated over ``old``."""
 
 
-def _mapping(value: Any) -> Body:
-    return value if isinstance(value, Mapping) else {}
-
-
 def _metadata(obj: Body) -> Body:
-    return _mapping(obj.get("metadata"))
+    return mapping(obj.get("metadata"))
 
 
 def _spec(obj: Body) -> Body:
-    return _mapping(obj.get("spec"))
+    return mapping(obj.get("spec"))
 
 
 def _name_warnings(obj: Body, *, used_in: str) -> list[str]:
@@ -116,7 +112,7 @@ def _stateful_set(obj: Body, old: Old) -> list[str]:
         warnings += template_warnings("spec.template", spec.get("template"))
     for index, claim in enumerate(spec.get("volumeClaimTemplates") or ()):
         where = f"spec.volumeClaimTemplates[{index}]" + ("" if old is None else ".Spec")
-        warnings += claim_spec_warnings(where, _mapping(claim).get("spec"))
+        warnings += claim_spec_warnings(where, mapping(claim).get("spec"))
     limit = spec.get("revisionHistoryLimit")
     if isinstance(limit, int) and limit < 0:
         warnings.append(
@@ -132,8 +128,8 @@ _TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
 def _daemon_set(obj: Body, old: Old) -> list[str]:
     """Its template: an update's when its template generation changed."""
     if old is not None:
-        generation = _mapping(_metadata(obj).get("annotations")).get(_TEMPLATE_GENERATION)
-        if generation == _mapping(_metadata(old).get("annotations")).get(_TEMPLATE_GENERATION):
+        generation = mapping(_metadata(obj).get("annotations")).get(_TEMPLATE_GENERATION)
+        if generation == mapping(_metadata(old).get("annotations")).get(_TEMPLATE_GENERATION):
             return []
     return template_warnings("spec.template", _spec(obj).get("template"))
 
@@ -151,7 +147,7 @@ def _cron_job(obj: Body, old: Old) -> list[str]:
     warnings = _name_warnings(obj, used_in=_WORKLOAD_NAME) if old is None else []
     spec = _spec(obj)
     if _generation_changed(obj, old):
-        job = _mapping(spec.get("jobTemplate")).get("spec")
+        job = mapping(spec.get("jobTemplate")).get("spec")
         warnings += job_spec_warnings("spec.jobTemplate.spec", job)
     if old is not None and "TZ" in str(spec.get("schedule") or ""):
         warnings.append(
@@ -164,7 +160,7 @@ def _cron_job(obj: Body, old: Old) -> list[str]:
 
 def _service(obj: Body, old: Old) -> list[str]:
     """``GetWarningsForService``."""
-    spec, annotations = _spec(obj), _mapping(_metadata(obj).get("annotations"))
+    spec, annotations = _spec(obj), mapping(_metadata(obj).get("annotations"))
     warnings = []
     if "service.kubernetes.io/topology-aware-hints" in annotations:
         warnings.append(
@@ -207,37 +203,30 @@ def _service(obj: Body, old: Old) -> list[str]:
 
 def _load_balancer_status(obj: Body, old: Old) -> list[str]:
     """A Service's or an Ingress's status: its load balancers' addresses."""
-    ingress = _mapping(_mapping(obj.get("status")).get("loadBalancer")).get("ingress") or ()
+    ingress = mapping(mapping(obj.get("status")).get("loadBalancer")).get("ingress") or ()
     warnings = []
     for index, entry in enumerate(ingress):
-        ip = _mapping(entry).get("ip")
+        ip = mapping(entry).get("ip")
         if ip:
             warnings += ip_warnings(f"status.loadBalancer.ingress[{index}]", str(ip))
     return warnings
 
 
 def _pod_status(obj: Body, old: Old) -> list[str]:
-    status, warnings = _mapping(obj.get("status")), []
+    status, warnings = mapping(obj.get("status")), []
     for field in ("podIPs", "hostIPs"):
         for index, entry in enumerate(status.get(field) or ()):
-            ip = str(_mapping(entry).get("ip") or "")
+            ip = str(mapping(entry).get("ip") or "")
             warnings += ip_warnings(f"status.{field}[{index}].ip", ip)
     return warnings
-
-
-def _decoded(value: Any) -> bytes:
-    try:
-        return base64.b64decode(str(value or ""), validate=True)
-    except (binascii.Error, ValueError):
-        return b""
 
 
 def _secret(obj: Body, old: Old) -> list[str]:
     """A TLS Secret whose certificate and key do not pair: ``tls.X509KeyPair``'s error."""
     if obj.get("type") != "kubernetes.io/tls":
         return []
-    data = _mapping(obj.get("data"))
-    error = key_pair_error(_decoded(data.get("tls.crt")), _decoded(data.get("tls.key")))
+    data = mapping(obj.get("data"))
+    error = key_pair_error(secret_bytes(data.get("tls.crt")), secret_bytes(data.get("tls.key")))
     return [] if error is None else [error]
 
 
@@ -246,9 +235,9 @@ _ENFORCE_MOUNTABLE = "kubernetes.io/enforce-mountable-secrets"
 
 def _service_account(obj: Body, old: Old) -> list[str]:
     """The enforce-mountable-secrets annotation, unless the old object had it already."""
-    if old is not None and _ENFORCE_MOUNTABLE in _mapping(_metadata(old).get("annotations")):
+    if old is not None and _ENFORCE_MOUNTABLE in mapping(_metadata(old).get("annotations")):
         return []
-    if _ENFORCE_MOUNTABLE not in _mapping(_metadata(obj).get("annotations")):
+    if _ENFORCE_MOUNTABLE not in mapping(_metadata(obj).get("annotations")):
         return []
     return [
         f"metadata.annotations[{_ENFORCE_MOUNTABLE}]: deprecated in v1.32+; prefer separate "
@@ -258,15 +247,15 @@ def _service_account(obj: Body, old: Old) -> list[str]:
 
 def _endpoints(obj: Body, old: Old) -> list[str]:
     """Each address in a non-standard form, unless the endpoints controller wrote them."""
-    labels = _mapping(_metadata(obj).get("labels"))
+    labels = mapping(_metadata(obj).get("labels"))
     if labels.get("endpoints.kubernetes.io/managed-by") == "endpoint-controller":
         return []
     warnings = []
     for index, subset in enumerate(obj.get("subsets") or ()):
         for field in ("addresses", "notReadyAddresses"):
-            for position, address in enumerate(_mapping(subset).get(field) or ()):
+            for position, address in enumerate(mapping(subset).get(field) or ()):
                 where = f"subsets[{index}].{field}[{position}].ip"
-                warnings += ip_warnings(where, str(_mapping(address).get("ip") or ""))
+                warnings += ip_warnings(where, str(mapping(address).get("ip") or ""))
     return warnings
 
 
@@ -279,11 +268,11 @@ def _endpoint_slice(obj: Body, old: Old) -> list[str]:
     warnings = []
     if old is None and obj.get("addressType") == "FQDN":
         warnings.append("spec.addressType: FQDN endpoints are deprecated")
-    labels = _mapping(_metadata(obj).get("labels"))
+    labels = mapping(_metadata(obj).get("labels"))
     if labels.get("endpointslice.kubernetes.io/managed-by") in _SLICE_CONTROLLERS:
         return warnings
     for index, endpoint in enumerate(obj.get("endpoints") or ()):
-        for position, address in enumerate(_mapping(endpoint).get("addresses") or ()):
+        for position, address in enumerate(mapping(endpoint).get("addresses") or ()):
             warnings += ip_warnings(f"endpoints[{index}].addresses[{position}]", str(address))
     return warnings
 
@@ -305,7 +294,7 @@ _CLASS_MESSAGE = 'deprecated since v1.8; use "storageClassName" attribute instea
 
 def _claim(obj: Body, old: Old) -> list[str]:
     warnings = []
-    if _STORAGE_CLASS_ANNOTATION in _mapping(_metadata(obj).get("annotations")):
+    if _STORAGE_CLASS_ANNOTATION in mapping(_metadata(obj).get("annotations")):
         annotation = f"metadata.annotations[{_STORAGE_CLASS_ANNOTATION}]"
         warnings.append(f"{annotation}: {_CLASS_MESSAGE}")
     return warnings + claim_spec_warnings("spec", obj.get("spec"))
@@ -329,7 +318,7 @@ _SOURCE_NAMES = {"storageos": "storageOS"}
 
 def _volume(obj: Body, old: Old) -> list[str]:
     """``GetWarningsForPersistentVolume``."""
-    annotations, spec = _mapping(_metadata(obj).get("annotations")), _spec(obj)
+    annotations, spec = mapping(_metadata(obj).get("annotations")), _spec(obj)
     warnings = [
         f"metadata.annotations[{key}]: {message}"
         for key, message in _VOLUME_ANNOTATIONS
@@ -340,7 +329,7 @@ def _volume(obj: Body, old: Old) -> list[str]:
             "spec.persistentVolumeReclaimPolicy: The Recycle reclaim policy is deprecated. "
             "Instead, the recommended approach is to use dynamic provisioning."
         )
-    required = _mapping(spec.get("nodeAffinity")).get("required")
+    required = mapping(spec.get("nodeAffinity")).get("required")
     if isinstance(required, Mapping):
         for index, term in enumerate(required.get("nodeSelectorTerms") or ()):
             where = f"spec.nodeAffinity.required.nodeSelectorTerms[{index}]"
@@ -356,7 +345,7 @@ def _resource_quota(obj: Body, old: Old) -> list[str]:
     limit."""
     if old is not None:
         return []
-    hard, warnings = _mapping(_spec(obj).get("hard")), []
+    hard, warnings = mapping(_spec(obj).get("hard")), []
     for resource in ("cpu", "memory", "storage", "ephemeral-storage"):
         request_name = f"requests.{resource}"
         if request_name not in hard and resource in ("cpu", "memory") and resource in hard:
@@ -378,7 +367,7 @@ def _resource_quota(obj: Body, old: Old) -> list[str]:
 
 def _ingress(obj: Body, old: Old) -> list[str]:
     """A new Ingress with the class annotation and no ``spec.ingressClassName``."""
-    annotations = _mapping(_metadata(obj).get("annotations"))
+    annotations = mapping(_metadata(obj).get("annotations"))
     if old is not None or "kubernetes.io/ingress.class" not in annotations:
         return []
     if _spec(obj).get("ingressClassName") is not None:
@@ -394,8 +383,8 @@ def _network_policy(obj: Body, old: Old) -> list[str]:
     spec, warnings = _spec(obj), []
     for direction, peers in (("ingress", "from"), ("egress", "to")):
         for index, rule in enumerate(spec.get(direction) or ()):
-            for position, peer in enumerate(_mapping(rule).get(peers) or ()):
-                block = _mapping(peer).get("ipBlock")
+            for position, peer in enumerate(mapping(rule).get(peers) or ()):
+                block = mapping(peer).get("ipBlock")
                 if not isinstance(block, Mapping):
                     continue
                 where = f"spec.{direction}[{index}].{peers}[{position}].ipBlock"
@@ -408,9 +397,9 @@ def _network_policy(obj: Body, old: Old) -> list[str]:
 def _storage_class(obj: Body, old: Old) -> list[str]:
     warnings = []
     for index, topology in enumerate(obj.get("allowedTopologies") or ()):
-        expressions = _mapping(topology).get("matchLabelExpressions") or ()
+        expressions = mapping(topology).get("matchLabelExpressions") or ()
         for position, expression in enumerate(expressions):
-            key = str(_mapping(expression).get("key") or "")
+            key = str(mapping(expression).get("key") or "")
             if key in DEPRECATED_NODE_LABELS:
                 where = f"allowedTopologies[{index}].matchLabelExpressions[{position}].key"
                 warnings.append(f"{where}: {DEPRECATED_NODE_LABELS[key]}")
@@ -442,7 +431,7 @@ def _csi_driver(obj: Body, old: Old) -> list[str]:
 def _runtime_class(obj: Body, old: Old) -> list[str]:
     """``GetWarningsForRuntimeClass``: a deprecated node label in its scheduling's node
     selector (the path without the key, as Go writes it)."""
-    selector = _mapping(_mapping(obj.get("scheduling")).get("nodeSelector"))
+    selector = mapping(mapping(obj.get("scheduling")).get("nodeSelector"))
     return [
         f"scheduling.nodeSelector: {DEPRECATED_NODE_LABELS[key]}"
         for key in selector

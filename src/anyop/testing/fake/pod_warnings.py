@@ -25,6 +25,7 @@ __all__ = [
     "child",
     "claim_spec_warnings",
     "job_spec_warnings",
+    "mapping",
     "pod_spec_warnings",
     "template_warnings",
 ]
@@ -70,7 +71,8 @@ def child(root: str | None, *names: str) -> str:
     return ".".join([root, *names] if root else names)
 
 
-def _mapping(value: Any) -> Body:
+def mapping(value: Any) -> Body:
+    """A value that should be a JSON object, or an empty one if it is not."""
     return value if isinstance(value, Mapping) else {}
 
 
@@ -89,10 +91,10 @@ def _fractional(path: str, value: Any) -> str:
 def claim_spec_warnings(path: str, spec: Any) -> list[str]:
     """``GetWarningsForPersistentVolumeClaimSpec``: a storage request or limit that is a
     fraction of a byte."""
-    resources = _mapping(_mapping(spec).get("resources"))
+    resources = mapping(mapping(spec).get("resources"))
     warnings = []
     for bag in ("requests", "limits"):
-        value = _mapping(resources.get(bag)).get("storage")
+        value = mapping(resources.get(bag)).get("storage")
         if value is not None and _fractional_bytes(value):
             warnings.append(_fractional(f"{path}.resources.{bag}[storage]", value))
     return warnings
@@ -101,7 +103,7 @@ def claim_spec_warnings(path: str, spec: Any) -> list[str]:
 def job_spec_warnings(path: str, spec: Any) -> list[str]:
     """``WarningsForJobSpec``: an Indexed Job too big to track its failed indexes, then its
     pod template's."""
-    spec = _mapping(spec)
+    spec = mapping(spec)
     warnings = []
     if spec.get("completionMode") == "Indexed":
         completions, parallelism = spec.get("completions") or 0, spec.get("parallelism") or 0
@@ -118,26 +120,26 @@ def template_warnings(root: str, template: Any) -> list[str]:
     """``GetWarningsForPodTemplate``: a pod template's spec and metadata, under ``root``."""
     if template is None:
         return []
-    template = _mapping(template)
-    return pod_spec_warnings(root, _mapping(template.get("spec")), template.get("metadata"))
+    template = mapping(template)
+    return pod_spec_warnings(root, mapping(template.get("spec")), template.get("metadata"))
 
 
 def _containers(spec: Body, root: str | None) -> Iterator[tuple[Body, str]]:
     """``VisitContainersWithPath``: init containers, containers, ephemeral containers."""
     for key in ("initContainers", "containers", "ephemeralContainers"):
         for index, container in enumerate(spec.get(key) or ()):
-            yield _mapping(container), f"{child(root, 'spec', key)}[{index}]"
+            yield mapping(container), f"{child(root, 'spec', key)}[{index}]"
 
 
 def pod_spec_warnings(root: str | None, spec: Body, metadata: Any) -> list[str]:
     """``warningsForPodSpecAndMeta``, check by check in its order."""
-    annotations = _mapping(_mapping(metadata).get("annotations"))
+    annotations = mapping(mapping(metadata).get("annotations"))
     warnings = _node_warnings(root, spec)
     warnings += _annotation_warnings(root, annotations)
     warnings += _volume_warnings(root, spec)
     warnings += _overlapping_paths(spec.get("volumes") or ())
     warnings += _duplicate_warnings(root, spec)
-    overhead = _mapping(spec.get("overhead"))
+    overhead = mapping(spec.get("overhead"))
     for resource in ("memory", "ephemeral-storage"):
         if resource in overhead and _fractional_bytes(overhead[resource]):
             where = f"{child(root, 'spec', 'overhead')}[{resource}]"
@@ -147,7 +149,7 @@ def pod_spec_warnings(root: str | None, spec: Body, metadata: Any) -> list[str]:
     if not seccomp and _SECCOMP_POD in annotations:
         where = f"{child(root, 'metadata', 'annotations')}[{_SECCOMP_POD}]"
         warnings.append(f"{where}: {_SECCOMP_MESSAGE}")
-    profile = _mapping(security).get("appArmorProfile")
+    profile = mapping(security).get("appArmorProfile")
     for container, path in _containers(spec, root):
         warnings += _container_warnings(root, container, path, annotations, profile)
     warnings += _port_warnings(root, spec)
@@ -157,14 +159,14 @@ def pod_spec_warnings(root: str | None, spec: Body, metadata: Any) -> list[str]:
             f"{child(root, 'spec', 'terminationGracePeriodSeconds')}: must be >= 0; negative "
             "values are invalid and will be treated as 1"
         )
-    warnings += _pod_affinity_warnings(root, _mapping(spec.get("affinity")))
-    nameservers = _mapping(spec.get("dnsConfig")).get("nameservers") or ()
+    warnings += _pod_affinity_warnings(root, mapping(spec.get("affinity")))
+    nameservers = mapping(spec.get("dnsConfig")).get("nameservers") or ()
     for index, nameserver in enumerate(nameservers):
         where = f"{child(root, 'spec', 'dnsConfig', 'nameservers')}[{index}]"
         warnings += ip_warnings(where, str(nameserver or ""))
     for index, alias in enumerate(spec.get("hostAliases") or ()):
         where = f"{child(root, 'spec', 'hostAliases')}[{index}].ip"
-        warnings += ip_warnings(where, str(_mapping(alias).get("ip") or ""))
+        warnings += ip_warnings(where, str(mapping(alias).get("ip") or ""))
     return warnings
 
 
@@ -173,11 +175,11 @@ def _node_warnings(root: str | None, spec: Body) -> list[str]:
     is foreseeable), the node affinity and the topology spread constraints; a spread
     constraint without a label selector."""
     warnings = []
-    for key in _mapping(spec.get("nodeSelector")):
+    for key in mapping(spec.get("nodeSelector")):
         if key in DEPRECATED_NODE_LABELS:
             where = f"{child(root, 'spec', 'nodeSelector')}[{key}]"
             warnings.append(f"{where}: {DEPRECATED_NODE_LABELS[key]}")
-    node = _mapping(_mapping(spec.get("affinity")).get("nodeAffinity"))
+    node = mapping(mapping(spec.get("affinity")).get("nodeAffinity"))
     affinity = child(root, "spec", "affinity", "nodeAffinity")
     required = node.get("requiredDuringSchedulingIgnoredDuringExecution")
     if isinstance(required, Mapping):
@@ -188,11 +190,11 @@ def _node_warnings(root: str | None, spec: Body) -> list[str]:
             )
     for index, term in enumerate(node.get("preferredDuringSchedulingIgnoredDuringExecution") or ()):
         where = f"{affinity}.preferredDuringSchedulingIgnoredDuringExecution[{index}].preference"
-        preference = _mapping(term).get("preference")
+        preference = mapping(term).get("preference")
         warnings += node_selector_term_warnings(preference, check_values=True, path=where)
     spread = child(root, "spec", "topologySpreadConstraints")
     for index, constraint in enumerate(spec.get("topologySpreadConstraints") or ()):
-        constraint = _mapping(constraint)
+        constraint = mapping(constraint)
         key = str(constraint.get("topologyKey") or "")
         if key in DEPRECATED_NODE_LABELS:
             message = DEPRECATED_NODE_LABELS[key]
@@ -215,7 +217,7 @@ def _volume_warnings(root: str | None, spec: Body) -> list[str]:
     """Each volume's deprecated sources, and an ephemeral volume's claim template's spec."""
     warnings = []
     for index, volume in enumerate(spec.get("volumes") or ()):
-        volume = _mapping(volume)
+        volume = mapping(volume)
         where = f"{child(root, 'spec', 'volumes')}[{index}]"
         for field, name, message in _DEPRECATED_VOLUMES:
             if volume.get(field) is None:
@@ -223,10 +225,10 @@ def _volume_warnings(root: str | None, spec: Body) -> list[str]:
             if field != "ephemeral":
                 warnings.append(f"{where}.{name}: {message}")
                 continue
-            claim = _mapping(volume[field]).get("volumeClaimTemplate")
+            claim = mapping(volume[field]).get("volumeClaimTemplate")
             if claim is not None:
                 path = f"{where}.ephemeral.volumeClaimTemplate.spec"
-                warnings += claim_spec_warnings(path, _mapping(claim).get("spec"))
+                warnings += claim_spec_warnings(path, mapping(claim).get("spec"))
     return warnings
 
 
@@ -236,13 +238,13 @@ def _duplicate_warnings(root: str | None, spec: Body) -> list[str]:
     aliases = spec.get("hostAliases") or ()
     seen: set[str] = set()
     for index, alias in enumerate(aliases if len(aliases) > 1 else ()):
-        ip = str(_mapping(alias).get("ip") or "")
+        ip = str(mapping(alias).get("ip") or "")
         if ip in seen:
             where = f"{child(root, 'spec', 'hostAliases')}[{index}].ip"
             warnings.append(f"{where}: duplicate ip {go_quoted(ip)}")
         seen.add(ip)
     secrets = spec.get("imagePullSecrets") or ()
-    names = [str(_mapping(secret).get("name") or "") for secret in secrets]
+    names = [str(mapping(secret).get("name") or "") for secret in secrets]
     seen = set()
     where = child(root, "spec", "imagePullSecrets")
     for index, name in enumerate(names if len(names) > 1 else ()):
@@ -291,13 +293,13 @@ def _container_warnings(
     shown = None if root is None or has_field else annotations.get(key)
     if shown is not None and not _same_profile(profile, _apparmor_profile(str(shown))):
         warnings.append(f"{where}[{key}]: {_APPARMOR_MESSAGE}")
-    resources = _mapping(container.get("resources"))
+    resources = mapping(container.get("resources"))
     for resource in ("memory", "ephemeral-storage"):
         for bag in ("limits", "requests"):
-            value = _mapping(resources.get(bag)).get(resource)
+            value = mapping(resources.get(bag)).get(resource)
             if value is not None and _fractional_bytes(value):
                 warnings.append(_fractional(f"{path}.resources.{bag}[{resource}]", value))
-    env = [_mapping(item) for item in container.get("env") or ()]
+    env = [mapping(item) for item in container.get("env") or ()]
     defined: set[str] = set()
     for index, item in enumerate(env if len(env) > 1 else ()):
         variable = str(item.get("name") or "")
@@ -329,7 +331,7 @@ def _port_warnings(root: str | None, spec: Body) -> list[str]:
     taken: dict[str, list[tuple[str, Body]]] = {}
     for container, path in _containers(spec, root):
         for index, port in enumerate(container.get("ports") or ()):
-            port, where = _mapping(port), f"{path}.ports[{index}]"
+            port, where = mapping(port), f"{path}.ports[{index}]"
             host_ip, host_port = port.get("hostIP") or "", port.get("hostPort") or 0
             if host_ip and not host_port:
                 warnings.append(f"{where}: hostIP set without hostPort: {_go_port(port)}")
@@ -348,7 +350,7 @@ def _port_warnings(root: str | None, spec: Body) -> list[str]:
     named: dict[str, str] = {}
     for container, path in _containers(spec, root):
         for index, port in enumerate(container.get("ports") or ()):
-            name, where = str(_mapping(port).get("name") or ""), f"{path}.ports[{index}]"
+            name, where = str(mapping(port).get("name") or ""), f"{path}.ports[{index}]"
             if not name:
                 continue
             if name in named:
@@ -366,18 +368,18 @@ def _pod_affinity_warnings(root: str | None, affinity: Body) -> list[str]:
     """Pod (anti-)affinity terms without a label selector, which match no pod."""
     warnings = []
     for field in ("podAffinity", "podAntiAffinity"):
-        terms = _mapping(affinity.get(field))
+        terms = mapping(affinity.get(field))
         if field not in affinity or affinity.get(field) is None:
             continue
         where = child(root, "spec", "affinity", field)
         required = terms.get("requiredDuringSchedulingIgnoredDuringExecution") or ()
         for index, term in enumerate(required):
-            if _mapping(term).get("labelSelector") is None:
+            if mapping(term).get("labelSelector") is None:
                 path = f"{where}.requiredDuringSchedulingIgnoredDuringExecution[{index}]"
                 warnings.append(f"{path}.labelSelector: {_NULL_SELECTOR}")
         preferred = terms.get("preferredDuringSchedulingIgnoredDuringExecution") or ()
         for index, term in enumerate(preferred):
-            weighted = _mapping(_mapping(term).get("podAffinityTerm"))
+            weighted = mapping(mapping(term).get("podAffinityTerm"))
             if weighted.get("labelSelector") is None:
                 path = f"{where}.preferredDuringSchedulingIgnoredDuringExecution[{index}]"
                 warnings.append(f"{path}.podAffinityTerm.labelSelector: {_NULL_SELECTOR}")
@@ -385,7 +387,7 @@ def _pod_affinity_warnings(root: str | None, affinity: Body) -> list[str]:
 
 
 def _paths(items: Any, source: str) -> list[tuple[str, str]]:
-    return [(str(_mapping(item).get("path") or ""), source) for item in items or ()]
+    return [(str(mapping(item).get("path") or ""), source) for item in items or ()]
 
 
 def _shown(entry: tuple[str, str]) -> str:
@@ -426,7 +428,7 @@ def _overlapping_paths(volumes: Any) -> list[str]:
     projected volume's files at the same path, or one within another."""
     warnings = []
     for volume in volumes:
-        volume = _mapping(volume)
+        volume = mapping(volume)
         name = go_quoted(str(volume.get("name") or ""))
         for field in ("configMap", "secret", "downwardAPI"):
             source = volume.get(field)
@@ -483,7 +485,7 @@ def _projected_overlaps(name: str, projected: Body) -> list[str]:
     warnings: list[str] = []
     seen: list[tuple[str, str]] = []
     for source in projected.get("sources") or ():
-        source = _mapping(source)
+        source = mapping(source)
         if not any(value is not None for value in source.values()):
             warnings.append(f"volume {name} (Projected) has no sources provided")
             continue

@@ -20,7 +20,7 @@ from anyop.testing.fake.go_json import go_quoted
 from anyop.testing.fake.json_copy import is_map
 from anyop.testing.fake.pod_rules import invalid, required
 
-__all__ = ["config_key_causes", "immutable_data_causes", "secret_type_causes"]
+__all__ = ["config_key_causes", "immutable_data_causes", "secret_bytes", "secret_type_causes"]
 
 Cause = dict[str, str]
 
@@ -87,7 +87,7 @@ def immutable_data_causes(
 def secret_type_causes(obj: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:
     """What a Secret of each type must hold (``ValidateSecret``), and its total size."""
     data: Mapping[str, Any] = obj.get("data") or {}
-    if sum(len(_bytes(value)) for value in data.values()) > _SECRET_LIMIT:
+    if sum(len(secret_bytes(value)) for value in data.values()) > _SECRET_LIMIT:
         message = f"Too long: may not be more than {_SECRET_LIMIT} bytes"
         yield "data", {"reason": "FieldValueTooLong", "message": message}
     kind = obj.get("type")
@@ -106,7 +106,7 @@ def secret_type_causes(obj: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:
             yield required(f"data[{key}]")
         elif key.startswith(".docker"):
             try:
-                document = go_json.loads(_bytes(data[key]))
+                document = go_json.loads(secret_bytes(data[key]))
             except go_json.GoJSONError as exc:
                 error = str(exc)
             else:
@@ -123,8 +123,9 @@ _ACCOUNT_NAME = "kubernetes.io/service-account.name"
 _ANY_MAP = "map[string]interface {}"
 
 
-def _bytes(value: Any) -> bytes:
+def secret_bytes(value: Any) -> bytes:
+    """A Secret's base64 value decoded (nothing if it is not base64)."""
     try:
-        return base64.b64decode(str(value), validate=True)
+        return base64.b64decode(str(value or ""), validate=True)
     except ValueError:
         return b""
