@@ -7,9 +7,9 @@ is not a DNS label where Pods get their hostnames from it, an admission webhook'
 kubectl prints them; anyop logs them on the ``anyop.kube`` logger at the WARNING level.
 
 An operator makes the same request again and again (every object of a kind, every cycle), so
-each text is logged once per process, with the first request that drew it. The texts already
-logged are remembered in a bounded set, oldest first out: memory stays bounded however many
-distinct warnings come.
+each text is logged once per API client (an operator has one), with the first request that
+drew it. The texts already logged are remembered in a bounded set, oldest first out: memory
+stays bounded however many distinct warnings come.
 """
 
 from __future__ import annotations
