@@ -124,7 +124,7 @@ class Shape:
 def _item_key(item: Any, keys: tuple[str, ...], defaults: Mapping[str, Any]) -> str:
     """A map-list item's key fields as compact JSON with sorted keys (``{"name":"a"}``), a
     missing one by its default (as structured merge keys it)."""
-    if not isinstance(item, Mapping):
+    if not is_map(item):
         return "{}"
     if defaults and any(key not in item for key in defaults):
         item = {**defaults, **item}
@@ -152,7 +152,7 @@ def _tracked(obj: Mapping[str, Any], *, status: str) -> dict[str, Any]:
     if status == "skip":
         kept.pop("status", None)
     metadata = kept.get("metadata")
-    if isinstance(metadata, Mapping):
+    if is_map(metadata):
         meta = {k: v for k, v in metadata.items() if k not in _UNTRACKED_META}
         if meta:
             kept["metadata"] = meta

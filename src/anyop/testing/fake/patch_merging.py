@@ -271,7 +271,7 @@ def _taken(value: Any) -> Any:
 
 
 def _key_of(item: Any, key: str) -> str:
-    return json.dumps(item.get(key) if isinstance(item, Mapping) else item)
+    return json.dumps(item.get(key) if is_map(item) else item)
 
 
 def _ordered(

@@ -19,6 +19,7 @@ from anyop.testing.fake.address_warnings import (
     node_selector_term_warnings,
 )
 from anyop.testing.fake.go_json import go_quoted
+from anyop.testing.fake.json_copy import is_map
 from anyop.testing.fake.quantities import QuantityError, quantity_value
 
 __all__ = [
@@ -73,7 +74,7 @@ def child(root: str | None, *names: str) -> str:
 
 def mapping(value: Any) -> Body:
     """A value that should be a JSON object, or an empty one if it is not."""
-    return value if isinstance(value, Mapping) else {}
+    return value if is_map(value) else {}
 
 
 def _fractional_bytes(value: Any) -> bool:

@@ -36,20 +36,20 @@ def as_stored(group: str, version: str, kind: str, obj: Body) -> Body:
 
 
 def _stored(books: Catalog, value: Any, resolved: Schema, name: str) -> Any:
-    if type(value) is not dict or not _holds_nulls(books, resolved, name):
+    if type(value) is not dict:
         return value
-    shape = object_shape(books, resolved, name)
-    if shape.fields is None:
+    found = _paths(books, resolved, name)
+    if not found:
         return value
     result = value
-    for key, item in value.items():
-        field = shape.fields.get(key)
-        if field is None or item is None:
+    for key, (schema, nulls) in found.items():
+        item = value.get(key)
+        if item is None:
             continue
-        if key in shape.nulls and item in ([], {}):
+        if nulls and item in ([], {}):
             new: Any = None
         else:
-            new = _stored_value(books, item, field[0])
+            new = _stored_value(books, item, schema)
         if new is not item:
             result = dict(value) if result is value else result
             result[key] = new
@@ -65,6 +65,32 @@ def _stored_value(books: Catalog, value: Any, schema: Schema) -> Any:
         stored = [_stored_value(books, item, items) for item in value]
         return value if all(a is b for a, b in zip(stored, value, strict=True)) else stored
     return value
+
+
+_PATHS: dict[int, dict[str, tuple[Schema, bool]]] = {}
+
+
+def _paths(books: Catalog, resolved: Schema, name: str) -> dict[str, tuple[Schema, bool]]:
+    """The fields of an object schema on the way to a nil-when-empty one, each with its schema
+    and whether it is one itself: the only ones :func:`_stored` visits (read once per schema).
+    A map's (no properties) values are kept as they are."""
+    found = _PATHS.get(id(resolved))
+    if found is None:
+        found = {}
+        if _holds_nulls(books, resolved, name):
+            shape = object_shape(books, resolved, name)
+            for key, (schema, _) in (shape.fields or {}).items():
+                if key in shape.nulls or _leads_to_nulls(books, schema):
+                    found[key] = (schema, key in shape.nulls)
+        _PATHS[id(resolved)] = found
+    return found
+
+
+def _leads_to_nulls(books: Catalog, schema: Schema) -> bool:
+    plan = value_plan(books, schema)
+    if plan.how == "array":
+        plan = value_plan(books, plan.resolved.get("items") or _ANY_SCHEMA)
+    return plan.how == "object" and _holds_nulls(books, plan.resolved, plan.name)
 
 
 _HOLDS: dict[int, bool] = {}
@@ -83,10 +109,4 @@ def _search_nulls(books: Catalog, resolved: Schema, name: str) -> bool:
     shape = object_shape(books, resolved, name)
     if shape.nulls:
         return True
-    for sub, _ in (shape.fields or {}).values():
-        plan = value_plan(books, sub)
-        if plan.how == "array":
-            plan = value_plan(books, plan.resolved.get("items") or _ANY_SCHEMA)
-        if plan.how == "object" and _holds_nulls(books, plan.resolved, plan.name):
-            return True
-    return False
+    return any(_leads_to_nulls(books, sub) for sub, _ in (shape.fields or {}).values())
