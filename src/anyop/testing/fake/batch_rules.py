@@ -22,7 +22,7 @@ from typing import Any
 from anyop.testing.fake.go_json import go_quoted
 from anyop.testing.fake.label_selectors import selects
 from anyop.testing.fake.object_meta import dns_label_errors
-from anyop.testing.fake.pod_rules import invalid, required, unsupported, workload_causes
+from anyop.testing.fake.pod_rules import invalid, required, template_causes, unsupported
 from anyop.testing.fake.pod_spec_diff import spec_json, template_json
 
 __all__ = ["cron_job_causes", "job_causes", "job_update_causes", "with_generated_selector"]
@@ -92,9 +92,7 @@ def _job_spec(spec: Mapping[str, Any], path: str) -> Iterator[tuple[str, Cause]]
         detail = "Required value: when completion mode is Indexed"
         yield f"{path}.completions", {"reason": "FieldValueRequired", "message": detail}
     template = spec.get("template") or {}
-    pod = {"spec": template.get("spec") or {}}
-    for field, cause in workload_causes("Pod", pod):
-        yield f"{path}.template.{field}", cause
+    yield from template_causes(template, f"{path}.template")
     restart = str((template.get("spec") or {}).get("restartPolicy") or "")
     where = f"{path}.template.spec.restartPolicy"
     if restart in ("Always", ""):

@@ -50,7 +50,6 @@ _UNTRACKED_META = (
     "deletionTimestamp",
     "deletionGracePeriodSeconds",
     "managedFields",
-    "generateName",
 )
 
 
@@ -152,7 +151,7 @@ def _tracked(obj: Mapping[str, Any], *, status: str) -> dict[str, Any]:
     if status == "skip":
         kept.pop("status", None)
     metadata = kept.get("metadata")
-    if is_map(metadata):
+    if isinstance(metadata, Mapping):
         meta = {k: v for k, v in metadata.items() if k not in _UNTRACKED_META}
         if meta:
             kept["metadata"] = meta

@@ -212,7 +212,7 @@ def prepare_update(
     obj["apiVersion"], obj["kind"] = kind.api_version, kind.kind
     metadata = obj["metadata"] = dict(obj.get("metadata") or {})
     old_meta = old.get("metadata") or {}
-    for field in (*SYSTEM_FIELDS, "name", "namespace", "generateName"):
+    for field in (*SYSTEM_FIELDS, "name", "namespace"):  # (a generateName is the update's)
         metadata.pop(field, None)
         if field in old_meta:
             metadata[field] = old_meta[field]

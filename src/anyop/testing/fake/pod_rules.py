@@ -16,6 +16,12 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from anyop.testing.fake.apparmor_rules import (
+    annotation_causes,
+    annotation_update_causes,
+    match_causes,
+    profile_causes,
+)
 from anyop.testing.fake.go_json import go_quoted
 from anyop.testing.fake.label_selectors import selects
 from anyop.testing.fake.object_meta import (
@@ -41,6 +47,7 @@ __all__ = [
     "toleration_causes",
     "pod_update_causes",
     "stateful_set_update_causes",
+    "template_causes",
     "unsupported",
     "workload_causes",
 ]
@@ -157,6 +164,7 @@ def _containers(containers: list[Any], path: str) -> Iterator[tuple[str, Cause]]
         yield from _ports(list(container.get("ports") or ()), f"{where}.ports")
         yield from _env(list(container.get("env") or ()), f"{where}.env")
         yield from _resources(container.get("resources") or {}, f"{where}.resources")
+        yield from _apparmor(container, where)
         if name and name in seen:
             message = f"Duplicate value: {go_quoted(name)}"
             yield f"{where}.name", {"reason": "FieldValueDuplicate", "message": message}
@@ -206,11 +214,14 @@ def _pod_spec(spec: Mapping[str, Any], path: str) -> Iterator[tuple[str, Cause]]
         yield required(f"{path}.containers")
     else:
         yield from _containers(list(containers), f"{path}.containers")
+    for index, container in enumerate(spec.get("initContainers") or ()):
+        yield from _apparmor(container, f"{path}.initContainers[{index}]")
     restart = str(spec.get("restartPolicy") or "")
     if not restart:
         yield required(f"{path}.restartPolicy")
     elif restart not in _RESTART_POLICIES:
         yield unsupported(f"{path}.restartPolicy", restart, _RESTART_POLICIES)
+    yield from _apparmor(spec, path)
     yield from toleration_causes(list(spec.get("tolerations") or ()), f"{path}.tolerations")
     deadline = spec.get("activeDeadlineSeconds")
     if isinstance(deadline, int) and not 1 <= deadline <= _INT32_MAX:
@@ -218,11 +229,32 @@ def _pod_spec(spec: Mapping[str, Any], path: str) -> Iterator[tuple[str, Cause]]
         yield invalid(f"{path}.activeDeadlineSeconds", str(deadline), detail)
 
 
+def _apparmor(holder: Any, path: str) -> list[tuple[str, Cause]]:
+    """A container's (or a pod spec's) ``securityContext.appArmorProfile``'s errors."""
+    security = holder.get("securityContext") if isinstance(holder, Mapping) else None
+    if not isinstance(security, Mapping):
+        return []
+    where = f"{path}.securityContext.appArmorProfile"
+    return profile_causes(security.get("appArmorProfile"), where)
+
+
+def template_causes(template: Mapping[str, Any], path: str) -> list[tuple[str, Cause]]:
+    """``ValidatePodTemplateSpec``'s checks the fake makes, of a template at ``path``: its
+    AppArmor annotations, its pod spec, its AppArmor annotations against their fields."""
+    metadata, spec = template.get("metadata") or {}, template.get("spec") or {}
+    causes = annotation_causes(metadata.get("annotations"), spec, f"{path}.annotations")
+    causes += _pod_spec(spec, f"{path}.spec")
+    return causes + match_causes(metadata, spec, f"{path}.spec")
+
+
 def workload_causes(kind: str, obj: Mapping[str, Any]) -> list[tuple[str, Cause]]:
     """The errors of a Deployment's, ReplicaSet's, StatefulSet's or DaemonSet's spec (after
     its metadata's), or of a Pod's."""
     if kind == "Pod":
-        return list(_pod_spec(obj.get("spec") or {}, "spec"))
+        metadata, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+        found = annotation_causes(metadata.get("annotations"), spec, "metadata.annotations")
+        found += _pod_spec(spec, "spec")
+        return found + match_causes(metadata, spec, "spec")
     spec = obj.get("spec") or {}
     causes: list[tuple[str, Cause]] = []
     replicas = spec.get("replicas")
@@ -246,7 +278,7 @@ def workload_causes(kind: str, obj: Mapping[str, Any]) -> list[tuple[str, Cause]
         shown = json.dumps(selector, separators=(",", ":"))
         causes.append(invalid("spec.selector", shown, "empty selector is invalid for daemonset"))
     pod_spec = template.get("spec") or {}
-    causes += _pod_spec(pod_spec, "spec.template.spec")
+    causes += template_causes(template, "spec.template")
     if kind == "StatefulSet":
         causes += _stateful_set(spec)
     restart = str(pod_spec.get("restartPolicy") or "")
@@ -455,11 +487,13 @@ def pod_update_causes(
     stops), each keeps an image, and nothing else but a few fields may change (``raw``: the
     update as sent, whose empty lists and maps its refusal's diff shows)."""
     before, after = old.get("spec") or {}, new.get("spec") or {}
-    causes: list[tuple[str, Cause]] = []
+    causes = annotation_update_causes((old.get("metadata") or {}).get("annotations"),
+                                      (new.get("metadata") or {}).get("annotations"))  # fmt: skip
     for key in ("containers", "initContainers"):
         containers = list(after.get(key) or ())
         if len(containers) != len(before.get(key) or ()):
-            return [_forbidden(f"spec.{key}", "pod updates may not add or remove containers")]
+            detail = "pod updates may not add or remove containers"
+            return [*causes, _forbidden(f"spec.{key}", detail)]
         for index, container in enumerate(containers):
             image = str((container if isinstance(container, Mapping) else {}).get("image") or "")
             if not image:

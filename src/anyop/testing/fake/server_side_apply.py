@@ -242,6 +242,53 @@ def _null_emptied(merged: Any, gone: set[Path], shape: Shape) -> None:
             holder[name] = None
 
 
+def _dangling(merged: Any, previous: set[Path], kept: set[Path], gone: set[Path],
+              shape: Shape) -> set[Path]:  # fmt: skip
+    """Structured merge's last pruning step (``addBackDanglingItems``): a declared field the
+    applier held things in, that others' fields keep, goes whole (removed from ``merged``) if
+    what is left of it once all but what is owned is pruned holds no field a field set finds
+    (an empty set or map-list is none)."""
+    keep = kept | named_prefixes(kept, shape)
+    found: set[Path] = set()
+    for path in sorted(named_prefixes(previous, shape) & keep, key=len):
+        if path == _METADATA or _within(path, gone | found):
+            continue  # (the metadata hold the name the configuration applies, the applier's)
+        value, where = value_at(merged, path, shape)
+        if is_map(value) and value and not _holds(value, where, path, keep, shape):
+            remove_path(merged, path)
+            found.add(path)
+    return found
+
+
+_METADATA: Path = (("f", "metadata"),)
+
+
+def _holds(value: Mapping[str, Any], where: Any, path: Path, keep: set[Path], shape: Shape) -> bool:
+    """Whether a kept (granular) map, pruned of all but the ``keep`` paths (a whole field when
+    it is not kept, a list emptied to null as ``RemoveItems`` leaves it), still holds a field
+    of its field set (``ToFieldSet``), or is null."""
+    node = None if where is None else shape.node(where)
+    removed = left = False  # anything pruned from it; anything that stays unseen by field sets
+    for key, item in value.items():
+        sub, at = shape.child(where, key), (*path, ("f", str(key)))
+        named = node is not None and key in node.properties
+        granular = isinstance(item, list) and shape.list_type(sub)[0] in ("set", "map")
+        if granular and not item:
+            left = True  # no field, not pruned
+        elif is_map(item) and item and named and not shape.atomic_map(sub):
+            if at not in keep:
+                removed = True
+            elif _holds(item, sub, at, keep, shape):
+                return True
+            else:
+                left = True
+        elif at in keep:
+            return True  # a value, a null, an empty map, a list's kept items (or its null)
+        else:
+            removed = True
+    return removed and not left  # pruned of everything: null
+
+
 def _within(path: Path, prefixes: set[Path]) -> bool:
     """Whether ``path`` is one of ``prefixes`` or below one."""
     return any(path[:size] in prefixes for size in range(1, len(path) + 1))
@@ -353,6 +400,7 @@ def apply(
     for path in sorted(gone, key=len):  # an item before its fields
         remove_path(merged, path)
     _null_emptied(merged, gone, shape)
+    gone |= _dangling(merged, previous, kept, gone, shape)
     if gone:  # what is no longer there is no one's: others' fields in a removed item go too
         owned = [fields if i == mine else {p for p in fields if not _within(p, gone)}
                  for i, fields in enumerate(owned)]  # fmt: skip

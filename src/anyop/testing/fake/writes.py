@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from anyop.testing.fake import crd_deletion, go_json
+from anyop.testing.fake.apparmor_rules import with_profile_fields
 from anyop.testing.fake.batch_rules import with_generated_selector
 from anyop.testing.fake.builtin_rules import (
     defaulted,
@@ -213,6 +214,8 @@ def create(
         _allocate(store, obj, creating=True)
     elif (kind.group, kind.kind) == ("batch", "Job"):
         obj = with_generated_selector(obj)
+    elif (kind.group, kind.kind) == ("", "Pod"):  # its strategy's AppArmor fields, warned of
+        obj = with_profile_fields(obj, store.warnings)
     if causes := new_object_causes(kind, obj, raw=raw):
         raise invalid(kind.kind, error_group(kind), name, causes=causes)
     if kind.status and not kind.custom and "status" not in obj:
