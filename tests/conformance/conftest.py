@@ -48,6 +48,24 @@ WIDGET_CRD: dict[str, Any] = {
         }],
     },
 }  # fmt: skip
+# Rules whose messages are CEL expressions (``messageExpression``): a string, trimmed; an
+# empty one, one with a line break, or one that fails to evaluate falls back to ``message``.
+_WORDED: dict[str, Any] = {"type": "object", "properties": {
+    "a": {"type": "integer"}, **{key: {"type": "string", "maxLength": 8} for key in "bcdefg"},
+}, "x-kubernetes-validations": [
+    {"rule": "!has(self.a) || self.a < 10",
+     "messageExpression": "has(self.e) ? 'a is above 9, e is ' + self.e : 'a is above 9'"},
+    {"rule": "!has(self.b) || self.b != 'x'", "message": "b must not be x",
+     "messageExpression": "self.b == 'x' ? '' : 'never'"},
+    {"rule": "!has(self.c) || self.c != 'y'",
+     "messageExpression": "'two\\nlines'"},
+    {"rule": "!has(self.d) || self.d != 'z'", "message": "d must not be z",
+     "messageExpression": "'d is ' + self.e"},
+    {"rule": "!has(self.f) || self.f.size() < 3", "reason": "FieldValueForbidden",
+     "fieldPath": ".f", "messageExpression": "'  f is too long: ' + self.f + '  '"},
+    {"rule": "!has(self.g) || self.g != oldSelf.g",
+     "messageExpression": "'g must change, still ' + oldSelf.g"},
+]}  # fmt: skip
 GADGET_CRD: dict[str, Any] = {
     "apiVersion": "apiextensions.k8s.io/v1",
     "kind": "CustomResourceDefinition",
@@ -126,6 +144,7 @@ GIZMO_CRD: dict[str, Any] = {
                             "key": {"type": "string"},
                             "weight": {"type": "integer", "default": 1}}}},
                     "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                    "worded": _WORDED,
                 }},
                 "status": {"type": "object", "properties": {"replicas": {"type": "integer"}}},
             }}},

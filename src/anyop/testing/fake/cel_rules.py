@@ -3,8 +3,8 @@
 Pure. :func:`rule_causes` evaluates the rules of one schema node against a value (``self``) and,
 on updates, the old value (``oldSelf``: rules that use it are transition rules, skipped when
 there is no old value); a rule that does not hold gives kube-apiserver's cause:
-``Invalid value: failed rule: <rule>`` (or the rule's ``message``; a scalar's value is shown
-too: ``Invalid value: "b": ...``), on the node's path
+``Invalid value: failed rule: <rule>`` (or what the rule's ``messageExpression`` gives, else its
+``message``; a scalar's value is shown too: ``Invalid value: "b": ...``), on the node's path
 plus the rule's ``fieldPath``, with the rule's ``reason``.
 """
 
@@ -22,6 +22,11 @@ __all__ = ["RULES", "CelUnavailable", "rule_causes"]
 
 RULES = "x-kubernetes-validations"
 _UNSET = object()
+_MAX_MESSAGE = 5 * 1024  # bytes: celconfig.MaxEvaluatedMessageExpressionSizeBytes
+_GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000" + "".join(
+    map(chr, range(0x2000, 0x200B))
+)
+"""What Go's ``strings.TrimSpace`` trims (Unicode's white space)."""
 _REASON_TEXT = {
     "FieldValueInvalid": "Invalid value",
     "FieldValueForbidden": "Forbidden",
@@ -89,12 +94,16 @@ def _cel(value: Any, schema: Mapping[str, Any]) -> Any:
     return json_to_cel(value)
 
 
-def _holds(rule: str, value: Any, old: Any, schema: Mapping[str, Any]) -> tuple[bool, str]:
-    from celpy.evaluation import CELEvalError
-
+def _activation(value: Any, old: Any, schema: Mapping[str, Any]) -> dict[str, Any]:
     activation = {"self": _cel(value, schema)}
     if old is not _UNSET:
         activation["oldSelf"] = _cel(old, schema)
+    return activation
+
+
+def _holds(rule: str, activation: Mapping[str, Any]) -> tuple[bool, str]:
+    from celpy.evaluation import CELEvalError
+
     try:
         result = _program(rule).evaluate(activation)
     except CELEvalError as exc:
@@ -102,6 +111,24 @@ def _holds(rule: str, value: Any, old: Any, schema: Mapping[str, Any]) -> tuple[
     if isinstance(result, CELEvalError):
         return False, str(result.args[0] if result.args else result)
     return bool(result), ""
+
+
+def _message(expression: str, activation: Mapping[str, Any]) -> str | None:
+    """What a broken rule's ``messageExpression`` says: its string, trimmed; ``None`` where
+    kube-apiserver falls back to the rule's ``message`` (the expression fails, or gives no
+    string, an empty one, one with a line break or one longer than 5 KiB)."""
+    from celpy.evaluation import CELEvalError
+
+    try:
+        result = _program(expression).evaluate(activation)
+    except CELEvalError:
+        return None
+    if not isinstance(result, str):  # a CELEvalError, or a value of another type
+        return None
+    text = result.strip(_GO_SPACE)
+    if not text or "\n" in text or len(text.encode()) > _MAX_MESSAGE:
+        return None
+    return text
 
 
 def rule_causes(
@@ -112,7 +139,8 @@ def rule_causes(
         text = str(rule.get("rule", ""))
         if "oldSelf" in text and old is _UNSET and not rule.get("optionalOldSelf"):
             continue
-        holds, error = _holds(text, value, old, schema)
+        activation = _activation(value, old, schema)
+        holds, error = _holds(text, activation)
         if holds:
             continue
         if error:  # the rule could not be evaluated: the node's type is shown, not its value
@@ -121,7 +149,9 @@ def rule_causes(
             yield (path or "<nil>"), {"reason": "FieldValueInvalid",
                                       "message": f"Invalid value: {kind}: {detail}"}  # fmt: skip
             continue
-        detail = str(rule.get("message") or f"failed rule: {text}")
+        expression = rule.get("messageExpression")
+        worded = _message(str(expression), activation) if expression else None
+        detail = worded or str(rule.get("message") or f"failed rule: {text}")
         where = path + str(rule.get("fieldPath") or "")
         reason = str(rule.get("reason") or "FieldValueInvalid")
         label = _REASON_TEXT.get(reason, "Invalid value")
