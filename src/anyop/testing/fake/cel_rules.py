@@ -132,9 +132,17 @@ def _message(expression: str, activation: Mapping[str, Any]) -> str | None:
 
 
 def rule_causes(
-    value: Any, schema: Mapping[str, Any], path: str, *, old: Any = _UNSET
+    value: Any,
+    schema: Mapping[str, Any],
+    path: str,
+    *,
+    old: Any = _UNSET,
+    ratchet: bool = False,
+    warned: list[str] | None = None,
 ) -> Iterator[tuple[str, Cause]]:
-    """The causes of the rules of ``schema`` that ``value`` breaks."""
+    """The causes of the rules of ``schema`` that ``value`` breaks. ``ratchet``: the value is
+    as it was (see :mod:`~anyop.testing.fake.ratcheting`): a broken rule that does not use
+    ``oldSelf`` is a warning (``<path>: <message>``, added to ``warned``), not a cause."""
     for rule in schema.get(RULES) or ():
         text = str(rule.get("rule", ""))
         if "oldSelf" in text and old is _UNSET and not rule.get("optionalOldSelf"):
@@ -159,6 +167,10 @@ def rule_causes(
         if reason == "FieldValueInvalid" and not isinstance(value, (Mapping, list)):
             printed = go_quoted(value) if isinstance(value, str) else json.dumps(value)
             shown = f"{label}: {printed}: {detail}"
+        if ratchet and "oldSelf" not in text:
+            if warned is not None:
+                warned.append(f"{where or '<nil>'}: {shown}")
+            continue
         yield (where or "<nil>"), {"reason": reason, "message": shown}
 
 

@@ -61,6 +61,7 @@ def _custom_checks(
     subresource: str | None = None,
     prior: list[tuple[str, Cause]],
     applied: bool = False,
+    warned: list[str] | None = None,
 ) -> Body:
     """Default and prune a custom resource by its schema and refuse it on schema errors (and
     broken validation rules; transition rules against ``old``, the stored object); its numbers
@@ -70,7 +71,7 @@ def _custom_checks(
     the errors of its metadata, which come first; ``applied``: a server-side apply's result,
     whose nulls are kept (and refused where the schema has no default nor ``nullable``)."""
     pruned = prune(default(body, kind.schema), kind.schema, nulls=applied)
-    causes = violations(pruned, kind.schema, old, scale=kind.scale, prior=prior)
+    causes = violations(pruned, kind.schema, old, scale=kind.scale, prior=prior, warned=warned)
     if subresource == "status":
         causes = [_within_status(field, cause) for field, cause in causes]
     if causes:
@@ -187,9 +188,11 @@ def prepare_update(
     *,
     subresource: str | None,
     applied: bool = False,
+    warned: list[str] | None = None,
 ) -> Body:
     """The object to store for an update of ``old`` to ``new`` (a PUT body or a patch result,
     decoded: the result takes its parts, so give a copy of one that must stay as it is).
+    ``warned``: where the warnings of a custom resource's ratcheted rules go.
 
     The main resource keeps the old ``status`` when ``/status`` is a subresource; the
     ``/status`` subresource keeps everything but ``status``. System metadata stays as it was;
@@ -220,9 +223,8 @@ def prepare_update(
     name = str(old_meta.get("name", ""))
     if kind.custom:  # (a built-in object's: update_causes)
         causes = object_meta_causes(metadata, custom=True, updating=added_finalizers(old, obj))
-        obj = _custom_checks(
-            kind, obj, name, old, subresource=subresource, prior=causes, applied=applied
-        )
+        obj = _custom_checks(kind, obj, name, old, subresource=subresource, prior=causes,
+                             applied=applied, warned=warned)  # fmt: skip
     count_generation(kind, old, obj)
     if kind.plural == "namespaces" and not kind.group:
         # Only /finalize changes a namespace's spec.finalizers (and all else but its status).

@@ -16,6 +16,7 @@ from typing import Any
 from anyop.testing.fake.cel_rules import RULES, rule_causes, unset
 from anyop.testing.fake.go_json import go_printed, go_quoted, go_value_type
 from anyop.testing.fake.json_copy import json_copy
+from anyop.testing.fake.ratcheting import correlated_items, unchanged
 from anyop.testing.fake.statuses import Cause
 
 __all__ = ["default", "fill_defaults", "prune", "violations"]
@@ -23,6 +24,7 @@ __all__ = ["default", "fill_defaults", "prune", "violations"]
 _PRESERVE = "x-kubernetes-preserve-unknown-fields"
 _INT_OR_STRING = "x-kubernetes-int-or-string"
 _ROOT_KEPT = ("apiVersion", "kind", "metadata")
+_NONE = unset()  # no old value (a create's, a field or item the update adds)
 
 
 def prune(
@@ -115,12 +117,16 @@ def violations(
     *,
     scale: Mapping[str, Any] | None = None,
     prior: Sequence[tuple[str, Cause]] = (),
+    warned: list[str] | None = None,
 ) -> list[tuple[str, Cause]]:
     """The schema errors of a (pruned) custom resource: ``(field path, cause)`` pairs.
 
     ``old`` is the stored object of an update: the ``x-kubernetes-validations`` rules that use
-    ``oldSelf`` (transition rules) are checked against it. ``scale`` is the CRD's ``scale``
-    subresource: its replicas must be integers from 0 to 2^31-1. ``prior``: the errors found
+    ``oldSelf`` (transition rules) are checked against it, and what the update leaves as it was
+    is ratcheted (see :mod:`~anyop.testing.fake.ratcheting`; the rules broken there add their
+    warnings to ``warned``); a list's duplicates count only if the old object has none.
+    ``scale`` is the CRD's ``scale`` subresource: its replicas must be integers from 0 to
+    2^31-1. ``prior``: the errors found
     before (the metadata's), which come first and stop the rules too where they would.
     """
     if schema is None:
@@ -132,6 +138,8 @@ def violations(
     checked = list(_check(rest, schema, "", before, rules=False))
     # The list types' duplicates are found by a later pass than the schema's and the scale's.
     duplicates = [item for item in checked if item[1]["reason"] == "FieldValueDuplicate"]
+    if duplicates and old is not None and _has_duplicates(before, schema):
+        duplicates = []  # kube-apiserver checks the list types of an update only then
     causes = [*prior, *(item for item in checked if item[1]["reason"] != "FieldValueDuplicate")]
     causes += _scale_causes(body, scale) + duplicates
     if not _has_rules(schema):
@@ -139,7 +147,12 @@ def violations(
     if any(cause["reason"] in _BLOCKING for _, cause in causes):
         # The API server does not evaluate the rules of an object with such errors.
         return [*causes, ("<nil>", {"reason": "FieldValueInvalid", "message": _UNCHECKED})]
-    return causes + list(_check(rest, schema, "", before, rules=True))
+    return causes + list(_check(rest, schema, "", before, rules=True, warned=warned))
+
+
+def _has_duplicates(old: Any, schema: Mapping[str, Any]) -> bool:
+    found = _check(old, schema, "", unset(), rules=False)
+    return any(cause["reason"] == "FieldValueDuplicate" for _, cause in found)
 
 
 def _scale_causes(
@@ -213,16 +226,29 @@ def _invalid(path: str, value: Any, detail: str) -> tuple[str, Cause]:
 
 
 def _check(
-    value: Any, schema: Mapping[str, Any], path: str, old: Any, *, rules: bool
+    value: Any,
+    schema: Mapping[str, Any],
+    path: str,
+    old: Any,
+    *,
+    rules: bool,
+    ratchet: bool = False,
+    warned: list[str] | None = None,
 ) -> Iterator[tuple[str, Cause]]:
     """The causes of ``value`` at ``path``: of the schema's keywords, or (``rules``) of its
-    ``x-kubernetes-validations``."""
+    ``x-kubernetes-validations``. ``old``: the value correlated with it (an update's), whose
+    equal value keeps no schema error, and its rules only warn (``ratchet``, also of a node
+    that nothing correlates under such an ancestor)."""
     wanted = schema.get("type")
     if value is None and schema.get("nullable"):
         return
+    correlated = bool(path) and old is not _NONE  # (the root is never equal: its metadata)
     if rules:
-        yield from _check_rules(value, schema, path, old)
+        ratchet = unchanged(value, old, schema) if correlated else ratchet
+        yield from _check_rules(value, schema, path, old, ratchet, warned)
         return
+    if correlated and unchanged(value, old, schema):
+        return  # ratcheted
     if schema.get(_INT_OR_STRING):
         if not isinstance(value, (int, str)) or isinstance(value, bool):
             got = _type_name(value)
@@ -275,23 +301,37 @@ def _list_passes(value: Any, schema: Mapping[str, Any]) -> bool:
 
 
 def _check_rules(
-    value: Any, schema: Mapping[str, Any], path: str, old: Any
+    value: Any,
+    schema: Mapping[str, Any],
+    path: str,
+    old: Any,
+    ratchet: bool,
+    warned: list[str] | None,
 ) -> Iterator[tuple[str, Cause]]:
-    yield from _children(value, schema, path, old, rules=True)
-    if schema.get(RULES):
-        yield from rule_causes(value, schema, path, old=old)
+    if schema.get(RULES):  # the node's rules, then its children's
+        yield from rule_causes(value, schema, path, old=old, ratchet=ratchet, warned=warned)
+    yield from _children(value, schema, path, old, rules=True, ratchet=ratchet, warned=warned)
 
 
 def _children(
-    value: Any, schema: Mapping[str, Any], path: str, old: Any, *, rules: bool
+    value: Any,
+    schema: Mapping[str, Any],
+    path: str,
+    old: Any,
+    *,
+    rules: bool,
+    ratchet: bool = False,
+    warned: list[str] | None = None,
 ) -> Iterator[tuple[str, Cause]]:
     if isinstance(value, Mapping):
-        yield from _check_object(value, schema, path, old, rules=rules)
+        yield from _check_object(value, schema, path, old, rules=rules, ratchet=ratchet,
+                                 warned=warned)  # fmt: skip
     elif isinstance(value, list) and isinstance(schema.get("items"), Mapping):
-        olds = old if isinstance(old, list) and len(old) == len(value) else None
+        olds = correlated_items(value, old, schema)  # a map-list's items, by their keys
         for index, item in enumerate(value):
-            inner = olds[index] if olds is not None else unset()
-            yield from _check(item, schema["items"], f"{path}[{index}]", inner, rules=rules)
+            inner = _NONE if olds is None or olds[index] is None else olds[index]
+            yield from _check(item, schema["items"], f"{path}[{index}]", inner, rules=rules,
+                              ratchet=ratchet, warned=warned)  # fmt: skip
 
 
 def _keywords(value: Any, schema: Mapping[str, Any], path: str) -> Iterator[tuple[str, Cause]]:
@@ -441,7 +481,14 @@ def _real_time(value: str) -> bool:
 
 
 def _check_object(
-    value: Mapping[str, Any], schema: Mapping[str, Any], path: str, old: Any, *, rules: bool
+    value: Mapping[str, Any],
+    schema: Mapping[str, Any],
+    path: str,
+    old: Any,
+    *,
+    rules: bool,
+    ratchet: bool,
+    warned: list[str] | None,
 ) -> Iterator[tuple[str, Cause]]:
     prefix = f"{path}." if path else ""
     for name in () if rules else schema.get("required") or ():
@@ -454,8 +501,9 @@ def _check_object(
         if sub is None and isinstance(additional, Mapping):
             sub = additional
         if sub is not None:
-            before = old.get(key, unset()) if isinstance(old, Mapping) else unset()
-            yield from _check(item, sub, f"{prefix}{key}", before, rules=rules)
+            before = old.get(key, _NONE) if isinstance(old, Mapping) else _NONE
+            yield from _check(item, sub, f"{prefix}{key}", before, rules=rules, ratchet=ratchet,
+                              warned=warned)  # fmt: skip
 
 
 def default(body: Mapping[str, Any], schema: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -341,7 +341,8 @@ def update(
     """
     request = decoded(kind, new, stored=stored)
     _record(store, field_warnings)
-    obj = prepare_update(kind, stored, request, subresource=subresource, applied=applied)
+    obj = prepare_update(kind, stored, request, subresource=subresource, applied=applied,
+                         warned=store.warnings)  # fmt: skip
     retyped = False  # a custom resource's 2.0 where it stored 2: a change to Go's comparison
     if kind.custom:
         stored_form = unstructured_numbers(obj)
