@@ -37,11 +37,13 @@ GROUP_VERSIONS = (
     "apis/admissionregistration.k8s.io/v1",
     "apis/authentication.k8s.io/v1",
     "apis/authorization.k8s.io/v1",
+    "apis/certificates.k8s.io/v1",
     "apis/policy/v1",
     "apis/networking.k8s.io/v1",
     "apis/discovery.k8s.io/v1",
     "apis/scheduling.k8s.io/v1",
     "apis/autoscaling/v1",
+    "apis/autoscaling/v2",
     "apis/storage.k8s.io/v1",
     "apis/node.k8s.io/v1",
 )

@@ -1,9 +1,9 @@
 """Conformance: HorizontalPodAutoscalers defaulted and checked as kube-apiserver does it (their
 replicas, the reference to what they scale, their CPU target), created and updated.
 
-The fake serves HorizontalPodAutoscalers as ``autoscaling/v1`` only (the version its catalog
-holds), so the scenarios are of that version; its CPU target is the internal metric whose
-path (``spec.metrics[0]...``) the errors name."""
+The scenarios are of ``autoscaling/v1`` (``test_autoscaling_v2`` has ``autoscaling/v2``'s and
+those across versions); its CPU target is the internal metric whose path
+(``spec.metrics[0]...``) the errors name."""
 
 from __future__ import annotations
 

@@ -51,6 +51,7 @@ class Admission:
         old: The stored object (``None`` for a create).
         namespace_labels: The labels of the object's namespace.
         dry_run: The request is a server-side dry run (``dryRun=All``).
+        options: The request's options (``CreateOptions``, ...), as the webhooks get them.
     """
 
     operation: str
@@ -62,6 +63,7 @@ class Admission:
     old: Body | None
     namespace_labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
     dry_run: bool = False
+    options: Mapping[str, Any] | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -171,16 +173,18 @@ def review_of(admission: Admission, uid: str) -> Body:
         "resource": resource,
         "requestKind": group_version_kind,
         "requestResource": resource,
-        "name": admission.name,
         "operation": admission.operation,
         "userInfo": USER,
         "object": admission.obj,
         "oldObject": admission.old,
         "dryRun": admission.dry_run,
-        "options": {"kind": _OPTIONS[admission.operation], "apiVersion": "meta.k8s.io/v1"},
+        "options": admission.options
+        or {"kind": _OPTIONS[admission.operation], "apiVersion": "meta.k8s.io/v1"},
     }
+    if admission.name:  # (a create's with ``generateName``: none yet for the mutating ones)
+        request["name"] = admission.name
     if admission.subresource:
-        request["subResource"] = admission.subresource
+        request["subResource"] = request["requestSubResource"] = admission.subresource
     if admission.namespace is not None:
         request["namespace"] = admission.namespace
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}

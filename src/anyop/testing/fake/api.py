@@ -11,7 +11,9 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from anyop.testing.fake import deletions, served_discovery, served_openapi, writes
+from anyop.testing.fake import deletions, reviews, served_discovery, served_openapi, writes
+from anyop.testing.fake.body_kinds import checked_body_kind
+from anyop.testing.fake.crd_versions import custom_deprecation
 from anyop.testing.fake.field_labels import field_labels
 from anyop.testing.fake.field_validation import (
     checked_fields,
@@ -32,12 +34,13 @@ from anyop.testing.fake.request_options import (
     flag,
     integer,
 )
-from anyop.testing.fake.routes import DiscoveryRoute, Route, parse_path
+from anyop.testing.fake.routes import DiscoveryRoute, Route, parse_path, watch_path
 from anyop.testing.fake.scales import rescale, scale_of
 from anyop.testing.fake.server_side_apply import apply
 from anyop.testing.fake.shard_selectors import parse_shard_selector
 from anyop.testing.fake.statuses import (
     StatusError,
+    bad_request,
     no_such_resource,
     not_found,
     status_body,
@@ -101,9 +104,22 @@ class ApiResponse:
         UTF-8, as Go writes a warning that names a field in another script)."""
         content, kind = self.content()
         head = [(b"content-type", kind.encode())]
-        head += [(key.encode(), value.encode()) for key, value in self.headers.items()]
+        for key, value in self.headers.items():
+            if key == "Warning":  # a header line each, as Go writes them
+                head += [(b"warning", part.encode()) for part in _warnings(value)]
+            else:
+                head.append((key.encode(), value.encode()))
         head.append((b"content-length", b"%d" % len(content)))
         return content, head
+
+
+def _warnings(header: str) -> list[str]:
+    """The warnings a ``Warning`` header joins (``299 - "text", 299 - "more"``): each text is
+    quoted, its own quotes escaped, so ``", 299 - "`` is only ever between two."""
+    parts = header.split('", 299 - "')
+    last = len(parts) - 1
+    return [("" if i == 0 else '299 - "') + part + ("" if i == last else '"')
+            for i, part in enumerate(parts)]  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -162,6 +178,8 @@ _HEALTH = ("/healthz", "/livez", "/readyz")
 
 
 def _dispatch(store: Store, request: ApiRequest, address: str) -> ApiResponse | WatchPlan:
+    if request.method == "GET" and (legacy := watch_path(request.path)) is not None:
+        request = _watch_of(request, *legacy)
     if request.path.startswith("/openapi/") and request.method == "GET":
         crds = store.objects[(CRD_KIND.group, CRD_KIND.plural)]
         found = served_openapi.answer(
@@ -189,13 +207,16 @@ def _dispatch(store: Store, request: ApiRequest, address: str) -> ApiResponse | 
     kind = store.kind(route.group, route.version, route.plural)
     if kind is None:
         return _no_route(store.custom_group(route.group, route.version))
+    if reviews.handles(kind, route):  # create-only reviews; a ServiceAccount's token
+        method, media, body = request.method, request.content_type, request.body
+        return ApiResponse(*reviews.answer(store, kind, route, method, media, body))
     if _out_of_scope(kind, route, request.method):
         return _no_route(kind.custom)
     if route.subresource is not None and not _has_subresource(kind, route.subresource):
         if not kind.custom and route.subresource not in kind.subresources:
             raise no_such_resource()
         raise not_found(kind.plural, kind.group, route.name or "")
-    if (deprecated := deprecation_warning(kind)) is not None:
+    if (deprecated := deprecation_warning(kind) or custom_deprecation(store, kind)) is not None:
         _warn(store, [deprecated])  # by the resource's handlers, before anything else
     namespace = route.namespace if kind.namespaced else None
     if route.name is None:
@@ -238,6 +259,8 @@ def _has_subresource(kind: Kind, subresource: str) -> bool:
         return kind == NAMESPACE_KIND
     if subresource == "scale":
         return kind.scale is not None
+    if subresource == "approval":
+        return (kind.group, kind.plural) == ("certificates.k8s.io", "certificatesigningrequests")
     return subresource == "status" and kind.status
 
 
@@ -276,6 +299,8 @@ def _collection(
         case "POST":
             warnings, read = _field_warnings(kind, request)
             body = _body(kind, request) if read is None else read
+            if isinstance(body, Mapping):  # (else refused as no object)
+                checked_body_kind(kind, body, request.body)
             created = writes.create(store, kind, body, namespace=namespace, manager=request.manager,
                                     field_warnings=warnings)  # fmt: skip
             return ApiResponse(201, created)
@@ -284,11 +309,12 @@ def _collection(
             if policy := request.query.get("propagationPolicy"):
                 options["propagationPolicy"] = policy
             checked_delete(options, request.query)
+            options.setdefault("gracePeriodSeconds", integer(request.query, "gracePeriodSeconds"))
             query = _list_query(kind, namespace, request.query)
             return ApiResponse(
                 200, deletions.delete_collection(store, kind, query, options=options)
             )
-    return _not_allowed()
+    return _not_allowed(kind, request.method, named=False)
 
 
 def _member(store: Store, ref: Ref, request: ApiRequest, *, route: Route) -> ApiResponse:
@@ -303,10 +329,13 @@ def _member(store: Store, ref: Ref, request: ApiRequest, *, route: Route) -> Api
             return ApiResponse(200, view.render(store.get(ref.kind, ref.namespace, ref.name)))
         case "PUT":
             warnings, read = _field_warnings(ref.kind, request)
+            body = _body(ref.kind, request) if read is None else read
+            if isinstance(body, Mapping):  # (else refused as no object)
+                checked_body_kind(ref.kind, body, request.body)
             code, replaced = writes.replace(
                 store,
                 ref,
-                _body(ref.kind, request) if read is None else read,
+                body,
                 subresource=route.subresource,
                 manager=request.manager,
                 field_warnings=warnings,
@@ -336,8 +365,9 @@ def _member(store: Store, ref: Ref, request: ApiRequest, *, route: Route) -> Api
             if policy := request.query.get("propagationPolicy"):
                 options["propagationPolicy"] = policy
             checked_delete(options, request.query)
+            options.setdefault("gracePeriodSeconds", integer(request.query, "gracePeriodSeconds"))
             return ApiResponse(200, deletions.delete(store, ref, options))
-    return _not_allowed()
+    return _not_allowed(ref.kind, request.method)
 
 
 def _scale(store: Store, ref: Ref, request: ApiRequest) -> ApiResponse:
@@ -350,7 +380,7 @@ def _scale(store: Store, ref: Ref, request: ApiRequest) -> ApiResponse:
             scaled = rescale(store, ref, content_type=content_type, document=document,
                              manager=request.manager)  # fmt: skip
             return ApiResponse(200, scaled)
-    return _not_allowed()
+    return _not_allowed(ref.kind, request.method)
 
 
 def _view(store: Store, kind: Kind, request: ApiRequest, **read: bool) -> ReadView:
@@ -358,9 +388,39 @@ def _view(store: Store, kind: Kind, request: ApiRequest, **read: bool) -> ReadVi
     return view_of(store, kind, accept=request.accept, query=request.query, **read)
 
 
-def _not_allowed() -> ApiResponse:
-    message = "the server does not allow this method on the requested resource"
-    return ApiResponse(405, status_body(405, "MethodNotAllowed", message, details={}))
+def _watch_of(request: ApiRequest, path: str, name: str | None) -> ApiRequest:
+    """A deprecated watch path's request as a watch of the collection (of one object by a
+    ``metadata.name`` field selector, which a given one must be).
+
+    Raises:
+        StatusError: 400, the field selector selects another name.
+    """
+    query = {**request.query, "watch": "true"}
+    if name is not None:
+        given = query.get("fieldSelector", "")
+        if given and given.replace(" ", "") not in (f"metadata.name={name}",
+                                                    f"metadata.name=={name}"):  # fmt: skip
+            raise bad_request("fieldSelector metadata.name doesn't match requested name")
+        query["fieldSelector"] = f"metadata.name={name}"
+    return dataclasses.replace(request, path=path, query=query)
+
+
+_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete", "GET": "get"}
+
+
+def _not_allowed(kind: Kind | None = None, method: str = "", *, named: bool = True) -> ApiResponse:
+    """405. The CRD handler names the verb and the resource (``NewMethodNotSupported``)."""
+    verb = _VERBS.get(method)
+    if kind is None or not kind.custom or verb is None:
+        message = "the server does not allow this method on the requested resource"
+        return ApiResponse(405, status_body(405, "MethodNotAllowed", message, details={}))
+    if not named and verb in ("update", "patch"):  # the CRD handler's update and patch
+        raise bad_request("name must be provided")
+    if not named:
+        verb = {"delete": "deletecollection", "get": "list"}.get(verb, verb)
+    message = f'{verb} is not supported on resources of kind "{kind.plural}.{kind.group}"'
+    details = {"group": kind.group, "kind": kind.plural}
+    return ApiResponse(405, status_body(405, "MethodNotAllowed", message, details=details))
 
 
 def _body(kind: Kind, request: ApiRequest, *, options: bool = False) -> Any:
@@ -438,7 +498,7 @@ def _watch(store: Store, kind: Kind, query: ListQuery, *, params: Mapping[str, s
     options: dict[str, Any] = {
         "timeout": float(timeout) if timeout is not None and timeout >= 0 else None,
         "bookmarks": flag(params, "allowWatchBookmarks"),
-        "initial_end": initial,
+        "initial_end": initial and flag(params, "allowWatchBookmarks"),
     }
     try:
         start = store.watch_start(kind, query, initial=initial)

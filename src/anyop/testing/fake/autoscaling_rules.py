@@ -3,10 +3,10 @@ of ``ValidateHorizontalPodAutoscaler`` (and of its update, which checks the same
 messages and in its order.
 
 Pure. An ``autoscaling/v1`` object is judged as the API server judges it, through the internal
-form its conversion makes: its ``targetCPUUtilizationPercentage`` is the internal metric
-``spec.metrics[0]`` (a CPU ``Utilization`` target), which is the path its errors name. The
-``autoscaling.alpha.kubernetes.io/*`` annotations by which ``autoscaling/v1`` carries the
-metrics and behaviour of later versions are not read. The feature gates are those of
+form its conversion makes (:mod:`~anyop.testing.fake.autoscaling_conversion`): its
+``targetCPUUtilizationPercentage`` is the internal metric after those of its
+``autoscaling.alpha.kubernetes.io/metrics`` annotation (a CPU ``Utilization`` target), which is
+the path its errors name; its behaviour is its annotation's. The feature gates are those of
 kube-apiserver 1.36.3's defaults: ``HPAScaleToZero`` off (``minReplicas`` of at least 1),
 ``HPAConfigurableTolerance`` on.
 """
@@ -18,6 +18,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from anyop.testing.fake.autoscaling_conversion import hpa_to_v2
 from anyop.testing.fake.field_errors import forbidden, path_segment_errors, required_because
 from anyop.testing.fake.go_json import go_quoted
 from anyop.testing.fake.object_meta import label_key_errors
@@ -30,7 +31,6 @@ Cause = dict[str, str]
 Causes = Iterator[tuple[str, Cause]]
 
 _DEFAULT_CPU = 80
-_V1_METRICS = "autoscaling.alpha.kubernetes.io/metrics"
 _SOURCES = ("object", "external", "pods", "resource", "containerResource")
 """The metric sources in the order ``validateMetricSpec`` looks at them."""
 _SOURCE_TYPES = ("ContainerResource", "External", "Object", "Pods", "Resource")
@@ -71,19 +71,16 @@ def _rules(given: Any, defaults: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def hpa_defaults(obj: dict[str, Any]) -> None:
-    """Fill in, in place, the defaults an HPA gets when decoded: a ``minReplicas`` of 1;
-    ``autoscaling/v1``'s CPU target of 80% (which its conversion adds); ``autoscaling/v2``'s
-    (where its ``apiVersion`` says so: the fake serves ``autoscaling/v1``) CPU metric where
-    none is given and each scaling rule of a behaviour completed from the defaults."""
+    """Fill in, in place, the defaults an HPA gets when decoded: a ``minReplicas`` of 1; in
+    ``autoscaling/v2`` (where its ``apiVersion`` says so), a CPU metric where none is given and
+    each scaling rule of a behaviour completed from the defaults. (``autoscaling/v1``'s CPU
+    target of 80% is its conversion's: see :mod:`~anyop.testing.fake.autoscaling_conversion`.)"""
     spec = obj.setdefault("spec", {})
     if not isinstance(spec, dict):
         return
     if spec.get("minReplicas") is None:
         spec["minReplicas"] = 1
     if obj.get("apiVersion") != "autoscaling/v2":
-        annotations = (obj.get("metadata") or {}).get("annotations") or {}
-        if spec.get("targetCPUUtilizationPercentage") is None and _V1_METRICS not in annotations:
-            spec["targetCPUUtilizationPercentage"] = _DEFAULT_CPU
         return
     if not spec.get("metrics"):
         spec["metrics"] = [_cpu_metric(_DEFAULT_CPU)]
@@ -359,25 +356,39 @@ def _replicas(spec: Mapping[str, Any]) -> Causes:
         yield invalid("spec.maxReplicas", str(most), detail)
 
 
-def _internal_metrics(spec: Mapping[str, Any], version: str) -> list[Any]:
-    """The metrics of the internal form: ``autoscaling/v1``'s CPU target as a metric."""
-    if version != "v1":
-        return list(spec.get("metrics") or ())
-    utilization = spec.get("targetCPUUtilizationPercentage")
-    return [] if utilization is None else [_cpu_metric(utilization)]
+def _sent_empty_policies(obj: Mapping[str, Any], raw: Mapping[str, Any] | None) -> Any:
+    """The behaviour, with the policies of a rule sent as ``[]`` empty: the defaults complete
+    a rule's nil policies only (the decoded object tells neither from a list left out)."""
+    behavior = _mapping(obj.get("spec")).get("behavior")
+    sent = _mapping(_mapping(_mapping(raw).get("spec")).get("behavior"))
+    if not isinstance(behavior, Mapping):
+        return behavior
+    result = dict(behavior)
+    for rules in ("scaleUp", "scaleDown"):
+        given = _mapping(sent.get(rules)).get("policies")
+        if isinstance(given, list) and not given and isinstance(result.get(rules), Mapping):
+            result[rules] = {**result[rules], "policies": []}
+    return result
 
 
-def hpa_causes(obj: Mapping[str, Any], *, version: str) -> list[tuple[str, Cause]]:
+def hpa_causes(
+    obj: Mapping[str, Any], *, version: str, raw: Mapping[str, Any] | None = None
+) -> list[tuple[str, Cause]]:
     """The errors of a HorizontalPodAutoscaler of ``autoscaling/<version>`` (defaulted), beyond
     its metadata's, as a create and an update check it: its replicas, the reference to what it
-    scales, its metrics, its behaviour. (An update that keeps the reference's kind and API
-    version skips the API version's check; the stored one was checked when created.)"""
+    scales, its metrics, its behaviour, of the internal form (an ``autoscaling/v1`` object
+    converted: its metrics and behaviour from its annotations too). (An update that keeps the
+    reference's kind and API version skips the API version's check; the stored one was checked
+    when created.) ``raw``: the object as sent (where a rule's policies sent empty are not
+    left out)."""
+    if version == "v1":
+        obj = hpa_to_v2(obj)
     spec = _mapping(obj.get("spec"))
     ref = _mapping(spec.get("scaleTargetRef"))
     empty_group = ref.get("kind") == "ReplicationController"
     return [
         *_replicas(spec),
         *_reference(ref, "spec.scaleTargetRef", empty_group=empty_group),
-        *_metrics(_internal_metrics(spec, version), spec.get("minReplicas")),
-        *_behavior(spec.get("behavior") if version != "v1" else None),
+        *_metrics(list(spec.get("metrics") or ()), spec.get("minReplicas")),
+        *_behavior(spec.get("behavior") if version == "v1" else _sent_empty_policies(obj, raw)),
     ]

@@ -281,7 +281,18 @@ def _range(expression: str, bounds: tuple[int, int], names: Mapping[str, int]) -
 
 def schedule_error(schedule: str) -> str | None:
     """What Kubernetes' cron parser (robfig/cron, five fields and descriptors) says of a
-    schedule, if it refuses it."""
+    schedule, if it refuses it. A leading ``TZ=<zone> `` (or ``CRON_TZ=``) is its zone."""
+    if schedule.startswith(("TZ=", "CRON_TZ=")):
+        space, equals = schedule.find(" "), schedule.find("=")
+        if space < 0:  # Go's slice panics, recovered
+            return "invalid schedule format: runtime error: slice bounds out of range [:-1]"
+        zone = schedule[equals + 1 : space]
+        if zone not in ("", "UTC", "Local"):
+            try:
+                zoneinfo.ZoneInfo(zone)
+            except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+                return f"provided bad location {zone}: unknown time zone {zone}"
+        schedule = schedule[space:].strip()
     if schedule.startswith("@"):
         if schedule in _DESCRIPTORS or schedule.startswith("@every "):
             return None

@@ -16,6 +16,7 @@ import json
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from anyop.testing.fake import outside_rules as more
 from anyop.testing.fake.autoscaling_rules import hpa_causes, hpa_defaults
 from anyop.testing.fake.batch_rules import (
     cron_job_causes,
@@ -29,6 +30,8 @@ from anyop.testing.fake.cluster_rules import (
     cluster_causes,
     cluster_update_causes,
 )
+from anyop.testing.fake.crd_cel_limits import crd_rule_causes
+from anyop.testing.fake.crd_schema_checks import crd_schema_causes
 from anyop.testing.fake.csi_rules import capacity_changes
 from anyop.testing.fake.endpoints_rules import (
     endpoint_slice_causes,
@@ -43,6 +46,12 @@ from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.limit_range_rules import limit_range_causes, limit_range_defaults
 from anyop.testing.fake.object_meta import object_meta_causes
 from anyop.testing.fake.object_names import name_causes
+from anyop.testing.fake.pod_defaults import (
+    claim_template_defaults,
+    pod_defaults,
+    replication_controller_defaults,
+    template_defaults,
+)
 from anyop.testing.fake.pod_rules import (
     pod_update_causes,
     stateful_set_update_causes,
@@ -54,7 +63,6 @@ from anyop.testing.fake.policy_rules import (
     pdb_causes,
     role_causes,
 )
-from anyop.testing.fake.quantities import milli_rounded
 from anyop.testing.fake.rbac_rules import binding_causes, binding_update_causes
 from anyop.testing.fake.resource_quota_rules import (
     resource_quota_causes,
@@ -77,6 +85,7 @@ from anyop.testing.fake.webhook_config_rules import (
     webhook_configuration_causes,
     webhook_configuration_defaults,
 )
+from anyop.testing.fake.workload_rules import SELECTOR_FIXED, selector_update_causes
 
 __all__ = [
     "create_causes",
@@ -92,74 +101,7 @@ Causes = list[tuple[str, Cause]]
 # -- defaults -----------------------------------------------------------------------------------
 
 
-def _container(container: Any) -> None:
-    if not isinstance(container, dict):
-        return
-    if not container.get("imagePullPolicy"):
-        image = str(container.get("image") or "")
-        tag = "" if "@" in image else image.rpartition("/")[2].partition(":")[2]
-        # No image is no reference, hence no "latest" tag (Go's parser refuses it).
-        latest = bool(image) and tag in ("", "latest")
-        container["imagePullPolicy"] = "Always" if latest else "IfNotPresent"
-    container.setdefault("terminationMessagePath", "/dev/termination-log")
-    container.setdefault("terminationMessagePolicy", "File")
-    resources = container.setdefault("resources", {})
-    for bag in ("limits", "requests"):  # resource lists are rounded up to milli-units
-        if isinstance(resources, dict) and isinstance(resources.get(bag), dict):
-            resources[bag] = {name: milli_rounded(value) if isinstance(value, str) else value
-                              for name, value in resources[bag].items()}  # fmt: skip
-    for port in container.get("ports") or ():
-        if isinstance(port, dict):
-            port.setdefault("protocol", "TCP")
-    for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
-        _probe(container.get(probe))
-    for variable in container.get("env") or ():
-        field_ref = ((variable or {}).get("valueFrom") or {}).get("fieldRef")
-        if isinstance(field_ref, dict):
-            field_ref.setdefault("apiVersion", "v1")
-
-
-def _probe(probe: Any) -> None:
-    if not isinstance(probe, dict):
-        return
-    probe.setdefault("timeoutSeconds", 1)
-    probe.setdefault("periodSeconds", 10)
-    probe.setdefault("successThreshold", 1)
-    probe.setdefault("failureThreshold", 3)
-    http_get = probe.get("httpGet")
-    if isinstance(http_get, dict):
-        http_get.setdefault("path", "/")
-        http_get.setdefault("scheme", "HTTP")
-
-
-def _volume(volume: Any) -> None:
-    if not isinstance(volume, dict):
-        return
-    for source in ("configMap", "secret", "downwardAPI", "projected"):
-        if isinstance(volume.get(source), dict):
-            volume[source].setdefault("defaultMode", 420)
-
-
-def _pod_spec(spec: Any) -> None:
-    if not isinstance(spec, dict):
-        return
-    for key in ("containers", "initContainers", "ephemeralContainers"):
-        for container in spec.get(key) or ():
-            _container(container)
-    for volume in spec.get("volumes") or ():
-        _volume(volume)
-    spec.setdefault("restartPolicy", "Always")
-    spec.setdefault("terminationGracePeriodSeconds", 30)
-    spec.setdefault("dnsPolicy", "ClusterFirst")
-    spec.setdefault("securityContext", {})
-    spec.setdefault("schedulerName", "default-scheduler")
-
-
-def _template(spec: Mapping[str, Any]) -> None:
-    template = spec.get("template")
-    if isinstance(template, dict):
-        template.setdefault("metadata", {})
-        _pod_spec(template.setdefault("spec", {}))
+_template = template_defaults
 
 
 def _deployment(obj: Body) -> None:
@@ -191,6 +133,7 @@ def _stateful_set(obj: Body) -> None:
     spec.setdefault("replicas", 1)
     spec.setdefault("revisionHistoryLimit", 10)
     _template(spec)
+    claim_template_defaults(spec)
 
 
 def _daemon_set(obj: Body) -> None:
@@ -242,12 +185,6 @@ def _cron_job(obj: Body) -> None:
     job = (spec.get("jobTemplate") or {}).get("spec")
     if isinstance(job, dict):
         _template(job)
-
-
-def _pod(obj: Body) -> None:
-    spec = obj.setdefault("spec", {})
-    _pod_spec(spec)
-    spec.setdefault("enableServiceLinks", True)
 
 
 def _service(obj: Body) -> None:
@@ -317,19 +254,20 @@ _DEFAULTERS: Mapping[tuple[str, str], Callable[[Body], None]] = {
     ("", "PersistentVolumeClaim"): _claim,
     **CLUSTER_DEFAULTERS,
     **STORAGE_DEFAULTERS,
+    **more.OUTSIDE_DEFAULTERS,
     ("rbac.authorization.k8s.io", "RoleBinding"): _binding,
     ("rbac.authorization.k8s.io", "ClusterRoleBinding"): _binding,
     ("", "Event"): _null_times("firstTimestamp", "lastTimestamp", "eventTime"),
     ("events.k8s.io", "Event"): _null_times(
         "deprecatedFirstTimestamp", "deprecatedLastTimestamp", "eventTime"
     ),
-    ("", "Pod"): _pod,
+    ("", "Pod"): pod_defaults,
     ("", "LimitRange"): limit_range_defaults,
     ("", "Endpoints"): endpoints_defaults,
     ("discovery.k8s.io", "EndpointSlice"): endpoint_slice_defaults,
     ("", "Service"): _service,
     ("", "Secret"): _secret,
-    ("", "ReplicationController"): _replica_set,
+    ("", "ReplicationController"): replication_controller_defaults,
     ("", "PodTemplate"): lambda obj: _template(obj),
     ("apps", "Deployment"): _deployment,
     ("apps", "StatefulSet"): _stateful_set,
@@ -438,12 +376,14 @@ def create_causes(
         case ("admissionregistration.k8s.io", kind_name) if kind_name.endswith("Configuration"):
             return webhook_configuration_causes(obj)
         case ("autoscaling", "HorizontalPodAutoscaler"):
-            return hpa_causes(obj, version=kind.version)
+            return hpa_causes(obj, version=kind.version, raw=raw)
         case ("scheduling.k8s.io", "PriorityClass") | ("networking.k8s.io", "IngressClass"):
             return cluster_causes(kind.group, kind.kind, obj)
         case ("", "PersistentVolume" | "Namespace"):
             return cluster_causes(kind.group, kind.kind, obj)
-    return storage_causes(kind.group, kind.kind, obj) or []
+        case ("apiextensions.k8s.io", "CustomResourceDefinition"):
+            return crd_schema_causes(obj) or crd_rule_causes(obj)  # rules of valid schemas
+    return storage_causes(kind.group, kind.kind, obj) or more.outside_causes(kind, obj) or []
 
 
 def new_object_causes(
@@ -492,6 +432,8 @@ def update_causes(
             own = service_update_causes(old, new)
         case ("apps", "StatefulSet"):
             own = stateful_set_update_causes(old, new)
+        case ("apps", "DaemonSet"):  # (a Deployment's and a ReplicaSet's: after its spec's)
+            own = selector_update_causes(old, new)
         case ("", "PersistentVolumeClaim"):
             own = claim_update_causes(old, new, raw=raw)
         case ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding"):
@@ -500,8 +442,10 @@ def update_causes(
     # The kind's own checks judge what is not metadata: where that did not change, they judge
     # as they did when it was stored (it was checked then), and need not walk it again.
     same = all(old.get(key) == value for key, value in new.items() if key != "metadata")
-    if same and len(old) == len(new) and kind.kind != "Service":  # (a Service's stored object
-        # may be one its checks refuse: an ExternalName's lone cluster IP read as a list)
+    # (A Service's stored object may be one its checks refuse: an ExternalName's lone cluster IP
+    # read as a list. An ``autoscaling/v1`` HPA's spec is in its annotations too.)
+    again = kind.kind == "Service" or (kind.group, kind.version) == ("autoscaling", "v1")
+    if same and len(old) == len(new) and not again:
         own_create = []
     elif kind.kind == "Event" and kind.group in ("", "events.k8s.io"):
         own_create = event_causes(kind.group, new, old=old)
@@ -525,10 +469,17 @@ def update_causes(
         own, own_create = capacity_changes(old, new), create_causes(kind, new)  # metadata between
     elif (storage := storage_update_causes(kind.group, kind.kind, old, new, raw=raw)) is not None:
         own_create = storage  # as for the cluster kinds above
+    elif (other := more.outside_update_causes(kind, old, new, subresource=subresource)) is not None:
+        own_create = other
     elif kind.group == "rbac.authorization.k8s.io" and kind.kind.endswith("Binding"):
         own, own_create = [], [*create_causes(kind, new, raw=raw), *own]  # its roleRef's last
+    elif (kind.group, kind.kind) == ("apiextensions.k8s.io", "CustomResourceDefinition"):
+        own_create = crd_schema_causes(new, old)  # relaxed by what the stored one has
+        own_create = own_create or crd_rule_causes(new, old)  # a kept schema: not its costs
     else:
         own_create = create_causes(kind, new, raw=raw)
+    if (kind.group, kind.kind) in SELECTOR_FIXED - {("apps", "DaemonSet")}:
+        own_create = [*own_create, *selector_update_causes(old, new)]
     checks = _UPDATE_META_CHECKS.get((kind.group, kind.kind), "update+create")
     return object_meta_causes(metadata, custom=False, updating=list(added or ()), own_update=own,
                               kind_checks=checks, own_create=own_create,

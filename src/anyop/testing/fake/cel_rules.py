@@ -15,6 +15,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from anyop.testing.fake.cel_values import go_g
 from anyop.testing.fake.go_json import go_quoted
 from anyop.testing.fake.statuses import Cause
 
@@ -48,8 +49,11 @@ def _program(rule: str) -> Any:
             "FakeCluster evaluates x-kubernetes-validations with cel-python: "
             "install it (pip install 'anyop[test]' or pip install cel-python)"
         ) from None
-    environment = celpy.Environment()
-    return environment.program(environment.compile(rule))
+    from anyop.testing.fake.cel_comprehensions import Runner
+    from anyop.testing.fake.cel_library import FUNCTIONS, rewritten
+
+    environment = celpy.Environment(runner_class=Runner)
+    return environment.program(rewritten(environment.compile(rule)), functions=FUNCTIONS)
 
 
 _OPERATORS = ("lt", "le", "gt", "ge", "eq", "ne", "neg", "add", "radd", "sub", "rsub", "mul",
@@ -95,7 +99,9 @@ def _cel(value: Any, schema: Mapping[str, Any]) -> Any:
 
 
 def _activation(value: Any, old: Any, schema: Mapping[str, Any]) -> dict[str, Any]:
-    activation = {"self": _cel(value, schema)}
+    from anyop.testing.fake.cel_library import NAMESPACES
+
+    activation: dict[str, Any] = {**NAMESPACES, "self": _cel(value, schema)}
     if old is not _UNSET:
         activation["oldSelf"] = _cel(old, schema)
     return activation
@@ -166,6 +172,7 @@ def rule_causes(
         shown = f"{label}: {detail}"
         if reason == "FieldValueInvalid" and not isinstance(value, (Mapping, list)):
             printed = go_quoted(value) if isinstance(value, str) else json.dumps(value)
+            printed = go_g(value) if isinstance(value, float) else printed
             shown = f"{label}: {printed}: {detail}"
         if ratchet and "oldSelf" not in text:
             if warned is not None:

@@ -33,6 +33,7 @@ from anyop.kube.connection import ConnectionInfo
 from anyop.models.crds import crd_manifests
 from anyop.models.resources import CustomResource
 from anyop.testing.fake import go_yaml, writes
+from anyop.testing.fake.admission_points import AdmissionPoints
 from anyop.testing.fake.admission_rules import OPERATIONS
 from anyop.testing.fake.api import ApiRequest, ApiResponse, WatchPlan, handle, is_watch
 from anyop.testing.fake.controllers import run_controllers
@@ -44,6 +45,7 @@ from anyop.testing.fake.json_copy import json_copy
 from anyop.testing.fake.kind_warnings import warning_header
 from anyop.testing.fake.loopback_server import serve_loopback
 from anyop.testing.fake.loopback_tls import fake_authority, loopback_certificates
+from anyop.testing.fake.pod_termination import Kubelet
 from anyop.testing.fake.root_ca_publisher import publish_everywhere, root_ca_publisher
 from anyop.testing.fake.routing import routed
 from anyop.testing.fake.store import Store
@@ -81,8 +83,10 @@ class FakeCluster:
             Trio's ``MockClock``).
         controllers: Run the garbage collector, the namespace controller (see
             :mod:`anyop.testing.fake.controllers`) and the root CA publisher (every namespace's
-            ``kube-root-ca.crt``); without them, as a bare kube-apiserver, namespaces stay
-            Terminating and owner references are not acted upon.
+            ``kube-root-ca.crt``) and, as nodes' kubelets, end gracefully deleted Pods once
+            their grace period is over (see :mod:`anyop.testing.fake.pod_termination`);
+            without them, as a bare kube-apiserver, namespaces stay Terminating, owner
+            references are not acted upon and such Pods stay.
 
     Guarantees:
         Usable on Trio and asyncio from any task; every request is answered in the caller's own
@@ -129,7 +133,9 @@ class FakeCluster:
         self._loop: tuple[int, EventLoopToken] | None = None
         """The thread and event loop of the last request (see :meth:`_in_loop_thread`)."""
         self.store.listeners.append(self._traced)
-        if controllers:
+        self._kubelet = Kubelet() if controllers else None
+        if self._kubelet is not None:
+            self.store.controllers.append(self._kubelet)
             self.store.controllers.append(run_controllers)
             self.store.controllers.append(root_ca_publisher(_root_ca))
             publish_everywhere(self.store, _root_ca())
@@ -160,6 +166,8 @@ class FakeCluster:
             ConnectionDropped: A fault cuts the connection.
         """
         self._loop = (threading.get_ident(), anyio.lowlevel.current_token())
+        if self._kubelet is not None:  # the Pods whose grace period has ended go first
+            self._kubelet.reap(self.store)
         self.trace.request(request.method, request.path, query=request.query)
         watch = is_watch(request)
         fault = self.faults.decide(request.method, request.path, watch=watch) if faults else None
@@ -177,13 +185,13 @@ class FakeCluster:
         try:
             answer = outcome.answer or handle(self.store, request, address)
         finally:
-            self.store.substitute = None
+            self.store.admission = AdmissionPoints()
         if isinstance(answer, WatchPlan):
             self.trace.answer(200)
             return WatchStream(self.store, answer, self._rng)
         self.trace.answer(answer.status)
         webhooks = warning_header(outcome.warnings).get("Warning")  # quoted as the write's are
-        if webhooks:  # after the write's own (kube-apiserver's: around its strategy's)
+        if webhooks:  # after the write's own (the mutating webhooks' are among them)
             warnings = webhooks
             if answer.headers.get("Warning"):
                 warnings = f"{answer.headers['Warning']}, {warnings}"

@@ -12,6 +12,7 @@ from typing import Any
 
 from anyop.testing.fake import crd_deletion
 from anyop.testing.fake.kinds import CRD_KIND, Kind
+from anyop.testing.fake.pod_termination import grace_period, later, shortened
 from anyop.testing.fake.statuses import precondition_failed, success
 from anyop.testing.fake.store import ListQuery, Ref, Store, shown
 from anyop.testing.fake.writes import Body, served
@@ -33,20 +34,23 @@ def delete(store: Store, ref: Ref, options: Mapping[str, Any]) -> Body:
     stored = store.find(kind, ref.namespace, name)
     metadata = stored["metadata"]
     _check_preconditions(kind, stored, options.get("preconditions") or {})
+    finalizers = _collecting(kind, list(metadata.get("finalizers") or ()), options)
     if metadata.get("deletionTimestamp"):
-        return shown(kind, stored)
-    finalizers = list(metadata.get("finalizers") or ())
-    policy = options.get("propagationPolicy") or _ORPHANED_BY_DEFAULT.get((kind.group, kind.plural))
-    extra = {"Foreground": "foregroundDeletion", "Orphan": "orphan"}.get(str(policy))
-    if extra and extra not in finalizers:
-        finalizers.append(extra)
+        regraced = shortened(kind, stored, options, now=store.now())
+        if regraced is not None:
+            return _regraced(store, kind, stored, *regraced)
+        if finalizers == list(metadata.get("finalizers") or ()):
+            return shown(kind, stored)
+        changed = {**stored, "metadata": {**metadata, "finalizers": finalizers}}
+        return served(kind, store.commit(kind, "MODIFIED", changed, old=stored))
     if kind == CRD_KIND:
         mark = crd_deletion.marked(stored, finalizers, now=store.now())
         crd = store.commit(kind, "MODIFIED", mark, old=stored)
         crd_deletion.clean_up(store, crd)
         return served(kind, crd)
     is_namespace = kind.plural == "namespaces" and not kind.group
-    if not finalizers and not is_namespace:
+    grace = grace_period(kind, stored, options)  # a Pod's on a node: marked, kept till then
+    if not finalizers and not is_namespace and not grace:
         deleted = store.commit(kind, "DELETED", stored, old=stored)  # a dry run ends here
         if kind.plural == "pods" and not kind.group:
             # A Pod's deletion is graceful, with no grace for one on no node: the answer shows
@@ -59,7 +63,7 @@ def delete(store: Store, ref: Ref, options: Mapping[str, Any]) -> Body:
     # ``writes.create``) is done.
     store.unsettled.discard((kind.group, kind.plural, ref.namespace or "", name))
     if not is_namespace:
-        marked = _marked(stored, now=store.now(), finalizers=finalizers)
+        marked = _marked(stored, now=store.now(), finalizers=finalizers, grace=grace)
     else:
         marked = {**stored, "metadata": {**metadata, "deletionTimestamp": store.now()}}
         marked["status"] = {**stored.get("status", {}), "phase": "Terminating"}
@@ -71,15 +75,50 @@ _ORPHANED_BY_DEFAULT = {("batch", "jobs"): "Orphan", ("", "replicationcontroller
 (``DefaultGarbageCollectionPolicy``: batch/v1 Jobs and v1 ReplicationControllers)."""
 
 
-def _marked(stored: Body, *, now: str, finalizers: list[str]) -> Body:
-    """An object marked for deletion: its ``deletionTimestamp`` and grace period set, and its
-    ``generation`` (where kept) bumped, for controllers see the deletion as a change."""
-    metadata = {**stored["metadata"], "deletionTimestamp": now, "deletionGracePeriodSeconds": 0}
+def _collecting(kind: Kind, finalizers: list[str], options: Mapping[str, Any]) -> list[str]:
+    """The finalizers with those of the garbage collector as a deletion's options ask
+    (``deletionFinalizersForGarbageCollection``): ``orphan`` or ``foregroundDeletion`` by the
+    ``orphanDependents`` flag, else the propagation policy, else the finalizer there, else the
+    kind's default; the finalizers as they were if that changes none."""
+    policy, flag = options.get("propagationPolicy"), options.get("orphanDependents")
+    held = next((f for f in finalizers if f in ("orphan", "foregroundDeletion")), None)
+    if flag is not None:
+        orphan, foreground = bool(flag), False
+    elif policy in ("Orphan", "Background", "Foreground"):
+        orphan, foreground = policy == "Orphan", policy == "Foreground"
+    elif held is not None:
+        orphan, foreground = held == "orphan", held == "foregroundDeletion"
+    else:
+        orphan = _ORPHANED_BY_DEFAULT.get((kind.group, kind.plural)) == "Orphan"
+        foreground = False
+    kept = [f for f in finalizers if f not in ("orphan", "foregroundDeletion")]
+    kept += ["orphan"] * orphan + ["foregroundDeletion"] * foreground
+    return finalizers if set(kept) == set(finalizers) else kept
+
+
+def _marked(stored: Body, *, now: str, finalizers: list[str], grace: int = 0) -> Body:
+    """An object marked for deletion: its ``deletionTimestamp`` (the end of its grace period)
+    and grace period set, and its ``generation`` (where kept) bumped, for controllers see the
+    deletion as a change."""
+    metadata = {**stored["metadata"], "deletionTimestamp": later(now, grace),
+                "deletionGracePeriodSeconds": grace}  # fmt: skip
     if int(metadata.get("generation") or 0) > 0:
         metadata["generation"] = int(metadata["generation"]) + 1
     if finalizers:
         metadata["finalizers"] = finalizers
     return {**stored, "metadata": metadata}
+
+
+def _regraced(store: Store, kind: Kind, stored: Body, timestamp: str, grace: int) -> Body:
+    """A Pod in its grace period given a shorter one; with 0 and no finalizers, it goes."""
+    metadata = {**stored["metadata"], "deletionTimestamp": timestamp,
+                "deletionGracePeriodSeconds": grace}  # fmt: skip
+    marked = {**stored, "metadata": metadata}
+    if grace or metadata.get("finalizers"):
+        return served(kind, store.commit(kind, "MODIFIED", marked, old=stored))
+    deleted = store.commit(kind, "DELETED", stored, old=stored)  # (a dry run ends here)
+    moved = {"deletionTimestamp": timestamp, "deletionGracePeriodSeconds": 0}
+    return served(kind, {**deleted, "metadata": {**deleted["metadata"], **moved}})
 
 
 def _check_preconditions(kind: Kind, stored: Body, preconditions: Mapping[str, Any]) -> None:

@@ -147,8 +147,6 @@ _COMPUTED: Mapping[tuple[str, str, str], Getter] = {
     ("", "Event", "source"): _event_source,
     ("batch", "Job", "status.successful"): lambda body: _text(
         (body.get("status") or {}).get("succeeded") or 0),
-    ("events.k8s.io", "Event", "reportingComponent"): _path("reportingController"),
-    **{("events.k8s.io", "Event", f"involvedObject.{part}"): _path(f"regarding.{part}")
-       for part in _INVOLVED},
 }  # fmt: skip
-"""Fields a strategy computes otherwise than by the path of their name."""
+"""Fields a strategy computes otherwise than by the path of their name (events.k8s.io's
+Events are selected as stored: as core Events, by the names their labels convert to)."""

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from anyop.testing.fake.openapi_catalog import Resource, catalog
+from anyop.testing.fake.subresource_discovery import subresource_entries
 
 __all__ = [
     "BUILTIN_KINDS",
@@ -126,7 +127,8 @@ class Kind:
             entry["shortNames"] = list(self.short_names)
         if self.categories:
             entry["categories"] = list(self.categories)
-        entry["storageVersionHash"] = self.storage_hash
+        if self.verbs != ("create",):  # (reviews store nothing: no hash)
+            entry["storageVersionHash"] = self.storage_hash
         yield entry
         if self.status:
             yield {
@@ -146,6 +148,8 @@ class Kind:
                 "kind": "Scale",
                 "verbs": list(_STATUS_VERBS),
             }
+        if not self.custom:  # the others of a built-in resource (pods/log, .../approval...)
+            yield from subresource_entries(self.group, self.version, self.plural)
 
 
 def _cluster_verbs(kind: Kind) -> tuple[str, ...]:
@@ -193,6 +197,7 @@ MUTATING_KIND = Kind(
     "MutatingWebhookConfiguration",
     namespaced=False,
     generation=True,
+    categories=("api-extensions",),
 )
 VALIDATING_KIND = Kind(
     ADMISSION,
@@ -202,6 +207,7 @@ VALIDATING_KIND = Kind(
     "ValidatingWebhookConfiguration",
     namespaced=False,
     generation=True,
+    categories=("api-extensions",),
 )
 """Admission webhook configurations: the fake calls their webhooks."""
 
@@ -277,6 +283,11 @@ _EXTRAS: Mapping[tuple[str, str], Mapping[str, tuple[str, ...]]] = {
     ("storage.k8s.io", "storageclasses"): {"short_names": ("sc",)},
     ("storage.k8s.io", "volumeattributesclasses"): {"short_names": ("vac",)},
     ("autoscaling", "horizontalpodautoscalers"): {"short_names": ("hpa",), "categories": ("all",)},
+    ("networking.k8s.io", "ipaddresses"): {"short_names": ("ip",)},
+    ("certificates.k8s.io", "certificatesigningrequests"): {"short_names": ("csr",)},
+    **{(ADMISSION, plural): {"categories": ("api-extensions",)} for plural in (
+        "mutatingadmissionpolicies", "mutatingadmissionpolicybindings",
+        "validatingadmissionpolicies", "validatingadmissionpolicybindings")},
 }  # fmt: skip
 """What discovery shows of a kind beyond its API paths: short names and categories."""
 
@@ -288,6 +299,12 @@ _BUILTIN_SCALE = {
 """Where the ``scale`` subresource of workloads (Deployments, ReplicaSets, StatefulSets,
 ReplicationControllers) reads and writes: its selector is the spec's, as a string."""
 
+_STORAGE_VERSIONS = {("autoscaling", "horizontalpodautoscalers"): "v2"}
+"""Built-in resources served in several versions: the one stored (kube-apiserver 1.36)."""
+
+_REVIEW_GROUPS = ("authentication.k8s.io", "authorization.k8s.io")
+"""Groups of create-only resources that store nothing (reviews: :mod:`.reviews` answers them)."""
+
 _VIRTUAL = {("", "componentstatuses")}
 """Resources the API server computes instead of storing: not served."""
 
@@ -295,6 +312,11 @@ _FIXED = {
     (kind.group, kind.plural): kind
     for kind in (NAMESPACE_KIND, CRD_KIND, MUTATING_KIND, VALIDATING_KIND)
 }
+
+
+def _storage_version(key: tuple[str, str], version: str) -> str:
+    stored = _STORAGE_VERSIONS.get(key, version)
+    return "" if stored == version else stored
 
 
 def _builtin(resource: Resource) -> Kind:
@@ -316,6 +338,7 @@ def _builtin(resource: Resource) -> Kind:
         subresources=tuple(resource.subresources),
         verbs=resource.verbs,
         scale=_BUILTIN_SCALE if "scale" in resource.subresources else None,
+        storage_version=_storage_version(key, resource.version),
     )
 
 
@@ -323,7 +346,8 @@ def _builtin_kinds() -> tuple[Kind, ...]:
     return tuple(
         _builtin(resource)
         for resource in catalog().resources
-        if "get" in resource.verbs and (resource.group, resource.plural) not in _VIRTUAL
+        if ("get" in resource.verbs or resource.group in _REVIEW_GROUPS)
+        and (resource.group, resource.plural) not in _VIRTUAL
     )
 
 

@@ -8,9 +8,11 @@ the other managers lose.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from anyop.testing.fake.event_conversion import own_group_entries, zero_times
 from anyop.testing.fake.field_ownership import (
     Path,
     Shape,
@@ -25,6 +27,7 @@ from anyop.testing.fake.typed_decoding import decode
 
 __all__ = [
     "MISSING",
+    "changed_by_version",
     "entries_of",
     "in_order",
     "new_entry",
@@ -37,6 +40,8 @@ __all__ = [
 ]
 
 Body = dict[str, Any]
+Converter = Callable[[Mapping[str, Any], str], Mapping[str, Any]]
+"""An object to another API version of its kind (``group/version``)."""
 MISSING = object()
 """A path's value where the path is not there."""
 
@@ -75,7 +80,8 @@ def zero_object(kind: Kind) -> Body:
     key = (kind.group, kind.version, kind.kind)
     found = _ZEROS.get(key)
     if found is None:
-        found = _ZEROS[key] = {"metadata": {}, **decode(*key, {})}
+        found = _ZEROS[key] = {"metadata": {}, **decode(*key, {}),
+                               **zero_times(kind.group, kind.kind)}  # fmt: skip
     return found
 
 
@@ -144,6 +150,30 @@ def rebuilt(
     return kept
 
 
+def changed_by_version(
+    kind: Kind,
+    entries: list[Body],
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    *,
+    status: str,
+    convert: Converter | None,
+    taken: bool = False,
+) -> dict[str, set[Path]]:
+    """For each API version of the entries but the write's own, what comparing ``old`` and
+    ``new`` converted to it finds changed (``taken``: changed or added), as structured merge
+    compares the objects for the managers of each version; none where the kind's versions are
+    not converted (their paths are the same)."""
+    found = {}
+    for version in {str(e.get("apiVersion") or "") for e in entries} - {kind.api_version, ""}:
+        if convert is not None:
+            group, _, plain = version.rpartition("/")  # (Events: of either group)
+            other = dataclasses.replace(kind, group=group, version=plain)
+            before, after = convert(old, version), convert(new, version)
+            found[version] = changes(before, after, shape_of(other), status=status)[int(taken)]
+    return found
+
+
 def owners_after_update(
     kind: Kind,
     old: Mapping[str, Any] | None,
@@ -152,10 +182,15 @@ def owners_after_update(
     manager: str,
     subresource: str | None,
     now: str,
+    convert: Converter | None = None,
 ) -> list[Body]:
     """The ``managedFields`` after a create or an update by ``manager``: it owns the fields it
     changed (all of a new object's), which the other managers lose; removed fields go. An
-    update of an object without ``managedFields`` leaves it without, as kube-apiserver does."""
+    update of an object without ``managedFields`` leaves it without, as kube-apiserver does.
+
+    ``convert`` (for a kind whose versions are converted, not only relabelled) gives ``old``
+    and ``new`` in another API version: a manager of another version loses the fields that
+    comparing them in its version finds changed."""
     shape = shape_of(kind)
     mode = status_mode(kind, subresource)
     if old is None:  # a create: the manager owns every field, in one entry
@@ -168,9 +203,12 @@ def owners_after_update(
     entries = entries_of(old)
     if not entries:  # an object no one owns a field of stays so until an apply (see apply)
         return []
+    entries = own_group_entries(kind.group, entries)  # (an Event's of the other API: gone)
     changed, taken = changes(old, new, shape, status=mode)
+    by_version = changed_by_version(kind, entries, old, new, status=mode, convert=convert)
     sets = [from_fields_v1(entry.get("fieldsV1")) for entry in entries]
-    owned = [fields - changed for fields in sets]
+    owned = [fields - by_version.get(str(entry.get("apiVersion")), changed)
+             for entry, fields in zip(entries, sets, strict=True)]  # fmt: skip
     mine = next(
         (i for i, e in enumerate(entries) if same_owner(e, manager, "Update", subresource)), None
     )

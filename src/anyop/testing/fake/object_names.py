@@ -47,6 +47,7 @@ _SEGMENT_NAMED = {
     ("rbac.authorization.k8s.io", plural)
     for plural in ("roles", "clusterroles", "rolebindings", "clusterrolebindings")
 } | {("policy", "poddisruptionbudgets")}  # (its validation checks no metadata)
+_SEGMENT_NAMED.add(("certificates.k8s.io", "certificatesigningrequests"))  # any name (Go's)
 _RULES: dict[tuple[str, str], Callable[[str, bool], list[str]]] = {
     ("", "namespaces"): _masked(dns_label_errors),
     ("apps", "statefulsets"): _masked(dns_label_errors),

@@ -6,6 +6,7 @@ Pure. :func:`prepare_create` and :func:`prepare_update` return the object to sto
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Mapping
 from typing import Any
@@ -16,8 +17,10 @@ from anyop.testing.fake.object_meta import (
     object_meta_causes,
 )
 from anyop.testing.fake.object_names import name_causes
+from anyop.testing.fake.outside_rules import strategy_prepared
 from anyop.testing.fake.schemas import default, prune, violations
 from anyop.testing.fake.service_rules import kept_allocations
+from anyop.testing.fake.service_types import type_dependent_dropped
 from anyop.testing.fake.statuses import Cause, invalid
 from anyop.testing.fake.stored_form import as_stored
 
@@ -48,7 +51,10 @@ _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # the API server's generateName alp
 
 
 def generated_name(prefix: str, rng: random.Random) -> str:
-    """``generateName`` plus five random characters, as the API server makes them."""
+    """``generateName`` (cut to its first 58 bytes) plus five random characters, as the API
+    server makes them (a name of 63 at most)."""
+    if len(prefix.encode()) > 58:
+        prefix = prefix.encode()[:58].decode(errors="ignore")
     return prefix + "".join(rng.choice(_NAME_CHARS) for _ in range(5))
 
 
@@ -123,6 +129,7 @@ def prepare_create(
     if kind.custom:  # (a built-in object's: with its kind's own, in new_object_causes)
         causes = name_causes(kind, metadata) + object_meta_causes(metadata, custom=True)
         obj = _custom_checks(kind, obj, name or None, prior=causes, applied=applied)
+    obj = strategy_prepared(kind, obj, now=now)  # its strategy's PrepareForCreate
     return _builtin_defaults(kind, obj, creating=True)
 
 
@@ -162,6 +169,16 @@ def _essence(kind: Kind, obj: Mapping[str, Any]) -> Body:
     if (kind.group, kind.plural) == ("discovery.k8s.io", "endpointslices"):
         essence["labels"] = (obj.get("metadata") or {}).get("labels") or {}
     return essence
+
+
+def changed_uid(old: Mapping[str, Any], sent: Mapping[str, Any]) -> list[tuple[str, Cause]]:
+    """The error of an update that sends another ``uid`` than the stored one (one sent empty,
+    or none, is the stored one)."""
+    uid = (sent.get("metadata") or {}).get("uid")
+    if not uid or uid == (old.get("metadata") or {}).get("uid"):
+        return []
+    message = f"Invalid value: {json.dumps(uid)}: field is immutable"
+    return [("metadata.uid", {"reason": "FieldValueInvalid", "message": message})]
 
 
 def added_finalizers(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[tuple[str, Cause]]:
@@ -222,7 +239,8 @@ def prepare_update(
     metadata.pop("managedFields", None)
     name = str(old_meta.get("name", ""))
     if kind.custom:  # (a built-in object's: update_causes)
-        causes = object_meta_causes(metadata, custom=True, updating=added_finalizers(old, obj))
+        updating = added_finalizers(old, obj) + changed_uid(old, new)
+        causes = object_meta_causes(metadata, custom=True, updating=updating)
         obj = _custom_checks(kind, obj, name, old, subresource=subresource, prior=causes,
                              applied=applied, warned=warned)  # fmt: skip
     count_generation(kind, old, obj)
@@ -234,6 +252,7 @@ def prepare_update(
         obj["spec"] = {**spec, "finalizers": finalizers} if finalizers else spec
     if (kind.group, kind.kind) == ("", "Service") and subresource is None:
         obj = kept_allocations(old, obj)
+        type_dependent_dropped(old, obj)
     return _builtin_defaults(kind, obj, creating=False)
 
 

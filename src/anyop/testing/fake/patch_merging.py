@@ -13,6 +13,7 @@ from typing import Any
 
 from anyop.testing.fake.faults import ConnectionDropped
 from anyop.testing.fake.json_copy import is_map, json_copy
+from anyop.testing.fake.patch_directives import check_map_directive, special_elements
 
 __all__ = ["apply_merge_patch", "apply_strategic_patch"]
 
@@ -154,6 +155,8 @@ class _Walker:
                     result[key] = merged
             return result
         directive = patch.get("$patch")
+        if "$patch" in patch:
+            check_map_directive(patch)  # replace or delete, else 500
         if directive == "delete":
             return None
         body = {key: value for key, value in patch.items() if key != "$patch"}
@@ -228,12 +231,12 @@ class _Walker:
             # values: a list or a map there panics kube-apiserver's handler, which drops the
             # connection (a list new to the object is taken as it is).
             raise ConnectionDropped(f"a strategic merge patch's {key!r} holds a list or map")
-        if any(isinstance(i, Mapping) and i.get("$patch") == "replace" for i in patch):
-            return [json_copy({k: v for k, v in i.items() if k != "$patch"})
-                    for i in patch if isinstance(i, Mapping)]  # fmt: skip
-        # The deletions first (Go's mergeSliceWithSpecialElements), then the merges: an item
-        # the patch deletes and merges is a new one.
-        gone = {json.dumps(i.get(key)) for i in patch if _deleting(i)}
+        # The directives first (Go's mergeSliceWithSpecialElements): a replace takes the
+        # patch's other items; the deletions, then the merges (an item the patch deletes and
+        # merges is a new one).
+        rest, gone, replace = special_elements(patch, key)
+        if replace:
+            return [json_copy(item) for item in rest]
         kept = [  # the items merged become new ones; the others stay shared
             old for old in current
             if not (isinstance(old, Mapping) and json.dumps(old.get(key)) in gone)

@@ -58,7 +58,27 @@ def decode_body(kind: Kind, content_type: str, body: bytes, *, options: bool = F
     if not isinstance(document, dict):
         reason = f"{_VERSION_KIND}{go_json.unmarshal_type_error(document, _TYPE_META)}"
         raise _undecodable(kind, reason, body, options=options)
+    if media_type == JSON and not kind.custom and not options:
+        text = body.decode(json.detect_encoding(body), "surrogatepass")
+        document = go_json.surrogates_replaced(body, _MERGING.decode(text))
     return document
+
+
+def _merged(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object as Go decodes it into a struct or a map: a member given twice that is an
+    object both times is decoded into what the first made (merged), else replaces it."""
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        before = found.get(key)
+        if type(before) is dict and type(value) is dict:
+            value = _merged([*before.items(), *value.items()])
+        found[key] = value
+    return found
+
+
+_MERGING = json.JSONDecoder(object_pairs_hook=_merged)
+"""A built-in object's body, read as Go's decoder reads a member given twice (a custom
+resource's, decoded into a map of values, takes the last)."""
 
 
 def applied_document(body: bytes) -> Any:

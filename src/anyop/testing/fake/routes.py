@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 
-__all__ = ["DiscoveryRoute", "Route", "parse_path"]
+__all__ = ["DiscoveryRoute", "Route", "parse_path", "watch_path"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -80,3 +80,20 @@ def _resource(group: str, version: str, rest: list[str]) -> Route | None:
     name = rest[1] if len(rest) > 1 else None
     subresource = rest[2] if len(rest) > 2 else None
     return Route(group, version, plural, namespace, name, subresource)
+
+
+def watch_path(path: str) -> tuple[str, str | None] | None:
+    """A deprecated watch path (``/api/v1/watch/namespaces/ns/configmaps[/name]``, and under
+    ``/apis/<group>/<version>/watch/``) as the collection's path and the object's name, if it
+    names one; ``None`` for any other path."""
+    parts = path.split("/")[1:]
+    at = 2 if parts[:1] == ["api"] else 3 if parts[:1] == ["apis"] else 0
+    if not at or len(parts) < at + 2 or parts[at] != "watch":
+        return None
+    rest = [part for part in parts[at + 1 :] if part]
+    scoped = rest[0] == "namespaces" and len(rest) >= 3  # (else the namespaces themselves)
+    name = rest[3] if scoped and len(rest) == 4 else None
+    if not scoped and len(rest) == 2:
+        name = rest[1]
+    collection = rest[: 3 if scoped else 1]
+    return "/".join(["", *parts[:at], *collection]), name

@@ -14,12 +14,21 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from anyop.testing.fake.cel_rules import RULES, rule_causes, unset
+from anyop.testing.fake.embedded_resources import (
+    EMBEDDED,
+    META_FIELDS,
+    coerced,
+    embedded_causes,
+    malformed,
+)
 from anyop.testing.fake.go_json import go_printed, go_quoted, go_value_type
 from anyop.testing.fake.json_copy import json_copy
+from anyop.testing.fake.list_types import list_type_causes
+from anyop.testing.fake.number_keywords import number_causes
 from anyop.testing.fake.ratcheting import correlated_items, unchanged
-from anyop.testing.fake.statuses import Cause
+from anyop.testing.fake.statuses import Cause, bad_request
 
-__all__ = ["default", "fill_defaults", "prune", "violations"]
+__all__ = ["default", "fill_defaults", "prune", "value_causes", "violations"]
 
 _PRESERVE = "x-kubernetes-preserve-unknown-fields"
 _INT_OR_STRING = "x-kubernetes-int-or-string"
@@ -40,6 +49,9 @@ def prune(
         return dict(body)
     kept = {key: body[key] for key in _ROOT_KEPT if key in body}
     rest = {key: value for key, value in body.items() if key not in _ROOT_KEPT}
+    if (error := malformed(rest, schema)) is not None:  # an embedded resource's metadata
+        kind, version = str(body.get("kind")), str(body.get("apiVersion")).rpartition("/")[2]
+        raise bad_request(f'{kind} in version "{version}" cannot be handled as a {kind}: {error}')
     pruned = _prune(rest, schema, nulls)
     return kept | (pruned if isinstance(pruned, dict) else {})
 
@@ -62,7 +74,11 @@ def _prune_object(
     additional = schema.get("additionalProperties")
     preserve = bool(schema.get(_PRESERVE))
     result: dict[str, Any] = {}
+    embedded = bool(schema.get(EMBEDDED))
     for key, item in value.items():
+        if embedded and key in META_FIELDS:
+            result[key] = item  # kept as they are, then coerced
+            continue
         sub = properties.get(key)
         if sub is None and isinstance(additional, Mapping):
             sub = additional
@@ -72,7 +88,7 @@ def _prune_object(
             result[key] = _prune(item, sub, nulls)
         elif preserve or additional is True:
             result[key] = item
-    return result
+    return coerced(result) if embedded else result
 
 
 _TYPES: Mapping[str, tuple[type, ...]] = {
@@ -148,6 +164,23 @@ def violations(
         # The API server does not evaluate the rules of an object with such errors.
         return [*causes, ("<nil>", {"reason": "FieldValueInvalid", "message": _UNCHECKED})]
     return causes + list(_check(rest, schema, "", before, rules=True, warned=warned))
+
+
+def value_causes(value: Any, schema: Mapping[str, Any], path: str) -> list[tuple[str, Cause]]:
+    """The schema errors of one value at ``path`` (a CRD's default), without its rules; their
+    messages name the value's fields from it (the value itself is ``""``), as kube-openapi's."""
+    found = _check(value, schema, _HERE, _NONE, rules=False)
+    return [
+        (path + field.removeprefix(_HERE), {**cause, "message": _unrooted(cause["message"])})
+        for field, cause in found
+    ]
+
+
+_HERE = "\x00"
+
+
+def _unrooted(message: str) -> str:
+    return message.replace(f"{_HERE}.", "").replace(_HERE, "")
 
 
 def _has_duplicates(old: Any, schema: Mapping[str, Any]) -> bool:
@@ -381,24 +414,7 @@ def _string_first(value: str, schema: Mapping[str, Any], path: str) -> Iterator[
 def _number_keywords(
     value: float, schema: Mapping[str, Any], path: str
 ) -> Iterator[tuple[str, Cause]]:
-    if "multipleOf" in schema and schema["multipleOf"] and value % schema["multipleOf"]:
-        yield _invalid(path, value, f"{path} in body should be a multiple of "
-                                    f"{_go_value(schema['multipleOf'])}")  # fmt: skip
-    if "maximum" in schema:
-        limit = schema["maximum"]
-        if schema.get("exclusiveMaximum") and value >= limit:
-            yield _invalid(path, value, f"{path} in body should be less than {_go_value(limit)}")
-        elif value > limit:
-            detail = f"{path} in body should be less than or equal to {_go_value(limit)}"
-            yield _invalid(path, value, detail)
-    if "minimum" in schema:
-        limit = schema["minimum"]
-        if schema.get("exclusiveMinimum") and value <= limit:
-            detail = f"{path} in body should be greater than {_go_value(limit)}"
-            yield _invalid(path, value, detail)
-        elif value < limit:
-            detail = f"{path} in body should be greater than or equal to {_go_value(limit)}"
-            yield _invalid(path, value, detail)
+    yield from number_causes(value, schema, path)  # kube-openapi's, with its int64 quirks
 
 
 def _list_keywords(
@@ -416,12 +432,7 @@ def _list_keywords(
         seen = [json.dumps(item, sort_keys=True) for item in value]
         if len(set(seen)) != len(seen):
             yield _invalid(path, "", f"{path} in body shouldn't contain duplicates")
-    if schema.get("x-kubernetes-list-type") == "set":
-        seen = [json.dumps(item, sort_keys=True) for item in value]
-        for index, item in enumerate(value):
-            if seen[index] in seen[:index]:
-                message = f"Duplicate value: {_shown(item)}"
-                yield f"{path}[{index}]", {"reason": "FieldValueDuplicate", "message": message}
+    yield from list_type_causes(value, schema, path)  # a set's or a map's duplicates
 
 
 def _object_keywords(
@@ -491,6 +502,8 @@ def _check_object(
     warned: list[str] | None,
 ) -> Iterator[tuple[str, Cause]]:
     prefix = f"{path}." if path else ""
+    if not rules and schema.get(EMBEDDED):
+        yield from embedded_causes(value, path)
     for name in () if rules else schema.get("required") or ():
         if name not in value:
             yield f"{prefix}{name}", {"reason": "FieldValueRequired", "message": "Required value"}

@@ -15,7 +15,8 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from anyop.testing.fake import writes
+from anyop.testing.fake import conversions, writes
+from anyop.testing.fake.event_conversion import own_group_entries
 from anyop.testing.fake.field_ownership import (
     Path,
     Shape,
@@ -33,6 +34,7 @@ from anyop.testing.fake.json_copy import is_map, json_copy
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.managed_fields import (
     MISSING,
+    changed_by_version,
     entries_of,
     new_entry,
     owners_after_update,
@@ -306,11 +308,12 @@ def _configuration(document: bytes, kind: Kind, ref: Ref) -> Body:
     if not isinstance(body, Mapping):
         raise bad_request("the applied configuration is not an object")
     if (body.get("apiVersion"), body.get("kind")) != (kind.api_version, kind.kind):
-        given = f"{body.get('apiVersion')}, Kind={body.get('kind')}"
-        raise bad_request(f"the applied configuration is a {given}, not a {kind.kind}")
+        group, _, version = str(body.get("apiVersion") or "").rpartition("/")
+        raise bad_request(f"invalid object type: {group}/{version}, Kind={body.get('kind') or ''}")
     metadata = dict(body.get("metadata") or {})
-    if metadata.get("name", ref.name) != ref.name:
-        raise bad_request("the name of the applied configuration does not match the URL")
+    if (named := metadata.get("name", ref.name)) != ref.name:
+        raise bad_request(f"the name of the object ({named or ''}) does not match the name on "
+                          f"the URL ({ref.name})")  # fmt: skip
     metadata["name"] = ref.name
     # The configuration reaches the object through structured merge's typed values, which
     # write an integral float as an integer: `4.0` is `4` to the checks (a patch's is not).
@@ -361,6 +364,7 @@ def apply(
             raise smd_failure(what, kind, live, untyped, then=" to smd typed")
         entries = owners_after_update(kind, None, live, manager=BEFORE_FIRST_APPLY,
                                       subresource=subresource, now=store.now())  # fmt: skip
+    entries = own_group_entries(kind.group, entries)  # (an Event's of the other API: gone)
     undeclared_applied_field(kind, document)
     if untyped:
         raise smd_failure("failed to create typed live object", kind, live or {}, untyped)
@@ -382,15 +386,21 @@ def apply(
     # What the apply changes is what comparing the live and merged objects finds modified or
     # added (structured merge's Updater.update: a null over an empty list is a change too).
     changing = changes(live, merged, shape, status=mode)[1]
+    # A converted kind's managers of another version compare the objects in theirs.
+    convert = conversions.other_versions(kind, stored, live)
+    in_version = changed_by_version(
+        kind, entries, live, merged, status=mode, convert=convert, taken=True
+    )
+    taking = [in_version.get(str(entry.get("apiVersion")), changing) for entry in entries]
     mine = next(
         (i for i, e in enumerate(entries) if same_owner(e, manager, "Apply", subresource)), None
     )
     conflicts = [(entry, path) for i, entry in enumerate(entries) if i != mine
-                 for path in sorted(owned[i] & changing)]  # fmt: skip
+                 for path in sorted(owned[i] & taking[i])]  # fmt: skip
     if conflicts and not force:
         raise _conflict(conflicts)
     if force:
-        owned = [fields if i == mine else fields - changing for i, fields in enumerate(owned)]
+        owned = [fields if i == mine else fields - taking[i] for i, fields in enumerate(owned)]
     previous = owned[mine] if mine is not None else set()
     others = set().union(*(f for i, f in enumerate(owned) if i != mine))
     # What it owned and no one owns now goes; a declared field that held what it owned goes

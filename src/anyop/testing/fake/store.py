@@ -17,6 +17,9 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from anyop.testing.fake import go_json
+from anyop.testing.fake.admission_points import AdmissionPoints
+from anyop.testing.fake.conversions import converts, for_storage, in_version, stored_as
+from anyop.testing.fake.event_conversion import storage_resource
 from anyop.testing.fake.history import (
     Change,
     History,
@@ -34,7 +37,6 @@ from anyop.testing.fake.shard_selectors import ShardSelector
 from anyop.testing.fake.statuses import (
     StatusError,
     bad_request,
-    conflict,
     not_found,
     too_large_version,
 )
@@ -45,15 +47,6 @@ __all__ = ["ListQuery", "Ref", "Store", "WatchStart", "WouldCommit"]
 Body = dict[str, Any]
 Listener = Callable[[Change], None]
 Controller = Callable[["Store", Change], None]
-_SERVER_SET = (
-    "name",
-    "namespace",
-    "uid",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "generation",
-)  # what a mutating webhook's patch cannot change
 BOOT_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
 
 
@@ -166,7 +159,7 @@ class Store:
         self.history = History(history_limit)
         self.kinds: dict[tuple[str, str, str], Kind] = {}
         self._groups: frozenset[tuple[str, str]] | None = None  # of the kinds; None: to be made
-        self.objects: dict[ResourceKey, dict[ObjectKey, Body]] = collections.defaultdict(dict)
+        self.objects: dict[ResourceKey, dict[ObjectKey, Body]] = _Resources(dict)
         self.listeners: list[Listener] = []
         self.controllers: list[Controller] = []
         """Called with each change after the listeners; their own writes are queued, so that
@@ -181,12 +174,11 @@ class Store:
         (``group, plural, namespace, name``)."""
         self.dry_run = False
         """Make :meth:`commit` raise :class:`WouldCommit` instead of storing (admission)."""
-        self.substitute: tuple[str | None, Body] | None = None
-        """For the next commit: the resourceVersion the old object must still have, and the
-        object to store instead (the mutating webhooks' result)."""
         self.warnings: list[str] | None = None
         """The warnings of the request being answered, in the order its ``Warning`` header
         gives them; ``None`` while no request records them (the controllers' own writes)."""
+        self.admission = AdmissionPoints()
+        """What the writes do at their admission points (the webhooks' while they run)."""
         for kind in BUILTIN_KINDS:
             self.serve(kind)
         for name in BOOT_NAMESPACES:
@@ -256,20 +248,18 @@ class Store:
 
         Raises:
             WouldCommit: In a dry run.
-            StatusError: 409, a substitute's old object changed meanwhile.
         """
         if self.dry_run:
             raise WouldCommit(kind, type_, json_copy(obj), old=json_copy(old))
-        if self.substitute is not None:
-            obj = self._substituted(kind, obj, old)
-        if not kind.custom:  # its empty lists and maps that Go writes are nil once stored
-            obj = as_stored(kind.group, kind.version, kind.kind, obj)
+        if not kind.custom:  # Go's empty lists and maps are nil once stored
+            obj = for_storage(kind, obj)  # in its storage version, where its kind converts
+            obj = as_stored(*stored_as(kind), kind.kind, obj)
         self.rv += 1
         versioned = {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(self.rv)}}
         data = frozen(versioned)  # the history's
         obj = versioned
         objects = self.objects[(kind.group, kind.plural)]
-        change = Change(self.rv, (kind.group, kind.plural), type_, obj, old)
+        change = Change(self.rv, _rk(kind), type_, obj, old)
         latest = old is not None and objects.get(change.key) is old  # as stored, unchanged
         if type_ == "DELETED":
             objects.pop(change.key, None)
@@ -301,19 +291,6 @@ class Store:
                     self.controller_errors.append(exc)
         finally:
             self.warnings = recorded
-
-    def _substituted(self, kind: Kind, obj: Body, old: Body | None) -> Body:
-        assert self.substitute is not None
-        expected, replacement = self.substitute
-        self.substitute = None
-        metadata = obj["metadata"]
-        if (old or {}).get("metadata", {}).get("resourceVersion") != expected:
-            raise conflict(kind.plural, kind.group, str(metadata.get("name")))
-        result = json_copy(replacement)
-        kept = {key: metadata[key] for key in _SERVER_SET if key in metadata}
-        result["metadata"] = {**(result.get("metadata") or {}), **kept}
-        result["apiVersion"], result["kind"] = obj["apiVersion"], obj["kind"]
-        return result
 
     # -- reads ----------------------------------------------------------------------------------
 
@@ -376,6 +353,8 @@ class Store:
     def _list_start(self, query: ListQuery) -> tuple[int, str]:
         if query.token:
             snapshot, start = _parse_token(query.token)
+            if query.rv and query.rv != "0":
+                raise bad_request("specifying resource version is not allowed when using continue")
             self.history.check(snapshot, "continue", self.rv)
             return snapshot, start
         snapshot = self.rv
@@ -414,12 +393,29 @@ class Store:
 
 
 def _rk(kind: Kind) -> ResourceKey:
-    return (kind.group, kind.plural)
+    return storage_resource((kind.group, kind.plural))
+
+
+class _Resources(collections.defaultdict[ResourceKey, dict[ObjectKey, Body]]):
+    """The objects by resource, a resource stored as another one (events.k8s.io's Events,
+    the core group's) found under that one."""
+
+    def __getitem__(self, key: ResourceKey) -> dict[ObjectKey, Body]:
+        return super().__getitem__(storage_resource(key))
+
+    def __contains__(self, key: object) -> bool:
+        shared = storage_resource(key) if isinstance(key, tuple) else key
+        return super().__contains__(shared)
+
+    def get(self, key: ResourceKey, default: Any = None) -> Any:
+        return super().get(storage_resource(key), default)
 
 
 def shown(kind: Kind, body: Mapping[str, Any]) -> Body:
     """A copy of a stored object as served in the kind's version (a custom resource with the
     defaults of its schema: the API server defaults what it reads from storage too)."""
+    if converts(kind):  # (a dry run's object is of the request's version: as stored first)
+        body = in_version(kind, for_storage(kind, dict(body)))
     result = json_copy(dict(body))
     result["apiVersion"] = kind.api_version
     if kind.defaults and kind.schema is not None:

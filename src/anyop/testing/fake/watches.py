@@ -16,6 +16,7 @@ import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from anyop.testing.fake.api import WatchPlan
+from anyop.testing.fake.event_conversion import storage_resource
 from anyop.testing.fake.history import Change, visible_change
 from anyop.testing.fake.json_copy import compact_json
 from anyop.testing.fake.store import Store, shown
@@ -66,7 +67,9 @@ class WatchStream:
         timeout = plan.timeout if plan.timeout is not None else rng.uniform(*_DEFAULT_TIMEOUTS)
         self._timeout = timeout
         self._deadline: float | None = None
-        self._last_rv = store.rv
+        self._marked = 0.0  # when the last bookmark was sent (or the watch started)
+        self._last_rv = store.rv  # of the resource's latest change seen (matched or not)
+        self._sent_rv = store.rv  # of the latest event or bookmark sent
         if plan.error is not None:
             self._pending.append(event_line("ERROR", plan.error))
             self._closed = True
@@ -83,7 +86,7 @@ class WatchStream:
 
     def _listen(self, change: Change) -> None:
         kind = self._plan.kind
-        if not self._closed and change.resource == (kind.group, kind.plural):
+        if not self._closed and change.resource == storage_resource((kind.group, kind.plural)):
             self._send.send_nowait(change)
 
     def __aiter__(self) -> AsyncIterator[bytes]:
@@ -91,7 +94,8 @@ class WatchStream:
 
     async def __anext__(self) -> bytes:
         if self._deadline is None:
-            self._deadline = anyio.current_time() + self._timeout
+            self._marked = anyio.current_time()
+            self._deadline = self._marked + self._timeout
         while not self._pending:
             if self._closed:
                 raise StopAsyncIteration
@@ -102,17 +106,33 @@ class WatchStream:
         """Wait for the next change, a bookmark's time, or the end of the watch."""
         assert self._deadline is not None
         now = anyio.current_time()
-        until = min(self._deadline, now + BOOKMARK_INTERVAL)
+        mark = self._next_bookmark()
+        until = self._deadline if mark is None else min(self._deadline, mark)
         with anyio.move_on_after(max(0.0, until - now)):
             change = await self._receive.receive()
             self._last_rv = change.rv
             if (seen := visible_change(change, self._plan.query.matches)) is not None:
                 self._pending.append(self._line(seen[0], shown(self._plan.kind, seen[1])))
+                self._sent_rv = change.rv
             return
-        if self._plan.bookmarks:
-            self._pending.append(bookmark_line(self._plan, self._store.rv))
-        if anyio.current_time() >= self._deadline:
+        now = anyio.current_time()
+        if mark is not None and now >= mark:
+            self._marked = now
+            if self._plan.bookmarks and self._last_rv > self._sent_rv:  # (else it is dropped)
+                self._pending.append(bookmark_line(self._plan, self._last_rv))
+                self._sent_rv = self._last_rv
+        if now >= self._deadline:
             self._stop()
+
+    def _next_bookmark(self) -> float | None:
+        """When the next bookmark is due, as the watch cache schedules them (``nextBookmarkTime``):
+        a minute after the last (or the start), or two seconds before the watch's end if that is
+        sooner; none if that is already past (a watch of two seconds or less gets none). It is
+        sent only if the resource changed since the watch's last event (the watch cache's
+        bookmark, at its latest change, is no newer than what the watch has seen otherwise)."""
+        assert self._deadline is not None
+        due = min(self._marked + BOOKMARK_INTERVAL, self._deadline - 2.0)
+        return None if due <= self._marked else due
 
     def _stop(self) -> None:
         self._closed = True

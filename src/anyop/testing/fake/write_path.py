@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from anyop.testing.fake.autoscaling_conversion import hpa_to_v1, hpa_to_v2
 from anyop.testing.fake.claim_rules import PROTECTION
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.quantities import QuantityError, quantity_value
@@ -127,7 +128,13 @@ def as_managed(kind: Kind, obj: Body) -> Body:
     """A write's object as the field manager compares it: a DaemonSet's template generation
     annotation as ``apps/v1``'s conversion writes it from the internal field, which the
     request's annotation set (``"0"`` without one); the strategy then sets the stored value
-    (:func:`admitted`). So the creator owns it, and a PUT that leaves it out changes it."""
+    (:func:`admitted`). So the creator owns it, and a PUT that leaves it out changes it.
+    An ``autoscaling/v1`` HorizontalPodAutoscaler as its conversion from the internal form
+    writes it (its CPU target defaulted, its annotations of later versions' fields rewritten)."""
+    if (kind.group, kind.kind, kind.version) == ("autoscaling", "HorizontalPodAutoscaler", "v1"):
+        return hpa_to_v1(hpa_to_v2(obj))
+    if (kind.group, kind.kind) == ("certificates.k8s.io", "CertificateSigningRequest"):
+        return {key: value for key, value in obj.items() if key != "spec"}  # reset: not owned
     if (kind.group, kind.kind) != ("apps", "DaemonSet"):
         return obj
     metadata = dict(obj.get("metadata") or {})

@@ -11,9 +11,15 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from anyop.testing.fake import crd_deletion, go_json
+from anyop.testing.fake import conversions, crd_deletion, go_json
 from anyop.testing.fake.apparmor_rules import with_profile_fields
 from anyop.testing.fake.batch_rules import with_generated_selector
+from anyop.testing.fake.body_kinds import (
+    OTHER_NAMESPACE,
+    check_identity,
+    check_uid,
+    custom_kind_error,
+)
 from anyop.testing.fake.builtin_rules import (
     defaulted,
     error_group,
@@ -28,6 +34,7 @@ from anyop.testing.fake.kinds import CRD_KIND, NAMESPACE_KIND, Kind, kinds_of_cr
 from anyop.testing.fake.managed_fields import in_order, owners_after_update
 from anyop.testing.fake.objects import (
     added_finalizers,
+    changed_uid,
     count_generation,
     generated_name,
     is_same,
@@ -35,9 +42,10 @@ from anyop.testing.fake.objects import (
     prepare_update,
 )
 from anyop.testing.fake.openapi_catalog import catalog
+from anyop.testing.fake.outside_rules import strategy_prepared
 from anyop.testing.fake.patch_merging import apply_merge_patch, apply_strategic_patch
 from anyop.testing.fake.schemas import default, prune
-from anyop.testing.fake.service_rules import allocated
+from anyop.testing.fake.service_allocation import allocate as _allocate  # its node ports too
 from anyop.testing.fake.smd_typing import smd_errors
 from anyop.testing.fake.statuses import (
     StatusError,
@@ -99,6 +107,8 @@ def decoded(kind: Kind, body: Mapping[str, Any], *, stored: Body | None = None) 
             return dict(body)
         metadata = decode_metadata(body["metadata"], kind=kind.kind, version=kind.version)
         return {**body, "metadata": metadata}
+    if conversions.converts(kind):  # of the URL's version (a patch's result converted from
+        body = conversions.as_decoded(kind, body)  # the other one, where it names it)
     return defaulted(kind, decode(kind.group, kind.version, kind.kind, body, like=stored))
 
 
@@ -114,32 +124,12 @@ def _empty_status(kind: Kind, obj: Body) -> Body:
     return obj if empty is None else {**obj, "status": json_copy(empty)}
 
 
-def _service_ip(store: Store) -> str:
-    """A free address of the service network (10.0.0.0/24; .1 is the ``kubernetes`` service's)."""
-    taken = {
-        str((body.get("spec") or {}).get("clusterIP"))
-        for body in store.objects[("", "services")].values()
-    }
-    free = [f"10.0.0.{host}" for host in range(2, 255) if f"10.0.0.{host}" not in taken]
-    return store.rng.choice(free)
-
-
-def _allocate(store: Store, obj: Body, *, creating: bool) -> None:
-    """Give a Service (its write's own) its cluster IPs, as its storage does before anything is
-    validated.
-
-    Raises:
-        StatusError: 422, the allocator refuses an address or an IP family.
-    """
-    spec = obj.setdefault("spec", {})
-    if causes := allocated(spec, service_ip=lambda: _service_ip(store), creating=creating):
-        raise invalid("Service", "", str(obj["metadata"].get("name") or ""), causes=causes)
-
-
 def served(kind: Kind, committed: Body) -> Body:
     """The answer of a write: the object as committed, in the kind's version. Its parts are
     the stored object's, which no write changes in place (each stores a new one): encode it,
     or copy it before changing it."""
+    if conversions.converts(kind):
+        return conversions.in_version(kind, committed)
     return {**committed, "apiVersion": kind.api_version}
 
 
@@ -179,6 +169,7 @@ def create(
     """
     if not isinstance(body, Mapping):
         raise bad_request("the body of the request is not a JSON object")
+    conversions.check_api_version(kind, body)
     raw, body = body, decoded(kind, body)
     _record(store, field_warnings)
     metadata = dict(body.get("metadata") or {})
@@ -187,14 +178,18 @@ def create(
         raise StatusError(status_body(500, "", message))
     given = metadata.get("namespace")
     if kind.namespaced and given and namespace and given != namespace:
-        raise bad_request(
-            "the namespace of the provided object does not match the namespace sent on the request"
-        )
+        raise bad_request(OTHER_NAMESPACE)
+    if not kind.namespaced:
+        metadata.pop("namespace", None)  # a cluster-scoped object's is cleared
+    body = store.admission.mutating(kind, None, {**body, "metadata": metadata})  # webhooks'
+    metadata = dict(body.get("metadata") or {})
     if not metadata.get("name") and metadata.get("generateName"):
         metadata["name"] = generated_name(str(metadata["generateName"]), store.rng)
     elif not metadata.get("name") and (kind.group, kind.kind) == ("", "LimitRange"):
         metadata["name"] = store.uid()  # its strategy's PrepareForCreate names it so
     name = str(metadata.get("name") or "")
+    if kind.custom and (wrong := custom_kind_error(kind, raw, name)):
+        raise wrong
     obj = prepare_create(
         kind,
         {**body, "metadata": metadata},
@@ -210,6 +205,7 @@ def create(
         owners = [] if _untyped(kind, body) else owners_after_update(  # no manager's
             kind, None, as_managed(kind, obj), manager=manager, subresource=None,
             now=store.now())  # fmt: skip
+    owners = store.admission.owned(owners)
     if (kind.group, kind.kind) == ("", "Service"):
         _allocate(store, obj, creating=True)
     elif (kind.group, kind.kind) == ("batch", "Job"):
@@ -226,11 +222,12 @@ def create(
     _check_namespace(store, Ref(kind, namespace, name))
     if store.warnings is not None:  # sent even if the storage then refuses it
         store.warnings += warnings_on_create(kind, obj)
+    store.admission.validating(kind, obj)
     existing = store.objects[(kind.group, kind.plural)].get((namespace or "", name))
     if existing is not None:
         deleting = bool(existing["metadata"].get("deletionTimestamp"))
         raise already_exists(kind.plural, kind.group, name, deleting=deleting)
-    created = store.commit(kind, "ADDED", obj, old=None)
+    created = store.commit(kind, "ADDED", conversions.written(kind, obj, old=None), old=None)
     key = (kind.group, kind.plural, namespace or "", name)
     if _first_update_written(kind, raw):
         store.unsettled.add(key)  # its first update is written, whatever it changes
@@ -339,10 +336,15 @@ def update(
     Raises:
         StatusError: 422, as :func:`~anyop.testing.fake.objects.prepare_update` refuses it.
     """
+    raw = stored  # as stored; ``stored`` as of the kind's version (where its kind converts)
+    stored = conversions.in_version(kind, stored) if conversions.converts(kind) else stored
     request = decoded(kind, new, stored=stored)
     _record(store, field_warnings)
+    request = store.admission.mutating(kind, stored, request)  # the webhooks'
     obj = prepare_update(kind, stored, request, subresource=subresource, applied=applied,
                          warned=store.warnings)  # fmt: skip
+    obj = strategy_prepared(kind, obj, old=stored, sent=request, subresource=subresource,
+                            now=store.now())  # fmt: skip
     retyped = False  # a custom resource's 2.0 where it stored 2: a change to Go's comparison
     if kind.custom:
         stored_form = unstructured_numbers(obj)
@@ -350,8 +352,9 @@ def update(
     if owners is None and manager is not None:  # before admission and allocation: theirs is
         seen = obj if subresource is not None else as_managed(kind, obj)  # no manager's
         owners = [] if _untyped(kind, request, stored) else owners_after_update(
-            kind, stored, seen, manager=manager, subresource=subresource, now=store.now()
-        )  # fmt: skip
+            kind, stored, seen, manager=manager, subresource=subresource, now=store.now(),
+            convert=conversions.other_versions(kind, raw, stored))  # fmt: skip
+    owners = store.admission.owned(owners)
     if (kind.group, kind.kind) == ("", "Pod") and subresource is None:
         obj = admitted(kind, obj, old=stored)
         count_generation(kind, stored, obj)  # counted after admission, as the strategy counts
@@ -359,7 +362,7 @@ def update(
         _allocate(store, obj, creating=False)
     elif (kind.group, kind.kind) == ("apps", "DaemonSet") and subresource is None:
         obj = admitted(kind, obj, old=stored)
-    added = added_finalizers(stored, obj)
+    added = added_finalizers(stored, obj) + changed_uid(stored, request)
     if causes := update_causes(kind, stored, obj, added=added, raw=new, subresource=subresource):
         raise invalid(kind.kind, error_group(kind), stored["metadata"]["name"], causes=causes)
     if store.warnings is not None:  # sent even if it changes nothing
@@ -374,18 +377,20 @@ def update(
         obj["metadata"]["managedFields"] = in_order(owners)
     key = (kind.group, kind.plural, stored["metadata"].get("namespace") or "",
            stored["metadata"]["name"])  # fmt: skip
-    kept = obj if kind.custom else as_stored(kind.group, kind.version, kind.kind, obj)
-    unchanged = not retyped and is_same(stored, kept) and _same_owners(stored, obj)  # as stored
+    obj = conversions.written(kind, obj, old=raw, request=request, subresource=subresource)
+    store.admission.validating(kind, obj)
+    kept = obj if kind.custom else as_stored(*conversions.stored_as(kind), kind.kind, obj)
+    unchanged = not retyped and is_same(raw, kept) and _same_owners(stored, obj)  # as stored
     if unchanged and key not in store.unsettled:
-        return shown(kind, stored)
+        return shown(kind, raw)
     store.unsettled.discard(key)
     metadata = obj["metadata"]
-    if metadata.get("deletionTimestamp") and not _finalizers(kind, obj):
-        store.commit(kind, "DELETED", stored, old=stored)  # watches see the last stored state
+    if metadata.get("deletionTimestamp") and not _finalizers(kind, obj, raw):
+        store.commit(kind, "DELETED", raw, old=raw)  # watches see the last stored state
         _delete_dependents(store, kind, stored)
         obj["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"]
         return shown(kind, obj)  # the final removal answers with the last stored version
-    committed = store.commit(kind, "MODIFIED", obj, old=stored)
+    committed = store.commit(kind, "MODIFIED", obj, old=raw)
     if kind == CRD_KIND:
         _reserve(store, committed)
     return served(kind, committed)
@@ -423,12 +428,12 @@ def _same_owners(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     return timeless(old) == timeless(new)
 
 
-def _finalizers(kind: Kind, obj: Body) -> list[str]:
-    """What keeps an object being deleted: its finalizers (a namespace's spec ones too)."""
+def _finalizers(kind: Kind, obj: Body, old: Body) -> list[str]:
+    """What keeps an object being deleted: finalizers (a namespace's spec ones), a grace period."""
     found = list(obj["metadata"].get("finalizers") or ())
     if kind == NAMESPACE_KIND:
         found += (obj.get("spec") or {}).get("finalizers") or ()
-    return found
+    return found + ["grace"] * bool(old["metadata"].get("deletionGracePeriodSeconds"))
 
 
 def replace(
@@ -452,15 +457,12 @@ def replace(
     if not isinstance(body, Mapping):
         raise bad_request("the body of the request is not a JSON object")
     kind, name = ref.kind, ref.name
+    conversions.check_api_version(kind, body)
     sent, body = body, decoded(kind, body)  # the server decodes first: a wrong type is first
     _record(store, field_warnings)
     metadata = body.get("metadata")
     metadata = metadata if isinstance(metadata, Mapping) else {}
-    if metadata.get("name") != name:
-        given = metadata.get("name") or ""
-        raise bad_request(
-            f"the name of the object ({given}) does not match the name on the URL ({name})"
-        )
+    check_identity(kind, body, ref.namespace, ref.name)
     if (
         subresource is None
         and kind.creates_on_update
@@ -469,6 +471,9 @@ def replace(
         body = {**body, "metadata": {k: v for k, v in metadata.items() if k != "resourceVersion"}}
         return 201, create(store, kind, body, namespace=ref.namespace, manager=manager)
     stored = store.find(kind, ref.namespace, name)
+    if kind.custom and (wrong := custom_kind_error(kind, sent, name)):
+        raise wrong
+    check_uid(kind, sent, stored)
     version = metadata.get("resourceVersion")
     if kind.conditional_update and not version:
         message = "Invalid value: 0: must be specified for an update"
@@ -537,6 +542,7 @@ def patch(
     result = patched(kind, stored, content_type=content_type, document=document)
     if not isinstance(result, Mapping):
         raise rejected_patch()
+    check_identity(kind, result, ref.namespace, ref.name)
     strategic = content_type == STRATEGIC
     if kind.custom:  # its metadata alone decodes (a built-in object's whole, in update)
         _check_patched_decodes(kind, result, strategic=False)

@@ -213,7 +213,8 @@ def test_field_values_are_read_as_the_kinds_strategy_computes_them() -> None:
     assert parse_field_selector("spec.host=n1,spec.hostNetwork=false", pods)(pod)
     assert parse_field_selector("status.podIP=10.0.0.1", pods)(pod)
     events = field_labels("events.k8s.io", "Event", custom=False, namespaced=True)
-    event = {"metadata": {"name": "e"}, "regarding": {"name": "p"}, "reportingController": "c"}
+    # an events.k8s.io Event is selected as stored: as a core Event
+    event = {"metadata": {"name": "e"}, "involvedObject": {"name": "p"}, "reportingComponent": "c"}
     assert parse_field_selector("regarding.name=p,reportingController=c", events)(event)
     gizmos = field_labels("g", "Gizmo", custom=True, namespaced=True, selectable=("spec.on",))
     assert parse_field_selector("spec.on=true", gizmos)({"spec": {"on": True}})
