@@ -69,7 +69,6 @@ class WatchStream:
         self._deadline: float | None = None
         self._marked = 0.0  # when the last bookmark was sent (or the watch started)
         self._last_rv = store.rv  # of the resource's latest change seen (matched or not)
-        self._sent_rv = store.rv  # of the latest event or bookmark sent
         if plan.error is not None:
             self._pending.append(event_line("ERROR", plan.error))
             self._closed = True
@@ -113,14 +112,12 @@ class WatchStream:
             self._last_rv = change.rv
             if (seen := visible_change(change, self._plan.query.matches)) is not None:
                 self._pending.append(self._line(seen[0], shown(self._plan.kind, seen[1])))
-                self._sent_rv = change.rv
             return
         now = anyio.current_time()
         if mark is not None and now >= mark:
             self._marked = now
-            if self._plan.bookmarks and self._last_rv > self._sent_rv:  # (else it is dropped)
-                self._pending.append(bookmark_line(self._plan, self._last_rv))
-                self._sent_rv = self._last_rv
+            if self._plan.bookmarks:
+                self._pending.append(bookmark_line(self._plan, self._store.rv))
         if now >= self._deadline:
             self._stop()
 
@@ -128,8 +125,9 @@ class WatchStream:
         """When the next bookmark is due, as the watch cache schedules them (``nextBookmarkTime``):
         a minute after the last (or the start), or two seconds before the watch's end if that is
         sooner; none if that is already past (a watch of two seconds or less gets none). It is
-        sent only if the resource changed since the watch's last event (the watch cache's
-        bookmark, at its latest change, is no newer than what the watch has seen otherwise)."""
+        sent at the store's version whether the resource changed or not: the watch cache sends
+        one only once its version passed the watch's last event (a change of the resource, or
+        etcd's progress notification), see ``docs/fake-cluster.md``."""
         assert self._deadline is not None
         due = min(self._marked + BOOKMARK_INTERVAL, self._deadline - 2.0)
         return None if due <= self._marked else due
