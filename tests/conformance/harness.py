@@ -310,7 +310,12 @@ def _text(text: str, ranks: Mapping[int, str], uids: Mapping[str, str]) -> str:
     for uid, placeholder in uids.items():
         text = text.replace(uid, placeholder)
     if "version" in text.lower():
-        text = re.sub(r"\b\d+\b", lambda m: ranks.get(int(m.group()), "<n>"), text)
+        layout = "-01-02T15:04:05" in text  # Go's reference time: its 2006 is no version
+        text = re.sub(
+            r"\b\d+\b",
+            lambda m: "<n>" if layout and m.group() == "2006" else ranks.get(int(m.group()), "<n>"),
+            text,
+        )
     return text
 
 
