@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from anyop.testing.fake.go_json import go_quoted
+from anyop.testing.fake.pod_warnings import mapping
 
 __all__ = [
     "PREFIX",
@@ -35,10 +36,6 @@ _TYPES = ("Localhost", "RuntimeDefault", "Unconfined")
 _LOCALHOST = "localhost/"
 _MAX_NAME = 4095  # PATH_MAX - 1
 _MESSAGE = 'deprecated since v1.30; use the "appArmorProfile" field instead'
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 def _cause(field: str, reason: str, message: str) -> tuple[str, Cause]:
@@ -103,7 +100,7 @@ def _containers(spec: Mapping[str, Any], path: str) -> Iterator[tuple[Mapping[st
     """``VisitContainersWithPath``: init containers, containers, ephemeral containers."""
     for key in ("initContainers", "containers", "ephemeralContainers"):
         for index, container in enumerate(spec.get(key) or ()):
-            yield _mapping(container), f"{path}.{key}[{index}]"
+            yield mapping(container), f"{path}.{key}[{index}]"
 
 
 def annotation_causes(annotations: Any, spec: Mapping[str, Any], where: str) -> Causes:
@@ -111,7 +108,7 @@ def annotation_causes(annotations: Any, spec: Mapping[str, Any], where: str) -> 
     pod, and a profile of the annotations' form (``where``: the annotations' path)."""
     names = {str(c.get("name") or "") for c, _ in _containers(spec, "spec")}
     causes: Causes = []
-    for key, value in sorted(_mapping(annotations).items()):
+    for key, value in sorted(mapping(annotations).items()):
         if not key.startswith(PREFIX):
             continue
         name, text = key.removeprefix(PREFIX), str(value or "")
@@ -124,7 +121,7 @@ def annotation_causes(annotations: Any, spec: Mapping[str, Any], where: str) -> 
 
 
 def _windows(spec: Mapping[str, Any]) -> bool:
-    return _mapping(spec.get("os")).get("name") == "windows"
+    return mapping(spec.get("os")).get("name") == "windows"
 
 
 def match_causes(metadata: Any, spec: Mapping[str, Any], spec_path: str) -> Causes:
@@ -132,11 +129,11 @@ def match_causes(metadata: Any, spec: Mapping[str, Any], spec_path: str) -> Caus
     the profile its field (or else the pod's) has, unless the pod is a Windows one."""
     if _windows(spec):
         return []
-    annotations = _mapping(_mapping(metadata).get("annotations"))
-    pod_profile = _mapping(spec.get("securityContext")).get("appArmorProfile")
+    annotations = mapping(mapping(metadata).get("annotations"))
+    pod_profile = mapping(spec.get("securityContext")).get("appArmorProfile")
     causes: Causes = []
     for container, path in _containers(spec, spec_path):
-        profile = _mapping(container.get("securityContext")).get("appArmorProfile")
+        profile = mapping(container.get("securityContext")).get("appArmorProfile")
         profile = profile if profile is not None else pod_profile
         key = f"{PREFIX}{container.get('name') or ''}"
         if not isinstance(profile, Mapping) or key not in annotations:
@@ -161,7 +158,7 @@ def match_causes(metadata: Any, spec: Mapping[str, Any], spec_path: str) -> Caus
 def annotation_update_causes(old: Any, new: Any) -> Causes:
     """``ValidatePodSpecificAnnotationUpdates``' AppArmor part: a Pod's AppArmor annotations may
     not be changed, removed or added."""
-    before, after = _mapping(old), _mapping(new)
+    before, after = mapping(old), mapping(new)
     causes: Causes = []
     for key, value in sorted(before.items()):
         if key.startswith(PREFIX) and (key not in after or after[key] != value):
@@ -179,19 +176,19 @@ def with_profile_fields(pod: dict[str, Any], warnings: list[str] | None) -> dict
     whose annotation names a valid profile other than the pod's gets it in its field; added to
     ``warnings`` (if a list: the request's), each annotation copied, and each that names no
     valid profile. The pod is given back changed, or as it is."""
-    spec = _mapping(pod.get("spec"))
-    annotations = _mapping(_mapping(pod.get("metadata")).get("annotations"))
+    spec = mapping(pod.get("spec"))
+    annotations = mapping(mapping(pod.get("metadata")).get("annotations"))
     if _windows(spec) or not any(key.startswith(PREFIX) for key in annotations):
         return pod
-    pod_profile = _mapping(spec.get("securityContext")).get("appArmorProfile")
+    pod_profile = mapping(spec.get("securityContext")).get("appArmorProfile")
     new_spec, found = dict(spec), []
     for key in ("initContainers", "containers", "ephemeralContainers"):
         if not isinstance(spec.get(key), list):
             continue
         containers = new_spec[key] = list(spec[key])
         for index, container in enumerate(containers):
-            container = _mapping(container)
-            security = _mapping(container.get("securityContext"))
+            container = mapping(container)
+            security = mapping(container.get("securityContext"))
             name = f"{PREFIX}{container.get('name') or ''}"
             if name not in annotations or security.get("appArmorProfile") is not None:
                 continue
