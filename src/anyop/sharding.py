@@ -54,6 +54,7 @@ __all__ = [
     "ACK_ANNOTATION",
     "BUCKETS",
     "GROUP_LABEL",
+    "INCARNATION_ANNOTATION",
     "LEASES",
     "Member",
     "ShardState",
@@ -76,6 +77,11 @@ LEASES = dataclasses.replace(
 
 ACK_ANNOTATION = "anyop.dev/shard-view"
 """The digest of the view a member has acknowledged (it handles nothing outside its share)."""
+
+INCARNATION_ANNOTATION = "anyop.dev/shard-incarnation"
+"""A token that a member draws anew whenever it may have been counted out (at its start, and
+when its fence passed): a view names each member with it, so an acknowledgement counts only for
+the incarnation it was decided about (see :class:`View`)."""
 
 
 BUCKETS = 1024
@@ -126,21 +132,37 @@ def owner(members: tuple[str, ...], uid: str) -> str | None:
 class View:
     """The members of a shard group as one replica sees them.
 
+    Objects are split by the identities alone; the incarnations only name the view. A member
+    that may have been counted out (a stalled replica, a restarted pod with the same identity)
+    comes back with a new incarnation, so an acknowledgement written before anyone saw it back
+    (by a member that may since have taken its objects) is not one of the view it is in now.
+
     Attributes:
         members: The members' identities, sorted.
+        incarnations: Each member's incarnation, in the same order (``""`` where not known).
     """
 
     members: tuple[str, ...]
+    incarnations: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, members: Iterable[str]) -> View:
-        """The view of these members (in any order, duplicates ignored)."""
-        return cls(tuple(sorted(set(members))))
+    def of(cls, members: Iterable[str] | Mapping[str, str]) -> View:
+        """The view of these members (in any order, duplicates ignored); a mapping gives each
+        member's incarnation."""
+        names = tuple(sorted(set(members)))
+        given = members if isinstance(members, Mapping) else {}
+        return cls(names, tuple(given.get(name, "") for name in names))
+
+    def incarnation(self, member: str) -> str:
+        """The member's incarnation in this view (``""`` if not known)."""
+        return dict(zip(self.members, self.incarnations, strict=False)).get(member, "")
 
     @property
     def digest(self) -> str:
-        """A short digest naming this view (and how it splits objects) in acknowledgements."""
-        text = "\n".join([_SCHEME, *self.members]).encode()
+        """A short digest naming this view (its members' incarnations, and how it splits
+        objects) in acknowledgements."""
+        named = [f"{member}\0{self.incarnation(member)}" for member in self.members]
+        text = "\n".join([_SCHEME, *named]).encode()
         return hashlib.blake2b(text, digest_size=10).hexdigest()
 
     def owner(self, uid: str) -> str | None:
@@ -187,6 +209,7 @@ class Member:
         duration: ``spec.leaseDurationSeconds``.
         ack: The view digest it has acknowledged, if any.
         resource_version: Changes with every renewal.
+        incarnation: See :data:`INCARNATION_ANNOTATION` (``""`` if the Lease names none).
     """
 
     name: str
@@ -194,6 +217,7 @@ class Member:
     duration: int
     ack: str | None
     resource_version: str
+    incarnation: str = ""
 
     @classmethod
     def from_body(cls, body: Mapping[str, Any]) -> Member | None:
@@ -209,6 +233,7 @@ class Member:
             duration=int(spec.get("leaseDurationSeconds") or 0),
             ack=annotations.get(ACK_ANNOTATION) or None,
             resource_version=str(meta.get("resourceVersion") or ""),
+            incarnation=str(annotations.get(INCARNATION_ANNOTATION) or ""),
         )
 
 
@@ -270,14 +295,18 @@ def member_body(
     ack: str | None,
     now: datetime.datetime,
     resource_version: str | None = None,
+    incarnation: str = "",
 ) -> dict[str, Any]:
     """A member's Lease as written at each renewal (a PUT with the resourceVersion read, or a
     creation when there is none)."""
+    annotations = {ACK_ANNOTATION: ack} if ack else {}
+    if incarnation:
+        annotations[INCARNATION_ANNOTATION] = incarnation
     metadata: dict[str, Any] = {
         "name": lease_name(group, identity),
         "namespace": namespace,
         "labels": {GROUP_LABEL: group[:63]},
-        "annotations": {ACK_ANNOTATION: ack} if ack else {},
+        "annotations": annotations,
     }
     if resource_version:
         metadata["resourceVersion"] = resource_version
@@ -300,17 +329,28 @@ class ShardState:
     Attributes:
         me: This replica's identity.
         target: The live members as last seen (this replica always among them).
-        active: The last view that every member acknowledged; ``None`` before the first.
+        active: The last view that every member acknowledged; ``None`` before the first. (When
+            the target view comes back to it in the middle of a hand-over, the target just left
+            takes its place until the view is activated again: see :meth:`retarget`.)
+        incarnation: This replica's incarnation (see :data:`INCARNATION_ANNOTATION`).
     """
 
     me: str
     target: View
     active: View | None = None
+    incarnation: str = ""
 
     @classmethod
-    def alone(cls, me: str) -> ShardState:
+    def alone(cls, me: str, incarnation: str = "") -> ShardState:
         """A replica that has seen no other member yet (and has activated nothing)."""
-        return cls(me, View.of([me]))
+        return cls(me, View.of({me: incarnation}), incarnation=incarnation)
+
+    def reincarnate(self, incarnation: str) -> None:
+        """Come back as a new incarnation (this replica may have been counted out): the target
+        view names it at once (nobody's share changes), and so does the next acknowledgement."""
+        self.incarnation = incarnation
+        members = dict(zip(self.target.members, self.target.incarnations, strict=False))
+        self.target = View.of({**members, self.me: incarnation})
 
     @property
     def settled(self) -> bool:
@@ -331,11 +371,21 @@ class ShardState:
         latest body is kept until the view is activated."""
         return self.target.owner(uid) == self.me and not self.handles(uid)
 
-    def retarget(self, members: Iterable[str]) -> bool:
-        """Take the live members as the target view; say if it changed."""
-        view = View.of([*members, self.me])
+    def retarget(self, members: Iterable[str] | Mapping[str, str]) -> bool:
+        """Take the live members (a mapping: with their incarnations) as the target view; say
+        if it changed.
+
+        If the new target is the active view while a hand-over is going on (a member that
+        joined is counted out before the hand-over ends), the target left becomes the active
+        view: this replica handles what it handled, no more, until the view is activated again
+        (after its own acknowledgement, with the listing of what it gains).
+        """
+        given = members if isinstance(members, Mapping) else dict.fromkeys(members, "")
+        view = View.of({**given, self.me: self.incarnation})
         if view == self.target:
             return False
+        if view == self.active:
+            self.active = self.target
         self.target = view
         return True
 

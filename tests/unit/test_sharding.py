@@ -143,6 +143,49 @@ def test_during_a_hand_over_only_what_is_ours_in_both_views_is_handled(
     assert all(state.handles(uid) == (state.target.owner(uid) == "a") for uid in UIDS[:2000])
 
 
+def test_an_acknowledgement_counts_only_for_the_incarnations_it_names() -> None:
+    """b acknowledged a view with a's earlier incarnation in it: b may have counted that one out
+    since and taken its objects, so it does not count for a, back as a new incarnation."""
+    state = ShardState.alone("a", "a2")
+    state.retarget({"b": "b1"})
+    earlier = View.of({"a": "a1", "b": "b1"})
+    assert earlier.members == state.target.members
+    assert earlier.owner(UIDS[0]) == state.target.owner(UIDS[0])  # the same split
+    assert earlier.digest != state.target.digest
+    assert not state.may_activate({"a": state.target.digest, "b": earlier.digest})
+    assert state.may_activate({"a": state.target.digest, "b": state.target.digest})
+
+
+def test_a_new_incarnation_is_named_by_the_target_view_at_once() -> None:
+    state = ShardState.alone("a", "a1")
+    state.retarget({"b": "b1"})
+    before = state.target
+    state.reincarnate("a2")
+    assert state.target.members == before.members
+    assert state.target.incarnation("a") == "a2"
+    assert state.target.incarnation("b") == "b1"
+    assert not state.retarget({"b": "b1"})  # the next listing changes nothing more
+
+
+def test_a_target_back_at_the_active_view_in_a_hand_over_is_activated_anew() -> None:
+    """a handles all alone; b joins, and is counted out before the hand-over ends: a handles
+    what it handled in the hand-over until it activates its own view again (after writing its
+    acknowledgement, with a listing of what it gains back)."""
+    state = ShardState.alone("a")
+    state.activate()
+    state.retarget(["b"])
+    during = [state.handles(uid) for uid in UIDS[:1000]]
+    assert not all(during)
+    assert state.retarget([])
+    assert state.target == View.of(["a"])
+    assert [state.handles(uid) for uid in UIDS[:1000]] == during
+    assert not state.settled
+    assert not state.may_activate({"a": View.of(["a", "b"]).digest})  # its Lease says so still
+    assert state.may_activate({"a": state.target.digest})
+    state.activate()
+    assert all(state.handles(uid) for uid in UIDS[:1000])
+
+
 def _simulate(seed: int) -> None:
     """Replicas join and leave in random order, each stepping at random: at every moment, no
     object is handled by two replicas (each steps by the keeper's rules: retarget, release

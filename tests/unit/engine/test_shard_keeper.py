@@ -18,7 +18,7 @@ from anyop.engine.coordination.shard_keeper import ShardKeeper, hold_shard
 from anyop.engine.coordination.shards import Shard
 from anyop.errors import ConflictError, NotFoundError, TransportError
 from anyop.settings import ShardingSettings
-from anyop.sharding import ShardState, View, member_body
+from anyop.sharding import INCARNATION_ANNOTATION, ShardState, View, member_body
 
 pytestmark = [pytest.mark.anyio, pytest.mark.fake_time]
 
@@ -184,3 +184,35 @@ async def test_a_joining_replica_counts_only_acknowledgements_written_after_its_
             leases._stamp(leases.objects[name])  # b and c renew: written after a's listing
     await keeper.step()
     assert shard.state.active == view
+
+
+async def test_a_replica_whose_fence_passed_comes_back_as_a_new_incarnation() -> None:
+    """The others may have counted it out meanwhile: their acknowledgements of views with its
+    earlier incarnation in them do not count for it any more."""
+    leases = Leases()
+    client, gate, shard = Client(leases), Gate(), Shard(ShardState.alone("a"))
+
+    def written() -> str:
+        (body,) = leases.objects.values()
+        return str(body["metadata"]["annotations"][INCARNATION_ANNOTATION])
+
+    with anyio.fail_after(600):
+        async with anyio.create_task_group() as tg:
+            await tg.start(functools.partial(hold_shard, client, SETTINGS, "ns", gate=gate,
+                                             shard=shard))  # fmt: skip
+            while shard.state.active is None:
+                await anyio.sleep(0.1)
+            first = written()
+            assert first == shard.state.incarnation == shard.state.target.incarnation("a")
+            client.cut = True
+            await anyio.sleep(SETTINGS.renew_deadline + 1)  # its fence passes
+            assert shard.state.active is None
+            client.cut = False
+            while shard.state.active is None:
+                await anyio.sleep(0.1)
+            assert written() == shard.state.incarnation
+            tg.cancel_scope.cancel()
+    second = shard.state.incarnation
+    assert second != first
+    assert shard.state.active is not None
+    assert shard.state.active.incarnation("a") == second

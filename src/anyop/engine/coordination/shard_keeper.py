@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime
 import logging
 import math
+import secrets
 from typing import Any
 
 import anyio
@@ -39,7 +40,7 @@ from anyop.sharding import (
     renewed_since,
 )
 
-__all__ = ["STALE_FACTOR", "ShardKeeper", "hold_shard"]
+__all__ = ["STALE_FACTOR", "ShardKeeper", "hold_shard", "new_incarnation"]
 
 logger = logging.getLogger("anyop.sharding")
 
@@ -49,6 +50,12 @@ STALE_FACTOR = 4
 
 def _now() -> datetime.datetime:
     return utcnow()
+
+
+def new_incarnation() -> str:
+    """A token that no other incarnation of any member has drawn (see
+    :data:`~anyop.sharding.INCARNATION_ANNOTATION`)."""
+    return secrets.token_hex(8)
 
 
 class ShardKeeper:
@@ -107,7 +114,7 @@ class ShardKeeper:
         await self._forget_stale(members, started)
         fresh = self._fresh(live, members, registered=registered)
         others = {m.identity: m.ack for m in live if m.identity != self.shard.me}
-        if self.shard.retarget(others):
+        if self.shard.retarget({m.identity: m.incarnation for m in live}):
             view = self.shard.state.target
             logger.info(
                 f"The shard group {self.where} has {len(view.members)} members now: "
@@ -163,13 +170,16 @@ class ShardKeeper:
 
     def _lapsed(self) -> None:
         """Our fence passed: the others may have counted us out and taken our objects, so
-        handle nothing until every member acknowledges a view again after our next write."""
+        handle nothing until every member acknowledges a view again after our next write, one
+        that names our new incarnation (an older acknowledgement may come from a member that
+        has counted us out since)."""
         if self.shard.state.active is not None:  # said once per lapse
             logger.warning(
                 f"The shard Lease {self.namespace}/{self.name} was not renewed within "
                 f"{self.settings.renew_deadline} s. All work is stopped until it is."
             )
         self.shard.state.deactivate()
+        self.shard.state.reincarnate(new_incarnation())
         self._baseline = None
 
     async def release(self) -> None:
@@ -191,6 +201,7 @@ class ShardKeeper:
             ack=ack,
             now=_now(),
             resource_version=self.version,
+            incarnation=self.shard.state.incarnation,
         )
         if self.version is None:
             written = await self._create_or_read(body)
@@ -199,7 +210,7 @@ class ShardKeeper:
                 written = await self.client.replace(LEASES, body)
             except NotFoundError:  # deleted as stale: we were counted out long ago
                 self._unregistered()
-                self.shard.state.deactivate()
+                self._lapsed()
                 raise
         self.version = str((written.get("metadata") or {}).get("resourceVersion") or "") or None
         self.ack = ack
@@ -258,6 +269,7 @@ async def hold_shard(
     """
     settings.check()
     shard = shard or Shard(ShardState.alone(settings.identity or default_identity()))
+    shard.state.reincarnate(new_incarnation())
     keeper = ShardKeeper(client, settings, namespace, gate=gate, shard=shard)
     gate.fence_until(-math.inf)
     task_status.started(shard)

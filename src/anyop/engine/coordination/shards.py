@@ -10,7 +10,7 @@ they hold nothing outside it, and activates the view once every member acknowled
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Protocol
 
 from anyop.kube.shard_ranges import HASH_SPACE, ShardRanges
@@ -86,8 +86,9 @@ class Shard:
         finally:
             self._parts.remove(part)
 
-    def retarget(self, members: Iterable[str]) -> bool:
-        """Take the live members as the target view; say if it changed."""
+    def retarget(self, members: Iterable[str] | Mapping[str, str]) -> bool:
+        """Take the live members (a mapping: with their incarnations) as the target view; say
+        if it changed."""
         before = set(self.state.target.members)
         if not self.state.retarget(members):
             return False
