@@ -11,7 +11,14 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from anyop.testing.fake import deletions, reviews, served_discovery, served_openapi, writes
+from anyop.testing.fake import (
+    deletions,
+    media_types,
+    reviews,
+    served_discovery,
+    served_openapi,
+    writes,
+)
 from anyop.testing.fake.body_kinds import checked_body_kind
 from anyop.testing.fake.crd_versions import custom_deprecation
 from anyop.testing.fake.field_labels import field_labels
@@ -65,6 +72,8 @@ class ApiRequest:
         user_agent: The ``User-Agent``: its product names the field manager of a write that
             names none.
         accept: The ``Accept`` header as sent (media types the client takes, in its order).
+        if_none_match: The ``If-None-Match`` header (the ETag of a discovery document the
+            client has cached).
     """
 
     method: str
@@ -74,6 +83,7 @@ class ApiRequest:
     body: bytes = b""
     user_agent: str = ""
     accept: str = ""
+    if_none_match: str = ""
 
     @property
     def manager(self) -> str:
@@ -103,7 +113,7 @@ class ApiResponse:
         """The encoded body and every header of the answer, as HTTP sends them (values in
         UTF-8, as Go writes a warning that names a field in another script)."""
         content, kind = self.content()
-        head = [(b"content-type", kind.encode())]
+        head = [(b"content-type", kind.encode())] if kind else []  # (none on a 304)
         for key, value in self.headers.items():
             if key == "Warning":  # a header line each, as Go writes them
                 head += [(b"warning", part.encode()) for part in _warnings(value)]
@@ -199,7 +209,7 @@ def _dispatch(store: Store, request: ApiRequest, address: str) -> ApiResponse | 
         return ApiResponse(200, served_discovery.VERSION)
     route = parse_path(request.path)
     if isinstance(route, DiscoveryRoute):
-        return _discovery(store, route, address)
+        return _discovery(store, route, request, address)
     if route is None or (route.group, route.version) not in store.groups():
         if request.path.startswith("/api/"):
             raise no_such_resource()  # the core API's own router answers under /api
@@ -264,8 +274,17 @@ def _has_subresource(kind: Kind, subresource: str) -> bool:
     return subresource == "status" and kind.status
 
 
-def _discovery(store: Store, route: DiscoveryRoute, address: str) -> ApiResponse:
+def _discovery(
+    store: Store, route: DiscoveryRoute, request: ApiRequest, address: str
+) -> ApiResponse:
     kinds = list(store.kinds.values())
+    top = route.version is None and not route.group  # /api or /apis: aggregated if asked
+    if media_types.discovery(request.accept, aggregated=top):
+        listing = served_discovery.aggregated(kinds, core=route.group is None)
+        etag, headers = served_discovery.aggregated_headers(listing)
+        if request.if_none_match == etag:
+            return ApiResponse(304, b"", headers, media_type="")
+        return ApiResponse(200, compact_json(listing), headers, served_discovery.AGGREGATED)
     document: dict[str, Any] | None
     if route.group is None:
         document = served_discovery.api_versions(address)

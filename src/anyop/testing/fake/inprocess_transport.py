@@ -30,6 +30,7 @@ def api_request_of(
     body: bytes,
     user_agent: str = "",
     accept: str = "",
+    if_none_match: str = "",
 ) -> ApiRequest:
     """The API request of an HTTP request (the first value of each query parameter)."""
     query: dict[str, str] = {}
@@ -39,7 +40,16 @@ def api_request_of(
         for key, value in parse_qsl(raw.decode("ascii"), keep_blank_values=True):
             query.setdefault(key, value)
     kind = content_type.split(";")[0].strip()
-    return ApiRequest(method, target.path, query, kind, body, user_agent=user_agent, accept=accept)
+    return ApiRequest(
+        method,
+        target.path,
+        query,
+        kind,
+        body,
+        user_agent=user_agent,
+        accept=accept,
+        if_none_match=if_none_match,
+    )
 
 
 class _Body(httpx.AsyncByteStream):
@@ -84,6 +94,7 @@ class FakeTransport(httpx.AsyncBaseTransport):
             body=body,
             user_agent=read.get(b"user-agent", ""),
             accept=read.get(b"accept", ""),
+            if_none_match=read.get(b"if-none-match", ""),
         )
         try:
             answer = await self._respond(api_request)
@@ -100,7 +111,7 @@ class FakeTransport(httpx.AsyncBaseTransport):
         return httpx.Response(200, headers=chunked, stream=_Body(answer))
 
 
-_WANTED = (b"content-type", b"user-agent", b"accept")
+_WANTED = (b"content-type", b"user-agent", b"accept", b"if-none-match")
 
 
 def _headers_of(request: httpx.Request) -> dict[bytes, str]:

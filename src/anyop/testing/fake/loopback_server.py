@@ -74,6 +74,7 @@ async def _serve_connection(stream: ByteStream, respond: Responder) -> None:
             method = request.method.decode()
             agent = headers.get(b"user-agent", b"").decode(errors="replace")
             accept = headers.get(b"accept", b"").decode(errors="replace")
+            cached = headers.get(b"if-none-match", b"").decode(errors="replace")
             api_request = api_request_of(
                 method,
                 target,
@@ -81,6 +82,7 @@ async def _serve_connection(stream: ByteStream, respond: Responder) -> None:
                 body=body,
                 user_agent=agent,
                 accept=accept,
+                if_none_match=cached,
             )
             try:
                 answer = await respond(api_request)

@@ -19,7 +19,7 @@ import functools
 
 from anyop.testing.fake.statuses import StatusError, status_body
 
-__all__ = ["META_GROUP", "Clause", "Conversion", "negotiate", "parse_accept"]
+__all__ = ["META_GROUP", "Clause", "Conversion", "discovery", "negotiate", "parse_accept"]
 
 META_GROUP = "meta.k8s.io"
 _JSON, _YAML, _PROTOBUF = (
@@ -151,19 +151,52 @@ def _conversion(clause: Clause, media: str) -> Conversion | bool:
     return Conversion(kind, version)
 
 
-def _servable(clause: Clause, media: str, *, custom: bool) -> Conversion | bool:
-    """Whether ``media`` serves the clause: its conversion, ``True`` (none), or ``False``."""
+def _matches(clause: Clause, media: str) -> bool:
+    """Whether the clause's media range (and stream) takes ``media``, conversions aside."""
     type_, subtype = media.split("/")
     if clause.type not in (type_, "*") or (clause.subtype not in (subtype, "*")):
         return False
     if clause.type == "*" and clause.subtype != "*":
         return False
-    if clause.param("stream") and (clause.param("stream") != "watch" or media not in _STREAMED):
+    return not clause.param("stream") or (clause.param("stream") == "watch" and media in _STREAMED)
+
+
+def _servable(clause: Clause, media: str, *, custom: bool) -> Conversion | bool:
+    """Whether ``media`` serves the clause: its conversion, ``True`` (none), or ``False``."""
+    if not _matches(clause, media):
         return False
     conversion = _conversion(clause, media)
     if conversion is True and custom and media not in _STANDARD_CUSTOM:
         return False
     return conversion
+
+
+_AGGREGATED = ("APIGroupDiscoveryList", "v2", "apidiscovery.k8s.io")
+
+
+def discovery(header: str, *, aggregated: bool) -> bool:
+    """Whether a discovery read asks for the aggregated document (``True``) or the legacy one.
+
+    As kube-apiserver's discovery wrapper does: the first clause it can serve decides; only
+    ``/api`` and ``/apis`` (``aggregated``) serve ``as=APIGroupDiscoveryList;v=v2;
+    g=apidiscovery.k8s.io``, and no discovery path serves any other conversion.
+
+    Raises:
+        StatusError: ``406 Not Acceptable``.
+    """
+    if _router_refuses(header, watch_route=False):
+        raise _router_refusal(collection=False)
+    if not header:
+        return False
+    for clause in parse_accept(header):
+        if not any(_matches(clause, media) for media in _SERVED):
+            continue
+        names = tuple(clause.param(name) for name in ("as", "v", "g"))
+        if names == (None, None, None):
+            return False
+        if aggregated and names == _AGGREGATED:
+            return True
+    raise not_acceptable()
 
 
 def negotiate(

@@ -1,19 +1,28 @@
 """Discovery documents (``/api``, ``/api/v1``, ``/apis``, ``/apis/<group>[/<version>]``) and
 the server's own (``/version``).
 
+``/api`` and ``/apis`` also answer as aggregated discovery (``apidiscovery.k8s.io/v2``
+``APIGroupDiscoveryList``: every group's versions and resources in one document, with an ETag),
+which client-go and kubectl ask for first.
+
 Pure: each function builds one document from the kinds being served.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable
 from typing import Any
 
+from anyop.testing.fake.json_copy import compact_json
 from anyop.testing.fake.kinds import Kind
 
 __all__ = [
+    "AGGREGATED",
     "VERSION",
+    "aggregated",
+    "aggregated_headers",
     "api_group",
     "api_group_list",
     "api_resource_list",
@@ -112,3 +121,75 @@ def api_resource_list(kinds: Iterable[Kind], group: str, version: str) -> dict[s
 
 def _by_plural(kind: Kind) -> str:
     return kind.plural
+
+
+AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+"""The media type of aggregated discovery, as the answer names it."""
+
+
+def aggregated(kinds: Iterable[Kind], *, core: bool) -> dict[str, Any]:
+    """``/api`` (``core``) or ``/apis`` as an ``APIGroupDiscoveryList``: each group (the core
+    group unnamed), its versions by priority, each version's resources with their
+    subresources."""
+    served = list(kinds)
+    names = [""] if core else list(dict.fromkeys(kind.group for kind in served if kind.group))
+    items = []
+    for group in names:
+        versions = [
+            {
+                "version": version,
+                "resources": _aggregated_resources(served, group, version),
+                "freshness": "Current",
+            }
+            for version in _group_versions(served, group)
+        ]
+        if versions:
+            items.append({"metadata": {"name": group} if group else {}, "versions": versions})
+    return {
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": "apidiscovery.k8s.io/v2",
+        "metadata": {},
+        "items": items,
+    }
+
+
+def aggregated_headers(document: dict[str, Any]) -> tuple[str, dict[str, str]]:
+    """The quoted ETag of an aggregated document (SHA-512 of its JSON, as kube-apiserver
+    computes it), and the headers it is answered with."""
+    etag = '"' + hashlib.sha512(compact_json(document)).hexdigest().upper() + '"'
+    return etag, {"ETag": etag, "Vary": "Accept", "Cache-Control": "public"}
+
+
+def _aggregated_resources(kinds: list[Kind], group: str, version: str) -> list[dict[str, Any]]:
+    """A group version's ``APIResourceList`` entries, each subresource under its resource."""
+    listed = api_resource_list(kinds, group, version)
+    resources: dict[str, dict[str, Any]] = {}
+    for entry in listed["resources"] if listed is not None else []:
+        name, _, subresource = entry["name"].partition("/")
+        kind = {
+            "group": entry.get("group", ""),
+            "version": entry.get("version", ""),
+            "kind": entry["kind"],
+        }
+        if subresource:
+            parent = resources.setdefault(name, {"resource": name})
+            parent.setdefault("subresources", []).append(
+                {"subresource": subresource, "responseKind": kind, "verbs": entry["verbs"]}
+            )
+            continue
+        resource = resources.setdefault(name, {"resource": name})
+        resource.update(
+            responseKind=kind,
+            scope="Namespaced" if entry["namespaced"] else "Cluster",
+            singularResource=entry["singularName"],
+            verbs=entry["verbs"],
+        )
+        for key in ("shortNames", "categories"):
+            if key in entry:
+                resource[key] = entry[key]
+    for resource in resources.values():
+        if "subresources" in resource:  # last, by name, as Go's encoder and sort put them
+            resource["subresources"] = sorted(
+                resource.pop("subresources"), key=lambda s: str(s["subresource"])
+            )
+    return list(resources.values())
