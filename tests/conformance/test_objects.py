@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from tests.conformance.conftest import Conform
-from tests.conformance.harness import Target
+from tests.conformance.harness import GROUP, Target
 
 pytestmark = pytest.mark.anyio
 
@@ -141,6 +141,23 @@ async def test_put_without_a_resource_version_is_422_for_custom_resources(
     async def scenario(t: Target) -> None:
         await t.post(t.widgets(), _widget("w", size=1))
         await t.put(t.widgets("w"), _widget("w", size=2))
+
+    await conform(scenario)
+
+
+async def test_put_without_a_resource_version_is_422_for_a_crd_and_its_status(
+    conform: Conform,
+) -> None:
+    """A CRD's strategies, like a custom resource's, do not allow unconditional updates (the
+    CRD is left as it was: the PUTs are refused)."""
+
+    async def scenario(t: Target) -> None:
+        path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.{GROUP}"
+        crd = await t.api.get(path)
+        body = crd.json()
+        del body["metadata"]["resourceVersion"]
+        await t.put(path, body)
+        await t.put(f"{path}/status", body)
 
     await conform(scenario)
 

@@ -235,6 +235,7 @@ _CREATE_ON_UPDATE = {
 """Built-in kinds whose strategies allow a PUT to create (Kubernetes' Go code)."""
 
 _CONDITIONAL_UPDATE = {
+    ("apiextensions.k8s.io", "customresourcedefinitions"),
     ("coordination.k8s.io", "leases"), ("policy", "poddisruptionbudgets"),
     ("node.k8s.io", "runtimeclasses"),
     *(("storage.k8s.io", plural) for plural in (
