@@ -183,6 +183,58 @@ async def test_host_network_ports_and_pod_level_resources_are_defaulted(conform:
     await conform(scenario)
 
 
+def _pod_resources(document: Any) -> Any:
+    spec = _spec(document)
+    return spec.get("resources") if isinstance(spec, dict) and "containers" in spec else spec
+
+
+async def test_pod_level_requests_add_up_the_containers_sidecars_and_init_containers(
+    conform: Conform,
+) -> None:
+    """Where pod-level limits are set, a resource's pod-level request is what the containers
+    request in all: the containers' and sidecars' requests added up (the first one's format
+    kept), or an init container's with the sidecars before it where that is more; huge pages
+    and extended resources are not added up."""
+
+    def container(name: str, **requests: str) -> dict[str, Any]:
+        return {"name": name, "image": "nginx", "resources": {"requests": requests}}
+
+    async def scenario(t: Target) -> None:
+        pods = {
+            "sum": (
+                [
+                    container("a", cpu="100m", memory="1Gi"),
+                    container("b", cpu="0.25", memory="512Mi"),
+                ],
+                [],
+            ),
+            "formats": ([container("a", memory="1G"), container("b", memory="1Gi")], []),
+            "init-more": ([container("a", cpu="100m")], [container("i", cpu="2")]),
+            "sidecars": (
+                [container("a", cpu="100m", memory="10Mi")],
+                [
+                    {**container("s", cpu="200m"), "restartPolicy": "Always"},
+                    container("i", cpu="250m", memory="100Mi"),
+                    {**container("t", memory="5Mi"), "restartPolicy": "Always"},
+                ],
+            ),
+            "partly": ([container("a", memory="64Mi")], []),
+        }
+        for name, (containers, inits) in pods.items():
+            limits = {"cpu": "4", "memory": "4Gi"}
+            body = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": name},
+                "spec": {"resources": {"limits": limits}, "containers": containers},
+            }
+            if inits:
+                body["spec"]["initContainers"] = inits
+            await t.post(t.core("pods"), body, record=_pod_resources)
+
+    await conform(scenario)
+
+
 async def test_a_replication_controllers_selector_and_labels_come_from_its_template(
     conform: Conform,
 ) -> None:

@@ -11,10 +11,16 @@ field references, volumes); :func:`claim_template_defaults` a StatefulSet's clai
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from fractions import Fraction
 from typing import Any
 
-from anyop.testing.fake.quantities import milli_rounded
+from anyop.testing.fake.quantities import (
+    QuantityError,
+    formatted_quantity,
+    milli_rounded,
+    parsed_quantity,
+)
 
 __all__ = [
     "claim_spec_defaults",
@@ -209,27 +215,83 @@ def _requests_from_limits(container: Any) -> None:
         requests.setdefault(name, value)
 
 
+Amounts = dict[str, tuple[Fraction, str]]
+"""Quantities by resource name, as values and Go formats (see :func:`parsed_quantity`)."""
+
+
 def _pod_level_requests(spec: Body) -> None:
-    """``defaultPodRequests`` (PodLevelResources, on by default): pod-level limits with no
-    pod-level request for a resource no container requests give it the limit as its request.
-    (Where containers request it, Go sums their requests: left to the caller's own.)"""
+    """``defaultPodRequests`` (PodLevelResources, on by default), where pod-level limits are
+    set: a resource with no pod-level request gets what the containers request in all (CPU
+    and memory), else its pod-level limit (CPU, memory, huge pages)."""
     resources = spec.get("resources")
     if not isinstance(resources, dict) or not resources.get("limits"):
         return
     requests = dict(resources.get("requests") or {})
-    requested = {
-        name
-        for key in ("containers", "initContainers")
-        for container in spec.get(key) or ()
-        if isinstance(container, dict)
-        for name in ((container.get("resources") or {}).get("requests") or {})
-    }
+    for name, (value, form) in _container_requests(spec).items():
+        if name not in requests and name in ("cpu", "memory"):  # (huge pages: no overcommit)
+            requests[name] = formatted_quantity(value, form)
     for name, value in resources["limits"].items():
         supported = name in ("cpu", "memory") or name.startswith("hugepages-")
-        if name not in requests and supported and name not in requested:
+        if name not in requests and supported:
             requests[name] = value
     if requests:
         resources["requests"] = requests
+
+
+def _container_requests(spec: Body) -> Amounts:
+    """What a pod's containers request in all (component-helpers'
+    ``AggregateContainerRequests``): the containers' and the sidecars' (restartable init
+    containers') requests added up, or more where an init container, with the sidecars started
+    before it, needs more."""
+    total: Amounts = {}
+    sidecars: Amounts = {}
+    initializing: Amounts = {}
+    for container in _dicts(spec.get("containers")):
+        _add(total, _requests_of(container))
+    for container in _dicts(spec.get("initContainers")):
+        requests = _requests_of(container)
+        if container.get("restartPolicy") == "Always":
+            _add(total, requests)
+            _add(sidecars, requests)
+            needs = sidecars
+        else:
+            needs = {}
+            _add(needs, requests)
+            _add(needs, sidecars.items())
+        for name, amount in needs.items():  # the most any init container needs
+            if name not in initializing or amount[0] > initializing[name][0]:
+                initializing[name] = amount
+    for name, amount in initializing.items():
+        if name not in total or amount[0] > total[name][0]:
+            total[name] = amount
+    return total
+
+
+def _dicts(items: Any) -> Iterable[Body]:
+    return (item for item in items or () if isinstance(item, dict))
+
+
+def _requests_of(container: Body) -> list[tuple[str, tuple[Fraction, str]]]:
+    resources = container.get("resources")
+    requests = resources.get("requests") if isinstance(resources, dict) else None
+    amounts = []
+    for name, quantity in (requests or {}).items() if isinstance(requests, dict) else ():
+        try:
+            amounts.append((name, parsed_quantity(quantity)))
+        except QuantityError:
+            continue  # refused by the validation that follows
+    return amounts
+
+
+def _add(into: Amounts, amounts: Iterable[tuple[str, tuple[Fraction, str]]]) -> None:
+    """Go's ``Quantity.Add`` per resource: the sum keeps the first one's format (unless that
+    one is zero)."""
+    for name, (value, form) in amounts:
+        if name in into:
+            before, kept = into[name]
+            into[name] = (before + value, form if before == 0 else kept)
+        else:
+            into[name] = (value, form)
 
 
 def pod_defaults(obj: Body) -> None:

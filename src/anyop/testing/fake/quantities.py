@@ -11,7 +11,14 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
-__all__ = ["QuantityError", "canonical_quantity", "milli_rounded", "quantity_value"]
+__all__ = [
+    "QuantityError",
+    "canonical_quantity",
+    "formatted_quantity",
+    "milli_rounded",
+    "parsed_quantity",
+    "quantity_value",
+]
 
 _FORMAT_WRONG = (
     "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
@@ -95,9 +102,14 @@ def canonical_quantity(given: object) -> str:
     if text == "0":
         return "0"
     value, form = _parsed(text)
+    return formatted_quantity(_rounded_up(value), form)
+
+
+def formatted_quantity(value: Fraction, form: str) -> str:
+    """A value written as Go writes a quantity of that format (``decimal``, ``binary`` or
+    ``exponent``: see :func:`parsed_quantity`)."""
     if value == 0:
         return "0"
-    value = _rounded_up(value)
     if (form == "binary" and -1024 < value < 1024) or value.denominator != 1:
         form = "decimal" if form == "binary" else form
     if form == "binary":
@@ -107,6 +119,20 @@ def canonical_quantity(given: object) -> str:
             steps += 1
         return f"{'-' if value < 0 else ''}{magnitude}{_BINARY_NAMES[steps]}"
     return _decimal(value, form)
+
+
+def parsed_quantity(given: object) -> tuple[Fraction, str]:
+    """A quantity's value (rounded up to a nano-unit as it is kept) and format, as Go's
+    arithmetic on quantities keeps them.
+
+    Raises:
+        QuantityError: It is not a quantity.
+    """
+    text = (given if isinstance(given, str) else repr(given)).strip()
+    if not text:
+        raise QuantityError(_FORMAT_WRONG)
+    value, form = _parsed(text)
+    return _rounded_up(value), form
 
 
 def quantity_value(given: object) -> Fraction:
