@@ -6,9 +6,15 @@ Pure (it reads the store). The chain is the local control plane's: members of
 (by name), then of the RoleBindings of the request's namespace, that bind the user, its groups or
 (its name ``system:serviceaccount:<ns>:<name>``) its service account; the first rule that allows
 it is the reason (``RBAC: allowed by ClusterRoleBinding "b" of ClusterRole "r" to User "u"``). A
-binding of a missing role is an error named in the denial's reason. ClusterRoles' aggregation
-rules are not applied (no controller does it in the fake, nor in a control plane without its
-controller-manager), and the fake has none of kube-apiserver's bootstrap roles.
+binding of a missing role is an error named in the denial's reason.
+
+The stored roles include kube-apiserver's bootstrap ones (:mod:`~anyop.testing.fake.bootstrap`):
+``system:authenticated`` may read ``/version`` and ``/healthz`` as on a real cluster (where two
+bindings allow a request, the real reason names either, as its informer's map happens to list
+them; the fake's names the first by name). ClusterRoles' aggregation rules are not applied (no
+controller does it in the fake, nor in a control plane without its controller-manager):
+``admin``, ``edit`` and ``view`` have no rules of their own, so a binding to them allows nothing,
+while one to ``system:aggregate-to-view`` allows what that role lists.
 """
 
 from __future__ import annotations

@@ -6,11 +6,15 @@ Pure of I/O: the store is in memory. :func:`allocate` gives a Service its cluste
 LoadBalancer Service's ports one each from 30000-32767 (chosen at random, as kube-apiserver's
 allocator does; a LoadBalancer's only with ``allocateLoadBalancerNodePorts``), a port asked
 for kept where it is free (else 422 ``provided port is already allocated``), and a
-LoadBalancer with ``externalTrafficPolicy: Local`` its ``healthCheckNodePort``.
+LoadBalancer with ``externalTrafficPolicy: Local`` its ``healthCheckNodePort``. A cluster IP asked
+for is refused where another Service holds it (the ``kubernetes`` Service holds the network's
+first address from the boot on) or where it is outside the service network.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import json
 import random
 from typing import Any
 
@@ -20,21 +24,64 @@ from anyop.testing.fake.service_types import NODE_TYPES, needs_health_check, nod
 from anyop.testing.fake.statuses import Cause, StatusError, invalid, status_body
 from anyop.testing.fake.store import Store
 
-__all__ = ["NODE_PORTS", "allocate", "service_ip"]
+__all__ = ["NODE_PORTS", "SERVICE_CIDR", "allocate", "first_service_ip", "service_ip"]
 
 Body = dict[str, Any]
 NODE_PORTS = range(30000, 32768)
 """kube-apiserver's default ``--service-node-port-range``."""
+SERVICE_CIDR = "10.0.0.0/24"
+"""The service network (the local control plane's ``--service-cluster-ip-range``)."""
+_NETWORK = ipaddress.ip_network(SERVICE_CIDR)
+
+
+def first_service_ip() -> str:
+    """The network's first address: the ``kubernetes`` Service's, which no other gets."""
+    return str(_NETWORK.network_address + 1)
 
 
 def service_ip(store: Store) -> str:
-    """A free address of the service network (10.0.0.0/24; .1 is the ``kubernetes`` service's)."""
+    """A free address of the service network (never its first: the ``kubernetes`` Service's)."""
     taken = {
         str((body.get("spec") or {}).get("clusterIP"))
         for body in store.objects[("", "services")].values()
     }
     free = [f"10.0.0.{host}" for host in range(2, 255) if f"10.0.0.{host}" not in taken]
     return store.rng.choice(free)
+
+
+def _refused_ips(store: Store, obj: Body) -> list[tuple[str, Cause]]:
+    """The allocator's refusal of cluster IPs asked for: one outside the network, or held by
+    another Service (``failed to allocate IP``)."""
+    spec = obj.get("spec") or {}
+    asked = [ip for ip in spec.get("clusterIPs") or () if isinstance(ip, str) and ip != "None"]
+    metadata = obj.get("metadata") or {}
+    own = (str(metadata.get("namespace") or ""), str(metadata.get("name") or ""))
+    held = {
+        ip
+        for key, body in store.objects[("", "services")].items()
+        if key != own
+        for ip in (body.get("spec") or {}).get("clusterIPs") or ()
+    }
+    for ip in asked:
+        if not _in_network(ip):
+            detail = "the provided network does not match the current range"
+        elif ip in held:
+            detail = "provided IP is already allocated"
+        else:
+            continue
+        shown = json.dumps(asked, separators=(",", ":"))
+        return [invalid_value("spec.clusterIPs", shown, f"failed to allocate IP {ip}: {detail}")]
+    return []
+
+
+def _in_network(ip: str) -> bool:
+    """Whether an IPv4 address is in the service network (one Python does not read, as Go's
+    legacy parser does, is taken to be: its form was checked before)."""
+    try:
+        address = ipaddress.ip_address(ip)
+    except ValueError:
+        return True
+    return address.version != 4 or address in _NETWORK
 
 
 def allocate(store: Store, obj: Body, *, creating: bool) -> None:
@@ -46,6 +93,8 @@ def allocate(store: Store, obj: Body, *, creating: bool) -> None:
     """
     spec = obj.setdefault("spec", {})
     causes = allocated(spec, service_ip=lambda: service_ip(store), creating=creating)
+    if not causes and spec.get("type") != "ExternalName":
+        causes = _refused_ips(store, obj)
     if not causes:
         causes = _NodePorts(store, obj).allocate(spec, creating=creating)
     if causes:

@@ -11,13 +11,15 @@ import binascii
 import collections
 import dataclasses
 import json
+import marshal
 import random
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from anyop.testing.fake import go_json
 from anyop.testing.fake.admission_points import AdmissionPoints
+from anyop.testing.fake.bootstrap import BootSet, boot_set
 from anyop.testing.fake.conversions import converts, for_storage, in_version, stored_as
 from anyop.testing.fake.event_conversion import storage_resource
 from anyop.testing.fake.history import (
@@ -41,6 +43,9 @@ from anyop.testing.fake.statuses import (
     too_large_version,
 )
 from anyop.testing.fake.stored_form import as_stored
+
+if TYPE_CHECKING:
+    from _collections_abc import dict_items, dict_keys, dict_values
 
 __all__ = ["ListQuery", "Ref", "Store", "WatchStart", "WouldCommit"]
 
@@ -159,7 +164,7 @@ class Store:
         self.history = History(history_limit)
         self.kinds: dict[tuple[str, str, str], Kind] = {}
         self._groups: frozenset[tuple[str, str]] | None = None  # of the kinds; None: to be made
-        self.objects: dict[ResourceKey, dict[ObjectKey, Body]] = _Resources(dict)
+        self.objects: dict[ResourceKey, dict[ObjectKey, Body]] = _Resources()
         self.listeners: list[Listener] = []
         self.controllers: list[Controller] = []
         """Called with each change after the listeners; their own writes are queued, so that
@@ -184,7 +189,17 @@ class Store:
         for name in BOOT_NAMESPACES:
             body = {"metadata": {"name": name}, "spec": {"finalizers": ["kubernetes"]}}
             self.commit(NAMESPACE_KIND, "ADDED", self._boot(body, name), old=None)
+        self._seed_bootstrap(seed)
         self.history.compact(self.rv)  # as a watch cache, history starts after the boot
+
+    def _seed_bootstrap(self, seed: int) -> None:
+        """Store the API server's own objects (:mod:`~anyop.testing.fake.bootstrap`) as they are:
+        made as the server makes them, they need none of a write's checks, and no listener nor
+        controller is there yet to hear of them. Each resource's are copied in when it is first
+        read (see :class:`_Resources`)."""
+        boot = boot_set(seed, self.now(), self.rv)
+        cast(_Resources, self.objects).take(boot)
+        self.rv += boot.count
 
     def _boot(self, body: Body, name: str) -> Body:
         metadata = body["metadata"]
@@ -386,8 +401,10 @@ class Store:
         return WatchStart(events, self.rv)
 
     def all_objects(self) -> Iterator[tuple[ResourceKey, Body]]:
-        """Every stored object, with its resource."""
-        for resource, objects in self.objects.items():
+        """Every stored object, with its resource, to be read: those of a resource that nothing
+        has read yet are the bootstrap objects that the stores of the same boot share (the
+        root CA publisher and the garbage collector scan them all, and act by name)."""
+        for resource, objects in cast(_Resources, self.objects).readable():
             for body in objects.values():
                 yield resource, body
 
@@ -396,19 +413,75 @@ def _rk(kind: Kind) -> ResourceKey:
     return storage_resource((kind.group, kind.plural))
 
 
-class _Resources(collections.defaultdict[ResourceKey, dict[ObjectKey, Body]]):
-    """The objects by resource, a resource stored as another one (events.k8s.io's Events,
-    the core group's) found under that one."""
+class _Resources(dict[ResourceKey, dict[ObjectKey, Body]]):
+    """The objects by resource (an empty dict for one not stored yet), a resource stored as
+    another one (events.k8s.io's Events, the core group's) found under that one.
+
+    A resource's bootstrap objects (see :meth:`take`) become the store's own when it is first
+    looked up or iterated over: most stores never read most of them.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._boot: BootSet | None = None
+        self._pending: set[ResourceKey] = set()
+
+    def take(self, boot: BootSet) -> None:
+        """Hold these bootstrap objects (each resource's copied in when first read)."""
+        self._boot, self._pending = boot, set(boot.frozen)
+
+    def __missing__(self, key: ResourceKey) -> dict[ObjectKey, Body]:
+        found: dict[ObjectKey, Body] = {}
+        if key in self._pending and self._boot is not None:
+            self._pending.discard(key)
+            found = marshal.loads(self._boot.frozen[key])
+        self[key] = found
+        return found
 
     def __getitem__(self, key: ResourceKey) -> dict[ObjectKey, Body]:
         return super().__getitem__(storage_resource(key))
 
     def __contains__(self, key: object) -> bool:
         shared = storage_resource(key) if isinstance(key, tuple) else key
-        return super().__contains__(shared)
+        return shared in self._pending or super().__contains__(shared)
 
     def get(self, key: ResourceKey, default: Any = None) -> Any:
-        return super().get(storage_resource(key), default)
+        shared = storage_resource(key)
+        return self[shared] if shared in self._pending else super().get(shared, default)
+
+    def _thawed(self) -> None:
+        for key in list(self._pending):
+            self.__missing__(key)
+
+    def __iter__(self) -> Iterator[ResourceKey]:
+        self._thawed()
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        self._thawed()
+        return super().__len__()
+
+    def keys(self) -> dict_keys[ResourceKey, dict[ObjectKey, Body]]:
+        """The resources (their bootstrap objects made the store's own first)."""
+        self._thawed()
+        return super().keys()
+
+    def values(self) -> dict_values[ResourceKey, dict[ObjectKey, Body]]:
+        """The objects of each resource (the bootstrap ones made the store's own first)."""
+        self._thawed()
+        return super().values()
+
+    def items(self) -> dict_items[ResourceKey, dict[ObjectKey, Body]]:
+        """Each resource and its objects (the bootstrap ones made the store's own first)."""
+        self._thawed()
+        return super().items()
+
+    def readable(self) -> Iterator[tuple[ResourceKey, Mapping[ObjectKey, Body]]]:
+        """Each resource's objects, those not read yet the boot's shared ones (not copied)."""
+        yield from super().items()
+        if self._boot is not None:
+            for key in sorted(self._pending):
+                yield key, self._boot.shared[key]
 
 
 def shown(kind: Kind, body: Mapping[str, Any]) -> Body:
