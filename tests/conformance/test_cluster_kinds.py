@@ -213,6 +213,21 @@ async def test_a_namespace_is_checked(conform: Conform, name: str, fields: Body)
     await conform(scenario)
 
 
+def _kind(document: Body) -> Any:
+    return document if document.get("kind") == "Status" else document.get("kind")
+
+
+async def test_the_api_servers_own_namespaces_may_not_be_deleted(conform: Conform) -> None:
+    """``default``, ``kube-system`` and ``kube-public`` are refused (403); ``kube-node-lease``
+    is not (dry runs: admission decides them as it decides a deletion)."""
+
+    async def scenario(t: Target) -> None:
+        for name in ("default", "kube-system", "kube-public", "kube-node-lease"):
+            await t.delete(f"/api/v1/namespaces/{name}", params={"dryRun": "All"}, record=_kind)
+
+    await conform(scenario)
+
+
 def _refinalized(obj: Body) -> None:
     obj["spec"]["finalizers"] = ["bad name"]
     obj["status"] = {"phase": "Terminating"}

@@ -11,13 +11,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from anyop.testing.fake import crd_deletion
-from anyop.testing.fake.kinds import CRD_KIND, Kind
+from anyop.testing.fake.kinds import CRD_KIND, NAMESPACE_KIND, Kind
 from anyop.testing.fake.pod_termination import grace_period, later, shortened
-from anyop.testing.fake.statuses import precondition_failed, success
+from anyop.testing.fake.statuses import forbidden, precondition_failed, success
 from anyop.testing.fake.store import ListQuery, Ref, Store, shown
 from anyop.testing.fake.writes import Body, served
 
-__all__ = ["delete", "delete_collection"]
+__all__ = ["IMMORTAL_NAMESPACES", "delete", "delete_collection"]
+
+IMMORTAL_NAMESPACES = frozenset({"default", "kube-public", "kube-system"})
+"""The namespaces that the NamespaceLifecycle admission plugin refuses to delete."""
 
 
 def delete(store: Store, ref: Ref, options: Mapping[str, Any]) -> Body:
@@ -28,10 +31,12 @@ def delete(store: Store, ref: Ref, options: Mapping[str, Any]) -> Body:
         object as deleted, for the kinds that answer with it).
 
     Raises:
-        StatusError: 404, 409 (a precondition failed).
+        StatusError: 403 (a namespace the API server keeps), 404, 409 (a precondition failed).
     """
     kind, name = ref.kind, ref.name
     stored = store.find(kind, ref.namespace, name)
+    if kind == NAMESPACE_KIND and name in IMMORTAL_NAMESPACES:
+        raise forbidden(kind.plural, "", name, "this namespace may not be deleted")
     metadata = stored["metadata"]
     _check_preconditions(kind, stored, options.get("preconditions") or {})
     finalizers = _collecting(kind, list(metadata.get("finalizers") or ()), options)

@@ -16,6 +16,7 @@ __all__ = [
     "bad_request",
     "conflict",
     "expired",
+    "forbidden",
     "forbidden_terminating",
     "invalid",
     "no_such_resource",
@@ -158,6 +159,13 @@ def unsupported_media_type(accepted: Sequence[str]) -> StatusError:
         + ", ".join(accepted)
     )
     return StatusError(status_body(415, "UnsupportedMediaType", message))
+
+
+def forbidden(plural: str, group: str, name: str, why: str) -> StatusError:
+    """403 from an admission plugin: ``<resource> "<name>" is forbidden: <why>``."""
+    message = f'{_qualified(plural, group)} "{name}" is forbidden: {why}'
+    details = _details(name, group, plural)
+    return StatusError(status_body(403, "Forbidden", message, details=details))
 
 
 def forbidden_terminating(plural: str, group: str, name: str, *, namespace: str) -> StatusError:
