@@ -7,7 +7,9 @@ then costs no wall time, and a timeout fires exactly when due.
 
 Caveats:
     Only for tests whose waits are all in the event loop: a real thread, subprocess or socket
-    does not count as running, so the clock jumps past its deadlines while the OS works.
+    does not count as running, so the clock jumps past its deadlines while the OS works. Where
+    a test's operator has sync handlers (threads), ``@pytest.mark.fake_time(autojump_threshold=
+    0.05)`` lets the clock wait that long in real time before it jumps.
 """
 
 from __future__ import annotations
@@ -30,9 +32,10 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Any:
     """Both backends, as in ``tests/conftest.py``; on fake time for tests marked ``fake_time``."""
-    if request.node.get_closest_marker("fake_time") is None:
+    marker = request.node.get_closest_marker("fake_time")
+    if marker is None:
         return request.param
-    return virtual_backend(request.param, monkeypatch)
+    return virtual_backend(request.param, monkeypatch, **marker.kwargs)
 
 
 KEX_CRD = Path(__file__).parents[2] / "examples" / "crd.yaml"

@@ -14,7 +14,9 @@ from anyop.models.resources import ObjectMeta
 from anyop.testing import FakeCluster, RunningOperator
 from anyop.testing.fake.statuses import StatusError
 
-pytestmark = [pytest.mark.anyio, pytest.mark.fake_time]
+# Sync handlers run in threads: the clock waits a moment for them before it jumps (with none,
+# a thread still running let a 30 s wait pass at once, now and then).
+pytestmark = [pytest.mark.anyio, pytest.mark.fake_time(autojump_threshold=0.05)]
 
 
 class GizmoSpec(anyop.Model):
