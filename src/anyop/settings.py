@@ -192,9 +192,11 @@ class WatchingSettings(BaseModel):
     connect_timeout: PositiveFloat | None = None
     reconnect_backoff: Seconds = Field(default=0.1, ge=0)
     inactivity_timeout: PositiveFloat | None = 70.0
-    """Reconnect after this long without any event or bookmark: a silent stall (kube-apiserver
-    sends a bookmark about every minute). From a server that has sent no bookmark and left two
-    watch-streams silent this long, a quiet watch-stream is awaited until its own timeout."""
+    """Watch again after this long without any event or bookmark (kube-apiserver sends a
+    bookmark about every minute, though not while the resource's version stands still): a
+    warning says the silence was a stall if changes then come at once. From a server that has
+    sent no bookmark and left two watch-streams silent this long, a quiet watch-stream is
+    awaited until its own timeout."""
     streaming_lists: bool = False
     """anyop: list with a watch (``sendInitialEvents``) instead of pages: the API server streams
     the objects from its cache instead of building list pages. Servers that refuse it are listed

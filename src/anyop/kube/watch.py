@@ -61,6 +61,10 @@ SILENCES_TO_TRUST = 2
 """Silent watch-streams, with never a bookmark from the server, after which silence is taken
 for a quiet resource, not a stall (see ``Watcher._silences``)."""
 
+PROOF_WINDOW = 1.0
+"""Seconds after a silent watch-stream is watched again in which a change that arrives proves
+that the silence was a stall: it waited for the new stream (see ``Watcher._silent``)."""
+
 SHARE_CHECKS = 64
 """Objects found inside the share asked for, after which a watcher takes it that the server
 honours shard selectors and looks at no more (see ``Watcher._check_share``)."""
@@ -73,6 +77,7 @@ QUIET_404S = 2
 """Consecutive 404s of a watch logged at INFO, not WARNING: a deleted CRD's watch gets one or two
 before the operator stops it (see :func:`anyop.engine.serving.scope_groups.follow_crds`)."""
 
+_SILENT = "Watch-stream for %r was silent for %.0fs; watching it again."
 _REFUSED = frozenset({400, 403, 422})  # sendInitialEvents is unknown, disabled or forbidden
 
 
@@ -159,6 +164,13 @@ class Watcher:
         self._share_checks = 0
         """Objects found inside the share asked for (up to :data:`SHARE_CHECKS`)."""
         self._streamed_share: ShardRanges | None = None  # the share the open stream asked for
+        self._silent: float | None = None
+        """How long the last watch-stream was silent before it was given up, while the next one
+        has not shown yet whether changes waited meanwhile. A quiet resource's stream is silent
+        for two bookmark periods at times (kube-apiserver sends a bookmark about every minute,
+        but only once its version for the resource moved past the stream's): a silence alone is
+        no sign of trouble, changes that come at once when watched again are."""
+        self._opened: float | None = None  # when the current watch-stream (not a list) opened
         self._silences = 0
         """Stalls of watch-streams that had opened, while no bookmark ever came. A server that
         sends none (its watch cache off, an aggregated API) is silent on a quiet resource:
@@ -221,6 +233,7 @@ class Watcher:
     async def _step(self, phase: Phase, handle: Handler) -> Outcome:
         if phase in (Phase.LISTING, Phase.RELISTING):
             self.listings += 1
+            self._silent = None  # what a silence hid comes listed: nothing to tell it by
         try:
             match phase:
                 case Phase.LISTING | Phase.RELISTING if self._streaming:
@@ -244,18 +257,20 @@ class Watcher:
         if isinstance(outcome, Failed):
             self._silences = 0  # troubles of the network: its silences prove nothing of the server
         match outcome:
-            case Stalled() if not self._bookmarked:
+            case Stalled(seconds) if not self._bookmarked:
                 self._silences += 1
+                self._silent = seconds
                 if self._silences < SILENCES_TO_TRUST:
-                    logger.warning("Watch-stream for %r is inactive, reconnecting.", self.resource)
+                    logger.debug(_SILENT, self.resource, seconds)
                 elif self._silences == SILENCES_TO_TRUST:
                     logger.info(
                         "Watch-stream for %r: the API server sends no bookmarks; a quiet "
                         "watch-stream is awaited until its own timeout from now on.",
                         self.resource,
                     )
-            case Stalled():
-                logger.warning("Watch-stream for %r is inactive, reconnecting.", self.resource)
+            case Stalled(seconds):
+                self._silent = seconds
+                logger.debug(_SILENT, self.resource, seconds)
             case Expired(reason):
                 what = "Restarting the watch-stream for %r with a new listing: %s"
                 logger.info(what, self.resource, reason)
@@ -417,6 +432,7 @@ class Watcher:
         try:
             async with stream:
                 self.state = self.state.with_stream(open=True)
+                self._opened = anyio.current_time()
                 while True:
                     line, stalled = await self._next_line(stream, hard_deadline)
                     if line is None:
@@ -427,6 +443,22 @@ class Watcher:
                     events += 1
         finally:
             self.state = self.state.with_stream(open=False)
+            self._opened = None
+
+    def _stalled_before(self, kind: str | None) -> None:
+        """The first line of a watch-stream that follows a silent one: a change that comes at
+        once waited for it, so the silence was a stall (said as a warning); anything else (a
+        bookmark, a change later) shows nothing was missed."""
+        silent, self._silent = self._silent, None
+        opened = self._opened
+        if silent is None or opened is None or kind not in _EVENT_TYPES:
+            return
+        if anyio.current_time() - opened < PROOF_WINDOW:
+            logger.warning(
+                "Watch-stream for %r was stalled: changes waited %.0fs until it was watched again.",
+                self.resource,
+                silent,
+            )
 
     async def _server_version(self) -> str | None:
         """The server's current resourceVersion if it is behind ours (one list of one object).
@@ -492,6 +524,8 @@ class Watcher:
 
     async def _consume(self, line: bytes, handle: Handler) -> Outcome | None:
         kind, body = _parse(line)
+        if self._silent is not None:
+            self._stalled_before(kind)
         if body is None:
             return Failed(f"A garbled line in the watch-stream: {line[:100]!r}")
         if kind == "ERROR":

@@ -511,6 +511,7 @@ async def test_a_garbled_line_rewatches_from_the_last_version() -> None:
 async def test_inactivity_reconnects_from_the_last_version(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.DEBUG, logger="anyop.kube")
     cluster = Cluster()
     cluster.watches = [stream(line("ADDED", kex("a", 12)), then="hang")]
     watcher = await watch_until(
@@ -519,9 +520,34 @@ async def test_inactivity_reconnects_from_the_last_version(
         settings=watching(inactivity_timeout=0.1),
     )
     assert versions(cluster) == ["10", "12"]
-    assert "Watch-stream for kopfexamples.v1.kopf.dev is inactive, reconnecting." in caplog.text
+    assert "Watch-stream for kopfexamples.v1.kopf.dev was silent for 0s" in caplog.text
     assert watcher.state.restarts >= 1
     assert len(cluster.lists) == 1
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("then", "stalled"),
+    [(line("ADDED", kex("b", 13)), True), (bookmark(13), False)],
+    ids=["a-change-waited", "nothing-waited"],
+)
+async def test_a_silence_is_called_a_stall_only_if_changes_waited_for_the_next_stream(
+    caplog: pytest.LogCaptureFixture, then: bytes, stalled: bool
+) -> None:
+    """A quiet resource's stream may be silent for two bookmark periods: given up, it is
+    watched again; a warning says it was a stall only if a change comes at once."""
+    cluster = Cluster()
+    cluster.watches = [stream(line("ADDED", kex("a", 12)), then="hang"), stream(then, then="hang")]
+    await watch_until(
+        Recorder(cluster),
+        lambda: len(cluster.watch_requests) == 3,
+        settings=watching(inactivity_timeout=0.1),
+    )
+    warned = "Watch-stream for kopfexamples.v1.kopf.dev was stalled: changes waited 0s" in (
+        caplog.text
+    )
+    assert warned == stalled
+    assert "is inactive" not in caplog.text
 
 
 @pytest.mark.anyio
