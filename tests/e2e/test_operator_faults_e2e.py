@@ -254,7 +254,9 @@ async def test_row37_the_watchdog_warns_while_the_loop_is_blocked_naming_the_han
             while len(said := watchdog_records(caplog, after="block_the_loop")) < 2:
                 await anyio.sleep(0.05)
         async with httpx.AsyncClient() as scraper:
+            before = recoveries(caplog)  # a block is counted when it ends
             scraped = (await scraper.get(metrics_at)).text
+            counted = {float(before), float(recoveries(caplog))}
     warning, recovery = said[0], said[1]
     assert len(said) == 2  # one warning per block, never one per tick
     assert warning.levelno == logging.WARNING
@@ -264,7 +266,15 @@ async def test_row37_the_watchdog_warns_while_the_loop_is_blocked_naming_the_han
     assert 0.3 <= seconds_in(warning.getMessage()) < 1.5
     assert recovery.getMessage().startswith("The event loop runs again")
     assert 1.4 <= seconds_in(recovery.getMessage()) < DEADLINE
-    assert "anyop_event_loop_blocks_total 1.0" in scraped
+    # Each block counted once, this one and any other (a loaded machine blocks the loop
+    # elsewhere too: 0.9 s in a JSON decode was seen on a CI run).
+    assert min(counted) >= 1
+    assert any(f"anyop_event_loop_blocks_total {blocks}" in scraped for blocks in counted)
+
+
+def recoveries(caplog: pytest.LogCaptureFixture) -> int:
+    """The watchdog's messages that a block ended."""
+    return sum(r.getMessage().startswith("The event loop runs again") for r in caplog.records)
 
 
 def watchdog_records(caplog: pytest.LogCaptureFixture, *, after: str) -> list[logging.LogRecord]:
