@@ -179,7 +179,8 @@ class ShardKeeper:
                 f"{self.settings.renew_deadline} s. All work is stopped until it is."
             )
         self.shard.state.deactivate()
-        self.shard.state.reincarnate(new_incarnation())
+        if self.gate.fence > -math.inf:  # (before our first renewal, nobody could count us out)
+            self.shard.state.reincarnate(new_incarnation())
         self._baseline = None
 
     async def release(self) -> None:
