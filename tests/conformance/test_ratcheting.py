@@ -78,7 +78,13 @@ async def _write(t: Target, label: str, method: str, path: str, body: Any) -> No
     causes = (
         (document.get("details") or {}).get("causes") if document.get("kind") == "Status" else None
     )
-    t.note(label, (answer.status_code, answer.headers.get("warning"), causes))
+    # (kube-openapi checks an object's properties in Go's map order: its causes in any order)
+    ordered = (
+        sorted(causes, key=lambda c: (c.get("field", ""), c.get("reason", "")))
+        if causes
+        else causes
+    )
+    t.note(label, (answer.status_code, answer.headers.get("warning"), ordered))
 
 
 async def _ratcheted(
