@@ -382,20 +382,27 @@ def _get(node: Any, *path: str) -> Any:
     return node
 
 
-def _metric_to_v1(metric: Mapping[str, Any]) -> Body:
+def _object_and_pods_to_v1(metric: Mapping[str, Any], side: str) -> Body:
+    """A metric's type and its object and pods sources in v1, of the spec (``side``
+    ``target``) or of the status (``current``): v1 names their values after the side."""
     result: Body = {"type": metric.get("type", "")}
     if isinstance(source := metric.get("object"), Mapping):
         result["object"] = {
             "target": _reference_v1(source.get("describedObject")),
             "metricName": _get(source, "metric", "name") or "",
-            "targetValue": _quantity(_get(source, "target", "value")) or "0",
+            f"{side}Value": _quantity(_get(source, side, "value")) or "0",
         } | _some(selector=_selector(_get(source, "metric", "selector")),
-                  averageValue=_quantity(_get(source, "target", "averageValue")))  # fmt: skip
+                  averageValue=_quantity(_get(source, side, "averageValue")))  # fmt: skip
     if isinstance(source := metric.get("pods"), Mapping):
         result["pods"] = {
             "metricName": _get(source, "metric", "name") or "",
-            "targetAverageValue": _quantity(_get(source, "target", "averageValue")) or "0",
+            f"{side}AverageValue": _quantity(_get(source, side, "averageValue")) or "0",
         } | _some(selector=_selector(_get(source, "metric", "selector")))
+    return result
+
+
+def _metric_to_v1(metric: Mapping[str, Any]) -> Body:
+    result = _object_and_pods_to_v1(metric, "target")
     for name in ("resource", "containerResource"):
         if isinstance(source := metric.get(name), Mapping):
             result[name] = {"name": source.get("name", "")} | _some(
@@ -414,19 +421,7 @@ def _metric_to_v1(metric: Mapping[str, Any]) -> Body:
 
 
 def _status_to_v1(metric: Mapping[str, Any]) -> Body:
-    result: Body = {"type": metric.get("type", "")}
-    if isinstance(source := metric.get("object"), Mapping):
-        result["object"] = {
-            "target": _reference_v1(source.get("describedObject")),
-            "metricName": _get(source, "metric", "name") or "",
-            "currentValue": _quantity(_get(source, "current", "value")) or "0",
-        } | _some(selector=_selector(_get(source, "metric", "selector")),
-                  averageValue=_quantity(_get(source, "current", "averageValue")))  # fmt: skip
-    if isinstance(source := metric.get("pods"), Mapping):
-        result["pods"] = {
-            "metricName": _get(source, "metric", "name") or "",
-            "currentAverageValue": _quantity(_get(source, "current", "averageValue")) or "0",
-        } | _some(selector=_selector(_get(source, "metric", "selector")))
+    result = _object_and_pods_to_v1(metric, "current")
     for name in ("resource", "containerResource"):
         if isinstance(source := metric.get(name), Mapping):
             result[name] = {"name": source.get("name", "")} | _some(
