@@ -56,6 +56,8 @@ def _patch_of(action: str, request: Mapping[str, Any]) -> list[Body]:
         return [{"op": "add", "path": "/spec/size", "value": 50}]
     if action == "unsize":
         return [{"op": "remove", "path": "/spec/size"}]
+    if action == "triple":  # a Scale's replicas
+        return [{"op": "add", "path": "/spec/replicas", "value": 3}]
     if action == "extra":
         return [{"op": "add", "path": "/spec/unknownField", "value": "x"}]
     if action == "status":

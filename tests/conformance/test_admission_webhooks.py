@@ -226,9 +226,6 @@ async def test_custom_resource_writes(conform: Conform, server: HookServer) -> N
     await conform(_dumped(scenario))
 
 
-@pytest.mark.xfail(strict=True, reason="kube-apiserver calls the mutating webhooks before it "
-                   "refuses a custom resource's update without a resourceVersion (422) or with "
-                   "a stale one (409); the fake refuses it first, and calls none")  # fmt: skip
 async def test_an_unconditional_custom_resource_update(
     conform: Conform, server: HookServer
 ) -> None:
@@ -238,8 +235,30 @@ async def test_an_unconditional_custom_resource_update(
         async with registered(t, server, **_both(server, t, rules, m="label+warn")):
             await t.patch(t.gizmos("g"), {"spec": {"high": 5}})
             await send(t, server, "PUT", t.gizmos("g"), made)  # stale
+            stale = {"metadata": {"resourceVersion": made["metadata"]["resourceVersion"]},
+                     "spec": {"high": 6}}  # fmt: skip
+            await send(t, server, "PATCH", t.gizmos("g"), stale,
+                       ct="application/merge-patch+json")  # fmt: skip
             made["metadata"].pop("resourceVersion")
             await send(t, server, "PUT", t.gizmos("g"), made)
+
+    await conform(_dumped(scenario))
+
+
+async def test_a_stale_update_of_a_built_in_object(conform: Conform, server: HookServer) -> None:
+    async def scenario(t: Target) -> None:
+        rules = [{**CONFIGMAPS, "operations": _ALL}]
+        made = await t.post(t.cm(), _cm("one"))
+        async with registered(t, server, **_both(server, t, rules, m="label+warn")):
+            await t.patch(t.cm("one"), {"data": {"b": "2"}})
+            made["data"] = {"c": "3"}
+            await send(t, server, "PUT", t.cm("one"), made)  # stale
+            stale = {"metadata": {"resourceVersion": made["metadata"]["resourceVersion"]},
+                     "data": {"d": "4"}}  # fmt: skip
+            await send(t, server, "PATCH", t.cm("one"), stale,
+                       ct="application/strategic-merge-patch+json")  # fmt: skip
+            made["metadata"].pop("resourceVersion")
+            await send(t, server, "PUT", t.cm("one"), made)  # unconditional: allowed
 
     await conform(_dumped(scenario))
 
@@ -263,15 +282,7 @@ async def test_a_mutating_webhook_sets_a_custom_resource_status(
     [
         "big",
         "unsize",
-        pytest.param(
-            "extra",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="kube-apiserver prunes a field a mutating webhook adds to a custom "
-                "resource after the validating webhooks, which still get it; the fake prunes "
-                "it before",
-            ),
-        ),
+        "extra",
     ],
 )
 async def test_a_mutated_custom_resource_is_checked_pruned_and_defaulted(
@@ -282,6 +293,8 @@ async def test_a_mutated_custom_resource_is_checked_pruned_and_defaulted(
         async with registered(t, server, **_both(server, t, rules, m=action, v="allow")):
             await send(t, server, "POST", t.gizmos(), _gizmo("g", low=1))
             await t.post(t.gizmos(), _gizmo("h", low=1, size=4), params={"dryRun": "All"})
+            await send(t, server, "PATCH", t.gizmos("g"), {"spec": {"high": 3}},
+                       ct="application/merge-patch+json")  # fmt: skip
 
     await conform(_dumped(scenario))
 
@@ -412,16 +425,27 @@ async def test_an_existing_name_after_the_webhooks(conform: Conform, server: Hoo
     await conform(_dumped(scenario))
 
 
-@pytest.mark.xfail(strict=True, reason="kube-apiserver sends a /scale write's webhooks the "
-                   "autoscaling/v1 Scale (kind, requestKind, object and oldObject, its "
-                   "managedFields); the fake sends the Deployment")  # fmt: skip
 async def test_a_scale_subresource_write(conform: Conform, server: HookServer) -> None:
     async def scenario(t: Target) -> None:
         rules = [{**DEPLOYMENTS, "resources": ["deployments/scale"], "operations": _ALL}]
         await t.post(t.apis("apps/v1", "deployments"), _deployment("web"))
-        async with registered(t, server, **_both(server, t, rules)):
+        async with registered(t, server, **_both(server, t, rules, m="label+warn")):
             path = t.apis("apps/v1", "deployments", "web", sub="scale")
-            await send(t, server, "PATCH", path, {"spec": {"replicas": 2}},
+            scale = await send(t, server, "PATCH", path, {"spec": {"replicas": 2}},
+                               ct="application/merge-patch+json")  # fmt: skip
+            await t.patch(path, {"spec": {"replicas": 4}})
+            await send(t, server, "PUT", path, {**scale, "spec": {"replicas": 5}})  # stale
+
+    await conform(_dumped(scenario))
+
+
+async def test_a_custom_resource_scale_write(conform: Conform, server: HookServer) -> None:
+    async def scenario(t: Target) -> None:
+        rules = [{**GIZMOS, "resources": ["gizmos/scale"], "operations": _ALL}]
+        await t.post(t.gizmos(), _gizmo("g", low=1, replicas=1))
+        async with registered(t, server, **_both(server, t, rules, m="triple")):
+            await send(t, server, "PATCH", t.gizmos("g", sub="scale"), {"spec": {"replicas": 2}},
                        ct="application/merge-patch+json")  # fmt: skip
+            await t.get(t.gizmos("g"))
 
     await conform(_dumped(scenario))

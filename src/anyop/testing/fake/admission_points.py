@@ -35,6 +35,11 @@ class AdmissionPoints:
         object an update replaces, as stored; ``None`` on a create)."""
         return obj
 
+    def made(self, kind: Kind) -> bool:
+        """Whether the object an update of ``kind`` sends is made, at its mutating point (its
+        webhooks called, if any): its ``resourceVersion`` precondition is checked then."""
+        return True
+
     def owned(self, owners: list[Body] | None) -> list[Body] | None:
         """The ``managedFields`` entries the field manager made (before admission)."""
         return owners

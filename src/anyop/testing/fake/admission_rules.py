@@ -52,6 +52,8 @@ class Admission:
         namespace_labels: The labels of the object's namespace.
         dry_run: The request is a server-side dry run (``dryRun=All``).
         options: The request's options (``CreateOptions``, ...), as the webhooks get them.
+        object_kind: The group, version and kind of ``obj`` and ``old`` where they are not
+            the resource's (a ``/scale`` write's ``autoscaling/v1`` Scale).
     """
 
     operation: str
@@ -64,6 +66,7 @@ class Admission:
     namespace_labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
     dry_run: bool = False
     options: Mapping[str, Any] | None = None
+    object_kind: tuple[str, str, str] | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -165,7 +168,8 @@ def matching_webhooks(
 def review_of(admission: Admission, uid: str) -> Body:
     """The ``AdmissionReview`` (v1) request for one write."""
     kind = admission.kind
-    group_version_kind = {"group": kind.group, "version": kind.version, "kind": kind.kind}
+    group, version, kind_name = admission.object_kind or (kind.group, kind.version, kind.kind)
+    group_version_kind = {"group": group, "version": version, "kind": kind_name}
     resource = {"group": kind.group, "version": kind.version, "resource": kind.plural}
     request: Body = {
         "uid": uid,

@@ -35,6 +35,7 @@ __all__ = [
     "owners_after_update",
     "rebuilt",
     "same_owner",
+    "scale_entries",
     "shape_of",
     "status_mode",
 ]
@@ -280,3 +281,15 @@ def owners_after_scale(
         taker = new_entry(kind, manager, "Update", "", "scale", {replicas})
         result.append({k: v for k, v in taker.items() if k != "time"})
     return result
+
+
+_SCALE_REPLICAS = (("f", "spec"), ("f", "replicas"))
+
+
+def scale_entries(entries: list[Body], replicas: Path) -> list[Body]:
+    """The ``managedFields`` of an object's ``autoscaling/v1`` Scale, as kube-apiserver's scale
+    handler shows them to admission: the entries that own the object's ``replicas`` path, each
+    owning the Scale's ``spec.replicas`` in its version."""
+    fields = to_fields_v1({_SCALE_REPLICAS})
+    return [{**entry, "apiVersion": "autoscaling/v1", "fieldsV1": fields} for entry in entries
+            if replicas in from_fields_v1(entry.get("fieldsV1"))]  # fmt: skip

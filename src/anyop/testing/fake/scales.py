@@ -29,7 +29,7 @@ from anyop.testing.fake.statuses import (
 from anyop.testing.fake.store import Ref, Store
 from anyop.testing.fake.typed_decoding import decode
 
-__all__ = ["rescale", "scale_of", "with_replicas"]
+__all__ = ["replicas_path", "rescale", "scale_of", "scaled", "with_replicas"]
 
 Body = dict[str, Any]
 
@@ -59,6 +59,13 @@ def selector_text(selector: Mapping[str, Any]) -> str:
         elif operator == "DoesNotExist":
             parts.append(f"!{key}")
     return ",".join(sorted(parts))
+
+
+def replicas_path(kind: Kind) -> tuple[tuple[str, str], ...]:
+    """The path of the object's replicas (its ``specReplicasPath``) in ``managedFields``."""
+    return tuple(
+        ("f", part) for part in _path((kind.scale or {}).get("specReplicasPath", ".spec.replicas"))
+    )
 
 
 _UNSET = -(2**31)
@@ -131,6 +138,21 @@ def with_replicas(kind: Kind, body: Mapping[str, Any], scale: Mapping[str, Any])
     return result
 
 
+def scaled(kind: Kind, body: Mapping[str, Any], scale: Mapping[str, Any]) -> Body:
+    """The object a write of its Scale makes: :func:`with_replicas`, and the Scale's
+    ``resourceVersion`` (if any) as the update's precondition, checked after the mutating
+    webhooks.
+
+    Raises:
+        StatusError: 422, the replicas are not an integer.
+    """
+    result = with_replicas(kind, body, scale)
+    result["metadata"].pop("resourceVersion", None)
+    if version := (scale.get("metadata") or {}).get("resourceVersion"):
+        result["metadata"]["resourceVersion"] = version
+    return result
+
+
 def rescale(
     store: Store, ref: Ref, *, content_type: str, document: bytes, manager: str | None = None
 ) -> Body:
@@ -166,17 +188,17 @@ def rescale(
     if (wanted.get("spec") or {}).get("replicas") == _UNSET:
         path = (kind.scale or {}).get("specReplicasPath", "")
         raise bad_request(f"the spec replicas field {json.dumps(path)} cannot be empty")
-    writes.check_version(kind, stored, (wanted.get("metadata") or {}).get("resourceVersion"))
-    new = with_replicas(kind, stored, wanted)
+    new = scaled(kind, stored, wanted)
     spec_path = (kind.scale or {}).get("specReplicasPath", ".spec.replicas")
-    replicas = tuple(("f", part) for part in _path(spec_path))
+    replicas = replicas_path(kind)
     changed = _read(stored, spec_path) != _read(new, spec_path)
     owners = owners_after_scale(kind, stored, replicas=replicas, changed=changed,
                                 manager=manager or "", zero=not _read(new, spec_path))  # fmt: skip
     # The Scale is no custom resource the API server decodes (and defaults): a spec the write
     # creates is stored without its defaults, so the next update is written, whatever it changes.
     undefaulted = kind.defaults and default(new, kind.schema) != new
-    updated = writes.update(store, kind, stored, new=new, subresource="scale", owners=owners)
+    updated = writes.update(store, kind, stored, new=new, subresource="scale", owners=owners,
+                            conditional=False)  # fmt: skip
     if undefaulted:
         store.unsettled.add((kind.group, kind.plural, ref.namespace or "", ref.name))
     return scale_of(kind, updated)

@@ -10,16 +10,21 @@ its place (the strategy prepares, validates, warns about it; a custom resource's
 defaulted again) up to its validating point, where the validating webhooks get the object as
 it would be stored. If none refuses, the write runs for real with the mutated object (409 if
 the object changed meanwhile). A DELETE's webhooks get the stored object (a mutating one may
-not patch it). Warnings come in kube-apiserver's order: the request's fields', the mutating
-webhooks', the strategy's, the validating webhooks'.
+not patch it). An update's ``resourceVersion`` precondition is checked on the object the
+mutating webhooks leave (409 if stale, 422 if a custom resource's replace sends none), after
+them. Warnings come in kube-apiserver's order: the request's fields', the mutating webhooks',
+the strategy's, the validating webhooks'.
+
+A field a mutating webhook adds to a custom resource that its schema does not declare reaches
+the validating webhooks, and is pruned as the object is stored. A ``/scale`` write's webhooks
+get ``autoscaling/v1`` Scales: the mutating ones with the ``managedFields`` of the replicas'
+owners, the validating ones without; the mutated Scale's replicas (and ``resourceVersion``)
+are what the write stores.
 
 Deliberate differences: the webhook configurations and CRDs themselves are admitted without
 webhooks; ``reinvocationPolicy`` and ``matchPolicy: Equivalent`` are not followed (the exact
-resource and version must match); an update's resourceVersion precondition is checked before
-the mutating webhooks are called (kube-apiserver: after); a field a mutating webhook adds to a
-custom resource that its schema does not declare is pruned before the validating webhooks
-(kube-apiserver: as it stores it); a ``/scale`` write's webhooks get the scaled object, not
-the ``autoscaling/v1`` Scale.
+resource and version must match); an update both stale and invalid is refused as invalid
+without its webhooks (kube-apiserver: they are called, then it is refused as stale).
 """
 
 from __future__ import annotations
@@ -48,8 +53,9 @@ from anyop.testing.fake.json_copy import json_copy
 from anyop.testing.fake.json_patches import PatchFailed, apply_json_patch
 from anyop.testing.fake.kind_warnings import warning_header
 from anyop.testing.fake.kinds import CRD_KIND, MUTATING_KIND, VALIDATING_KIND, Kind
-from anyop.testing.fake.managed_fields import in_order
+from anyop.testing.fake.managed_fields import entries_of, in_order, scale_entries
 from anyop.testing.fake.routes import Route, parse_path
+from anyop.testing.fake.scales import replicas_path, scale_of, scaled
 from anyop.testing.fake.schemas import default, prune
 from anyop.testing.fake.statuses import conflict, status_body, success
 from anyop.testing.fake.store import Store, WouldCommit, shown
@@ -85,6 +91,8 @@ class _Points(AdmissionPoints):
         self.mutated: Body | None = None
         self.warnings: list[str] = []  # the mutating webhooks'
         self.inert = request.method == "DELETE"  # (its webhooks get the stored object)
+        self.scale = route.subresource == "scale"  # (its webhooks get Scales)
+        self.old_view: Body | None = None  # what the mutating webhooks get as the old object
 
     def _acts(self, kind: Kind, point: str) -> bool:
         if self.inert or (kind.group, kind.plural) != (self.route.group, self.route.plural):
@@ -99,6 +107,13 @@ class _Points(AdmissionPoints):
             return obj
         if self.phase == "find":
             self.old, self.early = old, list(self.store.warnings or [])
+            self.old_view = old
+            if self.scale and old is not None:
+                self.view = scale_of(kind, obj, updating=True)
+                self.old_view = scale_of(kind, old, updating=True)
+                if entries := scale_entries(entries_of(old), replicas_path(kind)):
+                    self.old_view["metadata"]["managedFields"] = in_order(entries)
+                return obj
             view = json_copy(obj)
             metadata = view.setdefault("metadata", {})
             metadata.pop("managedFields", None)
@@ -115,9 +130,16 @@ class _Points(AdmissionPoints):
             self.store.warnings += self.warnings
         if self.mutated is None:
             return obj
+        if self.scale:
+            return scaled(kind, obj, self.mutated)
         from anyop.testing.fake.writes import decoded  # (the writes call the points)
 
         return decoded(kind, json_copy(self.mutated), stored=old)
+
+    def made(self, kind: Kind) -> bool:
+        # Found first (the webhooks are called with the object as sent), checked after them.
+        return self.phase != "find" or (kind.group, kind.plural) != (
+            self.route.group, self.route.plural)  # fmt: skip
 
     def owned(self, owners: list[Body] | None) -> list[Body] | None:
         if "mutating" not in self.used or "owned" in self.used:
@@ -127,25 +149,64 @@ class _Points(AdmissionPoints):
             return self.owners
         self.owners = owners
         assert self.view is not None
-        if owners:
-            self.view["metadata"]["managedFields"] = in_order(json_copy(owners))
-        raise WouldMutate(self._kind(), self.view, old=json_copy(self.old))
+        kind = self._kind()
+        shown = scale_entries(owners, replicas_path(kind)) if self.scale and owners else owners
+        if shown:
+            self.view["metadata"]["managedFields"] = in_order(json_copy(shown))
+        raise WouldMutate(kind, self.view, old=json_copy(self.old_view))
 
     def validating(self, kind: Kind, obj: Body) -> None:
         if self.phase != "final" and self.store.dry_run and self._acts(kind, "validating"):
             type_, seen = ("ADDED" if self.old is None else "MODIFIED"), json_copy(obj)
             if self.old is not None and not seen["metadata"].get("resourceVersion"):
                 seen["metadata"]["resourceVersion"] = self.old["metadata"]["resourceVersion"]
+            if self.mutated is not None and kind.custom and kind.schema and not self.scale:
+                self._unpruned(kind, seen)
+            if self.scale:
+                seen = scale_of(kind, seen, updating=True)
             raise WouldCommit(kind, type_, seen, old=json_copy(self.old))
+
+    def _unpruned(self, kind: Kind, seen: Body) -> None:
+        """Put back in ``seen`` the fields the mutating webhooks added to a custom resource that
+        its schema prunes: kube-apiserver prunes them as it stores the object, after the
+        validating webhooks got it (those a strategy resets excepted: the other part than a
+        ``/status`` write's, a main write's status)."""
+        assert self.mutated is not None
+        status = self.route.subresource == "status"
+        mutated = {key: value for key, value in self.mutated.items()
+                   if key not in ("apiVersion", "kind", "metadata")
+                   and ((key == "status") == status or not kind.status)}  # fmt: skip
+        _graft(seen, mutated, prune(default(mutated, kind.schema), kind.schema))
 
     def _kind(self) -> Kind:
         found = self.store.kind(self.route.group, self.route.version, self.route.plural)
         assert found is not None
         return found
 
+    def validated_old(self, kind: Kind) -> Body | None:
+        """The old object the validating webhooks get (a ``/scale`` write's: its Scale, without
+        ``managedFields``)."""
+        if self.scale and self.old is not None:
+            return scale_of(kind, self.old, updating=True)
+        return self.old
+
     def again(self, phase: str) -> None:
         """Ready the points for the next run of the write."""
         self.phase, self.used = phase, set()
+
+
+def _graft(seen: Any, mutated: Any, pruned: Any) -> None:
+    """Put in ``seen`` what pruning took from ``mutated`` (``pruned`` is what it left): the
+    fields, not the nulls, at the places ``seen`` still has."""
+    if isinstance(seen, dict) and isinstance(mutated, Mapping) and isinstance(pruned, Mapping):
+        for key, value in mutated.items():
+            if key not in pruned and value is not None:
+                seen[key] = json_copy(value)
+            elif key in seen and key in pruned:
+                _graft(seen[key], value, pruned[key])
+    elif isinstance(seen, list) and isinstance(mutated, list) and isinstance(pruned, list):
+        for inside, value, left in zip(seen, mutated, pruned, strict=False):  # (same lengths)
+            _graft(inside, value, left)
 
 
 def _dry(
@@ -218,6 +279,7 @@ def _admission(
         namespace_labels=((found or {}).get("metadata") or {}).get("labels") or {},
         dry_run=dry_run,
         options=_options(request, operation),
+        object_kind=("autoscaling", "v1", "Scale") if route.subresource == "scale" else None,
     )
 
 
@@ -349,7 +411,7 @@ async def admit(
     if not isinstance(stopped, WouldCommit):  # refused, or (a create's) nothing to admit
         return Outcome(stopped if dry_run or stopped.status >= 400 else None)
     recorded = list(store.warnings or [])
-    old = points.old if points.view is not None else stopped.old
+    old = points.validated_old(stopped.kind) if points.view is not None else stopped.old
     obj = None if request.method == "DELETE" else stopped.obj
     admission = _admission(store, request, route, stopped.kind, obj, old, dry_run=dry_run)
     outcome = Outcome()

@@ -298,6 +298,25 @@ def check_version(kind: Kind, stored: Mapping[str, Any], given: Any) -> None:
         raise conflict(kind.plural, kind.group, stored["metadata"]["name"])
 
 
+def _check_precondition(kind: Kind, stored: Mapping[str, Any], request: Mapping[str, Any],
+                        *, required: bool) -> None:  # fmt: skip
+    """Refuse an update whose object (as the mutating webhooks left it) names another
+    ``resourceVersion`` than the stored one (409), or none where its kind requires one (422:
+    a custom resource's replace), as kube-apiserver's storage does once the object is made.
+
+    Raises:
+        StatusError: 409 or 422.
+    """
+    metadata = request.get("metadata")
+    version = metadata.get("resourceVersion") if isinstance(metadata, Mapping) else None
+    if required and not version:
+        message = "Invalid value: 0: must be specified for an update"
+        cause = {"reason": "FieldValueInvalid", "message": message}
+        name = stored["metadata"]["name"]
+        raise invalid(kind.plural, kind.group, name, causes=[("metadata.resourceVersion", cause)])
+    check_version(kind, stored, version)
+
+
 def _first_update_written(kind: Kind, body: Mapping[str, Any]) -> bool:
     """Whether kube-apiserver 1.36.3 writes an object's first update after its create (a new
     ``resourceVersion``) even where it changes nothing, and not the next: a claim's, and a
@@ -323,10 +342,15 @@ def update(
     owners: list[Body] | None = None,
     applied: bool = False,
     field_warnings: list[str] | None = None,
+    conditional: bool | None = None,
 ) -> Body:
     """Store ``new`` in place of ``stored`` (a replace or patch already checked); an object being
     deleted whose last finalizer goes is deleted. ``field_warnings`` (a patch's unknown
     fields') are recorded once ``new`` decodes.
+
+    ``conditional``: the ``resourceVersion`` of ``new`` as the mutating webhooks leave it is
+    the update's precondition, checked after them as kube-apiserver checks it; ``True``: it
+    must be given (a custom resource's replace); ``None``: the caller checked it.
 
     ``manager`` (the request's field manager) takes over the fields it changes in
     ``managedFields``; ``owners`` are the new entries as they are (server-side apply's); with
@@ -334,13 +358,16 @@ def update(
     result (a custom resource keeps its nulls).
 
     Raises:
-        StatusError: 422, as :func:`~anyop.testing.fake.objects.prepare_update` refuses it.
+        StatusError: 409 (stale precondition); 422, as
+            :func:`~anyop.testing.fake.objects.prepare_update` refuses it.
     """
     raw = stored  # as stored; ``stored`` as of the kind's version (where its kind converts)
     stored = conversions.in_version(kind, stored) if conversions.converts(kind) else stored
     request = decoded(kind, new, stored=stored)
     _record(store, field_warnings)
     request = store.admission.mutating(kind, stored, request)  # the webhooks'
+    if conditional is not None and store.admission.made(kind):
+        _check_precondition(kind, stored, request, required=conditional)
     obj = prepare_update(kind, stored, request, subresource=subresource, applied=applied,
                          warned=store.warnings)  # fmt: skip
     obj = strategy_prepared(kind, obj, old=stored, sent=request, subresource=subresource,
@@ -474,14 +501,8 @@ def replace(
     if kind.custom and (wrong := custom_kind_error(kind, sent, name)):
         raise wrong
     check_uid(kind, sent, stored)
-    version = metadata.get("resourceVersion")
-    if kind.conditional_update and not version:
-        message = "Invalid value: 0: must be specified for an update"
-        cause = {"reason": "FieldValueInvalid", "message": message}
-        causes = [("metadata.resourceVersion", cause)]
-        raise invalid(kind.plural, kind.group, name, causes=causes)
-    check_version(kind, stored, version)
-    return 200, update(store, kind, stored, new=sent, subresource=subresource, manager=manager)
+    return 200, update(store, kind, stored, new=sent, subresource=subresource, manager=manager,
+                       conditional=kind.conditional_update)  # fmt: skip
 
 
 def patched(kind: Kind, stored: Body, *, content_type: str, document: bytes) -> Any:
@@ -548,10 +569,9 @@ def patch(
         _check_patched_decodes(kind, result, strategic=False)
         _record(store, field_warnings)
         field_warnings = None
-    check_version(kind, stored, (result.get("metadata") or {}).get("resourceVersion"))
     try:
         return update(store, kind, stored, new=result, subresource=subresource, manager=manager,
-                      field_warnings=field_warnings)  # fmt: skip
+                      field_warnings=field_warnings, conditional=False)  # fmt: skip
     except StatusError as exc:
         if exc.body.get("code") != 400 or kind.custom:
             raise
