@@ -28,6 +28,7 @@ from anyop.testing.fake import FakeCluster
 pytestmark = [pytest.mark.anyio, pytest.mark.controllers]
 
 Documented = Callable[[Scenario], Awaitable[list[Any]]]
+Body = dict[str, Any]
 
 
 @pytest.fixture
@@ -202,3 +203,64 @@ async def test_a_namespace_with_its_own_finalizer_stays_until_it_is_removed(
         {"note": "emptied", "value": ["Terminating", None]},
         {"note": "namespace", "value": 404},
     ]
+
+
+_ROLES = "/apis/rbac.authorization.k8s.io/v1/clusterroles"
+
+
+def _role(name: str, labels: dict[str, str], *rules: dict[str, Any], **extra: Any) -> Body:
+    metadata = {"name": name, "labels": labels}
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": metadata, "rules": list(rules), **extra}  # fmt: skip
+
+
+def _rule(group: str, *resources: str, verbs: tuple[str, ...] = ("get", "list")) -> Body:
+    return {"apiGroups": [group], "resources": list(resources), "verbs": list(verbs)}
+
+
+def _owners(role: Body) -> list[list[Any]]:
+    return [[entry["manager"], entry["operation"], entry.get("fieldsV1")]
+            for entry in role["metadata"].get("managedFields") or ()]  # fmt: skip
+
+
+async def test_aggregating_cluster_roles_hold_the_rules_their_selectors_choose(
+    documented: Documented,
+) -> None:
+    async def scenario(t: Target) -> None:
+        label = f"conformance.anyop.dev/agg-{t.namespace}"
+        chosen = {label: "true"}
+        names = [f"zz-{t.namespace}-{suffix}" for suffix in ("agg", "a", "b", "view")]
+        agg, first, second, viewer = names
+        try:
+            widgets, gadgets = _rule("example.com", "widgets"), _rule("example.com", "gadgets")
+            extra = {"aggregationRule": {"clusterRoleSelectors": [{"matchLabels": chosen}]}}
+            await t.post(_ROLES, _role(agg, {}, _rule("x.dev", "own"), **extra))
+            await t.post(_ROLES, _role(second, chosen, gadgets, widgets))
+            await t.post(_ROLES, _role(first, chosen, widgets, _rule("", "pods")))
+            wanted = [widgets, _rule("", "pods"), gadgets]
+            _, role = await _settled(t, f"{_ROLES}/{agg}", lambda _, b: b["rules"] == wanted)
+            t.note("aggregated", [role["rules"], _owners(role)])
+            await t.delete(f"{_ROLES}/{first}")
+            wanted = [gadgets, widgets]
+            _, role = await _settled(t, f"{_ROLES}/{agg}", lambda _, b: b["rules"] == wanted)
+            t.note("one gone", role["rules"])
+            mine = _rule("example.com", "sprockets", verbs=("watch",))
+            view = {"rbac.authorization.k8s.io/aggregate-to-view": "true"}
+            await t.post(_ROLES, _role(viewer, view, mine))
+            _, role = await _settled(t, f"{_ROLES}/view", lambda _, b: mine in b["rules"])
+            t.note("view", [role["rules"][-1], _owners(role)[0]])
+            await t.delete(f"{_ROLES}/{viewer}")
+            _, role = await _settled(t, f"{_ROLES}/view", lambda _, b: mine not in b["rules"])
+            t.note("view again", mine in role["rules"])
+        finally:  # (cluster-scoped: the real plane's other tests see them)
+            for name in names:
+                await t.api.delete(f"{_ROLES}/{name}")
+
+    notes = await documented(scenario)
+    assert notes[0]["value"][0] == [
+        _rule("example.com", "widgets"),
+        _rule("", "pods"),
+        _rule("example.com", "gadgets"),
+    ]
+    assert ["clusterrole-aggregation-controller", "Apply", {"f:rules": {}}] in notes[0]["value"][1]
+    assert notes[-1] == {"note": "view again", "value": False}

@@ -34,6 +34,8 @@ from collections.abc import Iterator, Mapping
 from importlib import resources
 from typing import Any
 
+from anyop.testing.fake.clusterrole_aggregation import RESOURCE as CLUSTERROLES
+from anyop.testing.fake.clusterrole_aggregation import settled
 from anyop.testing.fake.conversions import for_storage, stored_as
 from anyop.testing.fake.history import ObjectKey, ResourceKey
 from anyop.testing.fake.kinds import BUILTIN_KINDS, Kind
@@ -125,14 +127,25 @@ class BootSet:
 
 
 @functools.lru_cache(maxsize=16)
-def boot_set(seed: int, now: str, rv: int) -> BootSet:
+def boot_set(seed: int, now: str, rv: int, *, aggregated: bool = False) -> BootSet:
     """The bootstrap objects of a store, as stored: made at ``now``, with the resourceVersions
-    after ``rv`` in the data's order and uids that ``seed`` decides."""
+    after ``rv`` in the data's order and uids that ``seed`` decides.
+
+    ``aggregated``: the ClusterRoles that aggregate others (``admin``, ``edit``, ``view``) hold
+    their rules, as kube-controller-manager's aggregation leaves them at once in a cluster with
+    controllers, with the resourceVersions after the others' (see
+    :mod:`~anyop.testing.fake.clusterrole_aggregation`).
+    """
     objects: dict[ResourceKey, dict[ObjectKey, Body]] = {}
     for resource, key, obj in _made(seed, now, rv):
         objects.setdefault(resource, {})[key] = obj
+    count = sum(len(found) for found in objects.values())
+    roles = objects.get(CLUSTERROLES, {})
+    for key in settled(roles, now) if aggregated else ():
+        count += 1
+        roles[key]["metadata"]["resourceVersion"] = str(rv + count)
     # Version 4 shares in a copy what the source shares, and nothing but strings is shared
     # here (every dict and list of _made's is its own); it loads about twice as fast as 2.
     frozen = {resource: marshal.dumps(found, 4) for resource, found in objects.items()}
     shared = {resource: marshal.loads(data) for resource, data in frozen.items()}
-    return BootSet(frozen, shared, sum(len(found) for found in objects.values()))
+    return BootSet(frozen, shared, count)

@@ -36,6 +36,7 @@ from anyop.testing.fake import go_yaml, writes
 from anyop.testing.fake.admission_points import AdmissionPoints
 from anyop.testing.fake.admission_rules import OPERATIONS
 from anyop.testing.fake.api import ApiRequest, ApiResponse, WatchPlan, handle, is_watch
+from anyop.testing.fake.clusterrole_aggregation import clusterrole_aggregator
 from anyop.testing.fake.controllers import run_controllers
 from anyop.testing.fake.fault_answers import answer_of_fault
 from anyop.testing.fake.faults import FaultPlan
@@ -82,11 +83,14 @@ class FakeCluster:
         epoch: The time of the first timestamps; later ones add AnyIO's clock (virtual under
             Trio's ``MockClock``).
         controllers: Run the garbage collector, the namespace controller (see
-            :mod:`anyop.testing.fake.controllers`) and the root CA publisher (every namespace's
-            ``kube-root-ca.crt``) and, as nodes' kubelets, end gracefully deleted Pods once
-            their grace period is over (see :mod:`anyop.testing.fake.pod_termination`);
-            without them, as a bare kube-apiserver, namespaces stay Terminating, owner
-            references are not acted upon and such Pods stay.
+            :mod:`anyop.testing.fake.controllers`), the root CA publisher (every namespace's
+            ``kube-root-ca.crt``), the ClusterRole aggregation (``admin``, ``edit``, ``view``
+            and any ClusterRole with an ``aggregationRule`` hold the rules it chooses, see
+            :mod:`anyop.testing.fake.clusterrole_aggregation`) and, as nodes' kubelets, end
+            gracefully deleted Pods once their grace period is over (see
+            :mod:`anyop.testing.fake.pod_termination`); without them, as a bare
+            kube-apiserver, namespaces stay Terminating, owner references are not acted upon,
+            such Pods stay and aggregating ClusterRoles have no rules.
 
     Guarantees:
         Usable on Trio and asyncio from any task; every request is answered in the caller's own
@@ -116,7 +120,8 @@ class FakeCluster:
         self._started: float | None = None  # the event loop's time at the epoch
         self._elapsed = 0.0  # seconds since the epoch, as of the last timestamp
         self._rng = random.Random(seed + 1)
-        self.store = Store(seed=seed, history_limit=history_limit, clock=self._now)
+        self.store = Store(seed=seed, history_limit=history_limit, clock=self._now,
+                           aggregated=controllers)  # fmt: skip
         self.server_url: str | None = None
         """The loopback URL while :meth:`serve` runs."""
         self.certificate_authority: bytes | None = None
@@ -138,6 +143,7 @@ class FakeCluster:
             self.store.controllers.append(self._kubelet)
             self.store.controllers.append(run_controllers)
             self.store.controllers.append(root_ca_publisher(_root_ca))
+            self.store.controllers.append(clusterrole_aggregator)
             publish_everywhere(self.store, _root_ca())
 
     def _now(self) -> str:

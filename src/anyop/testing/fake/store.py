@@ -157,7 +157,14 @@ class Store:
         clock: The current time as an RFC 3339 string (``2026-01-01T00:00:00Z``).
     """
 
-    def __init__(self, *, seed: int, history_limit: int, clock: Callable[[], str]) -> None:
+    def __init__(
+        self,
+        *,
+        seed: int,
+        history_limit: int,
+        clock: Callable[[], str],
+        aggregated: bool = False,
+    ) -> None:
         self.rng = random.Random(seed)
         self.rv = 0
         self.now = clock
@@ -189,15 +196,16 @@ class Store:
         for name in BOOT_NAMESPACES:
             body = {"metadata": {"name": name}, "spec": {"finalizers": ["kubernetes"]}}
             self.commit(NAMESPACE_KIND, "ADDED", self._boot(body, name), old=None)
-        self._seed_bootstrap(seed)
+        self._seed_bootstrap(seed, aggregated=aggregated)
         self.history.compact(self.rv)  # as a watch cache, history starts after the boot
 
-    def _seed_bootstrap(self, seed: int) -> None:
+    def _seed_bootstrap(self, seed: int, *, aggregated: bool) -> None:
         """Store the API server's own objects (:mod:`~anyop.testing.fake.bootstrap`) as they are:
         made as the server makes them, they need none of a write's checks, and no listener nor
         controller is there yet to hear of them. Each resource's are copied in when it is first
-        read (see :class:`_Resources`)."""
-        boot = boot_set(seed, self.now(), self.rv)
+        read (see :class:`_Resources`). ``aggregated``: the aggregating ClusterRoles hold their
+        rules, as a cluster's controllers leave them."""
+        boot = boot_set(seed, self.now(), self.rv, aggregated=aggregated)
         cast(_Resources, self.objects).take(boot)
         self.rv += boot.count
 

@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from anyop.testing.fake import FakeCluster
+from anyop.testing.fake.clusterrole_aggregation import aggregated_rules, clusterrole_aggregator
 
 pytestmark = pytest.mark.anyio
 
@@ -30,7 +31,7 @@ async def _allowed(api: httpx.AsyncClient, groups: list[str], **attributes: Any)
 
 
 async def test_a_fresh_cluster_has_the_default_roles_bindings_and_priority_classes() -> None:
-    async with FakeCluster().client() as api:
+    async with FakeCluster(controllers=False).client() as api:  # (no aggregation)
         roles = (await api.get(f"{RBAC}/clusterroles")).json()["items"]
         bindings = await api.get(f"{RBAC}/clusterrolebindings")
         local = await api.get(f"{RBAC}/roles")
@@ -47,6 +48,7 @@ async def test_a_fresh_cluster_has_the_default_roles_bindings_and_priority_class
     }
     owners = [(m["manager"], m["operation"]) for m in admin["metadata"]["managedFields"]]
     assert owners == [("kube-apiserver", "Update")]
+    assert admin["rules"] is None
     assert [(c["metadata"]["name"], c["value"]) for c in classes] == [
         ("system-cluster-critical", 2000000000),
         ("system-node-critical", 2000001000),
@@ -62,7 +64,7 @@ async def test_the_default_bindings_decide_access_reviews() -> None:
             "kind": "ClusterRoleBinding",
             "metadata": {"name": "alice-views"},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                        "name": "system:aggregate-to-view"},
+                        "name": "view"},  # its rules aggregated
             "subjects": [{"kind": "User", "name": "alice"}],
         }  # fmt: skip
         assert (await api.post(f"{RBAC}/clusterrolebindings", json=binding)).status_code == 201
@@ -134,3 +136,50 @@ async def test_each_cluster_has_its_own_bootstrap_objects() -> None:
 async def _uid_of_view(fake: FakeCluster) -> str:
     async with fake.client() as api:
         return str((await api.get(f"{RBAC}/clusterroles/view")).json()["metadata"]["uid"])
+
+
+def _aggregation(role: dict[str, Any]) -> tuple[Any, ...]:
+    owners = [{k: v for k, v in entry.items() if k != "time"}
+              for entry in role["metadata"]["managedFields"]]  # fmt: skip
+    return role.get("rules"), owners
+
+
+async def test_the_aggregating_roles_boot_as_the_aggregation_controller_leaves_them() -> None:
+    names = ("admin", "edit", "view")
+    bare = FakeCluster(controllers=False)
+    bare.store.controllers.append(clusterrole_aggregator)
+    async with FakeCluster().client() as api, bare.client() as bare_api:
+        booted = [(await api.get(f"{RBAC}/clusterroles/{name}")).json() for name in names]
+        unset = [(await bare_api.get(f"{RBAC}/clusterroles/{name}")).json() for name in names]
+        role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                "metadata": {"name": "anything"}}  # fmt: skip
+        await bare_api.post(f"{RBAC}/clusterroles", json=role)  # the controller acts on it
+        applied = [(await bare_api.get(f"{RBAC}/clusterroles/{name}")).json() for name in names]
+        listed = (await api.get(f"{RBAC}/clusterroles")).json()["items"]
+    assert [role.get("rules") for role in unset] == [None, None, None]
+    assert [_aggregation(role) for role in booted] == [_aggregation(role) for role in applied]
+    assert [len(role["rules"]) for role in booted] == [29, 27, 12]  # as 1.36.3's
+    assert bare.store.controller_errors == []
+    versions = [int(role["metadata"]["resourceVersion"]) for role in listed]
+    aggregating = {int(role["metadata"]["resourceVersion"]) for role in booted}
+    assert sorted(versions)[-3:] == sorted(aggregating)  # written last, by the controller
+
+
+def test_aggregated_rules_follow_the_selectors_then_the_names_each_rule_once() -> None:
+    def role(name: str, labels: dict[str, str], *resources: str) -> dict[str, Any]:
+        rules = [{"apiGroups": [""], "resources": [plural], "verbs": ["get"], "resourceNames": []}
+                 for plural in resources]  # fmt: skip
+        return {"metadata": {"name": name, "labels": labels}, "rules": rules}
+
+    selectors = [
+        {"matchLabels": {"a": "1"}},
+        {"matchExpressions": [{"key": "b", "operator": "Exists"}]},
+    ]
+    aggregating = {**role("agg", {"a": "1"}, "own"),
+                   "aggregationRule": {"clusterRoleSelectors": selectors}}  # fmt: skip
+    roles = [aggregating, role("z", {"a": "1"}, "pods", "secrets"),
+             role("m", {"b": "x"}, "nodes"), role("c", {"a": "1", "b": ""}, "secrets", "services"),
+             role("n", {}, "no")]  # fmt: skip
+    rules = aggregated_rules(aggregating, roles)
+    assert [rule["resources"] for rule in rules] == [["secrets"], ["services"], ["pods"], ["nodes"]]
+    assert rules[0] == {"verbs": ["get"], "apiGroups": [""], "resources": ["secrets"]}
