@@ -5,8 +5,9 @@ Usage::
     python scripts/fake_bootstrap.py
 
 A fresh kube-apiserver makes objects for itself before it is ready: the default RBAC roles and
-bindings (``kubernetes.io/bootstrapping: rbac-defaults``), the system PriorityClasses, and the
-``default/kubernetes`` Service with its Endpoints, EndpointSlice, ServiceCIDR and IPAddress.
+bindings (``kubernetes.io/bootstrapping: rbac-defaults``), the system PriorityClasses, the
+``default/kubernetes`` Service with its Endpoints, EndpointSlice, ServiceCIDR and IPAddress,
+API Priority and Fairness' configuration, and the local APIServices.
 This starts a bare local control plane (no controller-manager: what its own controllers would
 make later is not wanted), waits until the API server has made them, and writes them to
 ``src/anyop/testing/fake/data/bootstrap.json.gz`` as ``{"source": <gitVersion>, "objects":
@@ -19,9 +20,7 @@ What each server makes anew is left out: ``uid``, ``resourceVersion``, ``creatio
 and ``generation``; the times it stamps (the ``time`` of ``managedFields`` entries, a
 condition's ``lastTransitionTime``) read ``"$now"``, and the port the API server listens on
 (the Service's ``targetPort``, the Endpoints' and EndpointSlice's ports) reads ``"$port"``:
-the fake fills them in (see :mod:`anyop.testing.fake.bootstrap`). Flow control
-(FlowSchemas, PriorityLevelConfigurations), APIServices and componentstatuses are not taken:
-the fake does not serve those groups.
+the fake fills them in (see :mod:`anyop.testing.fake.bootstrap`).
 """
 
 from __future__ import annotations
@@ -56,6 +55,9 @@ RESOURCES = (
     ("v1", "services"),
     ("v1", "endpoints"),
     ("discovery.k8s.io/v1", "endpointslices"),
+    ("flowcontrol.apiserver.k8s.io/v1", "prioritylevelconfigurations"),
+    ("flowcontrol.apiserver.k8s.io/v1", "flowschemas"),
+    ("apiregistration.k8s.io/v1", "apiservices"),
 )
 """What is taken, in about the order the API server makes it (the fake's resourceVersions)."""
 _KUBERNETES = {"services", "endpoints", "endpointslices"}

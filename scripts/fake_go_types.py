@@ -6,7 +6,8 @@ Usage::
 
 kube-apiserver reads a built-in object into its Go struct, and the OpenAPI documents do not say
 everything that struct does. This reads the Go structs of the ``k8s.io/api``,
-``k8s.io/apimachinery`` and ``k8s.io/apiextensions-apiserver`` modules the local control plane
+``k8s.io/apimachinery``, ``k8s.io/apiextensions-apiserver`` and ``k8s.io/kube-aggregator``
+modules the local control plane
 builds (found in the Go module cache under ``~/.cache/anyop/go/mod/k8s.io`` when not given) and
 writes to ``src/anyop/testing/fake/data/go_types.json.gz``, for the vendored definitions:
 
@@ -61,6 +62,8 @@ def _package_dir(root: Path, definition: str) -> Path | None:
         return _module(root, "apimachinery") / "/".join(parts[3:])
     if definition.startswith("io.k8s.apiextensions-apiserver."):
         return _module(root, "apiextensions-apiserver") / "/".join(parts[3:])
+    if definition.startswith("io.k8s.kube-aggregator."):
+        return _module(root, "kube-aggregator") / "/".join(parts[3:])
     return None
 
 

@@ -46,6 +46,9 @@ GROUP_VERSIONS = (
     "apis/autoscaling/v2",
     "apis/storage.k8s.io/v1",
     "apis/node.k8s.io/v1",
+    "apis/apiregistration.k8s.io/v1",
+    "apis/flowcontrol.apiserver.k8s.io/v1",
+    "apis/resource.k8s.io/v1",
 )
 OUT = Path(__file__).resolve().parents[1] / "src/anyop/testing/fake/data/openapi.json.xz"
 _CBOR = re.compile(r"^application/(cbor|cbor-seq|apply-patch\+cbor)$")

@@ -7,7 +7,8 @@ Usage::
 
 ``MODULE_CACHE`` is the Go module cache's ``k8s.io`` folder (``~/.cache/anyop/go/mod/k8s.io``
 when not given), where building the local control plane left the ``k8s.io/api``,
-``k8s.io/apimachinery`` and ``k8s.io/apiextensions-apiserver`` modules. protoc compiles the
+``k8s.io/apimachinery``, ``k8s.io/apiextensions-apiserver`` and ``k8s.io/kube-aggregator``
+modules. protoc compiles the
 ``generated.proto`` of every group version the fake serves (those of ``data/openapi.json.xz``)
 with their imports; the descriptor set is written as JSON, gzipped, to
 ``src/anyop/testing/fake/data/protobuf.json.gz``, with what the ``.proto`` files do not say and
@@ -49,6 +50,8 @@ def _proto_of(group: str, version: str) -> str:
     """The import path of a group version's ``generated.proto``."""
     if group == "apiextensions.k8s.io":
         return f"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/{version}/generated.proto"
+    if group == "apiregistration.k8s.io":
+        return f"k8s.io/kube-aggregator/pkg/apis/apiregistration/{version}/generated.proto"
     folder = "core" if not group else group.split(".")[0]
     return f"k8s.io/api/{folder}/{version}/generated.proto"
 
@@ -117,7 +120,7 @@ def main(argv: list[str]) -> None:
     from grpc_tools import protoc
 
     cache = Path(argv[0]) if argv else Path.home() / ".cache/anyop/go/mod/k8s.io"
-    modules = ("api", "apimachinery", "apiextensions-apiserver")
+    modules = ("api", "apimachinery", "apiextensions-apiserver", "kube-aggregator")
     with tempfile.TemporaryDirectory() as scratch:
         include = Path(scratch) / "k8s.io"
         include.mkdir()

@@ -1031,13 +1031,6 @@ async def test_a_stateful_sets_claim_templates_are_defaulted(conform: Conform) -
 # -- 5. discovery and bootstrap objects --------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="discovery: fake lacks the groups apiregistration.k8s.io/v1, "
-    "flowcontrol.apiserver.k8s.io/v1 and resource.k8s.io/v1 (not served) and the core resources "
-    "bindings and componentstatuses; all else (authentication/authorization reviews, "
-    "certificates.k8s.io, subresources, short names, categories) agrees",
-)
 async def test_every_discovered_group_version_lists_the_same_resources(conform: Conform) -> None:
     """Discovery walked as a client does: /api, /apis, then each group version's resources
     with their verbs, short names, categories and kinds."""

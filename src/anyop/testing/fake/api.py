@@ -12,8 +12,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from anyop.testing.fake import (
+    component_statuses,
     deletions,
     media_types,
+    pod_bindings,
     reviews,
     served_discovery,
     served_openapi,
@@ -220,6 +222,12 @@ def _dispatch(store: Store, request: ApiRequest, address: str) -> ApiResponse | 
     if reviews.handles(kind, route):  # create-only reviews; a ServiceAccount's token
         method, media, body = request.method, request.content_type, request.body
         return ApiResponse(*reviews.answer(store, kind, route, method, media, body))
+    if pod_bindings.handles(kind, route):
+        method, media, body = request.method, request.content_type, request.body
+        return ApiResponse(*pod_bindings.bind(store, kind, route, method, media, body))
+    if component_statuses.handles(kind, route):  # computed, not stored
+        watch = is_watch(request)
+        return ApiResponse(*component_statuses.answer(route, request.method, watch=watch))
     if _out_of_scope(kind, route, request.method):
         return _no_route(kind.custom)
     if route.subresource is not None and not _has_subresource(kind, route.subresource):

@@ -2,10 +2,11 @@
 
 ``data/bootstrap.json.gz`` is made by ``scripts/fake_bootstrap.py`` from a bare local control
 plane: the default RBAC ClusterRoles, ClusterRoleBindings, Roles and RoleBindings
-(``kubernetes.io/bootstrapping: rbac-defaults``, with their aggregation rules, which no
-controller of the fake applies), the PriorityClasses ``system-cluster-critical`` and
-``system-node-critical``, and the ``default/kubernetes`` Service with its Endpoints,
-EndpointSlice, ServiceCIDR ``kubernetes`` and IPAddress. Their ``managedFields`` are the
+(``kubernetes.io/bootstrapping: rbac-defaults``, with their aggregation rules: see
+:func:`boot_set`), the PriorityClasses ``system-cluster-critical`` and
+``system-node-critical``, the ``default/kubernetes`` Service with its Endpoints,
+EndpointSlice, ServiceCIDR ``kubernetes`` and IPAddress, API Priority and Fairness' FlowSchemas
+and PriorityLevelConfigurations, and the local APIServices. Their ``managedFields`` are the
 API server's (``kube-apiserver``, ``Update``; the ServiceCIDR's status the
 ``kubernetes-service-cidr-controller``'s ``Apply``), stamped with the boot's time.
 
@@ -41,7 +42,7 @@ from anyop.testing.fake.history import ObjectKey, ResourceKey
 from anyop.testing.fake.kinds import BUILTIN_KINDS, Kind
 from anyop.testing.fake.stored_form import as_stored
 
-__all__ = ["API_PORT", "BootSet", "boot_set", "filled"]
+__all__ = ["API_PORT", "BootSet", "boot_set", "filled", "group_priorities"]
 
 Body = dict[str, Any]
 API_PORT = 6443
@@ -55,6 +56,18 @@ def _document() -> dict[str, Any]:
     data = resources.files("anyop.testing.fake").joinpath("data/bootstrap.json.gz").read_bytes()
     found: dict[str, Any] = json.loads(gzip.decompress(data))
     return found
+
+
+@functools.cache
+def group_priorities() -> dict[tuple[str, str], int]:
+    """The ``groupPriorityMinimum`` of each built-in group version's APIService (kube-apiserver's
+    own, in the data), by group and version."""
+    return {
+        (str(body["spec"].get("group") or ""), str(body["spec"]["version"])):
+            int(body["spec"]["groupPriorityMinimum"])
+        for body in _document()["objects"]
+        if body["kind"] == "APIService"
+    }  # fmt: skip
 
 
 @functools.cache

@@ -270,6 +270,8 @@ _EXTRAS: Mapping[tuple[str, str], Mapping[str, tuple[str, ...]]] = {
     ("", "replicationcontrollers"): {"short_names": ("rc",), "categories": ("all",)},
     ("", "resourcequotas"): {"short_names": ("quota",)},
     ("", "limitranges"): {"short_names": ("limits",)},
+    ("", "componentstatuses"): {"short_names": ("cs",)},
+    ("apiregistration.k8s.io", "apiservices"): {"categories": ("api-extensions",)},
     ("apps", "deployments"): {"short_names": ("deploy",), "categories": ("all",)},
     ("apps", "replicasets"): {"short_names": ("rs",), "categories": ("all",)},
     ("apps", "statefulsets"): {"short_names": ("sts",), "categories": ("all",)},
@@ -306,8 +308,8 @@ _STORAGE_VERSIONS = {("autoscaling", "horizontalpodautoscalers"): "v2"}
 _REVIEW_GROUPS = ("authentication.k8s.io", "authorization.k8s.io")
 """Groups of create-only resources that store nothing (reviews: :mod:`.reviews` answers them)."""
 
-_VIRTUAL = {("", "componentstatuses")}
-"""Resources the API server computes instead of storing: not served."""
+_CREATE_ONLY = {("", "bindings")}
+"""Resources that store nothing of their own (a Pod's binding: :mod:`.pod_bindings`)."""
 
 _FIXED = {
     (kind.group, kind.plural): kind
@@ -347,8 +349,9 @@ def _builtin_kinds() -> tuple[Kind, ...]:
     return tuple(
         _builtin(resource)
         for resource in catalog().resources
-        if ("get" in resource.verbs or resource.group in _REVIEW_GROUPS)
-        and (resource.group, resource.plural) not in _VIRTUAL
+        if "get" in resource.verbs
+        or resource.group in _REVIEW_GROUPS
+        or (resource.group, resource.plural) in _CREATE_ONLY
     )
 
 

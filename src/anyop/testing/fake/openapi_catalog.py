@@ -148,9 +148,13 @@ def _resources(paths: Mapping[str, Any], prefix: str) -> Iterator[Resource]:
     group_version = prefix.removeprefix("api/").removeprefix("apis/")
     group, _, version = group_version.rpartition("/")
     entries: dict[str, dict[str, Any]] = {}
+    watched = set()  # (a list is no watch: componentstatuses' has no watch path)
     for path, item in paths.items():
-        match = _MEMBER.match(path)
-        if "/watch/" in path or match is None or match["base"] != f"/{prefix}":
+        match = _MEMBER.match(path.replace("/watch/", "/", 1))
+        if match is None or match["base"] != f"/{prefix}":
+            continue
+        if "/watch/" in path:
+            watched.add(match["plural"])
             continue
         for operation in item.values():
             if isinstance(operation, Mapping) and "x-kubernetes-action" in operation:
@@ -161,7 +165,7 @@ def _resources(paths: Mapping[str, Any], prefix: str) -> Iterator[Resource]:
                 _add_operation(entry, operation, match["sub"], namespaced="{namespace}" in path)
     for plural, entry in entries.items():
         subresources = {name: tuple(sorted(verbs)) for name, verbs in entry["subresources"].items()}
-        verbs = tuple(sorted(entry["verbs"]))
+        verbs = tuple(sorted(entry["verbs"] | ({"watch"} if plural in watched else set())))
         yield Resource(
             group, version, plural, entry["kind"], entry["namespaced"], verbs, subresources
         )
@@ -178,7 +182,7 @@ def _add_operation(
         return
     entry["kind"] = entry["kind"] or gvk.get("kind", "")
     verb = {"put": "update", "post": "create"}.get(action, action)
-    entry["verbs"] |= {verb, "watch"} if verb == "list" else {verb}
+    entry["verbs"].add(verb)
 
 
 @functools.cache

@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from anyop.testing.fake.bootstrap import group_priorities
 from anyop.testing.fake.json_copy import compact_json
 from anyop.testing.fake.kinds import Kind
 
@@ -77,6 +78,28 @@ def _group_versions(kinds: Iterable[Kind], group: str) -> list[str]:
     return sorted(versions, key=version_key)
 
 
+_CUSTOM_PRIORITY = 1000
+"""The ``groupPriorityMinimum`` of the APIServices kube-apiserver registers for CRDs' groups."""
+_AGGREGATOR = "apiregistration.k8s.io"
+
+
+def _named_groups(kinds: list[Kind]) -> list[str]:
+    """The named groups, in kube-apiserver's order: ``apiregistration.k8s.io`` first, then by
+    their APIServices (``<version>.<group>``): the highest ``groupPriorityMinimum``, then the
+    first name, as the aggregator sorts them."""
+    best: dict[str, tuple[int, str]] = {}
+    priorities = group_priorities()
+    for kind in kinds:
+        if not kind.group:
+            continue
+        priority = priorities.get((kind.group, kind.version), _CUSTOM_PRIORITY)
+        key = (-priority, f"{kind.version}.{kind.group}")
+        if kind.group == _AGGREGATOR:
+            key = (-(2**31), "")
+        best[kind.group] = min(best.get(kind.group, key), key)
+    return sorted(best, key=best.__getitem__)
+
+
 def api_group(kinds: Iterable[Kind], group: str) -> dict[str, Any] | None:
     """``/apis/<group>``, or ``None`` if no kind of that group is served."""
     versions = _group_versions(list(kinds), group)
@@ -93,10 +116,10 @@ def api_group(kinds: Iterable[Kind], group: str) -> dict[str, Any] | None:
 
 
 def api_group_list(kinds: Iterable[Kind]) -> dict[str, Any]:
-    """``/apis``: every named group, in the order its first kind was served."""
+    """``/apis``: every named group, in kube-apiserver's order."""
     served = list(kinds)
     groups: list[dict[str, Any]] = []
-    for name in dict.fromkeys(kind.group for kind in served if kind.group):
+    for name in _named_groups(served):
         group = api_group(served, name)
         if group is not None:
             groups.append({key: group[key] for key in ("name", "versions", "preferredVersion")})
@@ -132,7 +155,7 @@ def aggregated(kinds: Iterable[Kind], *, core: bool) -> dict[str, Any]:
     group unnamed), its versions by priority, each version's resources with their
     subresources."""
     served = list(kinds)
-    names = [""] if core else list(dict.fromkeys(kind.group for kind in served if kind.group))
+    names = [""] if core else _named_groups(served)
     items = []
     for group in names:
         versions = [

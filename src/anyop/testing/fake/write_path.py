@@ -44,6 +44,14 @@ def _nonzero(quantities: Any) -> dict[str, Any]:
     return found
 
 
+def _gated(since: Any) -> Body:
+    """The condition of a Pod created with scheduling gates (its strategy's)."""
+    message = "Scheduling is blocked due to non-empty scheduling gates"
+    return {"type": "PodScheduled", "status": "False", "lastProbeTime": None,
+            "lastTransitionTime": since, "reason": "SchedulingGated",
+            "message": message}  # fmt: skip
+
+
 def _qos_class(spec: Mapping[str, Any]) -> str:
     resources = [
         {
@@ -68,8 +76,9 @@ def _qos_class(spec: Mapping[str, Any]) -> str:
 def admitted(kind: Kind, obj: Mapping[str, Any], *, old: Mapping[str, Any] | None = None) -> Body:
     """A built-in object, new or (``old``) updated, as the API server's write path and default
     admission plugins leave it: a Pod with its priority (an update's kept where it leaves it
-    out), the not-ready and unreachable tolerations and (new) a pending status; a DaemonSet
-    with its template generation annotation; (new) claims, volumes and volume attributes
+    out), the not-ready and unreachable tolerations and (new) a pending status (with
+    ``PodScheduled`` false while scheduling gates hold it); a DaemonSet with its template
+    generation annotation; (new) claims, volumes and volume attributes
     classes with their protection finalizers. (A Service's cluster IPs: ``allocated``.)"""
     result = dict(obj)  # the write path's own object: filled in place
     if (kind.group, kind.kind) == ("", "Pod"):
@@ -83,6 +92,9 @@ def admitted(kind: Kind, obj: Mapping[str, Any], *, old: Mapping[str, Any] | Non
         spec["tolerations"] = _with_default_tolerations(list(spec.get("tolerations") or ()))
         if old is None:
             result["status"] = {"phase": "Pending", "qosClass": _qos_class(spec)}
+            if spec.get("schedulingGates"):  # the strategy's, as the scheduler would say it
+                since = result["metadata"].get("creationTimestamp")
+                result["status"]["conditions"] = [_gated(since)]
     elif (kind.group, kind.kind) == ("", "PersistentVolumeClaim") and old is None:
         _protected(result, PROTECTION)
         result["status"] = {"phase": "Pending"}
