@@ -359,3 +359,40 @@ async def test_two_variable_comprehensions_in_rules(conform: Conform) -> None:
             await _cases(t, path, TWO_VARIABLE_CASES)
 
     await conform(scenario)
+
+
+OPTIONAL_SYNTAX: dict[str, dict[str, Any]] = {
+    "opt": {"type": "object", "properties": {
+        "a": {"type": "object", "properties": {
+            "b": {"type": "integer"},
+            "tags": {"type": "array", "maxItems": 4, "items": {"type": "string", "maxLength": 8}},
+        }},
+        "m": {"type": "object", "maxProperties": 4,
+              "additionalProperties": {"type": "string", "maxLength": 8}},
+    }, "x-kubernetes-validations": [
+        {"rule": "self.?a.?b.orValue(0) < 10"},
+        {"rule": "self.?a.b.orValue(1) != 5"},  # optional on, after .?
+        {"rule": "self.?a.tags[0].orValue('') != 'bad'"},
+        {"rule": "!self.?a.?tags[?1].hasValue() || self.a.tags[1] != 'x'"},
+        {"rule": "self.?m[?'k'].orValue('v') != 'no'"},
+        {"rule": "self.?m.?k.orValue('') != 'dot'"},
+        {"rule": "self.?a.?b.hasValue() || !self.?m.?need.hasValue()"},
+        {"rule": "self.?a.?b.value() >= 0", "message": "b must be set"},
+        {"rule": "self.?a.?b.orValue(0) != 7 || self.a.?tags.orValue([]).size() > 0"},
+    ]},
+}  # fmt: skip
+OPTIONAL_SYNTAX_CASES: list[tuple[str, str, list[Any]]] = [
+    ("optional selection and index: .?field, [?index], [?key], chained", "opt",
+     [{"a": {"b": 3}}, {"a": {"b": 12}}, {"a": {"b": 5}}, {"a": {"b": 1, "tags": ["bad"]}},
+      {"a": {"b": 1, "tags": ["ok", "x"]}}, {"a": {"b": 1, "tags": ["ok", "y"]}},
+      {"a": {"b": 2}, "m": {"k": "no"}}, {"a": {"b": 2}, "m": {"k": "dot"}},
+      {"m": {"need": "1"}}, {"a": {}}, {"a": {"b": 7}}, {"a": {"b": 7, "tags": ["t"]}}]),
+]  # fmt: skip
+
+
+async def test_optional_syntax_in_rules(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        async with own_crd(t, OPTIONAL_SYNTAX) as path:
+            await _cases(t, path, OPTIONAL_SYNTAX_CASES)
+
+    await conform(scenario)

@@ -23,6 +23,7 @@ import lark
 from celpy import celtypes
 from celpy.evaluation import CELEvalError, base_functions
 
+from anyop.testing.fake import cel_optional
 from anyop.testing.fake import cel_values as values
 from anyop.testing.fake.cel_format import string_format
 from anyop.testing.fake.cel_kinds import (
@@ -367,6 +368,10 @@ _METHODS: dict[str, Callable[..., Any]] = {
     "find": _find, "findAll": _find_all,
     "of": _optional_of, "ofNonZeroValue": _optional_of_non_zero, "none": _optional_none,
     "value": _value, "orValue": _or_value, "or": _or, "hasValue": _has_value,
+    cel_optional.SELECT: lambda target, name: cel_optional.select(
+        target, name, optional=Optional, none=Optional),
+    cel_optional.INDEX: lambda target, key: cel_optional.index(
+        target, key, optional=Optional, none=Optional),
     **KIND_FUNCTIONS,
 }  # fmt: skip
 

@@ -51,9 +51,11 @@ def _program(rule: str) -> Any:
         ) from None
     from anyop.testing.fake.cel_comprehensions import Runner
     from anyop.testing.fake.cel_library import FUNCTIONS, rewritten
+    from anyop.testing.fake.cel_optional import desugared, has_optional_syntax
 
     environment = celpy.Environment(runner_class=Runner)
-    return environment.program(rewritten(environment.compile(rule)), functions=FUNCTIONS)
+    text = desugared(rule) if has_optional_syntax(rule) else rule  # (``.?``: as calls)
+    return environment.program(rewritten(environment.compile(text)), functions=FUNCTIONS)
 
 
 _OPERATORS = ("lt", "le", "gt", "ge", "eq", "ne", "neg", "add", "radd", "sub", "rsub", "mul",
