@@ -15,7 +15,6 @@ from __future__ import annotations
 import itertools
 import math
 import operator
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -38,6 +37,7 @@ from anyop.testing.fake.cel_kinds import (
     guarded,
     is_namespace,
 )
+from anyop.testing.fake.go_regexp import GoRegexpError, go_compiled
 
 __all__ = ["FUNCTIONS", "NAMESPACES", "rewritten"]
 
@@ -276,11 +276,11 @@ def _intersects(namespace: Any, first: Any, second: Any) -> Any:
 # -- regex (Kubernetes' regex library) ---------------------------------------------------------
 
 
-def _pattern(pattern: Any) -> re.Pattern[str]:
+def _pattern(pattern: Any) -> Any:
     try:
-        return re.compile(as_string(pattern))
-    except re.error as exc:  # Go's RE2 words its errors otherwise
-        raise values.CelValueError(f"Illegal regex: error parsing regexp: {exc}") from None
+        return go_compiled(as_string(pattern))  # RE2's, as cel-go's
+    except GoRegexpError as exc:
+        raise values.CelValueError(f"Illegal regex: {exc}") from None
 
 
 def _find(text: Any, pattern: Any) -> Any:

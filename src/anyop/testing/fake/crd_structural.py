@@ -8,12 +8,12 @@ apimachinery's ``field.Path`` as it prints (``properties[spec].items``).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from anyop.testing.fake.field_errors import forbidden, required_because
 from anyop.testing.fake.go_json import go_marshalled, go_quoted
+from anyop.testing.fake.go_regexp import go_regexp_error
 from anyop.testing.fake.statuses import Cause
 
 __all__ = ["field_invalid", "shown", "structural_causes", "unsupported"]
@@ -190,12 +190,10 @@ def _value_validation(
     if isinstance(v.get("not"), Mapping):
         yield from _nested(v["not"], False, level, _child(path, "not"))
     pattern = v.get("pattern")
-    if isinstance(pattern, str) and pattern:
-        try:
-            re.compile(pattern)
-        except re.error as error:
-            detail = f"must be a valid regular expression, but isn't: {error}"
-            yield field_invalid(_child(path, "pattern"), pattern, detail)
+    error = go_regexp_error(pattern) if isinstance(pattern, str) and pattern else None
+    if error is not None:
+        detail = f"must be a valid regular expression, but isn't: {error}"
+        yield field_invalid(_child(path, "pattern"), pattern, detail)
 
 
 _NESTED_FORBIDDEN = (

@@ -22,6 +22,7 @@ from anyop.testing.fake.embedded_resources import (
     malformed,
 )
 from anyop.testing.fake.go_json import go_printed, go_quoted, go_value_type
+from anyop.testing.fake.go_regexp import go_search
 from anyop.testing.fake.json_copy import json_copy
 from anyop.testing.fake.list_types import list_type_causes
 from anyop.testing.fake.number_keywords import number_causes
@@ -407,7 +408,7 @@ def _string_first(value: str, schema: Mapping[str, Any], path: str) -> Iterator[
     elif "minLength" in schema and length < int(schema["minLength"]):
         detail = f"{path} in body should be at least {int(schema['minLength'])} chars long"
         yield _invalid(path, value, detail)
-    elif "pattern" in schema and re.search(str(schema["pattern"]), value) is None:
+    elif "pattern" in schema and not go_search(str(schema["pattern"]), value):
         yield _invalid(path, value, f"{path} in body should match '{schema['pattern']}'")
 
 
