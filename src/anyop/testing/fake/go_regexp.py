@@ -40,7 +40,7 @@ def go_compiled(pattern: str) -> Any:
     Raises:
         GoRegexpError: Go refuses it (its words).
     """
-    import re2  # google-re2: a dependency of cel-python (anyop[test])
+    import re2  # google-re2 (anyop[test], as cel-python)
 
     options = re2.Options()
     options.log_errors = False
