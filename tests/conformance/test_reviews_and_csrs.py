@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import datetime
+import json
 from typing import Any
 
 import pytest
@@ -468,5 +469,81 @@ async def test_admission_policies_and_bindings_are_checked(conform: Conform) -> 
                       "paramRef": {"name": "a", "selector": {}}}):  # fmt: skip
             await t.post(f"{ADMISSION}/validatingadmissionpolicybindings",
                          {**binding, "spec": spec}, record=shown)  # fmt: skip
+
+    await conform(scenario)
+
+
+def _jwt(token: str) -> Any:
+    """What a token shows of itself: its header's algorithm, a key id's length, its claims
+    (their times as the token's lifetime)."""
+    parts = token.split(".")
+    if len(parts) != 3:
+        return "not a JWT"
+
+    def decoded(part: str) -> Any:
+        return json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+
+    header, claims = decoded(parts[0]), decoded(parts[1])
+    claims["jti"] = len(claims["jti"])  # (a new uuid each)
+    claims["lifetime"] = [claims.pop("exp") - claims["iat"], claims.pop("nbf") - claims.pop("iat")]
+    return {"alg": header.get("alg"), "kid": len(header.get("kid", "")), "claims": claims,
+            "signature": len(base64.urlsafe_b64decode(parts[2] + "=="))}  # fmt: skip
+
+
+async def test_service_account_tokens_are_jwts_bound_to_their_objects(conform: Conform) -> None:
+    """Tokens are kube-apiserver's JWTs (ES256, claims), bound to a Pod (its node named), a
+    Secret or nothing; what a binding may not name; reviews of bound tokens, of a tampered one,
+    and of one whose Secret is gone."""
+
+    async def scenario(t: Target) -> None:
+        for name in ("m", "other"):
+            sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}}
+            await t.post(t.core("serviceaccounts"), sa, record=lambda d: d.get("kind"))
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p"},
+            "spec": {
+                "serviceAccountName": "m",
+                "nodeName": "n1",
+                "containers": [{"name": "c", "image": "registry.example/app:1"}],
+            },
+        }
+        made = await t.post(t.core("pods"), pod, record=lambda d: d.get("kind"))
+        secret = await t.post(t.core("secrets"), {"metadata": {"name": "s"}},
+                              record=lambda d: d.get("kind"))  # fmt: skip
+        request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest"}
+        token = t.core("serviceaccounts", "m") + "/token"
+        issued: dict[str, str] = {}
+        refs = {
+            "plain": None,
+            "pod": {"kind": "Pod", "apiVersion": "v1", "name": "p", "uid": made["metadata"]["uid"]},
+            "secret": {"kind": "Secret", "apiVersion": "v1", "name": "s"},
+            "stale pod": {"kind": "Pod", "apiVersion": "v1", "name": "p", "uid": "x"},
+            "missing pod": {"kind": "Pod", "apiVersion": "v1", "name": "q"},
+            "missing node": {"kind": "Node", "apiVersion": "v1", "name": "n1"},
+            "deployment": {"kind": "Deployment", "apiVersion": "apps/v1", "name": "d"},
+        }
+        for label, ref in refs.items():
+            spec: dict[str, Any] = {"audiences": ["a1"]} if label == "pod" else {}
+            if ref is not None:
+                spec["boundObjectRef"] = ref
+            answer = await t.post(token, {**request, "spec": spec}, record=shown)
+            if answer.get("kind") == "TokenRequest":
+                issued[label] = answer["status"]["token"]
+                t.note(label, _jwt(answer["status"]["token"]))
+        other = t.core("serviceaccounts", "other") + "/token"
+        await t.post(other, {**request, "spec": {"boundObjectRef": refs["pod"]}}, record=shown)
+        review = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview"}
+        head, body, signature = issued["plain"].split(".")
+        tampered = f"{head}.{body}.{signature[:-4]}AAAA"
+        for spec in ({"token": issued["pod"], "audiences": ["a1"]}, {"token": issued["pod"]},
+                     {"token": issued["secret"]}, {"token": tampered}):  # fmt: skip
+            await t.post(f"{AUTHN}/tokenreviews", {**review, "spec": spec},
+                         record=lambda d: shown(d).get("status", shown(d)))  # fmt: skip
+        await t.api.delete(t.core("secrets", "s"))  # authenticated a moment ago: still so
+        await t.post(f"{AUTHN}/tokenreviews", {**review, "spec": {"token": issued["secret"]}},
+                     record=lambda d: shown(d).get("status", shown(d)))  # fmt: skip
+        del secret
 
     await conform(scenario)

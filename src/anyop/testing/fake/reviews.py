@@ -7,8 +7,9 @@ Sync. The fake authenticates nobody: its callers are the cluster admin
 (:mod:`~anyop.testing.fake.identity`), so a SelfSubjectReview names the admin and a
 SelfSubjectAccessReview is allowed. A SubjectAccessReview is decided by
 :mod:`~anyop.testing.fake.access_rules` (``system:masters``, then the stored RBAC objects). A
-TokenReview authenticates the tokens the fake issued (through ``serviceaccounts/<name>/token``,
-while the ServiceAccount exists and for the audiences asked for) as their service account, and
+TokenReview authenticates the tokens the fake issued
+(through ``serviceaccounts/<name>/token``: JWTs, see
+:mod:`~anyop.testing.fake.service_account_tokens`) as kube-apiserver does, and
 the fake's own admin token; any other token is ``invalid bearer token``. So anyop's metrics
 authorisation (a TokenReview, then a SubjectAccessReview of a non-resource URL) works against a
 FakeCluster as against a cluster: a token requested for a ServiceAccount bound to a ClusterRole
@@ -17,21 +18,23 @@ that allows ``get`` on ``/metrics`` is allowed, others are not.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import weakref
 from collections.abc import Mapping
 from typing import Any
 
+from anyop.testing.fake import service_account_tokens as tokens
 from anyop.testing.fake.access_rules import authorize
 from anyop.testing.fake.crd_structural import field_invalid
-from anyop.testing.fake.go_json import go_marshalled
-from anyop.testing.fake.identity import ADMIN_TOKEN, CREDENTIAL_ID, admin_user
+from anyop.testing.fake.go_json import go_marshalled, go_quoted
+from anyop.testing.fake.identity import ADMIN_TOKEN, admin_user
+from anyop.testing.fake.json_copy import json_copy
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.request_bodies import decode_body
 from anyop.testing.fake.routes import Route
 from anyop.testing.fake.statuses import (
     bad_request,
+    conflict,
     invalid,
     no_such_resource,
     not_found,
@@ -44,18 +47,6 @@ __all__ = ["answer", "handles"]
 _AUDIENCE = "https://kubernetes.default.svc"
 _AUTHN, _AUTHZ = "authentication.k8s.io", "authorization.k8s.io"
 _ACCESS = ("SubjectAccessReview", "LocalSubjectAccessReview", "SelfSubjectAccessReview")
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Issued:
-    namespace: str
-    name: str
-    uid: str
-    audiences: tuple[str, ...]
-    jti: str
-
-
-_issued: weakref.WeakKeyDictionary[Store, dict[str, _Issued]] = weakref.WeakKeyDictionary()
 
 
 def handles(kind: Kind, route: Route) -> bool:
@@ -215,40 +206,92 @@ def _token_review(store: Store, spec: Mapping[str, Any]) -> dict[str, Any]:
         raise bad_request("token is required for TokenReview in authentication")
     wanted = [str(audience) for audience in spec.get("audiences") or ()]
     if token == ADMIN_TOKEN:
-        audiences: tuple[str, ...] = (_AUDIENCE,)
-        user = admin_user()
-    else:
-        issued = _issued.get(store, {}).get(token)
-        account = None
-        if issued is not None:
-            account = store.objects[("", "serviceaccounts")].get((issued.namespace, issued.name))
-        if issued is None or account is None or account["metadata"].get("uid") != issued.uid:
-            return {"user": {}, "error": "invalid bearer token"}
-        user = {
-            "username": f"system:serviceaccount:{issued.namespace}:{issued.name}",
-            "uid": issued.uid,
-            "groups": [
-                "system:serviceaccounts",
-                f"system:serviceaccounts:{issued.namespace}",
-                "system:authenticated",
-            ],
-            "extra": {CREDENTIAL_ID: [f"JTI={issued.jti}"]},
-        }
-        audiences = issued.audiences
-    if wanted:
-        common = [audience for audience in wanted if audience in audiences]
-        if not common:
-            error = (
-                f"[invalid bearer token, token audiences {_quoted(audiences)} is invalid for "
-                f"the target audiences {_quoted(wanted)}]"
-            )
+        audiences = [_AUDIENCE]
+        if wanted and _AUDIENCE not in wanted:
+            error = (f"[invalid bearer token, token audiences {_quoted(audiences)} is invalid "
+                     f"for the target audiences {_quoted(wanted)}]")  # fmt: skip
             return {"user": {}, "error": error}
-        audiences = tuple(common)
-    return {"authenticated": True, "user": user, "audiences": list(audiences)}
+        return {"authenticated": True, "user": admin_user(), "audiences": audiences}
+
+    def lookup(plural: str, namespace: str, name: str) -> dict[str, Any] | None:
+        found: dict[str, Any] | None = store.objects[("", plural)].get((namespace, name))
+        return found
+
+    now = store.now()
+    cache = _authenticated.setdefault(store, {})
+    key = (token, tuple(wanted))
+    if (cached := cache.get(key)) is not None and now < cached[0]:
+        return json_copy(cached[1])  # authenticated a moment ago: kube-apiserver's cache
+    try:
+        user, audiences = tokens.authenticate(store, token, wanted=wanted, now=now,
+                                              lookup=lookup)  # fmt: skip
+    except tokens.Refused as refused:
+        why = str(refused)
+        return {"user": {}, "error": f"[invalid bearer token, {why}]" if why else
+                "invalid bearer token"}  # fmt: skip
+    status = {"authenticated": True, "user": user, "audiences": audiences}
+    cache[key] = (_later(now, _CACHED_SECONDS), json_copy(status))
+    return status
+
+
+_CACHED_SECONDS = 10
+"""How long kube-apiserver keeps a token's successful authentication (its token cache's
+success TTL; failures are not kept): a token whose service account or bound object goes is
+still authenticated for that long."""
+_authenticated: weakref.WeakKeyDictionary[Store, dict[Any, tuple[str, dict[str, Any]]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _later(stamp: str, seconds: int) -> str:
+    moment = datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ")
+    return (moment + datetime.timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _quoted(values: Any) -> str:
     return "[" + " ".join(f'"{value}"' for value in values) + "]"
+
+
+def _bound(store: Store, namespace: str, account: str, ref: Any) -> dict[str, dict[str, str]]:
+    """The claims of what a TokenRequest binds its token to (``boundObjectRef``), as
+    kube-apiserver checks them.
+
+    Raises:
+        StatusError: 400 (another kind, a Pod of another service account), 404, 409 (uid).
+    """
+    if not isinstance(ref, Mapping):
+        return {}
+    kind, name = str(ref.get("kind") or ""), str(ref.get("name") or "")
+    group, _, version = str(ref.get("apiVersion") or "").rpartition("/")
+    found: dict[str, Any] | None
+    bound: dict[str, dict[str, str]] = {}
+    if group == "" and kind == "Pod":
+        found = store.objects[("", "pods")].get((namespace, name))
+        if found is None:
+            raise not_found("pods", "", name)
+        if (found.get("spec") or {}).get("serviceAccountName") != account:
+            raise bad_request(f"cannot bind token for serviceaccount {go_quoted(account)} to pod "
+                              "running with different serviceaccount name.")  # fmt: skip
+        bound["pod"] = {"name": name, "uid": str(found["metadata"]["uid"])}
+        if node := (found.get("spec") or {}).get("nodeName"):
+            held = store.objects[("", "nodes")].get(("", str(node)))
+            uid = str(held["metadata"]["uid"]) if held is not None else ""
+            bound["node"] = {"name": str(node), **({"uid": uid} if uid else {})}
+    elif group == "" and kind in ("Node", "Secret"):
+        plural, where = ("nodes", "") if kind == "Node" else ("secrets", namespace)
+        found = store.objects[("", plural)].get((where, name))
+        if found is None:
+            raise not_found(plural, "", name)
+        bound[kind.lower()] = {"name": name, "uid": str(found["metadata"]["uid"])}
+    else:
+        shown = f"{group}/{version}, Kind={kind}" if group else f"{version}, Kind={kind}"
+        raise bad_request(f"cannot bind token to object of type {shown}")
+    uid = found["metadata"]["uid"]
+    if ref.get("uid") and ref["uid"] != uid:
+        why = (f"the UID in the bound object reference ({ref['uid']}) does not match the UID in "
+               "record. The object might have been deleted and then recreated")  # fmt: skip
+        raise conflict(kind, "", name, why=why)
+    return bound
 
 
 def _token_request(store: Store, route: Route, document: Any) -> dict[str, Any]:
@@ -270,10 +313,12 @@ def _token_request(store: Store, route: Route, document: Any) -> dict[str, Any]:
         )
         raise invalid("TokenRequest", _AUTHN, None, causes=[cause])
     audiences = tuple(str(a) for a in spec.get("audiences") or ()) or (_AUDIENCE,)
+    bound = _bound(store, namespace, name, spec.get("boundObjectRef"))
     now = store.now()
-    token = "eyJhbGciOiJSUzI1NiJ9." + store.uid().replace("-", "") + store.uid().replace("-", "")
+    token = tokens.issue(store, now=now, seconds=seconds, audiences=audiences,
+                         namespace=namespace, account=account, bound=bound,
+                         jti=store.uid())  # fmt: skip
     uid = str(account["metadata"].get("uid") or "")
-    _issued.setdefault(store, {})[token] = _Issued(namespace, name, uid, audiences, store.uid())
     expiry = datetime.datetime.strptime(now, "%Y-%m-%dT%H:%M:%SZ") + datetime.timedelta(
         seconds=seconds
     )
