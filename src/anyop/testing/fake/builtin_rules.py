@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from anyop.testing.fake import outside_rules as more
+from anyop.testing.fake.apiservice_rules import name_causes as apiservice_name_causes
 from anyop.testing.fake.autoscaling_rules import hpa_causes, hpa_defaults
 from anyop.testing.fake.batch_rules import (
     cron_job_causes,
@@ -397,7 +398,7 @@ def new_object_causes(
     if own and (kind.group, kind.kind) in _SPEC_ONLY:  # the metadata is checked only after
         return own
     kube = kind.group not in _GENERIC_META
-    names = name_causes(kind, metadata)  # first, as ValidateObjectMeta checks them
+    names = name_causes(kind, metadata, obj)  # first, as ValidateObjectMeta checks them
     return names + object_meta_causes(metadata, custom=False, own_create=own, kube_finalizers=kube)
 
 
@@ -438,6 +439,8 @@ def update_causes(
             own = claim_update_causes(old, new, raw=raw)
         case ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding"):
             own = binding_update_causes(old, new)
+        case ("apiregistration.k8s.io", "APIService"):  # its name against its spec, again
+            own = apiservice_name_causes(new)
     metadata = new.get("metadata") or {}
     # The kind's own checks judge what is not metadata: where that did not change, they judge
     # as they did when it was stored (it was checked then), and need not walk it again.
@@ -498,6 +501,8 @@ _UPDATE_META_CHECKS = {
         ("networking.k8s.io", "ServiceCIDR"), ("scheduling.k8s.io", "PriorityClass"),
         ("storage.k8s.io", "CSIDriver"), ("autoscaling", "HorizontalPodAutoscaler"))},
     ("storage.k8s.io", "VolumeAttachment"): "create",
+    ("flowcontrol.apiserver.k8s.io", "FlowSchema"): "create",
+    ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"): "create",
     ("", "LimitRange"): "create",
     ("discovery.k8s.io", "EndpointSlice"): "create",
     ("storage.k8s.io", "CSINode"): "create",
@@ -509,6 +514,7 @@ _UPDATE_META_CHECKS = {
 where it is not ``update+create`` (Kubernetes' Go code)."""
 
 
-_GENERIC_META = ("coordination.k8s.io", "admissionregistration.k8s.io", "node.k8s.io", "policy")
+_GENERIC_META = ("coordination.k8s.io", "admissionregistration.k8s.io", "node.k8s.io", "policy",
+                 "apiregistration.k8s.io")  # fmt: skip
 """Groups whose validation checks metadata by apimachinery's ``ValidateObjectMeta`` alone, not
 by the core group's (which adds its check of finalizer names)."""

@@ -35,7 +35,9 @@ from anyop.models.resources import CustomResource
 from anyop.testing.fake import go_yaml, writes
 from anyop.testing.fake.admission_points import AdmissionPoints
 from anyop.testing.fake.admission_rules import OPERATIONS
+from anyop.testing.fake.apf_config_consumer import apf_config_consumer
 from anyop.testing.fake.api import ApiRequest, ApiResponse, WatchPlan, handle, is_watch
+from anyop.testing.fake.apiservice_controllers import apiservice_controllers
 from anyop.testing.fake.clusterrole_aggregation import clusterrole_aggregator
 from anyop.testing.fake.controllers import run_controllers
 from anyop.testing.fake.fault_answers import answer_of_fault
@@ -145,6 +147,8 @@ class FakeCluster:
             self.store.controllers.append(root_ca_publisher(_root_ca))
             self.store.controllers.append(clusterrole_aggregator)
             publish_everywhere(self.store, _root_ca())
+        self.store.controllers.append(apiservice_controllers)  # kube-apiserver's own: always
+        self.store.controllers.append(apf_config_consumer)  # kube-apiserver's own too
 
     def _now(self) -> str:
         try:

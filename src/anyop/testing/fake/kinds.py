@@ -216,6 +216,8 @@ _GENERATION = {
     ("apps", "daemonsets"), ("apps", "deployments"), ("apps", "replicasets"),
     ("apps", "statefulsets"), ("batch", "cronjobs"), ("batch", "jobs"),
     ("discovery.k8s.io", "endpointslices"), ("networking.k8s.io", "ingresses"),
+    ("flowcontrol.apiserver.k8s.io", "flowschemas"),
+    ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"),
     ("networking.k8s.io", "ingressclasses"), ("networking.k8s.io", "networkpolicies"),
     ("policy", "poddisruptionbudgets"), ("scheduling.k8s.io", "priorityclasses"),
     *((ADMISSION, plural) for plural in (

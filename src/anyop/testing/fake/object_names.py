@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from anyop.testing.fake.apiservice_rules import name_check as apiservice_name_check
 from anyop.testing.fake.field_errors import path_segment_errors
 from anyop.testing.fake.go_json import go_quoted
 from anyop.testing.fake.kinds import Kind
@@ -55,13 +56,22 @@ _RULES: dict[tuple[str, str], Callable[[str, bool], list[str]]] = {
     **{key: _segment for key in _SEGMENT_NAMED},
 }
 _DEFAULT_RULE = _masked(dns_subdomain_errors)
+_NameCheck = Callable[[str, bool], list[str]]
+_OBJECT_RULES: dict[tuple[str, str], Callable[[Mapping[str, Any]], _NameCheck]] = {
+    ("apiregistration.k8s.io", "apiservices"): apiservice_name_check
+}
+"""Kinds whose name function depends on the object (an APIService's name is its spec's)."""
 
 
-def name_causes(kind: Kind, metadata: Mapping[str, Any]) -> Causes:
+def name_causes(
+    kind: Kind, metadata: Mapping[str, Any], obj: Mapping[str, Any] | None = None
+) -> Causes:
     """A new built-in object's errors of its ``generateName``, its name and its generation, in
     ``ValidateObjectMeta``'s order (the generation is the client's where the kind's strategy
-    sets none)."""
+    sets none). ``obj``: the whole object, for a kind whose names depend on it."""
     check = _RULES.get((kind.group, kind.plural), _DEFAULT_RULE)
+    if obj is not None and (made := _OBJECT_RULES.get((kind.group, kind.plural))) is not None:
+        check = made(obj)
     causes: Causes = []
     prefix = metadata.get("generateName")
     if isinstance(prefix, str) and prefix:

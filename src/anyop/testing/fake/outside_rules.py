@@ -1,6 +1,7 @@
 """The rules of the built-in kinds operators meet less often, for :mod:`.builtin_rules` and the
-write path to call: CertificateSigningRequests (:mod:`.csr_rules`) and ValidatingAdmissionPolicies
-and their bindings (:mod:`.admission_policy_rules`).
+write path to call: CertificateSigningRequests (:mod:`.csr_rules`), ValidatingAdmissionPolicies
+and their bindings (:mod:`.admission_policy_rules`), and an APIService's ``PrepareForCreate``
+(:mod:`.apiservice_rules`; its checks are :mod:`.storage_rules`').
 
 Pure.
 """
@@ -11,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from anyop.testing.fake.admission_policy_rules import POLICY_DEFAULTERS, policy_causes
+from anyop.testing.fake.apiservice_rules import prepared as apiservice_prepared
 from anyop.testing.fake.csr_rules import CSR_KEY, csr_causes, csr_prepared
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.statuses import Cause
@@ -19,6 +21,7 @@ __all__ = ["OUTSIDE_DEFAULTERS", "outside_causes", "outside_update_causes", "str
 
 Body = dict[str, Any]
 Causes = list[tuple[str, Cause]]
+_API_SERVICE = ("apiregistration.k8s.io", "APIService")
 
 OUTSIDE_DEFAULTERS = {**POLICY_DEFAULTERS}
 """Their defaulting functions, by group and kind."""
@@ -62,4 +65,6 @@ def strategy_prepared(
     decoded), before validation."""
     if not kind.custom and (kind.group, kind.kind) == CSR_KEY:
         return csr_prepared(obj, old=old, sent=sent, subresource=subresource, now=now)
+    if old is None and not kind.custom and (kind.group, kind.kind) == _API_SERVICE:
+        return apiservice_prepared(obj, now=now)
     return obj

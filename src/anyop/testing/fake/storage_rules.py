@@ -1,10 +1,12 @@
-"""What kube-apiserver's Go code does to the kinds of ``storage.k8s.io/v1`` and
-``node.k8s.io/v1`` beyond their schemas, with its messages and in its order.
+"""What kube-apiserver's Go code does to the kinds of ``storage.k8s.io/v1``,
+``node.k8s.io/v1``, ``apiregistration.k8s.io/v1`` and ``flowcontrol.apiserver.k8s.io/v1`` beyond
+their schemas, with its messages and in its order.
 
 Pure. One table per kind, from the modules that hold each kind's rules:
 :mod:`.storage_class_rules` (StorageClasses, VolumeAttributesClasses, CSIDrivers),
-:mod:`.csi_rules` (VolumeAttachments, CSINodes, CSIStorageCapacities) and
-:mod:`.runtime_class_rules` (RuntimeClasses). :data:`STORAGE_DEFAULTERS` fill in what the kinds'
+:mod:`.csi_rules` (VolumeAttachments, CSINodes, CSIStorageCapacities),
+:mod:`.runtime_class_rules` (RuntimeClasses), :mod:`.apiservice_rules` (APIServices) and
+:mod:`.flowcontrol_rules` (FlowSchemas, PriorityLevelConfigurations). :data:`STORAGE_DEFAULTERS` fill in what the kinds'
 ``SetDefaults_*`` functions set; :func:`storage_causes` lists the errors of a new object
 (``Validate<Kind>``, beyond its metadata's) and :func:`storage_update_causes` those of an update
 (``Validate<Kind>Update`` and what it calls of ``Validate<Kind>``, in its order). The objects are
@@ -16,14 +18,26 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from anyop.testing.fake import csi_rules, runtime_class_rules, storage_class_rules
+from anyop.testing.fake import (
+    apiservice_rules,
+    csi_rules,
+    flowcontrol_rules,
+    runtime_class_rules,
+    storage_class_rules,
+)
 
 __all__ = ["STORAGE_DEFAULTERS", "storage_causes", "storage_update_causes"]
 
 Cause = dict[str, str]
 Causes = list[tuple[str, Cause]]
 
-_MODULES = (storage_class_rules, csi_rules, runtime_class_rules)
+_MODULES = (
+    storage_class_rules,
+    csi_rules,
+    runtime_class_rules,
+    apiservice_rules,
+    flowcontrol_rules,
+)
 STORAGE_DEFAULTERS = {key: value for module in _MODULES for key, value in module.DEFAULTERS.items()}
 """The defaulting functions of the kinds here, by ``(group, kind)``."""
 _CREATES = {key: value for module in _MODULES for key, value in module.CREATES.items()}

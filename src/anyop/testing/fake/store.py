@@ -408,6 +408,11 @@ class Store:
                 events.append((seen[0], shown(kind, seen[1])))
         return WatchStart(events, self.rv)
 
+    def readable(self, resource: ResourceKey) -> Mapping[ObjectKey, Body]:
+        """A resource's objects by key, to be read: if nothing has read them yet, the bootstrap
+        objects the stores of the same boot share (not copied in)."""
+        return cast(_Resources, self.objects).readable_one(resource)
+
     def all_objects(self) -> Iterator[tuple[ResourceKey, Body]]:
         """Every stored object, with its resource, to be read: those of a resource that nothing
         has read yet are the bootstrap objects that the stores of the same boot share (the
@@ -483,6 +488,14 @@ class _Resources(dict[ResourceKey, dict[ObjectKey, Body]]):
         """Each resource and its objects (the bootstrap ones made the store's own first)."""
         self._thawed()
         return super().items()
+
+    def readable_one(self, key: ResourceKey) -> Mapping[ObjectKey, Body]:
+        """One resource's objects, the boot's shared ones if not read yet (not copied)."""
+        shared = storage_resource(key)
+        if shared in self._pending and self._boot is not None:
+            return self._boot.shared[shared]
+        found: Mapping[ObjectKey, Body] = super().get(shared) or {}
+        return found
 
     def readable(self) -> Iterator[tuple[ResourceKey, Mapping[ObjectKey, Body]]]:
         """Each resource's objects, those not read yet the boot's shared ones (not copied)."""
