@@ -250,7 +250,7 @@ def _verbs(verbs: list[Any], where: str) -> Causes:
 
 
 def _wildcard_alone(values: list[Any], where: str, what: str, *, needed: str) -> Causes:
-    """A resource rule's API groups or resources: some, and ``*`` alone."""
+    """A rule's API groups, resources or non-resource URLs: some, and ``*`` alone."""
     if not values:
         return [required_because(where, needed)]
     if len(values) > 1 and "*" in values:
@@ -307,14 +307,10 @@ def _non_resource_rule_causes(rule: Mapping[str, Any], where: str) -> Causes:
     """``ValidateFlowSchemaNonResourcePolicyRule``."""
     causes = _verbs([str(verb) for verb in rule.get("verbs") or ()], where)
     urls = [str(url) for url in rule.get("nonResourceURLs") or ()]
-    if not urls:
-        detail = "nonResourceURLs must contain at least one value"
-        causes.append(required_because(f"{where}.nonResourceURLs", detail))
-    elif "*" in urls:
-        if len(urls) > 1:
-            detail = "if '*' is present, must not specify other non-resource URLs"
-            causes.append(invalid(f"{where}.nonResourceURLs", go_marshalled(urls), detail))
-    else:
+    needed = "nonResourceURLs must contain at least one value"
+    found = _wildcard_alone(urls, f"{where}.nonResourceURLs", "non-resource URLs", needed=needed)
+    causes += found
+    if not found and "*" not in urls:
         for index, url in enumerate(urls):
             if (error := _url_error(url)) is not None:
                 causes.append(invalid(f"{where}.nonResourceURLs[{index}]", go_quoted(url), error))
