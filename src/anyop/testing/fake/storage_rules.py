@@ -6,11 +6,11 @@ Pure. One table per kind, from the modules that hold each kind's rules:
 :mod:`.storage_class_rules` (StorageClasses, VolumeAttributesClasses, CSIDrivers),
 :mod:`.csi_rules` (VolumeAttachments, CSINodes, CSIStorageCapacities),
 :mod:`.runtime_class_rules` (RuntimeClasses), :mod:`.apiservice_rules` (APIServices) and
-:mod:`.flowcontrol_rules` (FlowSchemas, PriorityLevelConfigurations). :data:`STORAGE_DEFAULTERS` fill in what the kinds'
-``SetDefaults_*`` functions set; :func:`storage_causes` lists the errors of a new object
-(``Validate<Kind>``, beyond its metadata's) and :func:`storage_update_causes` those of an update
-(``Validate<Kind>Update`` and what it calls of ``Validate<Kind>``, in its order). The objects are
-decoded (typed) already.
+:mod:`.flowcontrol_rules` (FlowSchemas, PriorityLevelConfigurations).
+:data:`STORAGE_DEFAULTERS` fill in what the kinds' ``SetDefaults_*`` functions set;
+:func:`storage_causes` lists the errors of a new object (``Validate<Kind>``, beyond its
+metadata's) and :func:`storage_update_causes` those of an update (``Validate<Kind>Update`` and
+what it calls of ``Validate<Kind>``, in its order). The objects are decoded (typed) already.
 """
 
 from __future__ import annotations
