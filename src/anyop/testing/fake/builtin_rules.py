@@ -32,6 +32,7 @@ from anyop.testing.fake.cluster_rules import (
     cluster_update_causes,
 )
 from anyop.testing.fake.crd_cel_limits import crd_rule_causes
+from anyop.testing.fake.crd_checks import crd_causes, crd_name_causes
 from anyop.testing.fake.crd_schema_checks import crd_schema_causes
 from anyop.testing.fake.csi_rules import capacity_changes
 from anyop.testing.fake.endpoints_rules import (
@@ -383,7 +384,8 @@ def create_causes(
         case ("", "PersistentVolume" | "Namespace"):
             return cluster_causes(kind.group, kind.kind, obj)
         case ("apiextensions.k8s.io", "CustomResourceDefinition"):
-            return crd_schema_causes(obj) or crd_rule_causes(obj)  # rules of valid schemas
+            schemas = crd_schema_causes(obj) or crd_rule_causes(obj)  # rules of valid schemas
+            return crd_causes(obj, schema=schemas)  # with the rest of the CRD's, in Go's order
     return storage_causes(kind.group, kind.kind, obj) or more.outside_causes(kind, obj) or []
 
 
@@ -399,6 +401,8 @@ def new_object_causes(
         return own
     kube = kind.group not in _GENERIC_META
     names = name_causes(kind, metadata, obj)  # first, as ValidateObjectMeta checks them
+    if (kind.group, kind.kind) == ("apiextensions.k8s.io", "CustomResourceDefinition"):
+        names += crd_name_causes(obj)  # its name is its plural and group
     return names + object_meta_causes(metadata, custom=False, own_create=own, kube_finalizers=kube)
 
 
@@ -477,8 +481,9 @@ def update_causes(
     elif kind.group == "rbac.authorization.k8s.io" and kind.kind.endswith("Binding"):
         own, own_create = [], [*create_causes(kind, new, raw=raw), *own]  # its roleRef's last
     elif (kind.group, kind.kind) == ("apiextensions.k8s.io", "CustomResourceDefinition"):
-        own_create = crd_schema_causes(new, old)  # relaxed by what the stored one has
-        own_create = own_create or crd_rule_causes(new, old)  # a kept schema: not its costs
+        schemas = crd_schema_causes(new, old)  # relaxed by what the stored one has
+        schemas = schemas or crd_rule_causes(new, old)  # a kept schema: not its costs
+        own_create = crd_causes(new, old, schema=schemas, subresource=subresource)
     else:
         own_create = create_causes(kind, new, raw=raw)
     if (kind.group, kind.kind) in SELECTOR_FIXED - {("apps", "DaemonSet")}:

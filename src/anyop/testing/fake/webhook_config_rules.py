@@ -24,7 +24,12 @@ from anyop.testing.fake.object_meta import (
 )
 from anyop.testing.fake.selector_rules import label_selector_causes
 
-__all__ = ["webhook_configuration_causes", "webhook_configuration_defaults"]
+__all__ = [
+    "webhook_service_causes",
+    "webhook_url_causes",
+    "webhook_configuration_causes",
+    "webhook_configuration_defaults",
+]
 
 Cause = dict[str, str]
 Causes = Iterator[tuple[str, Cause]]
@@ -249,13 +254,13 @@ def _client_config(config: Mapping[str, Any], path: str) -> Causes:
     if (url is None) == (service is None):
         yield required_because(path, "exactly one of url or service is required")
     elif url is not None:
-        yield from _url(str(url), f"{path}.url")
+        yield from webhook_url_causes(str(url), f"{path}.url")
     elif isinstance(service, Mapping):
-        yield from _service(service, f"{path}.service")
+        yield from webhook_service_causes(service, f"{path}.service")
 
 
-def _url(text: str, path: str) -> Causes:
-    """``ValidateWebhookURL`` with HTTPS required."""
+def webhook_url_causes(text: str, path: str) -> Causes:
+    """``ValidateWebhookURL`` with HTTPS required (a webhook's, a CRD conversion webhook's)."""
     try:
         parts = urlsplit(text)
     except ValueError as exc:
@@ -274,7 +279,7 @@ def _url(text: str, path: str) -> Causes:
         yield _invalid(path, parts.query, "query parameters are not permitted in the URL")
 
 
-def _service(service: Mapping[str, Any], path: str) -> Causes:
+def webhook_service_causes(service: Mapping[str, Any], path: str) -> Causes:
     """``ValidateWebhookService``: name, namespace, port, then the path's segments."""
     for field in ("name", "namespace"):
         if not service.get(field):

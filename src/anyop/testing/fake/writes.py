@@ -270,7 +270,10 @@ def _establish(store: Store, crd: Body) -> None:
         store.serve(kind)
 
 
-def _crd_defaults(kind: Kind, obj: Body) -> Body:
+def _crd_defaults(kind: Kind, obj: Body, *, old: Body | None = None) -> Body:
+    """A CRD with its ``v1`` defaults (its names' singular and list kind, no conversion) and
+    its status as its strategy makes it: a new one's reset, an update's with its storage
+    version among its stored versions (``PrepareForUpdate``)."""
     if kind != CRD_KIND:
         return obj
     spec = obj.setdefault("spec", {})
@@ -279,11 +282,16 @@ def _crd_defaults(kind: Kind, obj: Body) -> Body:
     names.setdefault("listKind", f"{names.get('kind', '')}List")
     spec.setdefault("conversion", {"strategy": "None"})
     versions = [v["name"] for v in spec.get("versions") or () if v.get("storage")]
-    obj["status"] = {
-        "conditions": None,
-        "acceptedNames": {"plural": "", "kind": ""},
-        "storedVersions": versions,
-    }
+    if old is None:
+        obj["status"] = {
+            "conditions": None,
+            "acceptedNames": {"plural": "", "kind": ""},
+            "storedVersions": versions,
+        }
+        return obj
+    status = obj["status"] = dict(obj.get("status") or {})
+    stored = list(status.get("storedVersions") or ())
+    status["storedVersions"] = stored + [name for name in versions[:1] if name not in stored]
     return obj
 
 
@@ -372,6 +380,8 @@ def update(
                          warned=store.warnings)  # fmt: skip
     obj = strategy_prepared(kind, obj, old=stored, sent=request, subresource=subresource,
                             now=store.now())  # fmt: skip
+    if subresource is None:
+        obj = _crd_defaults(kind, obj, old=stored)
     retyped = False  # a custom resource's 2.0 where it stored 2: a change to Go's comparison
     if kind.custom:
         stored_form = unstructured_numbers(obj)
