@@ -110,7 +110,7 @@ def _register(store: Store, name: str) -> None:
             deletions.delete(store, Ref(kind, None, name), {"preconditions": {"uid": uid}})
     except StatusError as exc:  # gone or changed meanwhile, as the controller ignores them
         if exc.code not in (404, 409):
-            raise
+            store.controller_errors.append(exc)  # logged, and tried again later
 
 
 def _check_available(store: Store, name: str) -> None:
