@@ -220,6 +220,7 @@ _GENERATION = {
     ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"),
     ("networking.k8s.io", "ingressclasses"), ("networking.k8s.io", "networkpolicies"),
     ("policy", "poddisruptionbudgets"), ("scheduling.k8s.io", "priorityclasses"),
+    ("resource.k8s.io", "deviceclasses"), ("resource.k8s.io", "resourceslices"),
     *((ADMISSION, plural) for plural in (
         "mutatingadmissionpolicies", "mutatingadmissionpolicybindings",
         "mutatingwebhookconfigurations", "validatingadmissionpolicies",

@@ -1,12 +1,13 @@
 """What kube-apiserver's Go code does to the kinds of ``storage.k8s.io/v1``,
-``node.k8s.io/v1``, ``apiregistration.k8s.io/v1`` and ``flowcontrol.apiserver.k8s.io/v1`` beyond
-their schemas, with its messages and in its order.
+``node.k8s.io/v1``, ``apiregistration.k8s.io/v1``, ``flowcontrol.apiserver.k8s.io/v1`` and
+``resource.k8s.io/v1`` beyond their schemas, with its messages and in its order.
 
 Pure. One table per kind, from the modules that hold each kind's rules:
 :mod:`.storage_class_rules` (StorageClasses, VolumeAttributesClasses, CSIDrivers),
 :mod:`.csi_rules` (VolumeAttachments, CSINodes, CSIStorageCapacities),
-:mod:`.runtime_class_rules` (RuntimeClasses), :mod:`.apiservice_rules` (APIServices) and
-:mod:`.flowcontrol_rules` (FlowSchemas, PriorityLevelConfigurations).
+:mod:`.runtime_class_rules` (RuntimeClasses), :mod:`.apiservice_rules` (APIServices),
+:mod:`.flowcontrol_rules` (FlowSchemas, PriorityLevelConfigurations) and
+:mod:`.resource_claim_rules` (ResourceClaims, their templates, DeviceClasses).
 :data:`STORAGE_DEFAULTERS` fill in what the kinds' ``SetDefaults_*`` functions set;
 :func:`storage_causes` lists the errors of a new object (``Validate<Kind>``, beyond its
 metadata's) and :func:`storage_update_causes` those of an update (``Validate<Kind>Update`` and
@@ -22,6 +23,7 @@ from anyop.testing.fake import (
     apiservice_rules,
     csi_rules,
     flowcontrol_rules,
+    resource_claim_rules,
     runtime_class_rules,
     storage_class_rules,
 )
@@ -37,6 +39,7 @@ _MODULES = (
     runtime_class_rules,
     apiservice_rules,
     flowcontrol_rules,
+    resource_claim_rules,
 )
 STORAGE_DEFAULTERS = {key: value for module in _MODULES for key, value in module.DEFAULTERS.items()}
 """The defaulting functions of the kinds here, by ``(group, kind)``."""
