@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from anyop.testing.fake.crd_schema_checks import schema_has
 from anyop.testing.fake.crd_structural import field_invalid
 from anyop.testing.fake.field_errors import duplicate, forbidden, required_because
 from anyop.testing.fake.go_json import go_marshalled, go_quoted
@@ -69,7 +70,9 @@ def crd_causes(
     causes = _group(spec.get("group"))
     causes += _enum("spec.scope", spec.get("scope"), ("Cluster", "Namespaced"))
     causes += required
-    if spec.get("preserveUnknownFields") is True and _has_defaults(view.schemas()):
+    if spec.get("preserveUnknownFields") is True and any(
+        schema_has(schema, _has_default) for schema in view.schemas()
+    ):
         detail = "must be false in order to use defaults in the schema"
         causes.append(field_invalid("spec.preserveUnknownFields", True, detail))
     allowed = _too_many_allowed(view, _Internal((old or {}).get("spec") or {}), old is not None)
@@ -257,25 +260,6 @@ def _enum(path: str, value: Any, accepted: tuple[str, ...]) -> Causes:
     supported = ", ".join(go_quoted(a) for a in accepted)
     message = f"Unsupported value: {go_quoted(value)}: supported values: {supported}"
     return [(path, {"reason": "FieldValueNotSupported", "message": message})]
-
-
-def _has_defaults(schemas: list[Any]) -> bool:
-    def walk(node: Any) -> bool:
-        if not isinstance(node, Mapping):
-            return False
-        if "default" in node:
-            return True
-        children: list[Any] = [
-            node.get("items"),
-            node.get("additionalProperties"),
-            node.get("not"),
-            *(node.get("properties") or {}).values(),
-        ]
-        for key in ("allOf", "anyOf", "oneOf"):
-            children += node.get(key) or []
-        return any(walk(child) for child in children)
-
-    return any(walk(schema) for schema in schemas)
 
 
 def _deprecation(version: Mapping[str, Any], at: str) -> Causes:
@@ -649,3 +633,7 @@ def _approval(crd: Mapping[str, Any], old: Mapping[str, Any] | None) -> Causes:
     if state == "invalid":
         return [field_invalid(at, annotation, reason)]
     return []
+
+
+def _has_default(node: Mapping[str, Any]) -> bool:
+    return "default" in node

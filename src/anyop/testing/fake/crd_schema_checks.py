@@ -25,7 +25,7 @@ from anyop.testing.fake.crd_structural import (
 from anyop.testing.fake.field_errors import forbidden, required_because
 from anyop.testing.fake.statuses import Cause
 
-__all__ = ["crd_schema_causes", "valid_field_path"]
+__all__ = ["crd_schema_causes", "schema_has", "valid_field_path"]
 
 Causes = list[tuple[str, Cause]]
 
@@ -59,9 +59,11 @@ def crd_schema_causes(crd: Mapping[str, Any], old: Mapping[str, Any] | None = No
     if old is not None:
         olds = [s for s in _schemas(old) if isinstance(s, Mapping)]
         options = _Options(
-            valid_types=not any(_has(s, _invalid_type) for s in olds),
-            atomic_sets=not any(_has(s, _non_atomic_set) for s in olds),
-            map_list_keys=not any(_has(s, lambda n: bool(_map_list_keys(n, ""))) for s in olds),
+            valid_types=not any(schema_has(s, _invalid_type) for s in olds),
+            atomic_sets=not any(schema_has(s, _non_atomic_set) for s in olds),
+            map_list_keys=not any(
+                schema_has(s, lambda n: bool(_map_list_keys(n, ""))) for s in olds
+            ),
             structural=not any(_non_structural(s) for s in olds),
         )
     causes: Causes = []
@@ -449,7 +451,7 @@ def _tokens(path: str) -> list[str] | None:
     return tokens
 
 
-def _has(schema: Any, test: Any) -> bool:
+def schema_has(schema: Any, test: Any) -> bool:
     """``SchemaHas``: a node of the schema passes ``test``."""
     if not isinstance(schema, Mapping):
         return False
@@ -466,7 +468,7 @@ def _has(schema: Any, test: Any) -> bool:
         children += schema["items"]
     for key in ("properties", "patternProperties", "definitions", "dependencies"):
         children += list((schema.get(key) or {}).values())
-    return any(_has(child, test) for child in children)
+    return any(schema_has(child, test) for child in children)
 
 
 def _invalid_type(schema: Mapping[str, Any]) -> bool:

@@ -49,7 +49,14 @@ from anyop.testing.fake.quantities import (
 from anyop.testing.fake.selector_rules import label_selector_causes
 from anyop.testing.fake.volume_rules import volume_causes
 
-__all__ = ["CREATES", "DEFAULTERS", "UPDATES", "attachment_update_causes", "capacity_changes"]
+__all__ = [
+    "CREATES",
+    "DEFAULTERS",
+    "UPDATES",
+    "attachment_update_causes",
+    "capacity_changes",
+    "driver_name_causes",
+]
 
 Cause = dict[str, str]
 Causes = list[tuple[str, Cause]]
@@ -65,8 +72,9 @@ _NODE_ID_LIMIT = 256
 _INT32_MAX = 2147483647
 
 
-def _driver_name(name: str, field: str) -> Causes:
-    """``ValidateCSIDriverName``: required, at most 63 bytes, a subdomain in lower case."""
+def driver_name_causes(name: str, field: str) -> Causes:
+    """``ValidateCSIDriverName``: required, at most 63 bytes, a subdomain in lower case (a CSI
+    driver's, and a DRA driver's)."""
     if not name:
         return [required(field)]
     causes: Causes = []
@@ -204,7 +212,7 @@ def _volume_attachment(obj: Mapping[str, Any]) -> Causes:
     """``ValidateVolumeAttachment`` beyond the metadata: the attacher, the source, the node's
     name, the status, then the persistent volume's name."""
     spec = obj.get("spec") or {}
-    causes = _driver_name(str(spec.get("attacher") or ""), "spec.attacher")
+    causes = driver_name_causes(str(spec.get("attacher") or ""), "spec.attacher")
     source = spec.get("source") or {}
     inline, volume = source.get("inlineVolumeSpec"), source.get("persistentVolumeName")
     if inline is None and volume is None:
@@ -346,7 +354,7 @@ def _csi_node(obj: Mapping[str, Any]) -> Causes:
         driver = driver if isinstance(driver, Mapping) else {}  # null: Go's zero struct
         where = f"spec.drivers[{index}]"
         name, node = str(driver.get("name") or ""), str(driver.get("nodeID") or "")
-        causes += _driver_name(name, f"{where}.name")
+        causes += driver_name_causes(name, f"{where}.name")
         if not node:
             causes.append(required(f"{where}.nodeID"))
         if len(node) > _NODE_ID_LIMIT:

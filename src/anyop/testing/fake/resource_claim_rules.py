@@ -26,11 +26,10 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from anyop.testing.fake.csi_rules import driver_name_causes
 from anyop.testing.fake.field_errors import duplicate, required_because, too_long
 from anyop.testing.fake.go_json import go_marshalled, go_quoted
 from anyop.testing.fake.object_meta import (
-    DNS_SUBDOMAIN,
-    DNS_SUBDOMAIN_HINT,
     label_causes,
     label_key_errors,
     label_value_errors,
@@ -130,21 +129,6 @@ def _too_many(field: str, count: int, limit: int) -> tuple[str, Cause]:
     return field, {"reason": "FieldValueTooMany", "message": message}
 
 
-def _driver_name(name: str, field: str) -> Causes:
-    """``ValidateCSIDriverName``: required, at most 63 bytes, a subdomain in lower case."""
-    if not name:
-        return [required(field)]
-    causes: Causes = []
-    if len(name.encode()) > 63:
-        causes.append(too_long(field, 63))
-    lowered = name.lower()
-    if len(lowered) > 253:
-        causes.append(invalid(field, go_quoted(name), "must be no more than 253 characters"))
-    if not DNS_SUBDOMAIN.match(lowered):
-        causes.append(invalid(field, go_quoted(name), DNS_SUBDOMAIN_HINT))
-    return causes
-
-
 def _c_identifier(name: str, field: str) -> Causes:
     """``validateCIdentifier``: at most 32 bytes, a C identifier."""
     causes: Causes = []
@@ -167,7 +151,7 @@ def _fully_qualified_name(name: str, field: str) -> Causes:
         if not parts[0]:
             causes.append(invalid(field, '""', "the domain must not be empty"))
         else:
-            causes += _driver_name(parts[0], field)
+            causes += driver_name_causes(parts[0], field)
         if not parts[1]:
             causes.append(invalid(field, '""', "the name must not be empty"))
         else:
@@ -325,7 +309,7 @@ def _configuration(config: Mapping[str, Any], field: str) -> Causes:
     opaque = config.get("opaque")
     if opaque is None:
         return [required(f"{field}.opaque")]
-    causes = _driver_name(str(opaque.get("driver") or ""), f"{field}.opaque.driver")
+    causes = driver_name_causes(str(opaque.get("driver") or ""), f"{field}.opaque.driver")
     parameters, where = opaque.get("parameters"), f"{field}.opaque.parameters"
     if parameters is None:
         causes.append(required(where))
