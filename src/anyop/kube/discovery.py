@@ -33,11 +33,12 @@ logger = logging.getLogger("anyop.kube")
 _CONCURRENCY = 8  # group-version documents fetched at once
 
 
-async def discover(client: KubeClient) -> list[Resource]:
+async def discover(client: KubeClient, *, failed: list[str] | None = None) -> list[Resource]:
     """Read every resource of every served version of the core API and of all groups.
 
     Group-versions that fail to answer (e.g. an aggregated API whose backend is down) are
-    skipped with a warning; their resources are missing from the result.
+    skipped with a warning; their resources are missing from the result, and their paths are
+    added to ``failed`` (if given), for the caller to try again.
 
     Raises:
         ApiError: ``/api`` or ``/apis`` themselves failed.
@@ -46,7 +47,7 @@ async def discover(client: KubeClient) -> list[Resource]:
     core = parse_core_versions(await _get(client, "/api"))
     versions = [GroupVersion("", version, True) for version in core]
     versions += parse_api_groups(await _get(client, "/apis"))
-    return await _resources(client, versions)
+    return await _resources(client, versions, failed)
 
 
 async def discover_group(client: KubeClient, group: str) -> list[Resource]:
@@ -105,13 +106,15 @@ class Catalog:
         return None
 
 
-async def _resources(client: KubeClient, versions: Iterable[GroupVersion]) -> list[Resource]:
+async def _resources(
+    client: KubeClient, versions: Iterable[GroupVersion], failed: list[str] | None = None
+) -> list[Resource]:
     found: dict[GroupVersion, list[Resource]] = {}
     limiter = anyio.CapacityLimiter(_CONCURRENCY)
 
     async def fetch(version: GroupVersion) -> None:
         async with limiter:
-            found[version] = await _group_version(client, version)
+            found[version] = await _group_version(client, version, failed)
 
     ordered = list(versions)
     async with anyio.create_task_group() as group:
@@ -120,12 +123,16 @@ async def _resources(client: KubeClient, versions: Iterable[GroupVersion]) -> li
     return with_own_preferences(r for version in ordered for r in found.get(version, []))
 
 
-async def _group_version(client: KubeClient, version: GroupVersion) -> list[Resource]:
+async def _group_version(
+    client: KubeClient, version: GroupVersion, failed: list[str] | None = None
+) -> list[Resource]:
     path = f"/api/{version.version}" if not version.group else version.path
     try:
         document = await _get(client, path)
     except AnyopError as exc:
         logger.warning("Cannot discover the resources of %s: %s", path, exc)
+        if failed is not None:
+            failed.append(path)
         return []
     return parse_resource_list(
         document, group=version.group, version=version.version, preferred=version.preferred

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
+import anyop
 import anyop.on as on
 from anyop.engine.serving import scope_groups as served
 from anyop.handlers.registry import OperatorRegistry
 from anyop.kube.resources import Resource
+from anyop.testing import FakeCluster, Fault
+from anyop.testing.handle import open_operator
 
 pytestmark = pytest.mark.anyio
 
@@ -34,7 +39,7 @@ DISCOVERED = [
 async def test_what_cannot_be_served_is_named_and_left_out(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    async def discover(client: Any) -> list[Resource]:
+    async def discover(client: Any, *, failed: list[str] | None = None) -> list[Resource]:
         return DISCOVERED
 
     monkeypatch.setattr(served, "discover", discover)
@@ -43,7 +48,7 @@ async def test_what_cannot_be_served_is_named_and_left_out(
         on.create(name, registry=registry, id=f"create_{name}")(lambda **_: None)
     on.event("watchedonlies", registry=registry, id="events")(lambda **_: None)
     with caplog.at_level(logging.WARNING, logger="anyop"):
-        resources = await served.served_resources(None, registry)  # type: ignore[arg-type]
+        resources, _ = await served.served_resources(None, registry)  # type: ignore[arg-type]
     assert [r.plural for r in resources] == ["kopfexamples", "watchedonlies"]
     warnings = caplog.messages
     assert any(w.startswith("Unresolved resources cannot be served") for w in warnings)
@@ -62,14 +67,14 @@ async def test_what_cannot_be_served_is_named_and_left_out(
 async def test_a_resource_name_with_a_typo_is_warned_about_with_the_nearest_served_name(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    async def discover(client: Any) -> list[Resource]:
+    async def discover(client: Any, *, failed: list[str] | None = None) -> list[Resource]:
         return DISCOVERED
 
     monkeypatch.setattr(served, "discover", discover)
     registry = OperatorRegistry()
     on.create("kopfexampels", registry=registry)(lambda **_: None)
     with caplog.at_level(logging.WARNING, logger="anyop"):
-        resources = await served.served_resources(None, registry)  # type: ignore[arg-type]
+        resources, _ = await served.served_resources(None, registry)  # type: ignore[arg-type]
     assert resources == []
     assert caplog.messages == [
         "Unresolved resources cannot be served (try creating their CRDs): "
@@ -82,7 +87,7 @@ async def test_a_rediscovery_does_not_repeat_the_warnings_that_still_hold(
 ) -> None:
     found = [DISCOVERED[0]]
 
-    async def discover(client: Any) -> list[Resource]:
+    async def discover(client: Any, *, failed: list[str] | None = None) -> list[Resource]:
         return found
 
     monkeypatch.setattr(served, "discover", discover)
@@ -102,6 +107,27 @@ async def test_a_rediscovery_does_not_repeat_the_warnings_that_still_hold(
         found = []
         await served.served_resources(None, registry, said)  # type: ignore[arg-type]
     assert len(caplog.messages) == 4  # a warning that went away and came back is said again
+
+
+async def test_a_discovery_is_incomplete_where_a_group_version_failed_and_a_selector_is_unresolved(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    failing: list[str] = []
+
+    async def discover(client: Any, *, failed: list[str] | None = None) -> list[Resource]:
+        assert failed is not None
+        failed += failing
+        return [DISCOVERED[0]]
+
+    monkeypatch.setattr(served, "discover", discover)
+    resolved, unresolved = OperatorRegistry(), OperatorRegistry()
+    on.create("kopfexamples", registry=resolved)(lambda **_: None)
+    on.create("missings", registry=unresolved)(lambda **_: None)
+    seen = []
+    for failing[:] in ([], ["/apis/metrics.k8s.io/v1beta1"]):
+        for registry in (resolved, unresolved):
+            seen.append((await served.served_resources(None, registry))[1])  # type: ignore[arg-type]
+    assert seen == [False, False, False, True]  # only an unresolved selector asks again
 
 
 def crd(group: str, plural: str, *versions: tuple[str, bool]) -> dict[str, Any]:
@@ -137,3 +163,38 @@ async def test_served_resources_can_be_removed_and_added_again_and_wake_the_grou
     assert not changed.is_set()
     assert resources.add([DISCOVERED[0]]) == [DISCOVERED[0]]
     assert changed.is_set()
+
+
+@pytest.mark.fake_time
+async def test_resources_whose_discovery_failed_are_served_once_it_answers() -> None:
+    """A group version that does not answer at the start (its retries spent) leaves the
+    operator's resources unresolved; no CRD changes after, yet they are served once it does."""
+    fake = FakeCluster()
+    fake.apply(Path(__file__).parents[3] / "examples" / "crd.yaml")
+    fake.faults.script(Fault.server_error(500), method="GET", path="/apis/kopf.dev/v1", times=6)
+    registry, done = OperatorRegistry(), anyio.Event()
+
+    @on.create("kopfexamples", registry=registry)
+    async def greet(**_: Any) -> None:
+        done.set()
+
+    settings = anyop.OperatorSettings()
+    settings.networking.error_backoffs = (0.5, 1, 2)
+    with fake.routed():
+        await _serve_until_done(fake, registry, settings, done)
+
+
+async def _serve_until_done(
+    fake: FakeCluster, registry: OperatorRegistry, settings: Any, done: anyio.Event
+) -> None:
+    async with (
+        fake.client(faults=False) as api,
+        open_operator(registry, namespace="default", api=api, settings=settings,
+                      vault=await fake.vault()),
+    ):  # fmt: skip
+        body = {"apiVersion": "kopf.dev/v1", "kind": "KopfExample", "metadata": {"name": "k"}}
+        await api.post("/apis/kopf.dev/v1/namespaces/default/kopfexamples", json=body)
+        started = anyio.current_time()
+        with anyio.fail_after(120):
+            await done.wait()
+        assert anyio.current_time() - started >= served.INCOMPLETE_RETRY - 5  # asked again

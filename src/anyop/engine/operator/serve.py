@@ -292,7 +292,8 @@ async def _serve_with(launch: Launch, client: KubeClient, metrics: Metrics | Non
     """Serve with the operator's client (logged in): discovery, Events, admission, scopes."""
     registry, settings = launch.registry, launch.settings
     said: set[str] = set()  # discovery's warnings, not repeated by rediscoveries
-    served = ServedResources(await served_resources(client, registry, said), said=said)
+    found, incomplete = await served_resources(client, registry, said)
+    served = ServedResources(found, said=said, incomplete=incomplete)
     limiter = _thread_limiter(settings)
     if (health := current_health.get()) is not None:
         health.limiter = limiter  # its waiting calls go to /metrics

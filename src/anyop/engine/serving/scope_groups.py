@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -47,6 +48,8 @@ CRDS = Resource(
 
 SETTLE_DELAY = 1.0
 """Seconds to let a burst of CRD changes settle (and a new CRD get served) before rediscovery."""
+INCOMPLETE_RETRY = 10.0
+"""Seconds before an incomplete discovery is tried again (see :class:`ServedResources`)."""
 
 
 class ServedResources:
@@ -56,11 +59,17 @@ class ServedResources:
         resources: The resources found at start.
         said: The warnings of the discovery that found them (not repeated by rediscoveries
             while they hold).
+        incomplete: Some group version did not answer that discovery while some selector is
+            unresolved: :func:`follow_crds` discovers again (with a backoff) until it is not.
     """
 
-    def __init__(self, resources: Iterable[Resource], *, said: set[str] | None = None) -> None:
+    def __init__(
+        self, resources: Iterable[Resource], *, said: set[str] | None = None,
+        incomplete: bool = False,
+    ) -> None:  # fmt: skip
         self.resources: list[Resource] = sorted(set(resources), key=str)
         self.said: set[str] = said if said is not None else set()
+        self.incomplete = incomplete
         self._changed = anyio.Event()
 
     @property
@@ -94,8 +103,10 @@ class ServedResources:
 
 async def served_resources(
     client: KubeClient, registry: OperatorRegistry, said: set[str] | None = None
-) -> list[Resource]:
-    """Discover the cluster's resources and pick those the handlers select.
+) -> tuple[list[Resource], bool]:
+    """Discover the cluster's resources and pick those the handlers select; and whether the
+    discovery was incomplete where it matters: a group version did not answer while some
+    selector is unresolved (it may be that group's).
 
     Kopf's warnings name what is not served: unresolved selectors, ambiguous ones (several
     resources for one specific selector), resources that cannot be listed and watched, and those
@@ -109,9 +120,11 @@ async def served_resources(
         said: The warnings of the previous discovery: those are not logged again (it is
             updated in place to the warnings of this one).
     """
-    discovered = await discover(client)
+    failed: list[str] = []
+    discovered = await discover(client, failed=failed)
     resolution = resolve(registry.watched_selectors(), discovered)
-    messages = [unresolved_message(resolution, discovered), *ambiguous_message(resolution)]
+    unresolved = unresolved_message(resolution, discovered)
+    messages = [unresolved, *ambiguous_message(resolution)]
     messages.append(nonwatchable_message(resolution))
     stateful = frozenset(r for r in resolution.nonpatchable if registry.keeps_state(r))
     if stateful:
@@ -124,7 +137,7 @@ async def served_resources(
     if said is not None:
         said.clear()
         said.update(current)
-    return sorted(resolution.resources - stateful, key=str)
+    return sorted(resolution.resources - stateful, key=str), bool(failed and unresolved)
 
 
 async def serve_group(
@@ -231,6 +244,9 @@ async def follow_crds(
             "created or deleted while the operator runs are noticed only at its next start."
         )
         task_status.started()
+        while served.incomplete:  # a group version that did not answer: asked again
+            await anyio.sleep(INCOMPLETE_RETRY)
+            await _rediscover(client, registry, served)
         return
     dirty = anyio.Event()
 
@@ -247,18 +263,29 @@ async def follow_crds(
         await tg.start(Watcher(client, CRDS).run, handle)
         task_status.started()
         while True:
-            await dirty.wait()
+            # An incomplete discovery (a group version that did not answer) is tried again
+            # after INCOMPLETE_RETRY, even without a CRD change: its resources may be wanted.
+            with anyio.move_on_after(INCOMPLETE_RETRY if served.incomplete else math.inf):
+                await dirty.wait()
             await anyio.sleep(SETTLE_DELAY)
             dirty = anyio.Event()
-            try:
-                new = served.add(await served_resources(client, registry, served.said))
-            except Exception as error:  # discovery may fail while the apiserver changes
-                logger.warning(f"Rediscovery after a CRD change failed; will retry: {error}")
+            if not await _rediscover(client, registry, served):
                 dirty.set()
-                continue
-            if new:
-                names = ", ".join(str(resource) for resource in new)
-                logger.info(f"Serving resources created after the start: {names}.")
+
+
+async def _rediscover(
+    client: KubeClient, registry: OperatorRegistry, served: ServedResources
+) -> bool:
+    """Discover again and serve what is new; ``False`` if the discovery failed (to retry)."""
+    try:
+        found, served.incomplete = await served_resources(client, registry, served.said)
+    except Exception as error:  # discovery may fail while the apiserver changes
+        logger.warning(f"Rediscovery after a CRD change failed; will retry: {error}")
+        return False
+    if new := served.add(found):
+        names = ", ".join(str(resource) for resource in new)
+        logger.info(f"Serving resources created after the start: {names}.")
+    return True
 
 
 def withdrawn(
