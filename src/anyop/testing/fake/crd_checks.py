@@ -2,8 +2,9 @@
 ``ValidateCustomResourceDefinition`` and ``ValidateCustomResourceDefinitionUpdate`` make them
 (``pkg/apis/apiextensions/validation``): its group, scope, versions, names, subresources,
 printer columns, selectable fields, conversion, stored versions, API approval and
-``preserveUnknownFields``, with the schemas' errors (:mod:`.crd_schema_checks`) where Go meets
-them: one list, in Go's order.
+``preserveUnknownFields``, with the schemas' errors (:mod:`.crd_schema_checks`) and a version's
+subresources', printer columns' and selectable fields' (:mod:`.crd_version_checks`) where Go
+meets them: one list, in Go's order.
 
 Pure. Paths are those of the internal version, which the ``v1`` conversion makes: a schema, the
 subresources, the printer columns or the selectable fields every version has alike are the
@@ -20,7 +21,13 @@ from urllib.parse import urlsplit
 
 from anyop.testing.fake.crd_schema_checks import schema_has
 from anyop.testing.fake.crd_structural import field_invalid
-from anyop.testing.fake.field_errors import duplicate, forbidden, required_because
+from anyop.testing.fake.crd_version_checks import (
+    MAX_SELECTABLE,
+    column_causes,
+    selectable_causes,
+    subresource_causes,
+)
+from anyop.testing.fake.field_errors import forbidden, required_because
 from anyop.testing.fake.go_json import go_marshalled, go_quoted
 from anyop.testing.fake.object_meta import DNS_1035, DNS_1035_HINT, dns_subdomain_errors
 from anyop.testing.fake.statuses import Cause
@@ -30,15 +37,9 @@ __all__ = ["crd_causes", "crd_name_causes"]
 
 Causes = list[tuple[str, Cause]]
 
-_COLUMN_TYPES = "boolean,date,integer,number,string"
-_COLUMN_FORMATS = "byte,date,date-time,double,float,int32,int64,password"
 _REVIEW_VERSIONS = ("v1", "v1beta1")
-_MAX_SELECTABLE = 8
-_SELECTABLE_TYPES = ("string", "boolean", "integer")
 _APPROVAL = "api-approved.kubernetes.io"
 _SCHEMA_AT = re.compile(r"^spec\.versions\[(\d+)\]\.schema\.")
-_SELECTABLE_TYPE = ("must point to a field of type string, boolean or integer. Enum string "
-                    "fields and strings with formats are allowed.")  # fmt: skip
 
 
 def crd_name_causes(crd: Mapping[str, Any]) -> Causes:
@@ -83,12 +84,12 @@ def crd_causes(
         causes += _deprecation(version, at)
         causes += per_version.get(index, [])
         if not view.same_subresources:
-            causes += _subresources(version.get("subresources"), f"{at}.subresources")
+            causes += subresource_causes(version.get("subresources"), f"{at}.subresources")
         if not view.same_columns:
-            causes += _columns(version.get("additionalPrinterColumns"), at)
+            causes += column_causes(version.get("additionalPrinterColumns"), at)
         if not view.same_selectable and version.get("selectableFields"):
             wrapper = None if view.same_schema else version.get("schema")
-            causes += _selectable_of(version.get("selectableFields"), wrapper, at,
+            causes += selectable_causes(version.get("selectableFields"), wrapper, at,
                                      allowed.get(name, False), per_version=True)  # fmt: skip
     names = [str(v.get("name") or "") for v in view.versions]
     if len(set(names)) != len(names):
@@ -101,12 +102,12 @@ def crd_causes(
     causes += _names(spec.get("names") or {})
     causes += top
     if view.same_subresources and view.versions:
-        causes += _subresources(view.versions[0].get("subresources"), "spec.subresources")
+        causes += subresource_causes(view.versions[0].get("subresources"), "spec.subresources")
     if view.same_columns and view.versions:
-        causes += _columns(view.versions[0].get("additionalPrinterColumns"), "spec")
+        causes += column_causes(view.versions[0].get("additionalPrinterColumns"), "spec")
     if view.same_selectable and view.versions and view.versions[0].get("selectableFields"):
         wrapper = view.versions[0].get("schema") if view.same_schema else None
-        causes += _selectable_of(view.versions[0].get("selectableFields"), wrapper, "spec",
+        causes += selectable_causes(view.versions[0].get("selectableFields"), wrapper, "spec",
                                  allowed.get("", False), per_version=False)  # fmt: skip
     causes += _conversion(spec, old)
     if old is not None:
@@ -285,140 +286,6 @@ def _deprecation(version: Mapping[str, Any], at: str) -> Causes:
             for e in errors]  # fmt: skip
 
 
-def _subresources(value: Any, at: str) -> Causes:
-    """``ValidateCustomResourceDefinitionSubresources``."""
-    if not isinstance(value, Mapping) or not isinstance(value.get("scale"), Mapping):
-        return []
-    scale = value["scale"]
-    causes: Causes = []
-    for key, under in (("specReplicasPath", "spec"), ("statusReplicasPath", "status")):
-        path, given = f"{at}.scale.{key}", scale.get(key) or ""
-        if not given:
-            causes.append(required_because(path))
-        elif errors := _simple_path(str(given), path):
-            causes += errors
-        elif not str(given).startswith(f".{under}."):
-            causes.append(field_invalid(path, given, f"should be a json path under .{under}"))
-    selector = scale.get("labelSelectorPath")
-    if isinstance(selector, str) and selector:
-        path = f"{at}.scale.labelSelectorPath"
-        if errors := _simple_path(selector, path):
-            causes += errors
-        elif not selector.startswith((".spec.", ".status.")):
-            detail = "should be a json path under either .spec or .status"
-            causes.append(field_invalid(path, selector, detail))
-    return causes
-
-
-def _simple_path(text: str, path: str) -> Causes:
-    """``validateSimpleJSONPath``."""
-    if not text.startswith("."):
-        return [field_invalid(path, text, "must be a simple json path starting with .")]
-    return []
-
-
-def _columns(value: Any, at: str) -> Causes:
-    """``ValidateCustomResourceColumnDefinition`` of each printer column."""
-    causes: Causes = []
-    for index, column in enumerate(value or ()):
-        if not isinstance(column, Mapping):
-            continue
-        path = f"{at}.additionalPrinterColumns[{index}]"
-        if not column.get("name"):
-            causes.append(required_because(f"{path}.name"))
-        kind = column.get("type") or ""
-        if not kind:
-            causes.append(required_because(f"{path}.type", f"must be one of {_COLUMN_TYPES}"))
-        elif kind not in _COLUMN_TYPES.split(","):
-            causes.append(field_invalid(f"{path}.type", kind, f"must be one of {_COLUMN_TYPES}"))
-        form = column.get("format") or ""
-        if form and form not in _COLUMN_FORMATS.split(","):
-            detail = f"must be one of {_COLUMN_FORMATS}"
-            causes.append(field_invalid(f"{path}.format", form, detail))
-        json_path = column.get("jsonPath") or ""
-        if not json_path:
-            causes.append(required_because(f"{path}.JSONPath"))
-        else:
-            causes += _simple_path(str(json_path), f"{path}.JSONPath")
-    return causes
-
-
-def _selectable_of(
-    fields: Any, wrapper: Any, at: str, allowed: bool, *, per_version: bool
-) -> Causes:
-    """A version's (or the spec's) selectable fields, which need its schema."""
-    schema = wrapper.get("openAPIV3Schema") if isinstance(wrapper, Mapping) else None
-    if not isinstance(schema, Mapping):
-        detail = (
-            "may only be set when `version.schema.openAPIV3Schema` is not included"
-            if per_version
-            else "may only be set when validations.schema is included"
-        )
-        return [field_invalid(f"{at}.selectableFields", "", detail)]  # fmt: skip
-    return _selectable(fields, schema, f"{at}.selectableFields", allowed)
-
-
-def _selectable(fields: Any, schema: Mapping[str, Any], at: str, allowed: bool) -> Causes:
-    """``ValidateCustomResourceSelectableFields``."""
-    causes: Causes = []
-    unique: set[str] = set()
-    for index, entry in enumerate(fields or ()):
-        path = f"{at}[{index}].jsonPath"
-        json_path = str((entry or {}).get("jsonPath") or "") if isinstance(entry, Mapping) else ""
-        if not json_path:
-            causes.append(required_because(path))
-            continue
-        found = _field_path(json_path, schema)
-        if isinstance(found, str):
-            causes.append(field_invalid(path, json_path, f"is an invalid path: {found}"))
-            continue
-        steps, node = found
-        if steps and steps[0] == "metadata":
-            causes.append(field_invalid(path, json_path, "must not point to fields in metadata"))
-        if not isinstance(node, Mapping) or node.get("type") not in _SELECTABLE_TYPES:
-            causes.append(field_invalid(path, json_path, _SELECTABLE_TYPE))
-        key = "\0".join(steps)
-        if key in unique:
-            causes.append(duplicate(path, json_path))
-        else:
-            unique.add(key)
-    if len(unique) > _MAX_SELECTABLE and not allowed:
-        message = f"Too many: {len(unique)}: must have at most {_MAX_SELECTABLE} items"
-        causes.append((at, {"reason": "FieldValueTooMany", "message": message}))
-    return causes
-
-
-def _field_path(text: str, schema: Mapping[str, Any]) -> tuple[list[str], Any] | str:
-    """``cel.ValidFieldPath`` without the array notation: the steps and the schema found, or
-    the error."""
-    tokens = re.findall(r"[.\[\]]|[^.\[\]]+", text)
-    steps: list[str] = []
-    node: Any = schema
-    position = 0
-    while position < len(tokens):
-        token = tokens[position]
-        if token == "[":
-            return "array notation is not allowed"
-        if token != ".":
-            return f"expected [ or . but got: {token}"
-        if position + 1 >= len(tokens):
-            return "unexpected end of JSON path"
-        name = tokens[position + 1]
-        position += 2
-        properties = node.get("properties") if isinstance(node, Mapping) else None
-        additional = node.get("additionalProperties") if isinstance(node, Mapping) else None
-        if isinstance(properties, Mapping):
-            if name not in properties:
-                return "does not refer to a valid field"
-            node = properties[name]
-        elif isinstance(additional, Mapping):
-            node = additional
-        else:
-            return "does not refer to a valid field"
-        steps.append(name)
-    return steps, node
-
-
 def _names(names: Mapping[str, Any]) -> Causes:
     """The spec's required names, then ``ValidateCustomResourceDefinitionNames``."""
     plural, singular = str(names.get("plural") or ""), str(names.get("singular") or "")
@@ -558,12 +425,12 @@ def _too_many_allowed(view: _Internal, old: _Internal, updating: bool) -> dict[s
     if old.same_selectable and old.versions and view.same_selectable and view.versions:
         fields = old.versions[0].get("selectableFields") or []
         same = fields == (view.versions[0].get("selectableFields") or [])
-        allowed[""] = len(fields) > _MAX_SELECTABLE and same
+        allowed[""] = len(fields) > MAX_SELECTABLE and same
     olds = {str(v.get("name")): v for v in old.versions} if not old.same_selectable else {}
     for version in view.versions if not view.same_selectable else ():
         before = olds.get(str(version.get("name")))
         fields = (before or {}).get("selectableFields") or []
-        if len(fields) > _MAX_SELECTABLE and fields == (version.get("selectableFields") or []):
+        if len(fields) > MAX_SELECTABLE and fields == (version.get("selectableFields") or []):
             allowed[str(version.get("name"))] = True
     return allowed
 

@@ -29,6 +29,13 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from anyop.testing.fake.field_errors import duplicate, forbidden, required_because
+from anyop.testing.fake.flowcontrol_internal import (
+    MANDATORY_FLOW_SCHEMAS,
+    MANDATORY_LEVELS,
+    flow_schema_spec,
+    level_spec,
+    semantic,
+)
 from anyop.testing.fake.go_json import go_marshalled, go_quoted
 from anyop.testing.fake.object_meta import dns_label_errors, dns_subdomain_errors
 from anyop.testing.fake.pod_rules import invalid, unsupported, unsupported_shown
@@ -40,7 +47,7 @@ Causes = list[tuple[str, Cause]]
 Body = dict[str, Any]
 
 GROUP = "flowcontrol.apiserver.k8s.io"
-"""The field manager of the config consumer's applies."""
+"""The API group."""
 _FLOW_SCHEMAS = (GROUP, "flowschemas")
 _LEVELS = (GROUP, "prioritylevelconfigurations")
 _API_VERSION = f"{GROUP}/v1"
@@ -97,139 +104,6 @@ def _level_defaults(obj: Body) -> None:
         for field in ("nominalConcurrencyShares", "lendablePercent"):
             if exempt.get(field) is None:
                 exempt[field] = 0
-
-
-# -- the internal objects, as field errors show them -------------------------------------------
-
-
-def _list(items: Any, each: Callable[[Any], Any]) -> Any:
-    """A Go slice: ``null`` if missing, ``[]`` if empty."""
-    return None if items is None else [each(item) for item in items]
-
-
-def _strings(items: Any) -> Any:
-    return None if items is None else [str(item) for item in items]
-
-
-def _named(holder: Any) -> Any:
-    return None if not isinstance(holder, Mapping) else {"Name": str(holder.get("name") or "")}
-
-
-def _subject(subject: Any) -> Body:
-    subject = subject if isinstance(subject, Mapping) else {}
-    account = subject.get("serviceAccount")
-    if isinstance(account, Mapping):
-        account = {"Namespace": str(account.get("namespace") or ""),
-                   "Name": str(account.get("name") or "")}  # fmt: skip
-    return {"Kind": str(subject.get("kind") or ""), "User": _named(subject.get("user")),
-            "Group": _named(subject.get("group")),
-            "ServiceAccount": account if isinstance(account, dict) else None}  # fmt: skip
-
-
-def _resource_rule(rule: Any) -> Body:
-    rule = rule if isinstance(rule, Mapping) else {}
-    return {"Verbs": _strings(rule.get("verbs")), "APIGroups": _strings(rule.get("apiGroups")),
-            "Resources": _strings(rule.get("resources")),
-            "ClusterScope": bool(rule.get("clusterScope")),
-            "Namespaces": _strings(rule.get("namespaces"))}  # fmt: skip
-
-
-def _non_resource_rule(rule: Any) -> Body:
-    rule = rule if isinstance(rule, Mapping) else {}
-    return {"Verbs": _strings(rule.get("verbs")),
-            "NonResourceURLs": _strings(rule.get("nonResourceURLs"))}  # fmt: skip
-
-
-def _rules(rules: Any) -> Body:
-    rules = rules if isinstance(rules, Mapping) else {}
-    return {"Subjects": _list(rules.get("subjects"), _subject),
-            "ResourceRules": _list(rules.get("resourceRules"), _resource_rule),
-            "NonResourceRules": _list(rules.get("nonResourceRules"),
-                                      _non_resource_rule)}  # fmt: skip
-
-
-def _flow_schema_spec(spec: Mapping[str, Any]) -> Body:
-    """A FlowSchema's spec as the internal Go struct (no JSON tags: Go's field names)."""
-    method = spec.get("distinguisherMethod")
-    return {
-        "PriorityLevelConfiguration": {
-            "Name": str((spec.get("priorityLevelConfiguration") or {}).get("name") or "")
-        },
-        "MatchingPrecedence": int(spec.get("matchingPrecedence") or 0),
-        "DistinguisherMethod": (
-            {"Type": str(method.get("type") or "")} if isinstance(method, Mapping) else None
-        ),
-        "Rules": _list(spec.get("rules"), _rules),
-    }
-
-
-def _optional(value: Any) -> Any:
-    return None if value is None else int(value)
-
-
-def _level_spec(spec: Mapping[str, Any]) -> Body:
-    """A PriorityLevelConfiguration's spec as the internal Go struct."""
-    limited, exempt = spec.get("limited"), spec.get("exempt")
-    if isinstance(limited, Mapping):
-        response = limited.get("limitResponse") or {}
-        queuing = response.get("queuing")
-        if isinstance(queuing, Mapping):
-            queuing = {"Queues": int(queuing.get("queues") or 0),
-                       "HandSize": int(queuing.get("handSize") or 0),
-                       "QueueLengthLimit": int(queuing.get("queueLengthLimit") or 0)}  # fmt: skip
-        limited = {
-            "NominalConcurrencyShares": int(limited.get("nominalConcurrencyShares") or 0),
-            "LimitResponse": {"Type": str(response.get("type") or ""),
-                              "Queuing": queuing if isinstance(queuing, dict) else None},
-            "LendablePercent": _optional(limited.get("lendablePercent")),
-            "BorrowingLimitPercent": _optional(limited.get("borrowingLimitPercent")),
-        }  # fmt: skip
-    if isinstance(exempt, Mapping):
-        exempt = {"NominalConcurrencyShares": _optional(exempt.get("nominalConcurrencyShares")),
-                  "LendablePercent": _optional(exempt.get("lendablePercent"))}  # fmt: skip
-    return {"Type": str(spec.get("type") or ""),
-            "Limited": limited if isinstance(limited, dict) else None,
-            "Exempt": exempt if isinstance(exempt, dict) else None}  # fmt: skip
-
-
-def _semantic(value: Any) -> Any:
-    """A value as ``equality.Semantic`` compares it: an empty slice is a nil one."""
-    if isinstance(value, dict):
-        return {key: _semantic(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_semantic(item) for item in value] or None
-    return value
-
-
-_ALL_RESOURCES = {"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"], "clusterScope": True,
-                  "namespaces": ["*"]}  # fmt: skip
-_ALL_URLS = {"verbs": ["*"], "nonResourceURLs": ["*"]}
-
-
-def _groups(*names: str) -> list[Body]:
-    return [{"kind": "Group", "group": {"name": name}} for name in names]
-
-
-_MANDATORY_FLOW_SCHEMAS = {
-    "exempt": _semantic(_flow_schema_spec({
-        "priorityLevelConfiguration": {"name": "exempt"}, "matchingPrecedence": 1,
-        "rules": [{"subjects": _groups("system:masters"), "resourceRules": [_ALL_RESOURCES],
-                   "nonResourceRules": [_ALL_URLS]}]})),
-    "catch-all": _semantic(_flow_schema_spec({
-        "priorityLevelConfiguration": {"name": "catch-all"}, "matchingPrecedence": 10000,
-        "distinguisherMethod": {"type": "ByUser"},
-        "rules": [{"subjects": _groups("system:unauthenticated", "system:authenticated"),
-                   "resourceRules": [_ALL_RESOURCES], "nonResourceRules": [_ALL_URLS]}]})),
-}  # fmt: skip
-"""``internalbootstrap.MandatoryFlowSchemas``' specs (apiserver's ``bootstrap/default.go``)."""
-_MANDATORY_LEVELS = {
-    "exempt": _semantic(_level_spec(
-        {"type": "Exempt", "exempt": {"nominalConcurrencyShares": 0, "lendablePercent": 0}})),
-    "catch-all": _semantic(_level_spec(
-        {"type": "Limited", "limited": {"nominalConcurrencyShares": 5, "lendablePercent": 0,
-                                        "limitResponse": {"type": "Reject"}}})),
-}  # fmt: skip
-"""``internalbootstrap.MandatoryPriorityLevelConfigurations``' specs."""
 
 
 # -- FlowSchemas --------------------------------------------------------------------------------
@@ -453,10 +327,10 @@ def _flow_schema(obj: Mapping[str, Any]) -> Causes:
     spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
     assert isinstance(spec, Mapping)
     causes = _flow_schema_spec_causes(name, spec)
-    fixed = _MANDATORY_FLOW_SCHEMAS.get(name)
+    fixed = MANDATORY_FLOW_SCHEMAS.get(name)
     if fixed is not None:
-        internal = _flow_schema_spec(spec)
-        if _semantic(internal) != fixed:
+        internal = flow_schema_spec(spec)
+        if semantic(internal) != fixed:
             detail = f"spec of '{name}' must equal the fixed value"
             causes.append(invalid("spec", go_marshalled(internal, sort_keys=False), detail))
     return causes + _conditions_causes(obj.get("status"))
@@ -575,11 +449,11 @@ def _level_spec_causes(name: str, spec: Mapping[str, Any]) -> Causes:
 def _mandatory_level_causes(name: str, spec: Mapping[str, Any]) -> Causes:
     """``ValidateIfMandatoryPriorityLevelConfigurationObject``: the ``exempt`` level's spec but
     its ``exempt`` field, and the ``catch-all`` level's, fixed."""
-    fixed = _MANDATORY_LEVELS.get(name)
+    fixed = MANDATORY_LEVELS.get(name)
     if fixed is None:
         return []
-    internal = _level_spec(spec)
-    compared = _semantic(internal)
+    internal = level_spec(spec)
+    compared = semantic(internal)
     detail = f"spec of '{name}' must equal the fixed value"
     if name == "exempt":
         compared = {**compared, "Exempt": fixed["Exempt"]}

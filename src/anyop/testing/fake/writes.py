@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from anyop.testing.fake import conversions, crd_deletion, go_json
+from anyop.testing.fake import conversions, go_json
 from anyop.testing.fake.apparmor_rules import with_profile_fields
 from anyop.testing.fake.batch_rules import with_generated_selector
 from anyop.testing.fake.body_kinds import (
@@ -26,11 +26,12 @@ from anyop.testing.fake.builtin_rules import (
     new_object_causes,
     update_causes,
 )
+from anyop.testing.fake.crd_lifecycle import crd_prepared, delete_instances, establish, serve_anew
 from anyop.testing.fake.go_json import unstructured_numbers
 from anyop.testing.fake.json_copy import json_copy, sorted_keys
 from anyop.testing.fake.json_patches import PatchFailed, apply_json_patch
 from anyop.testing.fake.kind_warnings import warnings_on_create, warnings_on_update
-from anyop.testing.fake.kinds import CRD_KIND, NAMESPACE_KIND, Kind, kinds_of_crd
+from anyop.testing.fake.kinds import CRD_KIND, NAMESPACE_KIND, Kind
 from anyop.testing.fake.managed_fields import in_order, owners_after_update
 from anyop.testing.fake.objects import (
     added_finalizers,
@@ -84,7 +85,6 @@ MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
 APPLY = "application/apply-patch+yaml"
-_NAMES_ORDER = ("plural", "singular", "shortNames", "kind", "listKind", "categories")
 """The fields of ``CustomResourceDefinitionNames`` in the Go struct's order (the JSON's)."""
 
 
@@ -200,7 +200,7 @@ def create(
     )
     if kind.custom:
         obj = unstructured_numbers(obj)  # as the stored object gives them back
-    obj = _crd_defaults(kind, obj)
+    obj = crd_prepared(kind, obj)
     if owners is None and manager is not None:  # before admission and allocation: theirs is
         owners = [] if _untyped(kind, body) else owners_after_update(  # no manager's
             kind, None, as_managed(kind, obj), manager=manager, subresource=None,
@@ -234,65 +234,8 @@ def create(
     else:
         store.unsettled.discard(key)  # one stored before under the name
     if kind == CRD_KIND:
-        _establish(store, created)
+        establish(store, created)
     return served(kind, created)
-
-
-def _establish(store: Store, crd: Body) -> None:
-    """Accept a CRD's names and serve its kinds, as the API server's CRD controllers do."""
-    spec = crd.get("spec") or {}
-    names = dict(spec.get("names") or {})
-    names.setdefault("singular", str(names.get("kind", "")).lower())
-    names.setdefault("listKind", f"{names.get('kind', '')}List")
-    names = {key: names[key] for key in _NAMES_ORDER if key in names}
-    now = store.now()
-    conditions = [
-        {
-            "type": "NamesAccepted",
-            "status": "True",
-            "lastTransitionTime": now,
-            "reason": "NoConflicts",
-            "message": "no conflicts found",
-        },
-        {
-            "type": "Established",
-            "status": "True",
-            "lastTransitionTime": now,
-            "reason": "InitialNamesAccepted",
-            "message": "the initial names have been accepted",
-        },
-    ]
-    stored = store.find(CRD_KIND, None, crd["metadata"]["name"])
-    established = {**stored, "status": {**stored.get("status", {}), "conditions": conditions}}
-    established["status"]["acceptedNames"] = names
-    store.commit(CRD_KIND, "MODIFIED", established, old=stored)
-    for kind in kinds_of_crd(established):
-        store.serve(kind)
-
-
-def _crd_defaults(kind: Kind, obj: Body, *, old: Body | None = None) -> Body:
-    """A CRD with its ``v1`` defaults (its names' singular and list kind, no conversion) and
-    its status as its strategy makes it: a new one's reset, an update's with its storage
-    version among its stored versions (``PrepareForUpdate``)."""
-    if kind != CRD_KIND:
-        return obj
-    spec = obj.setdefault("spec", {})
-    names = spec.setdefault("names", {})
-    names.setdefault("singular", str(names.get("kind", "")).lower())
-    names.setdefault("listKind", f"{names.get('kind', '')}List")
-    spec.setdefault("conversion", {"strategy": "None"})
-    versions = [v["name"] for v in spec.get("versions") or () if v.get("storage")]
-    if old is None:
-        obj["status"] = {
-            "conditions": None,
-            "acceptedNames": {"plural": "", "kind": ""},
-            "storedVersions": versions,
-        }
-        return obj
-    status = obj["status"] = dict(obj.get("status") or {})
-    stored = list(status.get("storedVersions") or ())
-    status["storedVersions"] = stored + [name for name in versions[:1] if name not in stored]
-    return obj
 
 
 def _record(store: Store, warnings: list[str] | None) -> None:
@@ -381,7 +324,7 @@ def update(
     obj = strategy_prepared(kind, obj, old=stored, sent=request, subresource=subresource,
                             now=store.now())  # fmt: skip
     if subresource is None:
-        obj = _crd_defaults(kind, obj, old=stored)
+        obj = crd_prepared(kind, obj, old=stored)
     retyped = False  # a custom resource's 2.0 where it stored 2: a change to Go's comparison
     if kind.custom:
         stored_form = unstructured_numbers(obj)
@@ -424,12 +367,12 @@ def update(
     metadata = obj["metadata"]
     if metadata.get("deletionTimestamp") and not _finalizers(kind, obj, raw):
         store.commit(kind, "DELETED", raw, old=raw)  # watches see the last stored state
-        _delete_dependents(store, kind, stored)
+        delete_instances(store, kind, stored)
         obj["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"]
         return shown(kind, obj)  # the final removal answers with the last stored version
     committed = store.commit(kind, "MODIFIED", obj, old=raw)
     if kind == CRD_KIND:
-        _reserve(store, committed)
+        serve_anew(store, committed)
     return served(kind, committed)
 
 
@@ -443,16 +386,6 @@ def _untyped(kind: Kind, request: Mapping[str, Any], stored: Body | None = None)
         return False
     typed = prune(default(dict(request), kind.schema), kind.schema)
     return any(smd_errors(kind, obj, duplicates=False) for obj in (typed, stored) if obj)
-
-
-def _reserve(store: Store, crd: Body) -> None:
-    """Serve an updated CRD's kinds as it now defines them (schemas, versions, subresources)."""
-    name = crd["metadata"]["name"]
-    if not any(kind.crd == name for kind in store.kinds.values()):
-        return  # not established (yet): nothing served to update
-    store.unserve(name)
-    for served in kinds_of_crd(crd):
-        store.serve(served)
 
 
 def _same_owners(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
@@ -610,11 +543,3 @@ def _check_patched_decodes(kind: Kind, result: Mapping[str, Any], *, strategic: 
         cause = {"reason": "FieldValueInvalid", "message": message, "field": "patch"}
         body = status_body(422, "Invalid", f' "" is invalid: patch: {message}')
         raise StatusError({**body, "details": {"causes": [cause]}}) from None
-
-
-def _delete_dependents(store: Store, kind: Kind, stored: Body) -> None:
-    """A deleted CRD takes its custom resources with it (those its finalizer left)."""
-    if kind != CRD_KIND:
-        return
-    crd_deletion.remove_instances(store, stored["metadata"]["name"])
-    store.unserve(stored["metadata"]["name"])
