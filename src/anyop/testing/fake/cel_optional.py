@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["INDEX", "SELECT", "desugared", "has_optional_syntax"]
+__all__ = ["INDEX", "SELECT", "desugared"]
 
 SELECT = "optSelect__"
 """The function ``x.?f`` becomes (a method: ``x.optSelect__("f")``)."""
@@ -58,15 +58,11 @@ def _literals(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def has_optional_syntax(text: str) -> bool:
-    """Whether a rule's text selects optionally (outside its string literals)."""
-    if ".?" not in text and "[?" not in text:
-        return False
-    return desugared(text) != text
-
-
 def desugared(text: str) -> str:
-    """The rule's text with its optional selections as calls (see the module)."""
+    """The rule's text with its optional selections as calls (see the module); the text
+    itself where it has none."""
+    if ".?" not in text and "[?" not in text:
+        return text
     spans = _literals(text)
     out: list[str] = []
     position = 0

@@ -51,10 +51,10 @@ def _program(rule: str) -> Any:
         ) from None
     from anyop.testing.fake.cel_comprehensions import Runner
     from anyop.testing.fake.cel_library import FUNCTIONS, rewritten
-    from anyop.testing.fake.cel_optional import desugared, has_optional_syntax
+    from anyop.testing.fake.cel_optional import desugared
 
     environment = celpy.Environment(runner_class=Runner)
-    text = desugared(rule) if has_optional_syntax(rule) else rule  # (``.?``: as calls)
+    text = desugared(rule)  # (``.?``: as calls)
     return environment.program(rewritten(environment.compile(text)), functions=FUNCTIONS)
 
 

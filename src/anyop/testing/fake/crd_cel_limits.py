@@ -21,7 +21,7 @@ from anyop.testing.fake.cel_ast import Expr, parsed, syntax_error
 from anyop.testing.fake.cel_check import UNKNOWN, check, decl_to_type
 from anyop.testing.fake.cel_cost import MAX, estimated_cost
 from anyop.testing.fake.cel_decls import Decl, decl_type, max_cardinality
-from anyop.testing.fake.cel_optional import desugared, has_optional_syntax
+from anyop.testing.fake.cel_optional import desugared
 from anyop.testing.fake.go_json import go_quoted
 from anyop.testing.fake.statuses import Cause
 
@@ -91,8 +91,7 @@ def _compiled(text: str) -> tuple[Expr | None, str | None]:
         from celpy.celparser import CELParseError, CELParser
     except ImportError:  # pragma: no cover - cel-python is a test dependency
         return None, None
-    if has_optional_syntax(text):  # as calls, which cel-python parses
-        text = desugared(text)
+    text = desugared(text)  # optional selections as calls, which cel-python parses
     try:
         tree = CELParser().parse(text)
     except CELParseError:
