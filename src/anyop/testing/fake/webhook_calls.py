@@ -24,7 +24,9 @@ are what the write stores.
 Deliberate differences: the webhook configurations and CRDs themselves are admitted without
 webhooks; ``reinvocationPolicy`` and ``matchPolicy: Equivalent`` are not followed (the exact
 resource and version must match); an update both stale and invalid is refused as invalid
-without its webhooks (kube-apiserver: they are called, then it is refused as stale).
+without its webhooks (kube-apiserver: they are called, then it is refused as stale); the
+webhooks are called once per write (kube-apiserver calls them again where its watch cache was
+behind the stored object: the stale attempt fails to commit and is retried).
 """
 
 from __future__ import annotations
