@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from anyop.testing.fake.cel_ast import ACCU, Expr
 from anyop.testing.fake.cel_decls import Decl
+from anyop.testing.fake.cel_optional import ENTRIES
 
 __all__ = ["Checked", "T", "check", "decl_to_type"]
 
@@ -314,6 +315,8 @@ class _Checker:
                 self.check(arg)
             self.out.types[target.id] = UNKNOWN
             return _RESULT_OF.get(name, UNKNOWN)
+        if name == ENTRIES and target is not None and target.kind in ("list", "map"):
+            return self.optional_entries(target, e.args)
         receiver = self.check(target) if target is not None else None
         if target is not None and name in _BINDERS:  # cel-go's extensions' macros
             return self.binder(e)
@@ -351,6 +354,21 @@ class _Checker:
         if len(results) == 1 or all(_same(results[0], r) for r in results):
             return results[0]
         return DYN
+
+    def optional_entries(self, literal: Expr, args: list[Expr]) -> T:
+        """A list or map literal with optional entries (``[a, ?b]``, ``{?k: v}``): each
+        optional entry's value must be an optional (this module has no optional type: one of a
+        known type is refused, as cel-go refuses it); the literal is of unknown type (and cost)."""
+        marks = str(args[0].value)[1:-1] if args and args[0].kind == "lit" else ""
+        values = literal.args if literal.kind == "list" else [v for _, v in literal.entries]
+        keys = [self.check(key) for key, _ in literal.entries]
+        for value, mark in zip(values, marks, strict=False):
+            found = self.check(value)
+            if mark == "?" and found.kind not in _VAGUE:
+                self.error(value, f"expected type 'optional_type({found})' but found '{found}'")
+        del keys  # (checked for their errors)
+        self.out.types[literal.id] = UNKNOWN
+        return UNKNOWN
 
     def binder(self, e: Expr) -> T:
         """A macro of two variables (``all(k, v, p)``, ``transformList(i, v, f)``...) or one

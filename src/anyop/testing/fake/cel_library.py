@@ -372,6 +372,8 @@ _METHODS: dict[str, Callable[..., Any]] = {
         target, name, optional=Optional, none=Optional),
     cel_optional.INDEX: lambda target, key: cel_optional.index(
         target, key, optional=Optional, none=Optional),
+    cel_optional.ENTRIES: lambda target, pattern: cel_optional.entries(
+        target, str(pattern), optional=Optional),
     **KIND_FUNCTIONS,
 }  # fmt: skip
 
