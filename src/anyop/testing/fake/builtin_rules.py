@@ -512,6 +512,9 @@ _UPDATE_META_CHECKS = {
     ("discovery.k8s.io", "EndpointSlice"): "create",
     ("storage.k8s.io", "CSINode"): "create",
     ("storage.k8s.io", "CSIStorageCapacity"): "create+update",
+    **{("resource.k8s.io", kind): "create+update" for kind in (
+        "ResourceClaim", "ResourceClaimTemplate", "DeviceClass")},
+    ("resource.k8s.io", "ResourceSlice"): "update",
     ("", "Event"): "none",
     ("policy", "PodDisruptionBudget"): "none",
 }  # fmt: skip

@@ -31,6 +31,7 @@ from anyop.testing.fake.pod_warnings import (
     template_warnings,
 )
 from anyop.testing.fake.quantities import QuantityError, quantity_value
+from anyop.testing.fake.resource_slice_rules import warnings as resource_slice_warnings
 from anyop.testing.fake.secret_rules import secret_bytes
 from anyop.testing.fake.tls_pairs import key_pair_error
 
@@ -476,6 +477,7 @@ _RULES: Mapping[tuple[str, str], Rule] = {
     ("storage.k8s.io", "CSIStorageCapacity"): _storage_capacity,
     ("storage.k8s.io", "CSIDriver"): _csi_driver,
     ("node.k8s.io", "RuntimeClass"): _runtime_class,
+    ("resource.k8s.io", "ResourceSlice"): resource_slice_warnings,
     **{(_ADMISSION, kind): _static_suffix for kind in (
         "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
         "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding",

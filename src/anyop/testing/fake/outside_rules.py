@@ -15,6 +15,7 @@ from anyop.testing.fake.admission_policy_rules import POLICY_DEFAULTERS, policy_
 from anyop.testing.fake.apiservice_rules import prepared as apiservice_prepared
 from anyop.testing.fake.csr_rules import CSR_KEY, csr_causes, csr_prepared
 from anyop.testing.fake.kinds import Kind
+from anyop.testing.fake.resource_slice_rules import prepared as resource_slice_prepared
 from anyop.testing.fake.statuses import Cause
 
 __all__ = ["OUTSIDE_DEFAULTERS", "outside_causes", "outside_update_causes", "strategy_prepared"]
@@ -22,6 +23,7 @@ __all__ = ["OUTSIDE_DEFAULTERS", "outside_causes", "outside_update_causes", "str
 Body = dict[str, Any]
 Causes = list[tuple[str, Cause]]
 _API_SERVICE = ("apiregistration.k8s.io", "APIService")
+_RESOURCE_SLICE = ("resource.k8s.io", "ResourceSlice")
 
 OUTSIDE_DEFAULTERS = {**POLICY_DEFAULTERS}
 """Their defaulting functions, by group and kind."""
@@ -67,4 +69,6 @@ def strategy_prepared(
         return csr_prepared(obj, old=old, sent=sent, subresource=subresource, now=now)
     if old is None and not kind.custom and (kind.group, kind.kind) == _API_SERVICE:
         return apiservice_prepared(obj, now=now)
+    if subresource is None and not kind.custom and (kind.group, kind.kind) == _RESOURCE_SLICE:
+        return resource_slice_prepared(obj, old=old, now=now)
     return obj

@@ -43,7 +43,16 @@ from anyop.testing.fake.pod_rules import (
 )
 from anyop.testing.fake.resource_names import is_extended
 
-__all__ = ["CREATES", "DEFAULTERS", "UPDATES"]
+__all__ = [
+    "CREATES",
+    "DEFAULTERS",
+    "UPDATES",
+    "c_identifier",
+    "keyed_set",
+    "name_of",
+    "too_many",
+    "validated_slice",
+]
 
 Cause = dict[str, str]
 Causes = list[tuple[str, Cause]]
@@ -123,13 +132,13 @@ def _template_defaults(obj: Body) -> None:
 # -- shared checks ------------------------------------------------------------------------------
 
 
-def _too_many(field: str, count: int, limit: int) -> tuple[str, Cause]:
+def too_many(field: str, count: int, limit: int) -> tuple[str, Cause]:
     """``field.TooMany``."""
     message = f"Too many: {count}: must have at most {limit} items"
     return field, {"reason": "FieldValueTooMany", "message": message}
 
 
-def _c_identifier(name: str, field: str) -> Causes:
+def c_identifier(name: str, field: str) -> Causes:
     """``validateCIdentifier``: at most 32 bytes, a C identifier."""
     causes: Causes = []
     if len(name.encode()) > _ID_MAX:
@@ -146,7 +155,7 @@ def _fully_qualified_name(name: str, field: str) -> Causes:
     parts = name.split("/")
     causes: Causes = []
     if len(parts) == 1:
-        causes += _c_identifier(parts[0], field)
+        causes += c_identifier(parts[0], field)
     elif len(parts) == 2:
         if not parts[0]:
             causes.append(invalid(field, '""', "the domain must not be empty"))
@@ -155,7 +164,7 @@ def _fully_qualified_name(name: str, field: str) -> Causes:
         if not parts[1]:
             causes.append(invalid(field, '""', "the name must not be empty"))
         else:
-            causes += _c_identifier(parts[1], field)
+            causes += c_identifier(parts[1], field)
     if "/" not in name:
         detail = "a fully qualified name must be a domain and a name separated by a slash"
         causes.append(invalid(field, go_quoted(name), detail))
@@ -165,7 +174,7 @@ def _fully_qualified_name(name: str, field: str) -> Causes:
 def _selectors(selectors: list[Any], field: str) -> Causes:
     """``validateSelectorSlice``: each with a CEL expression (its length alone checked here)."""
     if len(selectors) > _SELECTORS_MAX:
-        return [_too_many(field, len(selectors), _SELECTORS_MAX)]
+        return [too_many(field, len(selectors), _SELECTORS_MAX)]
     causes: Causes = []
     for index, selector in enumerate(selectors):
         cel = (selector or {}).get("cel")
@@ -228,13 +237,13 @@ def _exact(request: Mapping[str, Any], field: str) -> Causes:
     return causes
 
 
-def _keyed_set(
+def keyed_set(
     items: list[Any], limit: int, field: str, check: Callable[[Any, str], Causes], key: Any
 ) -> Causes:
     """``validateSet``: at most ``limit`` items (alone if more), each checked, then the
     duplicates of a key."""
     if len(items) > limit:
-        return [_too_many(field, len(items), limit)]
+        return [too_many(field, len(items), limit)]
     causes: Causes = []
     for index, item in enumerate(items):
         causes += check(item, f"{field}[{index}]")
@@ -247,20 +256,20 @@ def _keyed_set(
     return causes
 
 
-def _name_of(item: Any) -> str:
+def name_of(item: Any) -> str:
     return str((item or {}).get("name") or "")
 
 
 def _request(request: Mapping[str, Any], field: str) -> Causes:
     """``validateDeviceRequest``."""
-    causes = dns_label_causes(_name_of(request), f"{field}.name")
+    causes = dns_label_causes(name_of(request), f"{field}.name")
     first, exactly = list(request.get("firstAvailable") or ()), request.get("exactly")
     if first and exactly is not None:
         detail = f"{_EXACTLY_ONE}, but multiple fields are set"
         causes.append(invalid(field, "null", detail))
     elif first:
-        causes += _keyed_set(first, _FIRST_AVAILABLE_MAX, f"{field}.firstAvailable",
-                             _sub_request, _name_of)  # fmt: skip
+        causes += keyed_set(first, _FIRST_AVAILABLE_MAX, f"{field}.firstAvailable",
+                             _sub_request, name_of)  # fmt: skip
     elif exactly is not None:
         causes += _exact(exactly, f"{field}.exactly")
     else:
@@ -270,7 +279,7 @@ def _request(request: Mapping[str, Any], field: str) -> Causes:
 
 def _sub_request(sub: Any, field: str) -> Causes:
     """``validateDeviceSubRequest``: its name, then as an exact request."""
-    return dns_label_causes(_name_of(sub), f"{field}.name") + _exact(sub or {}, field)
+    return dns_label_causes(name_of(sub), f"{field}.name") + _exact(sub or {}, field)
 
 
 def _request_names(requests: list[Any]) -> dict[str, set[str] | None]:
@@ -278,7 +287,7 @@ def _request_names(requests: list[Any]) -> dict[str, set[str] | None]:
     names: dict[str, set[str] | None] = {}
     for request in requests:
         first = (request or {}).get("firstAvailable") or ()
-        names[_name_of(request)] = {_name_of(sub) for sub in first} if first else None
+        names[name_of(request)] = {name_of(sub) for sub in first} if first else None
     return names
 
 
@@ -326,11 +335,11 @@ def _claim_spec(spec: Mapping[str, Any], field: str) -> Causes:
     field = f"{field}.devices"
     requests = list(devices.get("requests") or ())
     names = _references(_request_names(requests))
-    causes = _keyed_set(requests, _REQUESTS_MAX, f"{field}.requests", _request, _name_of)
+    causes = keyed_set(requests, _REQUESTS_MAX, f"{field}.requests", _request, name_of)
 
     def constraint(item: Any, where: str) -> Causes:
         item = item or {}
-        found = _keyed_set(list(item.get("requests") or ()), _REQUESTS_MAX,
+        found = keyed_set(list(item.get("requests") or ()), _REQUESTS_MAX,
                            f"{where}.requests", names, str)  # fmt: skip
         if item.get("matchAttribute") is not None:
             return found + _fully_qualified_name(item["matchAttribute"], f"{where}.matchAttribute")
@@ -344,21 +353,23 @@ def _claim_spec(spec: Mapping[str, Any], field: str) -> Causes:
 
     def configuration(item: Any, where: str) -> Causes:
         item = item or {}
-        found = _keyed_set(list(item.get("requests") or ()), _REQUESTS_MAX,
+        found = keyed_set(list(item.get("requests") or ()), _REQUESTS_MAX,
                            f"{where}.requests", names, str)  # fmt: skip
         return found + _configuration(item, where)
 
-    causes += _slice(list(devices.get("constraints") or ()), _CONSTRAINTS_MAX,
+    causes += validated_slice(list(devices.get("constraints") or ()), _CONSTRAINTS_MAX,
                      f"{field}.constraints", constraint)  # fmt: skip
-    causes += _slice(list(devices.get("config") or ()), _CONFIG_MAX, f"{field}.config",
+    causes += validated_slice(list(devices.get("config") or ()), _CONFIG_MAX, f"{field}.config",
                      configuration)  # fmt: skip
     return causes
 
 
-def _slice(items: list[Any], limit: int, field: str, check: Callable[[Any, str], Causes]) -> Causes:
+def validated_slice(
+    items: list[Any], limit: int, field: str, check: Callable[[Any, str], Causes]
+) -> Causes:
     """``validateSlice``: at most ``limit`` items (alone if more), each checked."""
     if len(items) > limit:
-        return [_too_many(field, len(items), limit)]
+        return [too_many(field, len(items), limit)]
     return [cause for index, item in enumerate(items) for cause in check(item, f"{field}[{index}]")]
 
 
@@ -485,7 +496,7 @@ def _device_class(obj: Mapping[str, Any]) -> Causes:
     """``validateDeviceClassSpec``: selectors, config, the extended resource name."""
     spec = obj.get("spec") or {}
     causes = _selectors(list(spec.get("selectors") or ()), "spec.selectors")
-    causes += _slice(list(spec.get("config") or ()), _CONFIG_MAX, "spec.config",
+    causes += validated_slice(list(spec.get("config") or ()), _CONFIG_MAX, "spec.config",
                      lambda item, where: _configuration(item or {}, where))  # fmt: skip
     name = spec.get("extendedResourceName")
     if name is not None and not is_extended(str(name)):

@@ -24,6 +24,7 @@ from anyop.testing.fake import (
     csi_rules,
     flowcontrol_rules,
     resource_claim_rules,
+    resource_slice_rules,
     runtime_class_rules,
     storage_class_rules,
 )
@@ -40,6 +41,7 @@ _MODULES = (
     apiservice_rules,
     flowcontrol_rules,
     resource_claim_rules,
+    resource_slice_rules,
 )
 STORAGE_DEFAULTERS = {key: value for module in _MODULES for key, value in module.DEFAULTERS.items()}
 """The defaulting functions of the kinds here, by ``(group, kind)``."""
