@@ -298,28 +298,6 @@ def _shown_answer(document: Any) -> Any:
     return _owners(document)
 
 
-_SUBRESOURCES = ("/status", "/scale")
-
-
-async def _cache_fresh(t: Target, path: str) -> None:
-    """Wait until kube-apiserver's watch cache holds the latest version of the object (or
-    collection) at ``path`` (a subresource's object for a subresource).
-
-    An update or a delete starts from the cache's copy: where it is behind (a write just
-    before, under load), the write's admission runs against the stale copy, fails to commit,
-    and runs again against the stored one, so the webhooks are called twice. A quorum GET
-    gives the latest ``resourceVersion``; a GET at it waits for the cache to reach it. (The
-    fake has no cache: both GETs just read.)"""
-    for suffix in _SUBRESOURCES:
-        path = path.removesuffix(suffix)
-    latest = await t.api.get(path)
-    if latest.status_code != 200:
-        return
-    version = latest.json()["metadata"]["resourceVersion"]
-    answer = await t.api.get(path, params={"resourceVersion": version})
-    assert answer.status_code == 200, answer.text
-
-
 async def send(
     t: Target,
     server: HookServer,
@@ -331,12 +309,11 @@ async def send(
     params: Mapping[str, str] | None = None,
 ) -> Any:
     """Send a request; record its status, body (``managedFields`` as ``owners``), warnings
-    in order, and what the webhooks received for it; return the body. A write is sent once
-    the server's cache holds the object's latest version, and answered once it holds what the
-    write made (see :func:`_cache_fresh`): so the webhooks are called as on an idle server."""
-    writes = method in ("POST", "PUT", "PATCH", "DELETE")
-    if writes:
-        await _cache_fresh(t, path)
+    in order, and what the webhooks received for it; return the body. An update, patch or
+    delete is sent once the server's cache holds every write before it (see
+    :meth:`Target.cache_fresh`): its webhooks are called once, as on an idle server."""
+    if method in ("PUT", "PATCH", "DELETE"):
+        await t.cache_fresh(path)
     content = None if body is None else json.dumps(body)
     headers = {"Content-Type": ct} if body is not None else {}
     response = await t.api.request(method, path, content=content, headers=headers, params=params)
@@ -348,7 +325,5 @@ async def send(
     record = {"call": f"{method} {path}", "params": dict(params or {}),
               "code": response.status_code, "body": _shown_answer(document),
               "warnings": warnings, "reviews": server.take()}  # fmt: skip
-    if writes:
-        await _cache_fresh(t, path)
     t.records.append(json.loads(_GENERATED.sub(r"\1<random>", json.dumps(record))))
     return document

@@ -28,6 +28,21 @@ STRATEGIC = "application/strategic-merge-patch+json"
 GROUP = "conformance.anyop.dev"
 
 
+_FROM_CACHE = ("PUT", "PATCH", "DELETE")
+"""The writes kube-apiserver starts from its watch cache's copy of the object."""
+
+
+def _collection_of(path: str) -> str:
+    """The collection of an object's path (or a collection's own): its name and subresource
+    left out; a namespace's ``/status`` and ``/finalize`` are of ``namespaces``."""
+    parts = path.partition("?")[0].rstrip("/").split("/")
+    head = 3 if parts[1:2] == ["api"] else 4
+    rest = parts[head:]
+    if len(rest) >= 3 and rest[0] == "namespaces" and rest[2] not in ("status", "finalize"):
+        return "/".join(parts[: head + 3])
+    return "/".join(parts[: head + 1])
+
+
 @dataclasses.dataclass
 class Target:
     """One API server under test, with the records of one scenario run.
@@ -80,6 +95,20 @@ class Target:
 
     # -- requests -------------------------------------------------------------------------------
 
+    async def cache_fresh(self, path: str) -> None:
+        """On the real target, wait until kube-apiserver's watch cache of the resource at
+        ``path`` holds every write made so far (a consistent list from the cache waits for it:
+        one ``limit=1`` page of the collection, unrecorded); on the fake, nothing.
+
+        An update, patch or delete starts from the cache's copy of the object: where the cache
+        lags behind a write just made (under load), the write runs once against the stale
+        copy, fails to commit, and runs again against the stored object. What the first run
+        did stays: its admission webhooks were called, its warnings are sent. Writes from a
+        fresh cache run once, as on an idle server, and as the fake runs them."""
+        if self.name != "real":
+            return
+        await self.api.get(_collection_of(path), params={"limit": "1"})
+
     async def call(
         self,
         method: str,
@@ -95,6 +124,8 @@ class Target:
         (``record``-selected) body; return the body."""
         content = None if body is None else (body if isinstance(body, bytes) else json.dumps(body))
         headers = {**({"Content-Type": ct} if body is not None else {}), **(headers or {})}
+        if method in _FROM_CACHE:
+            await self.cache_fresh(path)
         for _ in range(10):  # a server too busy to answer (429) is asked again, as clients do
             response = await self.api.request(
                 method, path, content=content, headers=headers, params=params
