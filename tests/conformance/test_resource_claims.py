@@ -173,3 +173,23 @@ async def test_a_device_class_is_checked_and_counted(conform: Conform, spec: Bod
             await t.call("DELETE", f"{path}/{name}", record=lambda d: None)
 
     await conform(scenario)
+
+
+async def test_admin_access_needs_the_namespaces_label(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        claims, templates = t.apis(_V1, "resourceclaims"), t.apis(_V1, "resourceclaimtemplates")
+        admin = {"requests": [{"name": "a", "exactly": _exactly()},
+                              {"name": "b", "exactly": _exactly(adminAccess=True)},
+                              {"name": "c", "exactly": _exactly(adminAccess=True)}]}  # fmt: skip
+        plain = {"requests": [{"name": "a", "exactly": _exactly(adminAccess=False)}]}
+        bad = {"requests": [{"name": "A", "exactly": _exactly(adminAccess=True, count=0)}]}
+        for label in (None, "yes", "true"):
+            labels = {"resource.kubernetes.io/admin-access": label}
+            await t.patch(f"/api/v1/namespaces/{t.namespace}", {"metadata": {"labels": labels}})
+            await t.post(claims, _claim(f"admin-{label}", admin))
+            await t.post(claims, _claim(f"plain-{label}", plain))
+            await t.post(claims, _claim(f"bad-{label}", bad))
+            await t.post(templates, _template(f"admin-{label}", admin))
+        await t.patch(f"{claims}/admin-true", {"metadata": {"labels": {"a": "b"}}})
+
+    await conform(scenario)

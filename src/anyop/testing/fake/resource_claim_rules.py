@@ -14,10 +14,12 @@ strategies' ``ValidateUpdate``: a claim's spec may not change (nothing else of i
 again); a template is checked as created, then its spec may not change; a DeviceClass is
 checked as created. The answers of kube-apiserver 1.36.3 are those of the handwritten
 validation (the declarative one, where it covers a field, gives the same messages).
+:func:`admin_access_causes` is the strategies' check of ``adminAccess`` against the
+namespace's label (the caller gives the namespace).
 
 Not here: CEL expressions are checked for their length only, not compiled (Go's compile and
-type errors, and the cost limit, are not reproduced); the ``adminAccess`` check against the
-namespace's label; the template metadata's allow-list (``cannot be set``).
+type errors, and the cost limit, are not reproduced); a claim status's ``adminAccess``; the
+template metadata's allow-list (``cannot be set``).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from anyop.testing.fake.csi_rules import driver_name_causes
-from anyop.testing.fake.field_errors import duplicate, required_because, too_long
+from anyop.testing.fake.field_errors import duplicate, forbidden, required_because, too_long
 from anyop.testing.fake.go_json import go_marshalled, go_quoted
 from anyop.testing.fake.object_meta import (
     label_causes,
@@ -41,11 +43,14 @@ from anyop.testing.fake.pod_rules import (
     required,
     unsupported,
 )
+from anyop.testing.fake.pod_warnings import mapping
 from anyop.testing.fake.resource_names import is_extended
 
 __all__ = [
+    "ADMIN_LABEL",
     "CREATES",
     "DEFAULTERS",
+    "admin_access_causes",
     "UPDATES",
     "c_identifier",
     "keyed_set",
@@ -511,6 +516,43 @@ DEFAULTERS: dict[tuple[str, str], Callable[[Body], None]] = {
     (_GROUP, "ResourceClaim"): _claim_defaults,
     (_GROUP, "ResourceClaimTemplate"): _template_defaults,
 }
+_ADMIN_KINDS = (("resource.k8s.io", "ResourceClaim"), ("resource.k8s.io", "ResourceClaimTemplate"))
+ADMIN_LABEL = "resource.kubernetes.io/admin-access"
+"""The namespace label that allows its claims and templates to request admin access."""
+
+
+def admin_access_causes(
+    kind: tuple[str, str], obj: Mapping[str, Any], namespace: Mapping[str, Any] | None
+) -> Causes:
+    """``AuthorizedForAdmin``, which a claim's and a claim template's create check first: a
+    request of exactly some devices with ``adminAccess`` (the first one) needs its namespace
+    (the stored one, ``None`` if none) labelled :data:`ADMIN_LABEL` ``"true"``. The path is
+    ``spec.devices.requests`` in a template too, as Go names it."""
+    if kind not in _ADMIN_KINDS:
+        return []
+    spec = mapping(obj.get("spec"))
+    if kind[1] == "ResourceClaimTemplate":
+        spec = mapping(spec.get("spec"))
+    requests = mapping(spec.get("devices")).get("requests")
+    for index, request in enumerate(requests if isinstance(requests, list) else ()):
+        if mapping(mapping(request).get("exactly")).get("adminAccess") is True:
+            path = f"spec.devices.requests[{index}].adminAccess"
+            break
+    else:
+        return []
+    if namespace is None:
+        name = (obj.get("metadata") or {}).get("namespace") or ""
+        message = ("Internal error: could not retrieve namespace to verify admin access: "
+                   f'namespaces "{name}" not found')  # fmt: skip
+        return [(path, {"reason": "InternalError", "message": message})]
+    labels = mapping(mapping(namespace.get("metadata")).get("labels"))
+    if labels.get(ADMIN_LABEL) != "true":
+        detail = f"admin access to devices requires the `{ADMIN_LABEL}: true` label on the " \
+            "containing namespace"  # fmt: skip
+        return [forbidden(path, detail)]
+    return []
+
+
 CREATES: dict[tuple[str, str], Callable[[Mapping[str, Any]], Iterable[tuple[str, Cause]]]] = {
     (_GROUP, "ResourceClaim"): _claim,
     (_GROUP, "ResourceClaimTemplate"): _template,

@@ -45,6 +45,7 @@ from anyop.testing.fake.objects import (
 from anyop.testing.fake.openapi_catalog import catalog
 from anyop.testing.fake.outside_rules import strategy_prepared
 from anyop.testing.fake.patch_merging import apply_merge_patch, apply_strategic_patch
+from anyop.testing.fake.resource_claim_rules import admin_access_causes
 from anyop.testing.fake.schemas import default, prune
 from anyop.testing.fake.service_allocation import allocate as _allocate  # its node ports too
 from anyop.testing.fake.smd_typing import smd_errors
@@ -212,7 +213,8 @@ def create(
         obj = with_generated_selector(obj)
     elif (kind.group, kind.kind) == ("", "Pod"):  # its strategy's AppArmor fields, warned of
         obj = with_profile_fields(obj, store.warnings)
-    if causes := new_object_causes(kind, obj, raw=raw):
+    causes = admin_access_causes((kind.group, kind.kind), obj, store.namespace(namespace or ""))
+    if causes := [*causes, *new_object_causes(kind, obj, raw=raw)]:
         raise invalid(kind.kind, error_group(kind), name, causes=causes)
     if kind.status and not kind.custom and "status" not in obj:
         obj = _empty_status(kind, obj)
