@@ -193,3 +193,38 @@ async def test_admin_access_needs_the_namespaces_label(conform: Conform) -> None
         await t.patch(f"{claims}/admin-true", {"metadata": {"labels": {"a": "b"}}})
 
     await conform(scenario)
+
+
+SELECTORS = [
+    "device.driver == 'dra.example.com'",
+    "device.attributes['dra.example.com'].model == 'a' && device.allowMultipleAllocations",
+    "device.capacity['dra.example.com'].memory.compareTo(quantity('1Gi')) >= 0",
+    "'dra.example.com' in device.attributes && device.attributes['x.dev'].count > 2",
+    "device.attributes['dra.example.com'].ok",  # of the unknown type: allowed
+    "device.driver",  # a string
+    "1 + 2",
+    "[device.driver]",
+    "self.spec == 1",
+    "device.vendor == 'x'",
+    "device.driver == 1",
+    "device.driver ==",
+    "",
+    "  ",
+    "device.driver &&",
+    "device.driver.startsWith('dra') && size(device.attributes) > 0",
+    "has(device.attributes.x) || device.driver.matches('^dra')",
+    "device.attributes.exists(domain, domain.endsWith('.com'))",
+    "device.driver.size() < 3 ? true : false",
+    "device.driver + 1 == 'x'",
+]
+
+
+async def test_device_selectors_are_compiled(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        path = t.apis(_V1, "resourceclaims")
+        for index, expression in enumerate(SELECTORS):
+            devices = {"requests": [{"name": "a", "exactly": _exactly(
+                selectors=[{"cel": {"expression": expression}}])}]}  # fmt: skip
+            await t.post(path, _claim(f"selector-{index}", devices))
+
+    await conform(scenario)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from anyop.testing.fake.crd_cel_limits import _compiled
+from anyop.testing.fake.crd_cel_limits import compiled_cel
 from anyop.testing.fake.crd_structural import field_invalid
 from anyop.testing.fake.field_errors import (
     duplicate,
@@ -155,7 +155,7 @@ def _validation(validation: Mapping[str, Any], where: str) -> Iterator[tuple[str
 
 
 def _expression(text: str, where: str) -> Iterator[tuple[str, Cause]]:
-    _, failure = _compiled(text)
+    _, failure = compiled_cel(text)
     if failure is not None:
         yield field_invalid(where, text, f"compilation failed: {failure}")
 

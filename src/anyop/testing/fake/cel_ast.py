@@ -216,10 +216,12 @@ _OPERAND_START = ("{'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_F
 
 def syntax_error(text: str) -> list[tuple[int, str]] | None:
     """cel-go's syntax errors (offset, message) of a rule cel-python cannot parse, for the
-    forms worded here: an operand missing at the end, a ``)`` missing at the end, a lone ``=``;
-    ``None``: another form (worded otherwise)."""
+    forms worded here: no expression at all, an operand missing at the end, a ``)`` missing at
+    the end, a lone ``=``; ``None``: another form (worded otherwise)."""
     stripped = text.rstrip()
     end = len(text)
+    if not stripped:
+        return [(end, f"Syntax error: mismatched input '<EOF>' expecting {_OPERAND_START}")]
     if stripped.count("(") > stripped.count(")") and stripped[-1:] not in "([{,+-*/%!<>=&|?:":
         return [(end, "Syntax error: missing ')' at '<EOF>'")]
     for symbol in ("==", "!=", "<=", ">=", "&&", "||", "+", "*", "/", "%", "<", ">", "?", ":"):

@@ -17,7 +17,7 @@ from anyop.testing.fake.cel_ast import ACCU, Expr
 from anyop.testing.fake.cel_decls import Decl
 from anyop.testing.fake.cel_optional import ENTRIES
 
-__all__ = ["Checked", "T", "check", "decl_to_type"]
+__all__ = ["Checked", "T", "check", "check_with", "decl_to_type"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -210,9 +210,9 @@ def _substitute(result: T, bound: dict[str, T]) -> T:
 
 
 class _Checker:
-    def __init__(self, self_type: T, old_type: T) -> None:
+    def __init__(self, variables: dict[str, T]) -> None:
         self.out = Checked()
-        self.scopes: list[dict[str, T]] = [{"self": self_type, "oldSelf": old_type}]
+        self.scopes: list[dict[str, T]] = [variables]
 
     def lookup(self, name: str) -> T | None:
         for scope in reversed(self.scopes):
@@ -261,7 +261,11 @@ class _Checker:
 
     def select(self, e: Expr) -> T:
         assert e.target is not None
-        if e.target.kind == "ident" and self.lookup(e.target.name) is None:
+        if (
+            e.target.kind == "ident"
+            and self.lookup(e.target.name) is None
+            and e.target.name in NAMESPACES
+        ):
             self.out.types[e.target.id] = UNKNOWN  # a qualified name: left to the server
             return UNKNOWN
         operand = self.check(e.target)
@@ -392,7 +396,13 @@ class _Checker:
 
 def check(expr: Expr, self_type: T, old_type: T) -> Checked:
     """Type-check a rule's expression with ``self`` (and ``oldSelf``) of the given types."""
-    checker = _Checker(self_type, old_type)
+    return check_with(expr, {"self": self_type, "oldSelf": old_type})
+
+
+def check_with(expr: Expr, variables: dict[str, T]) -> Checked:
+    """Type-check an expression whose variables are of the given types (a DRA device
+    selector's: ``device``)."""
+    checker = _Checker(dict(variables))
     checker.check(expr)
     checker.out.errors.sort(key=lambda error: error[0])
     return checker.out

@@ -25,7 +25,7 @@ from anyop.testing.fake.cel_optional import desugared
 from anyop.testing.fake.go_json import go_quoted
 from anyop.testing.fake.statuses import Cause
 
-__all__ = ["crd_rule_causes"]
+__all__ = ["cel_issues", "compiled_cel", "crd_rule_causes"]
 
 RULES = "x-kubernetes-validations"
 RULE_LIMIT = 10_000_000  # StaticEstimatedCostLimit
@@ -70,8 +70,11 @@ def _rule_shown(rule: Mapping[str, Any]) -> str:
                      "OptionalOldSelf": rule.get("optionalOldSelf")})  # fmt: skip
 
 
-def _issues(text: str, errors: list[tuple[int, str]]) -> str:
-    """cel-go's ``Issues.String()``: each error with its line and a caret under its column."""
+def cel_issues(text: str, errors: list[tuple[int, str]]) -> str:
+    """cel-go's ``Issues.String()``: each error with its line and a caret under its column
+    (an empty text has no line: its column shows as 0, without them)."""
+    if not text:
+        return "\n".join(f"ERROR: <input>:1:0: {message}" for _, message in errors)
     shown = []
     for offset, message in errors:
         line_no = text.count("\n", 0, offset) + 1
@@ -84,7 +87,7 @@ def _issues(text: str, errors: list[tuple[int, str]]) -> str:
     return "\n".join(shown)
 
 
-def _compiled(text: str) -> tuple[Expr | None, str | None]:
+def compiled_cel(text: str) -> tuple[Expr | None, str | None]:
     """A rule's expression, or cel-go's words for why it does not parse (``None``, ``None``:
     a form cel-python's grammar lacks, left to the server)."""
     try:
@@ -101,7 +104,7 @@ def _compiled(text: str) -> tuple[Expr | None, str | None]:
         if errors is None:  # worded otherwise than cel-go's ANTLR parser words it
             offset = _error_offset(text)
             errors = [(offset, "Syntax error: mismatched input")]
-        return None, _issues(text, errors)
+        return None, cel_issues(text, errors)
     try:
         return parsed(text, tree), None
     except (ValueError, AttributeError):  # pragma: no cover - a tree this module cannot read
@@ -189,7 +192,7 @@ class _Walk:
             return
         self_type = decl_to_type(decl)
         old_type = UNKNOWN if rule.get("optionalOldSelf") else self_type
-        expr, failure = _compiled(text)
+        expr, failure = compiled_cel(text)
         error: str | None = None
         cost = 0
         uses_old = False
@@ -200,7 +203,7 @@ class _Walk:
             checked = check(expr, self_type, old_type)
             output = checked.types.get(expr.id, UNKNOWN)
             if checked.errors:
-                error = f"compilation failed: {_issues(text, checked.errors)}"
+                error = f"compilation failed: {cel_issues(text, checked.errors)}"
             elif output.kind not in ("bool", "unknown"):
                 error = "cel expression must evaluate to a bool"
             else:
@@ -236,7 +239,7 @@ class _Walk:
 
     def message(self, rule: Mapping[str, Any], text: str, where: str, decl: Decl,
                 self_type: Any, old_type: Any) -> None:  # fmt: skip
-        expr, failure = _compiled(text)
+        expr, failure = compiled_cel(text)
         error: str | None = None
         if failure is not None:
             error = f"messageExpression compilation failed: {failure}"
@@ -246,7 +249,7 @@ class _Walk:
             checked = check(expr, self_type, old_type)
             output = checked.types.get(expr.id, UNKNOWN)
             if checked.errors:
-                error = f"messageExpression compilation failed: {_issues(text, checked.errors)}"
+                error = f"messageExpression compilation failed: {cel_issues(text, checked.errors)}"
             elif output.kind not in ("string", "unknown"):
                 error = "messageExpression must evaluate to a string"
         if error is not None:

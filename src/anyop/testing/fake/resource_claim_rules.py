@@ -17,9 +17,8 @@ validation (the declarative one, where it covers a field, gives the same message
 :func:`admin_access_causes` is the strategies' check of ``adminAccess`` against the
 namespace's label (the caller gives the namespace).
 
-Not here: CEL expressions are checked for their length only, not compiled (Go's compile and
-type errors, and the cost limit, are not reproduced); a claim status's ``adminAccess``; the
-template metadata's allow-list (``cannot be set``).
+Not here: a selector's CEL cost limit (its expression is compiled and type-checked); a claim
+status's ``adminAccess``; the template metadata's allow-list (``cannot be set``).
 """
 
 from __future__ import annotations
@@ -29,6 +28,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from anyop.testing.fake.csi_rules import driver_name_causes
+from anyop.testing.fake.dra_selectors import selector_error
 from anyop.testing.fake.field_errors import duplicate, forbidden, required_because, too_long
 from anyop.testing.fake.go_json import go_marshalled, go_quoted
 from anyop.testing.fake.object_meta import (
@@ -177,16 +177,21 @@ def _fully_qualified_name(name: str, field: str) -> Causes:
 
 
 def _selectors(selectors: list[Any], field: str) -> Causes:
-    """``validateSelectorSlice``: each with a CEL expression (its length alone checked here)."""
+    """``validateSelectorSlice``: each with a CEL expression, not too long, that compiles
+    (:func:`~anyop.testing.fake.dra_selectors.selector_error`)."""
     if len(selectors) > _SELECTORS_MAX:
         return [too_many(field, len(selectors), _SELECTORS_MAX)]
     causes: Causes = []
     for index, selector in enumerate(selectors):
         cel = (selector or {}).get("cel")
+        expression = str((cel or {}).get("expression") or "")
+        where = f"{field}[{index}].cel.expression"
         if cel is None:
             causes.append(required(f"{field}[{index}].cel"))
-        elif len(str(cel.get("expression") or "").encode()) > _EXPRESSION_MAX:
-            causes.append(too_long(f"{field}[{index}].cel.expression", _EXPRESSION_MAX))
+        elif len(expression.encode()) > _EXPRESSION_MAX:
+            causes.append(too_long(where, _EXPRESSION_MAX))
+        elif (error := selector_error(expression)) is not None:
+            causes.append(invalid(where, go_quoted(expression), error))
     return causes
 
 

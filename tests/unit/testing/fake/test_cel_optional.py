@@ -7,7 +7,7 @@ import pytest
 from anyop.testing.fake import cel_rules
 from anyop.testing.fake.cel_check import UNKNOWN, check
 from anyop.testing.fake.cel_optional import desugared
-from anyop.testing.fake.crd_cel_limits import _compiled
+from anyop.testing.fake.crd_cel_limits import compiled_cel
 
 
 @pytest.mark.parametrize(
@@ -110,6 +110,6 @@ def test_an_optional_entry_of_no_optional_fails_with_cel_go_s_error(rule: str, e
 def test_an_optional_entry_of_a_known_type_is_refused_by_the_type_checker(
     rule: str, errors: list[tuple[int, str]]
 ) -> None:
-    expr, error = _compiled(rule)
+    expr, error = compiled_cel(rule)
     assert expr is not None, error
     assert check(expr, UNKNOWN, UNKNOWN).errors == errors
