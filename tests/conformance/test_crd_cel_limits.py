@@ -101,6 +101,8 @@ CASES: dict[str, Body] = {
     "a parenthesis left open": _spec({"a": {"type": "integer"}}, [{"rule": "self.a > (1"}]),
     "an undefined field": _spec({"a": {"type": "integer"}}, [{"rule": "self.nope == 1"}]),
     "an undeclared name": _spec({"a": {"type": "integer"}}, [{"rule": "foo == 1"}]),
+    "a field of an undeclared name": _spec({"a": {"type": "integer"}},
+                                           [{"rule": "foo.bar == 1 || math.x == 1"}]),
     "int plus string": _spec({"a": {"type": "integer"}}, [{"rule": "self.a + 'x' == 'y'"}]),
     "int compared with string": _spec({"a": {"type": "integer"}}, [{"rule": "self.a == 'x'"}]),
     "a rule that is not a bool": _spec({"a": {"type": "integer"}}, [{"rule": "self.a"}]),

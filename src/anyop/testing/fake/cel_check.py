@@ -261,13 +261,6 @@ class _Checker:
 
     def select(self, e: Expr) -> T:
         assert e.target is not None
-        if (
-            e.target.kind == "ident"
-            and self.lookup(e.target.name) is None
-            and e.target.name in NAMESPACES
-        ):
-            self.out.types[e.target.id] = UNKNOWN  # a qualified name: left to the server
-            return UNKNOWN
         operand = self.check(e.target)
         if operand.kind == "object" and operand.decl is not None:
             found = operand.decl.fields.get(e.name)
