@@ -101,6 +101,9 @@ CASES: dict[str, Body] = {
     "a parenthesis left open": _spec({"a": {"type": "integer"}}, [{"rule": "self.a > (1"}]),
     "an undefined field": _spec({"a": {"type": "integer"}}, [{"rule": "self.nope == 1"}]),
     "an undeclared name": _spec({"a": {"type": "integer"}}, [{"rule": "foo == 1"}]),
+    "errors after optional syntax": _spec({"a": {"type": "integer"}}, [
+        {"rule": "[?self.?a, 1].size() + self.nope > 1"},
+        {"rule": "self.?a.orValue(0) > 1 &&"}]),
     "a field of an undeclared name": _spec({"a": {"type": "integer"}},
                                            [{"rule": "foo.bar == 1 || math.x == 1"}]),
     "int plus string": _spec({"a": {"type": "integer"}}, [{"rule": "self.a + 'x' == 'y'"}]),

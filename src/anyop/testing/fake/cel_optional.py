@@ -21,13 +21,14 @@ checker lets ``dyn`` through) fails as cel-go fails it.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable
 from typing import Any
 
 from anyop.testing.fake.cel_values import CelValueError, go_g
 
-__all__ = ["ENTRIES", "INDEX", "SELECT", "desugared", "entries", "index", "select"]
+__all__ = ["ENTRIES", "INDEX", "SELECT", "desugared", "entries", "index", "select", "source_offset"]
 
 SELECT = "optSelect__"
 """The function ``x.?f`` becomes (a method: ``x.optSelect__("f")``)."""
@@ -125,6 +126,24 @@ def desugared(text: str) -> str:
         out.append(char)
         position += 1
     return "".join(out)
+
+
+def source_offset(text: str, offset: int) -> int:
+    """Where in a rule's ``text`` the ``offset`` of its :func:`desugared` text is: the same
+    character where the rewriting kept it, else the start of what it rewrote (the ``.`` of an
+    optional selection, the ``[`` of an optional index)."""
+    rewritten = desugared(text)
+    if rewritten == text:
+        return offset
+    matcher = difflib.SequenceMatcher(None, rewritten, text, autojunk=False)
+    found = 0
+    for at, source, size in matcher.get_matching_blocks():
+        if offset < at:
+            return found
+        if offset < at + size:
+            return source + offset - at
+        found = source + size
+    return len(text)
 
 
 def _with_entries(text: str, opening: int, close: int, spans: list[_Span]) -> str | None:

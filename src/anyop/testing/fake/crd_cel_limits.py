@@ -21,7 +21,7 @@ from anyop.testing.fake.cel_ast import Expr, parsed, syntax_error
 from anyop.testing.fake.cel_check import UNKNOWN, check, decl_to_type
 from anyop.testing.fake.cel_cost import MAX, estimated_cost
 from anyop.testing.fake.cel_decls import Decl, decl_type, max_cardinality
-from anyop.testing.fake.cel_optional import desugared
+from anyop.testing.fake.cel_optional import desugared, source_offset
 from anyop.testing.fake.go_json import go_quoted
 from anyop.testing.fake.statuses import Cause
 
@@ -72,11 +72,13 @@ def _rule_shown(rule: Mapping[str, Any]) -> str:
 
 def cel_issues(text: str, errors: list[tuple[int, str]]) -> str:
     """cel-go's ``Issues.String()``: each error with its line and a caret under its column
-    (an empty text has no line: its column shows as 0, without them)."""
+    (an empty text has no line: its column shows as 0, without them). ``text`` is the rule's
+    own, the offsets of its :func:`~anyop.testing.fake.cel_optional.desugared` text."""
     if not text:
         return "\n".join(f"ERROR: <input>:1:0: {message}" for _, message in errors)
     shown = []
-    for offset, message in errors:
+    for at, message in errors:
+        offset = source_offset(text, at)
         line_no = text.count("\n", 0, offset) + 1
         start = text.rfind("\n", 0, offset) + 1
         end = text.find("\n", offset)
@@ -94,7 +96,7 @@ def compiled_cel(text: str) -> tuple[Expr | None, str | None]:
         from celpy.celparser import CELParseError, CELParser
     except ImportError:  # pragma: no cover - cel-python is a test dependency
         return None, None
-    text = desugared(text)  # optional selections as calls, which cel-python parses
+    source, text = text, desugared(text)  # optional syntax as calls, which cel-python parses
     try:
         tree = CELParser().parse(text)
     except CELParseError:
@@ -104,7 +106,7 @@ def compiled_cel(text: str) -> tuple[Expr | None, str | None]:
         if errors is None:  # worded otherwise than cel-go's ANTLR parser words it
             offset = _error_offset(text)
             errors = [(offset, "Syntax error: mismatched input")]
-        return None, cel_issues(text, errors)
+        return None, cel_issues(source, errors)
     try:
         return parsed(text, tree), None
     except (ValueError, AttributeError):  # pragma: no cover - a tree this module cannot read

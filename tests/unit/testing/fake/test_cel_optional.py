@@ -6,7 +6,7 @@ import pytest
 
 from anyop.testing.fake import cel_rules
 from anyop.testing.fake.cel_check import UNKNOWN, check
-from anyop.testing.fake.cel_optional import desugared
+from anyop.testing.fake.cel_optional import desugared, source_offset
 from anyop.testing.fake.crd_cel_limits import compiled_cel
 
 
@@ -113,3 +113,18 @@ def test_an_optional_entry_of_a_known_type_is_refused_by_the_type_checker(
     expr, error = compiled_cel(rule)
     assert expr is not None, error
     assert check(expr, UNKNOWN, UNKNOWN).errors == errors
+
+
+@pytest.mark.parametrize(
+    ("rule", "found", "expected"),
+    [
+        ("self.?a.orValue(0) == 'x'", "==", "== 'x'"),
+        ("[?self.?a, 1].size() + self.nope > 1", "self.nope", "self.nope > 1"),
+        ("self.a == 1", "==", "== 1"),  # nothing rewritten
+    ],
+)
+def test_an_offset_of_the_desugared_text_is_found_in_the_rule(
+    rule: str, found: str, expected: str
+) -> None:
+    offset = desugared(rule).index(found)
+    assert rule[source_offset(rule, offset) :] == expected
