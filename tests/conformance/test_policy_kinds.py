@@ -34,6 +34,11 @@ PDBS: list[dict[str, Any]] = [
             "matchLabels": {"app": "d"},
         },
     },
+    {  # a map in the spec shown: by key, as Go writes maps; a string as it is, not escaped
+        "minAvailable": 1,
+        "maxUnavailable": "150%",
+        "selector": {"matchLabels": {"zone": "é", "app": "d", "b": "c"}},
+    },
 ]
 
 PEER_PORTS: list[dict[str, Any]] = [

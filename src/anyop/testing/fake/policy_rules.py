@@ -9,13 +9,12 @@ order of Kubernetes' validation (``pkg/apis/{policy,networking,rbac}/validation`
 from __future__ import annotations
 
 import ipaddress
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from anyop.testing.fake.field_errors import forbidden, required_because
-from anyop.testing.fake.go_json import go_quoted
+from anyop.testing.fake.go_json import go_marshalled, go_quoted
 from anyop.testing.fake.object_meta import (
     PERCENT,
     PERCENT_HINT,
@@ -43,18 +42,21 @@ _EVICTION_POLICIES = ("AlwaysAllow", "IfHealthyBudget")
 
 
 def _shown(value: Any) -> str:
-    """A value as a field error shows it: a string quoted, anything else as JSON."""
+    """A value as a field error shows it: a string quoted, anything else as Go's JSON (a
+    struct's fields in the order given)."""
     if isinstance(value, str):
         return go_quoted(value)
-    return json.dumps(value, separators=(",", ":"))
+    return go_marshalled(value, sort_keys=False)
 
 
 def _go_selector(selector: Any) -> Any:
-    """A label selector in its Go struct's order (as ``json.Marshal`` writes it): its labels,
-    then its expressions, each as key, operator, values."""
+    """A label selector in its Go struct's order (as ``json.Marshal`` writes it): its labels
+    (a map: by key), then its expressions, each as key, operator, values."""
     if not isinstance(selector, Mapping):
         return selector
     ordered = {key: selector[key] for key in ("matchLabels", "matchExpressions") if key in selector}
+    if isinstance(ordered.get("matchLabels"), Mapping):
+        ordered["matchLabels"] = dict(sorted(ordered["matchLabels"].items()))
     if isinstance(ordered.get("matchExpressions"), list):
         ordered["matchExpressions"] = [
             {key: item[key] for key in ("key", "operator", "values") if key in item}
