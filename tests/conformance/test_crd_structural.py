@@ -208,3 +208,26 @@ async def test_methods_a_custom_resource_does_not_take(conform: Conform) -> None
         await t.post(f"{path}/s/scale", {}, record=shown)
 
     await conform(scenario)
+
+
+async def test_a_value_of_another_type_is_pruned_as_kube_apiserver_prunes_it(
+    conform: Conform,
+) -> None:
+    """Pruning walks a value whatever its type: the objects of a list where the schema gives
+    a string, or nested deeper than its items, lose every field (each one warned of, or
+    refused by a strict request); an object in a string's place loses its fields too."""
+
+    async def scenario(t: Target) -> None:
+        specs = [{"name": [{"a": 1}, {"b": {"c": 2}}, "x"], "low": 1}, {"plain": {"d": 1}},
+                 {"tags": [[{"e": 1}], "y"]}, {"items": [{"key": [{"f": 1, "g": [{"h": 1}]}]}]},
+                 {"extra": [{"kept": 1}]}]  # fmt: skip
+        for index, spec in enumerate(specs):  # one wrong type each (Go reports them unordered)
+            body = {"apiVersion": f"{GROUP}/v1", "kind": "Gizmo",
+                    "metadata": {"name": f"g{index}"}, "spec": spec}  # fmt: skip
+            for validation in ("Warn", "Strict"):
+                answer = await t.api.post(t.gizmos(), json=body,
+                                          params={"fieldValidation": validation})  # fmt: skip
+                t.note(validation, (answer.status_code, answer.headers.get("warning"),
+                                    answer.json()))  # fmt: skip
+
+    await conform(scenario)

@@ -305,9 +305,14 @@ def _structural(value: Any, schema: Schema, path: str, *, root: bool = False) ->
             yield path
             return
         schema = properties[path]
-    if isinstance(value, list) and isinstance(schema.get("items"), Mapping):
+    if isinstance(value, list) and (
+        isinstance(schema.get("items"), Mapping)
+        or not schema.get("x-kubernetes-preserve-unknown-fields")
+    ):  # (a list where the schema has none: each of its objects' fields is unknown)
+        items = schema.get("items")
         for index, item in enumerate(value):
-            yield from _structural(item, schema["items"], f"{path}[{index}]")
+            yield from _structural(item, items if isinstance(items, Mapping) else {},
+                                   f"{path}[{index}]")  # fmt: skip
         return
     if not isinstance(value, Mapping) or schema.get("x-kubernetes-preserve-unknown-fields"):
         return

@@ -57,13 +57,19 @@ def prune(
     return kept | (pruned if isinstance(pruned, dict) else {})
 
 
+_NO_SCHEMA: Mapping[str, Any] = {}
+"""What kube-apiserver's pruning walks a value with where the schema has no items for it."""
+
+
 def _prune(value: Any, schema: Mapping[str, Any], nulls: bool = False) -> Any:
     if isinstance(value, Mapping):
         return _prune_object(value, schema, nulls)
     if isinstance(value, list):
         items = schema.get("items")
         if not isinstance(items, Mapping):
-            return list(value)
+            if schema.get(_PRESERVE):
+                return list(value)
+            items = _NO_SCHEMA  # a list where the schema has none: its objects lose every field
         return [_prune(item, items, nulls) for item in value]
     return value
 
