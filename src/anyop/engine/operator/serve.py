@@ -35,12 +35,13 @@ from anyop.engine.operator.peering_scopes import hold_peering_where_served
 from anyop.engine.resource.serve_resource import ResourceScope, current_reports
 from anyop.engine.serving.namespace_follower import NamespacePatterns, serve_namespaces
 from anyop.engine.serving.scope_groups import (
+    INCOMPLETE_RETRY,
     ServedResources,
     follow_crds,
     serve_group,
     served_resources,
 )
-from anyop.errors import ConfigError
+from anyop.errors import ConfigError, ServerError, TooManyRequestsError, TransportError
 from anyop.handlers.bodies import Memo
 from anyop.handlers.causes import Activity
 from anyop.handlers.indexes import OperatorIndexes
@@ -292,7 +293,14 @@ async def _serve_with(launch: Launch, client: KubeClient, metrics: Metrics | Non
     """Serve with the operator's client (logged in): discovery, Events, admission, scopes."""
     registry, settings = launch.registry, launch.settings
     said: set[str] = set()  # discovery's warnings, not repeated by rediscoveries
-    found, incomplete = await served_resources(client, registry, said)
+    try:
+        found, incomplete = await served_resources(client, registry, said)
+    except (ServerError, TooManyRequestsError, TransportError) as error:
+        # The API server's own documents (/api, /apis) failed beyond the retries: the operator
+        # serves nothing yet, and discovers again as after a group version that failed.
+        logger.warning(f"Discovery failed at the start (will retry every "
+                       f"{INCOMPLETE_RETRY:g} s): {error}")  # fmt: skip
+        found, incomplete = [], True
     served = ServedResources(found, said=said, incomplete=incomplete)
     limiter = _thread_limiter(settings)
     if (health := current_health.get()) is not None:
