@@ -19,6 +19,7 @@ import anyio
 import pytest
 from tests.conformance.conftest import Conform
 from tests.conformance.harness import Target, status_shown
+from tests.conformance.test_outside_scenarios import _crd
 
 pytestmark = pytest.mark.anyio
 
@@ -454,16 +455,8 @@ async def test_an_optional_entry_that_is_no_optional_is_refused(
     conform: Conform, rule: str
 ) -> None:
     async def scenario(t: Target) -> None:
-        group = f"{t.namespace}.anyop.dev"
         spec = {"type": "object", "properties": {"a": {"type": "integer"}},
                 "x-kubernetes-validations": [{"rule": rule}]}  # fmt: skip
-        schema = {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec}}}
-        body = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-                "metadata": {"name": f"things.{group}"},
-                "spec": {"group": group, "scope": "Namespaced",
-                         "names": {"kind": "Thing", "plural": "things"},
-                         "versions": [{"name": "v1", "served": True, "storage": True,
-                                       "schema": schema}]}}  # fmt: skip
-        await t.post(CRDS, body, params={"dryRun": "All"}, record=_shown)
+        await t.post(CRDS, _crd(t, spec), params={"dryRun": "All"}, record=_shown)
 
     await conform(scenario)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from anyop.testing.fake.cel_values import CelValueError, go_g
@@ -176,13 +176,8 @@ def _entries(text: str, start: int, end: int, spans: list[_Span]) -> list[_Span]
     outside brackets and literals."""
     parts: list[_Span] = []
     depth = 0
-    begin = position = start
-    while position < end:
-        inside = next((stop for first, stop in spans if first <= position < stop), None)
-        if inside is not None:
-            position = inside
-            continue
-        char = text[position]
+    begin = start
+    for position, char in _scanned(text, start, end, spans):
         if char in "([{":
             depth += 1
         elif char in ")]}":
@@ -190,10 +185,22 @@ def _entries(text: str, start: int, end: int, spans: list[_Span]) -> list[_Span]
         elif char == "," and depth == 0:
             parts.append((begin, position))
             begin = position + 1
-        position += 1
     if begin < end or parts:
         parts.append((begin, end))
     return parts
+
+
+def _scanned(text: str, start: int, end: int, spans: list[_Span]) -> Iterator[tuple[int, str]]:
+    """The positions and characters of the text from ``start`` to ``end`` outside its string
+    and bytes literals (``spans``)."""
+    position = start
+    while position < end:
+        inside = next((stop for first, stop in spans if first <= position < stop), None)
+        if inside is not None:
+            position = inside
+            continue
+        yield position, text[position]
+        position += 1
 
 
 def _skip(text: str, position: int) -> int:
@@ -221,20 +228,13 @@ def _closing(text: str, opening: int, spans: list[tuple[int, int]]) -> int | Non
     """The position of the ``]`` or ``}`` that closes the ``[`` or ``{`` at ``opening``
     (``None``: none)."""
     depth = 0
-    position = opening
-    while position < len(text):
-        inside = next((end for start, end in spans if start <= position < end), None)
-        if inside is not None:
-            position = inside
-            continue
-        char = text[position]
+    for position, char in _scanned(text, opening, len(text), spans):
         if char in "([{":
             depth += 1
         elif char in ")]}":
             depth -= 1
             if depth == 0:
                 return position if char == _CLOSER.get(text[opening]) else None
-        position += 1
     return None
 
 
