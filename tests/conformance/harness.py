@@ -97,8 +97,10 @@ class Target:
 
     async def cache_fresh(self, path: str) -> None:
         """On the real target, wait until kube-apiserver's watch cache of the resource at
-        ``path`` holds every write made so far (a consistent list from the cache waits for it:
-        one ``limit=1`` page of the collection, unrecorded); on the fake, nothing.
+        ``path`` holds every write made so far (a consistent list from the cache waits for
+        it: one ``limit=1`` page of the collection, unrecorded); on the fake, nothing. Before
+        a write, and before a read or a watch at resourceVersion ``0`` (which the cache
+        answers as it stands: "any version" is the latest one here).
 
         An update, patch or delete starts from the cache's copy of the object: where the cache
         lags behind a write just made (under load), the write runs once against the stale
@@ -124,7 +126,7 @@ class Target:
         (``record``-selected) body; return the body."""
         content = None if body is None else (body if isinstance(body, bytes) else json.dumps(body))
         headers = {**({"Content-Type": ct} if body is not None else {}), **(headers or {})}
-        if method in _FROM_CACHE:
+        if method in _FROM_CACHE or (params or {}).get("resourceVersion") == "0":
             await self.cache_fresh(path)
         for _ in range(10):  # a server too busy to answer (429) is asked again, as clients do
             response = await self.api.request(
@@ -180,6 +182,8 @@ class Target:
         says so (or the stream ends, or ``limit`` seconds pass); record and return them."""
         events: list[dict[str, Any]] = []
         query = {"watch": "true", **params}
+        if query.get("resourceVersion") == "0":
+            await self.cache_fresh(path)
         with anyio.move_on_after(limit):
             async with self.api.stream("GET", path, params=query, headers=headers) as resp:
                 self.records.append(
