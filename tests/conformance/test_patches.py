@@ -251,3 +251,28 @@ async def test_configmaps_have_no_generation(conform: Conform) -> None:
         await t.patch(t.cm("a"), {"data": {"x": "2"}})
 
     await conform(scenario)
+
+
+async def test_a_strategic_patch_whose_result_does_not_convert_names_the_first_field(
+    conform: Conform,
+) -> None:
+    """The converter walks a kind's Go struct, its metadata first: the first field that does
+    not convert is the one named (a kind whose fields Go orders alphabetically too)."""
+
+    async def scenario(t: Target) -> None:
+        path = "/apis/node.k8s.io/v1/runtimeclasses"
+        name = f"{t.namespace}-rc"
+        body = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
+                "metadata": {"name": name}, "handler": "runc"}  # fmt: skip
+        await t.post(path, body)
+        try:
+            for patch in (
+                {"handler": [], "metadata": {"labels": {"app": 1}}},
+                {"overhead": [], "handler": 1},
+                {"scheduling": 1, "handler": []},
+            ):
+                await t.patch(f"{path}/{name}", patch, ct=STRATEGIC)
+        finally:
+            await t.call("DELETE", f"{path}/{name}", record=lambda d: None)
+
+    await conform(scenario)

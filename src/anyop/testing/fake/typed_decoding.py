@@ -330,7 +330,9 @@ def _object(
         like = _NOTHING
     pairs: Any = value.items()
     if ctx.converter:  # the converter walks the struct's fields in their Go order
-        place = struct_order(name) or {key: index for index, key in enumerate(sorted(fields))}
+        place = struct_order(name) or {  # (where the Go order is the alphabetical one)
+            key: index for index, key in enumerate(sorted(set(fields) - _EMBEDDED.keys()))
+        }
         last = len(place)  # the embedded TypeMeta and ObjectMeta lead (the table has them not)
         pairs = sorted(pairs, key=lambda pair: place.get(pair[0], _EMBEDDED.get(pair[0], last)))
     for key, item in pairs:

@@ -27,7 +27,7 @@ from anyop.testing.fake.builtin_rules import (
     update_causes,
 )
 from anyop.testing.fake.crd_lifecycle import crd_prepared, delete_instances, establish, serve_anew
-from anyop.testing.fake.go_json import unstructured_numbers
+from anyop.testing.fake.go_json import go_printed, unstructured_numbers
 from anyop.testing.fake.json_copy import json_copy, sorted_keys
 from anyop.testing.fake.json_patches import PatchFailed, apply_json_patch
 from anyop.testing.fake.kind_warnings import warnings_on_create, warnings_on_update
@@ -520,14 +520,17 @@ def patch(
     except StatusError as exc:
         if exc.body.get("code") != 400 or kind.custom:
             raise
-        _check_patched_decodes(kind, result, strategic=strategic)  # as the patcher refuses it
-        raise
+        _check_patched_decodes(kind, result, strategic=strategic, patch=document)  # as the
+        raise  # patcher refuses it
 
 
-def _check_patched_decodes(kind: Kind, result: Mapping[str, Any], *, strategic: bool) -> None:
+def _check_patched_decodes(
+    kind: Kind, result: Mapping[str, Any], *, strategic: bool, patch: bytes = b""
+) -> None:
     """Refuse a patched object that does not decode (``"labels": []``) as kube-apiserver's
-    patcher does: 422, the patched object (as Go writes a map: keys sorted) and the decoder's
-    error under ``patch``.
+    patcher does: 422, the patched object (as Go writes a map: keys sorted; a strategic merge
+    patch's: the ``patch`` itself, as Go's ``%v`` prints it) and the decoder's error under
+    ``patch``.
 
     Raises:
         StatusError: 422.
@@ -540,7 +543,10 @@ def _check_patched_decodes(kind: Kind, result: Mapping[str, Any], *, strategic: 
     except StatusError as exc:
         refusal = f'{kind.kind} in version "{kind.version}" cannot be handled as a {kind.kind}: '
         error = str(exc.body.get("message", "")).removeprefix(refusal)
-        shown = json.dumps(result, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+        if strategic and not kind.custom:
+            shown = go_printed(json.loads(patch))
+        else:
+            shown = json.dumps(result, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
         message = f"Invalid value: {json.dumps(shown, ensure_ascii=False)}: {error}"
         cause = {"reason": "FieldValueInvalid", "message": message, "field": "patch"}
         body = status_body(422, "Invalid", f' "" is invalid: patch: {message}')
