@@ -14,7 +14,6 @@ from __future__ import annotations
 import datetime
 import functools
 import logging
-import random
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,16 +24,13 @@ from anyop.clock import utcnow
 from anyop.engine.coordination.pause_gate import Gate, first_of
 from anyop.errors import (
     AnyopError,
-    ApiError,
     ConfigError,
     ForbiddenError,
     NotFoundError,
-    TransportError,
 )
 from anyop.kube.client import KubeClient
+from anyop.kube.persistence import until_answered
 from anyop.kube.resources import Resource
-from anyop.kube.retries import Backoff
-from anyop.kube.sessions import is_transient
 from anyop.kube.watch import Watcher, WatchEvent
 from anyop.peering import (
     Verdict,
@@ -58,9 +54,6 @@ ABSENT_RECHECK = 5.0
 
 GOODBYE_TIMEOUT = 5.0
 """Seconds the removal of our record may take at exit."""
-
-FIRST_LOOK_BACKOFF = Backoff(initial=1.0, cap=30.0)
-"""The waits between looks for the peering object at start-up while the API server fails."""
 
 RETRY_PERIOD = 1.0
 """Seconds until a failed write of whether we serve is tried again."""
@@ -169,9 +162,22 @@ class PeeringKeeper:
             with anyio.move_on_after(max(0.0, wake - anyio.current_time())):
                 await first_of(changed.wait, self.gate.changed.wait)
             if anyio.current_time() >= next_keepalive:
-                await self._keep_alive()
-                next_keepalive = anyio.current_time() + keepalive_interval(self.settings.lifetime)
+                if await self._keep_alive():
+                    interval = keepalive_interval(self.settings.lifetime)
+                else:  # our record may expire before the next one: a peer would take over
+                    self._fence()
+                    interval = RETRY_PERIOD
+                next_keepalive = anyio.current_time() + interval
             changed, verdict = self._changed, await self._judge()
+
+    def _fence(self) -> None:
+        """Stop serving after a keep-alive that failed, until one is written again: our record
+        expires a few seconds later (the keep-alive comes 5-10 s before), and then a peer may
+        remove it and serve; our handlers in flight have those seconds to end. Serving again
+        takes a write of ``serving: true`` whose answer lets us serve (see :meth:`_judge`)."""
+        if self.serving is not False:
+            self.serving = None  # (peers may have taken over meanwhile: asked again)
+        self.gate.pause(self._key, "our keep-alive failed; serving again once it is written")
 
     async def _seen(self, event: WatchEvent) -> None:
         self._gone = event.type == "DELETED"
@@ -336,19 +342,11 @@ async def _first_look(
     """The peering object, looked for until the API server answers: a throttled or failing
     server (after the client's own retries) delays the start, which serves nothing meanwhile,
     instead of ending the operator. Other errors (a malformed name, 401) end it."""
-    failures = 0
-    while True:
-        try:
-            return await find_peering(client, settings.name, namespace)
-        except (ApiError, TransportError) as e:
-            if not is_transient(e):
-                raise
-            failures += 1
-            delay = FIRST_LOOK_BACKOFF.delay(failures, random.random())
-            logger.warning(
-                f"Looking for the peering object {where} failed; retrying in {delay:.1f}s: {e}"
-            )
-            await anyio.sleep(delay)
+    return await until_answered(
+        functools.partial(find_peering, client, settings.name, namespace),
+        what=f"Looking for the peering object {where}",
+        logger=logger,
+    )
 
 
 async def freeze(

@@ -11,6 +11,7 @@ the watches of its resources stop at once, instead of failing with 404 until it 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import math
 from collections.abc import Iterable, Mapping
@@ -30,6 +31,7 @@ from anyop.handlers.selectors import (
 )
 from anyop.kube.client import KubeClient
 from anyop.kube.discovery import discover
+from anyop.kube.persistence import until_answered
 from anyop.kube.resources import Resource
 from anyop.kube.watch import Watcher, WatchEvent, may_list
 
@@ -238,7 +240,8 @@ async def follow_crds(
     Without the permission to list CRDs, it warns and returns: the resources found at the start
     are served, and CRDs created or deleted later are noticed only at the next start.
     """
-    if not await may_list(client, CRDS):
+    listed = functools.partial(may_list, client, CRDS)
+    if not await until_answered(listed, what="Listing the CRDs", logger=logger):
         logger.warning(
             "CustomResourceDefinitions cannot be listed (forbidden): resources whose CRDs are "
             "created or deleted while the operator runs are noticed only at its next start."
