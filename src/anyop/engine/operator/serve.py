@@ -41,7 +41,7 @@ from anyop.engine.serving.scope_groups import (
     serve_group,
     served_resources,
 )
-from anyop.errors import ConfigError, ServerError, TooManyRequestsError, TransportError
+from anyop.errors import ConfigError, ServerError, TooManyRequestsError
 from anyop.handlers.bodies import Memo
 from anyop.handlers.causes import Activity
 from anyop.handlers.indexes import OperatorIndexes
@@ -295,9 +295,11 @@ async def _serve_with(launch: Launch, client: KubeClient, metrics: Metrics | Non
     said: set[str] = set()  # discovery's warnings, not repeated by rediscoveries
     try:
         found, incomplete = await served_resources(client, registry, said)
-    except (ServerError, TooManyRequestsError, TransportError) as error:
+    except (ServerError, TooManyRequestsError) as error:
         # The API server's own documents (/api, /apis) failed beyond the retries: the operator
-        # serves nothing yet, and discovers again as after a group version that failed.
+        # serves nothing yet, and discovers again as after a group version that failed. (One
+        # that cannot be reached at all ends the operator, naming it: a wrong address is
+        # likelier than an outage at the very start.)
         logger.warning(f"Discovery failed at the start (will retry every "
                        f"{INCOMPLETE_RETRY:g} s): {error}")  # fmt: skip
         found, incomplete = [], True
