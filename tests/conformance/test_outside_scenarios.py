@@ -604,12 +604,19 @@ async def test_delete_preconditions_on_a_custom_resource(conform: Conform) -> No
 
 
 def _managed(document: Any) -> Any:
+    """An object's ``managedFields`` without their times, in the order kube-apiserver sorts
+    them but for the times (by operation, then manager, version, subresource): entries of one
+    operation come in the order of their times' seconds, which a second's tick between two
+    writes decides on either server."""
     if document.get("kind") == "Status":
         return status_shown(document)
-    return [
+    entries = [
         {k: v for k, v in entry.items() if k != "time"}
         for entry in document["metadata"].get("managedFields", [])
     ]
+    return sorted(entries, key=lambda entry: tuple(
+        str(entry.get(key) or "") for key in ("operation", "manager", "apiVersion", "subresource")
+    ))  # fmt: skip
 
 
 async def test_managed_fields_record_each_manager_operation_and_subresource(
