@@ -44,6 +44,7 @@ from anyop.testing.fake.pod_rules import (
     invalid,
     unsupported_shown,
 )
+from anyop.testing.fake.pod_warnings import mapping
 from anyop.testing.fake.quantities import (
     QuantityError,
     canonical_quantity,
@@ -91,12 +92,8 @@ _SEMVER = re.compile(
 )
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
 def _devices(spec: Any) -> list[Any]:
-    return list(_mapping(spec).get("devices") or ())
+    return list(mapping(spec).get("devices") or ())
 
 
 # -- defaults and the strategy ------------------------------------------------------------------
@@ -106,16 +103,16 @@ def _defaults(obj: Body) -> None:
     """``SetObjectDefaults_ResourceSlice`` but for the taints' times (see :func:`prepared`):
     ``SetDefaults_Device``'s multiplier 1 of a node allocatable resource mapping."""
     for device in _devices(obj.get("spec")):
-        for mapping in _mapping(_mapping(device).get("nodeAllocatableResourceMappings")).values():
-            if isinstance(mapping, dict) and mapping.get("allocationMultiplier") is None:
-                mapping["allocationMultiplier"] = "1"
+        for entry in mapping(mapping(device).get("nodeAllocatableResourceMappings")).values():
+            if isinstance(entry, dict) and entry.get("allocationMultiplier") is None:
+                entry["allocationMultiplier"] = "1"
 
 
 def _gated(spec: Any) -> tuple[bool, bool]:
     """Whether a device has node allocatable resource mappings; an attribute, list values."""
-    devices = [_mapping(device) for device in _devices(spec)]
-    values = [_mapping(item).get(key) for d in devices for key in _LISTS
-              for item in _mapping(d.get("attributes")).values()]  # fmt: skip
+    devices = [mapping(device) for device in _devices(spec)]
+    values = [mapping(item).get(key) for d in devices for key in _LISTS
+              for item in mapping(d.get("attributes")).values()]  # fmt: skip
     mapped = any(d.get("nodeAllocatableResourceMappings") for d in devices)
     return mapped, any(value is not None for value in values)
 
@@ -128,7 +125,7 @@ def prepared(obj: Body, *, old: Mapping[str, Any] | None = None, now: str) -> Bo
     untimed = [
         (index, position)
         for index, device in enumerate(_devices(obj.get("spec")))
-        for position, taint in enumerate(_mapping(device).get("taints") or ())
+        for position, taint in enumerate(mapping(device).get("taints") or ())
         if isinstance(taint, Mapping) and not taint.get("timeAdded")
     ]
     kept = _gated(old.get("spec")) if old is not None else (False, False)
@@ -136,19 +133,19 @@ def prepared(obj: Body, *, old: Mapping[str, Any] | None = None, now: str) -> Bo
     mappings, lists = used[0] and not kept[0], used[1] and not kept[1]
     if not untimed and not mappings and not lists:
         return obj
-    spec = json_copy(dict(_mapping(obj.get("spec"))))
+    spec = json_copy(dict(mapping(obj.get("spec"))))
     result = {**obj, "spec": spec}
     for index, position in untimed:
         spec["devices"][index]["taints"][position]["timeAdded"] = now
     if old is not None and untimed:
-        metadata = result["metadata"] = dict(_mapping(obj.get("metadata")))
-        before = _mapping(old.get("metadata")).get("generation") or 0
+        metadata = result["metadata"] = dict(mapping(obj.get("metadata")))
+        before = mapping(old.get("metadata")).get("generation") or 0
         if spec != old.get("spec") and metadata.get("generation") == before:
             metadata["generation"] = int(before) + 1
     for device in _devices(spec):
         if mappings and isinstance(device, dict):
             device.pop("nodeAllocatableResourceMappings", None)
-        for attribute in _mapping(_mapping(device).get("attributes")).values():
+        for attribute in mapping(mapping(device).get("attributes")).values():
             for key in _LISTS if lists and isinstance(attribute, dict) else ():
                 attribute.pop(key, None)
     return result
@@ -156,7 +153,7 @@ def prepared(obj: Body, *, old: Mapping[str, Any] | None = None, now: str) -> Bo
 
 def warnings(obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> list[str]:
     """``WarningsOnCreate`` and ``WarningsOnUpdate``: a driver name in upper case."""
-    driver = str(_mapping(obj.get("spec")).get("driver") or "")
+    driver = str(mapping(obj.get("spec")).get("driver") or "")
     if driver == driver.lower():
         return []
     shown = f"spec.driver: driver names should be lowercase; {go_quoted(driver)} contains "
@@ -259,9 +256,9 @@ def _node_selector(selector: Mapping[str, Any], field: str) -> Causes:
     causes: Causes = []
     for index, term in enumerate(terms):
         for name, fields in (("matchExpressions", False), ("matchFields", True)):
-            for position, item in enumerate(_mapping(term).get(name) or ()):
+            for position, item in enumerate(mapping(term).get(name) or ()):
                 where = f"{field}[{index}].{name}[{position}]"
-                causes += _requirement(_mapping(item), where, fields=fields)
+                causes += _requirement(mapping(item), where, fields=fields)
     return causes
 
 
@@ -270,12 +267,12 @@ def _terms_struct(terms: Any) -> Any:
 
     def requirements(items: Any) -> Any:
         return None if items is None else [
-            {"Key": _mapping(item).get("key") or "", "Operator": _mapping(item).get("operator")
-             or "", "Values": _mapping(item).get("values")} for item in items]  # fmt: skip
+            {"Key": mapping(item).get("key") or "", "Operator": mapping(item).get("operator")
+             or "", "Values": mapping(item).get("values")} for item in items]  # fmt: skip
 
     return None if terms is None else [
-        {"MatchExpressions": requirements(_mapping(term).get("matchExpressions")),
-         "MatchFields": requirements(_mapping(term).get("matchFields"))}
+        {"MatchExpressions": requirements(mapping(term).get("matchExpressions")),
+         "MatchFields": requirements(mapping(term).get("matchFields"))}
         for term in terms]  # fmt: skip
 
 
@@ -300,8 +297,8 @@ def _node_selection(holder: Mapping[str, Any], field: str, *, spec: bool) -> Cau
         if key == "nodeName":
             causes += dns_subdomain_causes(str(value), where)
         elif key == "nodeSelector":
-            causes += _node_selector(_mapping(value), where)
-            terms = _mapping(value).get("nodeSelectorTerms")
+            causes += _node_selector(mapping(value), where)
+            terms = mapping(value).get("nodeSelectorTerms")
             if spec and len(terms or ()) != 1:
                 shown = go_marshalled(_terms_struct(terms), sort_keys=False)
                 detail = "must have exactly one node selector term"
@@ -321,7 +318,7 @@ def _node_selection(holder: Mapping[str, Any], field: str, *, spec: bool) -> Cau
 def _attribute(attribute: Any, field: str) -> Causes:
     """``validateDeviceAttribute``: a string's length; a version's form (semantic versioning
     2.0.0) and length; exactly one value (its list values dropped)."""
-    attribute = _mapping(attribute)
+    attribute = mapping(attribute)
     given = [key for key in ("int", "bool", "string", "version") if attribute.get(key) is not None]
     causes: Causes = []
     for key in (key for key in given if key in ("string", "version")):
@@ -429,7 +426,7 @@ def _capacity(multiple: bool) -> Callable[[Any, str], Causes]:
     def check(capacity: Any, field: str) -> Causes:
         """``validateMultiAllocatableDeviceCapacity`` (``multiple``: its request policy) or
         ``validateSingleAllocatableDeviceCapacity`` (none allowed)."""
-        policy, field = _mapping(capacity).get("requestPolicy"), f"{field}.requestPolicy"
+        policy, field = mapping(capacity).get("requestPolicy"), f"{field}.requestPolicy"
         if policy is None:
             return []
         if not multiple:
@@ -438,7 +435,7 @@ def _capacity(multiple: bool) -> Callable[[Any, str], Causes]:
         if values and bounds is not None:
             return [forbidden(field, 'exactly one policy can be specified, cannot specify '
                               '"validValues" and "validRange" at the same time')]  # fmt: skip
-        default, maximum = policy.get("default"), _mapping(capacity).get("value")
+        default, maximum = policy.get("default"), mapping(capacity).get("value")
         if not values and bounds is None:
             return []
         if default is None:
@@ -446,14 +443,14 @@ def _capacity(multiple: bool) -> Callable[[Any, str], Causes]:
             return [required_because(f"{field}.default", detail)]
         if values:
             return _valid_values(default, maximum, values, f"{field}.validValues")
-        return _valid_range(default, maximum, _mapping(bounds), f"{field}.validRange")
+        return _valid_range(default, maximum, mapping(bounds), f"{field}.validRange")
 
     return check
 
 
 def _taint(taint: Any, field: str) -> Causes:
     """``validateDeviceTaint``: a key, a label value, an effect."""
-    taint = _mapping(taint)
+    taint = mapping(taint)
     causes = _label_name(taint.get("key"), f"{field}.key")
     value, effect = str(taint.get("value") or ""), str(taint.get("effect") or "")
     causes += [invalid(f"{field}.value", go_quoted(value), error)
@@ -468,10 +465,10 @@ def _taint(taint: Any, field: str) -> Causes:
 def _counter_set(counter_set: Any, field: str, name: str = "name") -> Causes:
     """``validateCounterSet`` (``name``: ``counterSet``, ``validateDeviceCounterConsumption``):
     its name a DNS label, some counters (at most 32), named as DNS labels."""
-    counter_set = _mapping(counter_set)
+    counter_set = mapping(counter_set)
     given, where = str(counter_set.get(name) or ""), f"{field}.{name}"
     causes = dns_label_causes(given, where) if given else [required_because(where)]
-    counters = _mapping(counter_set.get("counters"))
+    counters = mapping(counter_set.get("counters"))
     if not counters:
         return [*causes, required_because(f"{field}.counters")]
     return causes + _map(counters, f"{field}.counters", 63, dns_label_causes, None, 32)
@@ -505,9 +502,9 @@ def _device(device: Any, field: str, old: Mapping[str, Any] | None, per_device: 
     """``validateDevice``: its name, its counts of attributes and capacities, those, its taints
     (unless the same as ``old``'s), its counters consumed, its node selection, its binding
     conditions."""
-    device = _mapping(device)
+    device = mapping(device)
     causes = dns_label_causes(name_of(device), f"{field}.name")
-    attributes, capacity = _mapping(device.get("attributes")), _mapping(device.get("capacity"))
+    attributes, capacity = mapping(device.get("attributes")), mapping(device.get("capacity"))
     totals = ((len(attributes) + len(capacity), 32, "attributes and capacities"),
               (len(attributes), 48, "attribute values"))  # fmt: skip
     for total, limit, what in totals:
@@ -523,7 +520,7 @@ def _device(device: Any, field: str, old: Mapping[str, Any] | None, per_device: 
     causes += keyed_set(list(device.get("consumesCounters") or ()), 2,
                          f"{field}.consumesCounters",
                          lambda item, where: _counter_set(item, where, "counterSet"),
-                         lambda item: str(_mapping(item).get("counterSet") or ""))  # fmt: skip
+                         lambda item: str(mapping(item).get("counterSet") or ""))  # fmt: skip
     if per_device:
         causes += _node_selection(device, field, spec=False)
     elif any(device.get(key) is not None for key in ("nodeName", "nodeSelector", "allNodes")):
@@ -556,7 +553,7 @@ def _pool(pool: Mapping[str, Any]) -> Causes:
 def _immutables(spec: Mapping[str, Any], old: Mapping[str, Any]) -> Causes:
     """``ValidateImmutableField`` of the pool's name, the driver (strings), the node name (a
     pointer: ``null`` if unset)."""
-    pool, old_pool = _mapping(spec.get("pool")), _mapping(old.get("pool"))
+    pool, old_pool = mapping(spec.get("pool")), mapping(old.get("pool"))
     pairs = (("spec.pool.name", pool.get("name"), old_pool.get("name")),
              ("spec.driver", spec.get("driver"), old.get("driver")))  # fmt: skip
     causes = [invalid(where, go_quoted(str(new or "")), _IMMUTABLE)
@@ -570,15 +567,15 @@ def _spec(spec: Mapping[str, Any], old: Mapping[str, Any] | None) -> Causes:
     """``validateResourceSliceSpec`` (``old``: the stored spec, on update), what
     ``ValidateResourceSlice`` and ``ValidateResourceSliceUpdate`` check beyond the metadata."""
     causes = driver_name_causes(str(spec.get("driver") or ""), "spec.driver")
-    causes += _pool(_mapping(spec.get("pool")))
+    causes += _pool(mapping(spec.get("pool")))
     causes += _immutables(spec, old) if old is not None else []
     causes += _node_selection(spec, "spec", spec=True)
     if spec.get("sharedCounters") is not None and spec.get("devices") is not None:
         causes.append(invalid("spec", '""', "only one of `sharedCounters` or `devices` is allowed"))
     devices = _devices(spec)
-    olds = {name_of(device): _mapping(device) for device in reversed(_devices(old))}  # the first
+    olds = {name_of(device): mapping(device) for device in reversed(_devices(old))}  # the first
     per_device = spec.get("perDeviceNodeSelection") is True
-    advanced = any(_mapping(d).get(key) for d in devices for key in ("taints", "consumesCounters"))
+    advanced = any(mapping(d).get(key) for d in devices for key in ("taints", "consumesCounters"))
     limit = _MAX_DEVICES_ADVANCED if advanced else _MAX_DEVICES
 
     def device(item: Any, where: str) -> Causes:
@@ -591,8 +588,8 @@ def _spec(spec: Mapping[str, Any], old: Mapping[str, Any] | None) -> Causes:
 
 DEFAULTERS: dict[tuple[str, str], Callable[[Body], None]] = {_KEY: _defaults}
 CREATES: dict[tuple[str, str], Callable[[Mapping[str, Any]], Causes]] = {
-    _KEY: lambda obj: _spec(_mapping(obj.get("spec")), None)  # ValidateResourceSlice
+    _KEY: lambda obj: _spec(mapping(obj.get("spec")), None)  # ValidateResourceSlice
 }
 UPDATES: dict[tuple[str, str], Callable[[Mapping[str, Any], Mapping[str, Any]], Causes]] = {
-    _KEY: lambda old, new: _spec(_mapping(new.get("spec")), _mapping(old.get("spec")))
+    _KEY: lambda old, new: _spec(mapping(new.get("spec")), mapping(old.get("spec")))
 }
