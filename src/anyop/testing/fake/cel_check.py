@@ -15,15 +15,16 @@ from dataclasses import dataclass, field
 
 from anyop.testing.fake.cel_ast import ACCU, Expr
 from anyop.testing.fake.cel_decls import Decl
-from anyop.testing.fake.cel_optional import ENTRIES
+from anyop.testing.fake.cel_optional import ENTRIES, INDEX, SELECT
 
-__all__ = ["Checked", "T", "check", "check_with", "decl_to_type"]
+__all__ = ["Checked", "T", "check", "check_with", "decl_to_type", "optional_of"]
 
 
 @dataclass(frozen=True, eq=False)
 class T:
-    """A CEL type: ``kind`` a primitive's name, ``list``, ``map``, ``object`` (``decl``),
-    ``dyn``, ``type``, ``param`` (an overload's type parameter), ``error`` or ``unknown``."""
+    """A CEL type: ``kind`` a primitive's name, ``list``, ``map``, ``optional`` (its value's
+    type the parameter), ``object`` (``decl``), ``dyn``, ``type``, ``param`` (an overload's type
+    parameter), ``error`` or ``unknown``."""
 
     kind: str
     params: tuple[T, ...] = ()
@@ -34,6 +35,8 @@ class T:
             return f"list({self.params[0]})"
         if self.kind == "map":
             return f"map({self.params[0]}, {self.params[1]})"
+        if self.kind == "optional":
+            return f"optional_type({self.params[0]})"
         if self.kind == "object" and self.decl is not None:
             return self.decl.name
         return _NAMES.get(self.kind, self.kind)
@@ -46,6 +49,11 @@ _PRIMS = {name: T(name) for name in ("int", "uint", "double", "bool", "string", 
 _VAGUE = ("dyn", "unknown", "error", "param")
 NAMESPACES = ("sets", "optional", "format", "strings", "lists", "ip", "math", "base64", "cel",
               "url", "quantity", "semver")  # fmt: skip
+
+
+def optional_of(value: T) -> T:
+    """The optional of a type (``optional_type(int)``)."""
+    return T("optional", (value,))
 
 
 def decl_to_type(decl: Decl) -> T:
@@ -67,6 +75,8 @@ def _spec(text: str) -> T:
         return T("param", decl=Decl(text))
     if text.startswith("list("):
         return T("list", (_spec(text[5:-1]),))
+    if text.startswith("optional("):
+        return optional_of(_spec(text[9:-1]))
     if text.startswith("map("):
         key, _, value = text[4:-1].partition(",")
         return T("map", (_spec(key), _spec(value)))
@@ -139,17 +149,40 @@ SIGNATURES: dict[str, list[tuple[str, list[T], T]]] = {
                             "string_to_timestamp: string -> timestamp",
                             "int64_to_timestamp: int -> timestamp"),
     "dyn": _overloads("to_dyn: A -> dyn"),
+    # the optional types' (cel-go's ``cel.OptionalTypes``, every version: kube-apiserver's)
+    "hasValue": _overloads("optional_hasValue: optional(A) -> bool"),
+    "value": _overloads("optional_value: optional(A) -> A"),
+    "or": _overloads("optional_or_optional: optional(A); optional(A) -> optional(A)"),
+    "orValue": _overloads("optional_orValue_value: optional(A); A -> A"),
+    "first": _overloads("list_first: list(A) -> optional(A)"),
+    "last": _overloads("list_last: list(A) -> optional(A)"),
+    "unwrapOpt": _overloads("optional_unwrapOpt: list(optional(A)) -> list(A)"),
+    "optional.of": _overloads("optional_of: A -> optional(A)"),
+    "optional.ofNonZeroValue": _overloads("optional_ofNonZeroValue: A -> optional(A)"),
+    "optional.none": _overloads("optional_none: -> optional(A)"),
+    "optional.unwrap": _overloads("optional_unwrap: list(optional(A)) -> list(A)"),
+    "_[?_]": _overloads("list_optindex_optional_int: list(A); int -> optional(A)",
+                        "optional_list_optindex_optional_int: optional(list(A)); int -> "
+                        "optional(A)",
+                        "map_optindex_optional_value: map(A, B); A -> optional(B)",
+                        "optional_map_optindex_optional_value: optional(map(A, B)); A -> "
+                        "optional(B)"),
 }  # fmt: skip
-"""Standard CEL's functions (cel-go's ``checker/decls``), by name: ``(overload, params,
-result)``; a member call's receiver is its first parameter."""
-_MEMBER = {"size", *_STRINGS}
+"""Standard CEL's functions (cel-go's ``checker/decls``) and the optional types', by name:
+``(overload, params, result)``; a member call's receiver is its first parameter."""
+SIGNATURES["_[_]"] += _overloads(
+    "optional_list_index_int: optional(list(A)); int -> optional(A)",
+    "optional_map_index_value: optional(map(A, B)); A -> optional(B)",
+)
+_OPTIONAL_MEMBERS = {"hasValue", "value", "or", "orValue", "first", "last", "unwrapOpt"}
+_MEMBER = {"size", *_STRINGS, *_OPTIONAL_MEMBERS}
 _GLOBAL_ONLY = {"int", "uint", "double", "string", "bool", "bytes", "duration", "timestamp",
                 "dyn"}  # fmt: skip
 _RESULTS = {
     "bool": ("isSorted", "isQuantity", "isGreaterThan", "isLessThan", "isURL", "isIP", "isCIDR",
              "isSemver", "isInteger", "containsIP", "containsCIDR", "isCanonical",
              "isUnspecified", "isLoopback", "isLinkLocalMulticast", "isLinkLocalUnicast",
-             "isGlobalUnicast", "hasValue", "validate"),
+             "isGlobalUnicast"),
     "string": ("lowerAscii", "upperAscii", "trim", "replace", "substring", "join", "charAt",
                "format", "quote", "getScheme", "getHost", "getHostname", "getPort",
                "getEscapedPath", "find"),
@@ -158,9 +191,11 @@ _RESULTS = {
             "getDayOfMonth", "getDate", "getDayOfWeek", "getHours", "getMinutes", "getSeconds",
             "getMilliseconds"),
 }  # fmt: skip
+_OPTIONAL_MACROS = {"optMap", "optFlatMap"}
 _BINDERS = {"all", "exists", "existsOne", "exists_one", "map", "filter", "transformList",
             "transformMap", "transformMapEntry", "sortBy"}  # fmt: skip
 _RESULT_OF = {name: _PRIMS[kind] for kind, names in _RESULTS.items() for name in names}
+_RESULT_OF["validate"] = T("optional", (T("list", (_PRIMS["string"],)),))  # a format's errors
 
 
 @dataclass
@@ -174,6 +209,10 @@ class Checked:
 
 
 def _bind(param: T, actual: T, bound: dict[str, T]) -> bool:
+    if actual.kind == "unknown":  # what depends on it is unknown too, not ``dyn``
+        for inner in _params_of(param):
+            bound.setdefault(inner, UNKNOWN)
+        return True
     if actual.kind in _VAGUE or param.kind == "dyn":
         return True
     if param.kind == "param":
@@ -188,6 +227,13 @@ def _bind(param: T, actual: T, bound: dict[str, T]) -> bool:
     if param.kind != actual.kind:
         return False
     return all(_bind(p, a, bound) for p, a in zip(param.params, actual.params, strict=False))
+
+
+def _params_of(t: T) -> list[str]:
+    """The names of the type parameters in a type (``A`` of ``optional(list(A))``)."""
+    if t.kind == "param":
+        return [t.decl.kind if t.decl else ""]
+    return [name for inner in t.params for name in _params_of(inner)]
 
 
 def _same(a: T, b: T) -> bool:
@@ -225,8 +271,8 @@ class _Checker:
         self.out.types[e.id] = found
         return found
 
-    def error(self, e: Expr, message: str) -> T:
-        self.out.errors.append((e.pos, message))
+    def error(self, e: Expr, message: str, *, at: int | None = None) -> T:
+        self.out.errors.append((e.pos if at is None else at, message))
         return ERROR
 
     def visit(self, e: Expr) -> T:
@@ -262,16 +308,31 @@ class _Checker:
     def select(self, e: Expr) -> T:
         assert e.target is not None
         operand = self.check(e.target)
+        if e.test_only:
+            found = self.field(e, operand, e.name)
+            return found if found.kind == "error" else _PRIMS["bool"]
+        return self.field(e, operand, e.name)
+
+    def field(
+        self, e: Expr, operand: T, name: str, *, optional: bool = False, at: int | None = None
+    ) -> T:
+        """A field's type (cel-go's ``checkSelectField``): of an optional's value, and then
+        an optional too, as an optional selection's (``optional``; its errors ``at`` its
+        dot)."""
+        if operand.kind == "optional":
+            operand, optional = operand.params[0], True
         if operand.kind == "object" and operand.decl is not None:
-            found = operand.decl.fields.get(e.name)
+            found = operand.decl.fields.get(name)
             if found is None:
-                return self.error(e, f"undefined field '{e.name}'")
-            return _PRIMS["bool"] if e.test_only else decl_to_type(found)
-        if operand.kind == "map":
-            return _PRIMS["bool"] if e.test_only else operand.params[1]
-        if operand.kind in _VAGUE:
-            return _PRIMS["bool"] if e.test_only else operand
-        return self.error(e, f"type '{operand}' does not support field selection")
+                return self.error(e, f"undefined field '{name}'", at=at)
+            result = decl_to_type(found)
+        elif operand.kind == "map":
+            result = operand.params[1]
+        elif operand.kind in _VAGUE:
+            return operand if operand.kind != "dyn" or not optional else optional_of(DYN)
+        else:
+            return self.error(e, f"type '{operand}' does not support field selection", at=at)
+        return optional_of(result) if optional else result
 
     def comprehension(self, e: Expr) -> T:
         assert e.iter_range is not None
@@ -308,16 +369,27 @@ class _Checker:
             and self.lookup(target.name) is None
             and target.name in NAMESPACES  # a namespaced function (sets.contains...)
         ):
-            for arg in e.args:
-                self.check(arg)
+            args = [self.check(arg) for arg in e.args]
             self.out.types[target.id] = UNKNOWN
+            table = SIGNATURES.get(f"{target.name}.{name}")
+            if table is not None:  # (optional.of...: a global function of its own)
+                return self.overloaded(e, f"{target.name}.{name}", table, None, args)
             return _RESULT_OF.get(name, UNKNOWN)
         if name == ENTRIES and target is not None and target.kind in ("list", "map"):
             return self.optional_entries(target, e.args)
         receiver = self.check(target) if target is not None else None
         if target is not None and name in _BINDERS:  # cel-go's extensions' macros
             return self.binder(e)
+        if receiver is not None and name in _OPTIONAL_MACROS and len(e.args) == 2:
+            return self.optional_macro(e, receiver)
         args = [self.check(arg) for arg in e.args]
+        if receiver is not None and name == SELECT:  # ``x.?f``
+            if not (e.args and e.args[0].kind == "lit" and e.args[0].name == "string"):
+                return UNKNOWN
+            dot = e.pos - len(SELECT) - 1  # (the call's position is its parenthesis')
+            return self.field(e, receiver, str(e.args[0].value), optional=True, at=dot)
+        if receiver is not None and name == INDEX:  # ``x[?k]``: cel-go's global ``_[?_]``
+            return self.overloaded(e, "_[?_]", SIGNATURES["_[?_]"], None, [receiver, *args])
         table = SIGNATURES.get(name)
         member = target is not None
         if (
@@ -328,6 +400,17 @@ class _Checker:
             return self.library(e, receiver, args)
         if member and name in _GLOBAL_ONLY:
             return UNKNOWN
+        return self.overloaded(e, name, table, receiver, args)
+
+    def overloaded(
+        self,
+        e: Expr,
+        name: str,
+        table: list[tuple[str, list[T], T]],
+        receiver: T | None,
+        args: list[T],
+    ) -> T:
+        """A call's type by the overloads its operands match; none: cel-go's error."""
         operands = [receiver, *args] if receiver is not None else args
         if any(t.kind == "error" for t in operands):
             return ERROR
@@ -352,16 +435,31 @@ class _Checker:
             return results[0]
         return DYN
 
+    def optional_macro(self, e: Expr, receiver: T) -> T:
+        """``x.optMap(v, f)`` (an optional of ``f``'s value) and ``x.optFlatMap(v, f)`` (``f``,
+        an optional), ``v`` the optional's value; of what this module does not know the type
+        of (or no optional), of unknown type."""
+        variable, body = e.args
+        value = receiver.params[0] if receiver.kind == "optional" else UNKNOWN
+        self.scopes.append({variable.name: value} if variable.kind == "ident" else {})
+        found = self.check(body)
+        self.scopes.pop()
+        if receiver.kind != "optional" or found.kind == "error":
+            return UNKNOWN if found.kind != "error" else ERROR
+        if e.name == "optMap":
+            return optional_of(found)
+        return found if found.kind in ("optional", *_VAGUE) else UNKNOWN
+
     def optional_entries(self, literal: Expr, args: list[Expr]) -> T:
         """A list or map literal with optional entries (``[a, ?b]``, ``{?k: v}``): each
-        optional entry's value must be an optional (this module has no optional type: one of a
-        known type is refused, as cel-go refuses it); the literal is of unknown type (and cost)."""
+        optional entry's value must be an optional (one of another known type is refused, as
+        cel-go refuses it); the literal is of unknown type (and cost)."""
         marks = str(args[0].value)[1:-1] if args and args[0].kind == "lit" else ""
         values = literal.args if literal.kind == "list" else [v for _, v in literal.entries]
         keys = [self.check(key) for key, _ in literal.entries]
         for value, mark in zip(values, marks, strict=False):
             found = self.check(value)
-            if mark == "?" and found.kind not in _VAGUE:
+            if mark == "?" and found.kind not in ("optional", *_VAGUE):
                 self.error(value, f"expected type 'optional_type({found})' but found '{found}'")
         del keys  # (checked for their errors)
         self.out.types[literal.id] = UNKNOWN

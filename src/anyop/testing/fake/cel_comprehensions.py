@@ -1,7 +1,7 @@
 """cel-go's two-variable comprehensions (ext.TwoVarComprehensions, in kube-apiserver's CEL
 environment since 1.32) for cel-python: ``all``, ``exists``, ``existsOne`` (``exists_one``)
 with an index or key and a value, ``transformList``, ``transformMap`` and ``transformMapEntry``
-(with an optional filter).
+(with an optional filter); and the optional types' macros, ``optMap`` and ``optFlatMap``.
 
 :class:`Runner` is cel-python's interpreting runner whose evaluator reads these macros (on a
 list: the index and the element; on a map: the key and the value) and leaves the others to
@@ -18,10 +18,13 @@ import lark
 from celpy import InterpretedRunner, celtypes
 from celpy.evaluation import CELEvalError, Context, Evaluator
 
+from anyop.testing.fake.cel_kinds import Optional
+
 __all__ = ["Runner"]
 
 _QUANTIFIERS = {"all", "exists", "existsOne", "exists_one"}
 _TRANSFORMS = {"transformList", "transformMap", "transformMapEntry"}
+_OPTIONAL_MACROS = {"optMap", "optFlatMap"}
 
 
 def _name(tree: Any) -> str | None:
@@ -108,6 +111,8 @@ class _Evaluator(Evaluator):
         method = tree.children[1]
         args = tree.children[2].children if len(tree.children) == 3 else []
         name = str(method) if isinstance(method, lark.Token) else ""
+        if name in _OPTIONAL_MACROS and len(args) == 2:
+            return self.optional_macro(name, tree.children[0], args)
         wanted = (3,) if name in _QUANTIFIERS else (3, 4) if name in _TRANSFORMS else ()
         if len(args) not in wanted:
             return super().member_dot_arg(tree)
@@ -136,6 +141,27 @@ class _Evaluator(Evaluator):
             return _quantified(name, (runs[0](key, value) for key, value in pairs))
         keep = runs[0] if len(runs) == 2 else None
         return _transformed(name, pairs, keep, runs[-1])
+
+    def optional_macro(self, name: str, target: Any, args: list[Any]) -> Any:
+        """``x.optMap(v, f)``: ``optional.of(f)`` with ``v`` the value of ``x``, or none;
+        ``x.optFlatMap(v, f)``: ``f`` (an optional), or none."""
+        variable = _name(args[0])
+        if variable is None:
+            return CELEvalError(f"{name}() variable name must be a simple identifier")
+        held = self.visit(target)
+        if isinstance(held, CELEvalError):
+            return held
+        if not isinstance(held, Optional):
+            return CELEvalError("no such overload")
+        if not held.present:
+            return Optional()
+        try:
+            result = self.sub_evaluator(ast=args[1]).evaluate({variable: held.value})
+        except CELEvalError as exc:
+            return exc
+        if isinstance(result, CELEvalError) or name == "optFlatMap":
+            return result
+        return Optional(result, True)
 
 
 class Runner(InterpretedRunner):

@@ -52,6 +52,15 @@ def _union(a: Range, b: Range) -> Range:
     return min(a[0], b[0]), max(a[1], b[1])
 
 
+_SCALARS = ("bool", "double", "duration", "int", "timestamp", "uint")
+_UNKNOWN_TYPE = T("unknown")
+
+
+def _scalar(t: T) -> bool:
+    """Whether values of a type are of one size (``isScalar``: an optional of one too)."""
+    return t.kind in _SCALARS or (t.kind == "optional" and _scalar(t.params[0]))
+
+
 @dataclass
 class _Entry:
     kind: str  # list or map
@@ -126,7 +135,7 @@ class _Coster:
         if (found := self.estimate(self.path(e))) is not None:
             self.sizes[e.id] = found
             return found
-        if self.kind(e) in ("bool", "double", "duration", "int", "timestamp", "uint"):
+        if _scalar(self.checked.types.get(e.id, _UNKNOWN_TYPE)):
             return 1, 1
         if e.kind == "ident" and (var := self.local(e.name)) is not None and var.size:
             return var.size
@@ -243,7 +252,25 @@ class _Coster:
                 self.entries[e.id] = step_entry
         return total
 
+    def optional_macro(self, e: Expr) -> Range:
+        """``x.optMap(v, f)`` as cel-go expands it: ``x.hasValue() ? optional.of(f)`` (``v``
+        an accumulator of ``x.value()``, over an empty list) ``: optional.none()``;
+        ``optFlatMap`` without the ``optional.of``."""
+        assert e.target is not None
+        target = self.cost(e.target)
+        optional = self.checked.types.get(e.target.id)
+        scalar = optional is not None and _scalar(optional)
+        self.push(e.args[0].name, _Local([], (1, 1) if scalar else None, None))
+        body = self.cost(e.args[1])
+        self.pop(e.args[0].name)
+        comprehension = _add(_add((10, 10), _add(target, (1, 1))), body)  # [], x.value(), f
+        then = _add(comprehension, (1, 1)) if e.name == "optMap" else comprehension
+        return _add(_add(target, (1, 1)), _union(then, (1, 1)))
+
     def call(self, e: Expr) -> Range:
+        macro = e.name in ("optMap", "optFlatMap") and e.target is not None
+        if macro and len(e.args) == 2 and e.args[0].kind == "ident":
+            return self.optional_macro(e)
         if e.name == "dyn" and e.target is None and len(e.args) == 1:
             unwrapped = _add((1, 1), self.cost(e.args[0]))
             if (found := self.size(e.args[0])) is not None:

@@ -351,6 +351,34 @@ def _has_value(optional: Any) -> Any:
     return celtypes.BoolType(_optional(optional).present)
 
 
+def _end(at: int) -> Callable[[Any], Any]:
+    """A list's ``first()`` (``at`` 0) or ``last()`` (-1): an optional of the element."""
+
+    def end(items: Any) -> Any:
+        listed = as_list(items)
+        return Optional(listed[at], True) if listed else Optional()
+
+    return end
+
+
+def _unwrapped(items: Any) -> Any:
+    """``optional.unwrap(list)``, ``list.unwrapOpt()``: the values of the optionals that have
+    one."""
+    found = []
+    for item in as_list(items):
+        if not isinstance(item, Optional):
+            fail(f"value {item} is not optional")
+        if item.present:
+            found.append(item.value)
+    return celtypes.ListType(found)
+
+
+def _unwrap(namespace: Any, items: Any) -> Any:
+    if not is_namespace(namespace, "optional"):
+        raise TypeError("unwrap")
+    return _unwrapped(items)
+
+
 # -- the functions ----------------------------------------------------------------------------
 
 
@@ -368,6 +396,7 @@ _METHODS: dict[str, Callable[..., Any]] = {
     "find": _find, "findAll": _find_all,
     "of": _optional_of, "ofNonZeroValue": _optional_of_non_zero, "none": _optional_none,
     "value": _value, "orValue": _or_value, "or": _or, "hasValue": _has_value,
+    "first": _end(0), "last": _end(-1), "unwrap": _unwrap, "unwrapOpt": _unwrapped,
     cel_optional.SELECT: lambda target, name: cel_optional.select(
         target, name, optional=Optional, none=Optional),
     cel_optional.INDEX: lambda target, key: cel_optional.index(

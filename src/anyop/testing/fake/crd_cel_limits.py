@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from anyop.testing.fake.cel_ast import Expr, parsed, syntax_error
-from anyop.testing.fake.cel_check import UNKNOWN, check, decl_to_type
+from anyop.testing.fake.cel_check import UNKNOWN, check, decl_to_type, optional_of
 from anyop.testing.fake.cel_cost import MAX, estimated_cost
 from anyop.testing.fake.cel_decls import Decl, decl_type, max_cardinality
 from anyop.testing.fake.cel_optional import desugared, source_offset
@@ -193,7 +193,7 @@ class _Walk:
         if not text.strip():
             return
         self_type = decl_to_type(decl)
-        old_type = UNKNOWN if rule.get("optionalOldSelf") else self_type
+        old_type = optional_of(self_type) if rule.get("optionalOldSelf") else self_type
         expr, failure = compiled_cel(text)
         error: str | None = None
         cost = 0
