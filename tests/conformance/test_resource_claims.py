@@ -216,6 +216,17 @@ SELECTORS = [
     "device.attributes.exists(domain, domain.endsWith('.com'))",
     "device.driver.size() < 3 ? true : false",
     "device.driver + 1 == 'x'",
+    # costs: loops over the attributes (32 domains of 32 each), the estimate near 1,000,000
+    "device.attributes.all(d, device.attributes[d].all(k, k.size() < 10))",
+    "device.attributes['dra.example.com'].model.matches('^[a-z]+$')",
+    "device.attributes.all(d, device.attributes[d].all(k, device.capacity.all(c, c != d)))",
+    "device.attributes.exists(d, device.attributes.exists(e, device.attributes.exists(f, "
+    "d + e + f == 'x')))",
+    "device.attributes.all(d, device.attributes[d].all(k, device.attributes[d][k] == 'x' || "
+    "device.attributes.all(e, e.matches(d + k))))",
+    "device.driver.matches(device.driver + device.driver)",
+    "device.attributes.all(d, device.attributes[d].all(k, device.attributes.all(e, "
+    "device.attributes[e].all(j, device.attributes[e][j].model == 'x'))))",
 ]
 
 

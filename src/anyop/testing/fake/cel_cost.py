@@ -114,7 +114,11 @@ class _Coster:
             if name in ("@items", "@values"):
                 node = node.elem
             elif name == "@keys":
-                return (0, 0) if node.kind == "map" else None  # keys: a StringType of no size
+                if node.key is None:  # keys: a StringType of no size
+                    return (0, 0) if node.kind == "map" else None
+                node = node.key
+            elif node.kind == "map" and node.by_name:
+                node = node.elem
             else:
                 node = node.fields.get(name) if node.kind == "object" else None
             if node is None:

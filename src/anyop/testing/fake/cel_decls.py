@@ -35,7 +35,9 @@ _ESCAPES = {"__": "__underscores__", ".": "__dot__", "-": "__dash__", "/": "__sl
 class Decl:
     """A ``DeclType``: ``kind`` is ``object``, ``list``, ``map``, ``string``, ``bytes``, ``int``,
     ``double``, ``bool``, ``timestamp``, ``duration`` or ``dyn``; ``name`` the object type's name
-    (``selfType`` and its path, as ``MaybeAssignTypeName`` names them)."""
+    (``selfType`` and its path, as ``MaybeAssignTypeName`` names them); a map's ``key``, where
+    its keys have a size of their own (a CRD's have none); ``by_name``: a map whose values a
+    field selection's size estimate reaches too (DRA's attributes: ``attributes["d"].model``)."""
 
     kind: str
     max_elements: int = 0
@@ -43,6 +45,8 @@ class Decl:
     fields: dict[str, Decl] = field(default_factory=dict)
     elem: Decl | None = None
     name: str = "object"
+    key: Decl | None = None
+    by_name: bool = False
 
 
 def escaped(name: str) -> str | None:

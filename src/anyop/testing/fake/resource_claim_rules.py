@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from anyop.testing.fake.csi_rules import driver_name_causes
-from anyop.testing.fake.dra_selectors import selector_error
+from anyop.testing.fake.dra_selectors import selector_refusal
 from anyop.testing.fake.field_errors import duplicate, forbidden, required_because, too_long
 from anyop.testing.fake.go_json import go_marshalled, go_quoted
 from anyop.testing.fake.object_meta import (
@@ -178,7 +178,7 @@ def _fully_qualified_name(name: str, field: str) -> Causes:
 
 def _selectors(selectors: list[Any], field: str) -> Causes:
     """``validateSelectorSlice``: each with a CEL expression, not too long, that compiles
-    (:func:`~anyop.testing.fake.dra_selectors.selector_error`)."""
+    within its cost limit (:func:`~anyop.testing.fake.dra_selectors.selector_refusal`)."""
     if len(selectors) > _SELECTORS_MAX:
         return [too_many(field, len(selectors), _SELECTORS_MAX)]
     causes: Causes = []
@@ -190,8 +190,10 @@ def _selectors(selectors: list[Any], field: str) -> Causes:
             causes.append(required(f"{field}[{index}].cel"))
         elif len(expression.encode()) > _EXPRESSION_MAX:
             causes.append(too_long(where, _EXPRESSION_MAX))
-        elif (error := selector_error(expression)) is not None:
-            causes.append(invalid(where, go_quoted(expression), error))
+        elif (refusal := selector_refusal(expression)) is not None:
+            costly, detail = refusal
+            causes.append(forbidden(where, detail) if costly else
+                          invalid(where, go_quoted(expression), detail))  # fmt: skip
     return causes
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from anyop.testing.fake.dra_selectors import selector_error
+from anyop.testing.fake.dra_selectors import selector_refusal
 
 
 @pytest.mark.parametrize(
@@ -17,7 +17,7 @@ from anyop.testing.fake.dra_selectors import selector_error
     ],
 )
 def test_a_selector_that_compiles(expression: str) -> None:
-    assert selector_error(expression) is None
+    assert selector_refusal(expression) is None
 
 
 @pytest.mark.parametrize(
@@ -35,4 +35,19 @@ def test_a_selector_that_compiles(expression: str) -> None:
     ],
 )  # fmt: skip
 def test_a_selector_refused_in_cel_go_s_words(expression: str, error: str) -> None:
-    assert selector_error(expression) == error
+    assert selector_refusal(expression) == (False, error)
+
+
+@pytest.mark.parametrize(
+    ("expression", "refused"),
+    [
+        ("device.attributes.all(d, device.attributes[d].all(k, device.capacity.all(c, c != d)))",
+         False),  # 399,619
+        ("device.attributes.exists(d, device.attributes.exists(e, device.attributes.exists(f, "
+         "d + e + f == 'x')))", True),  # 1,318,115: the domains' names are of 63 characters
+        ("device.attributes['d'].model.matches(device.attributes['d'].model)", False),
+    ],
+)  # fmt: skip
+def test_a_selector_over_the_cost_limit_is_too_complex(expression: str, refused: bool) -> None:
+    expected = (True, "too complex, exceeds cost limit") if refused else None
+    assert selector_refusal(expression) == expected
