@@ -16,8 +16,9 @@ import math
 from dataclasses import dataclass
 
 from anyop.testing.fake.cel_ast import Expr
-from anyop.testing.fake.cel_check import NAMESPACES, Checked, T, is_accumulator
+from anyop.testing.fake.cel_check import Checked, is_accumulator
 from anyop.testing.fake.cel_decls import Decl
+from anyop.testing.fake.cel_signatures import NAMESPACES, T
 
 __all__ = ["MAX", "estimated_cost"]
 

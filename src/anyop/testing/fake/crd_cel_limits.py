@@ -18,10 +18,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from anyop.testing.fake.cel_ast import Expr, parsed, syntax_error
-from anyop.testing.fake.cel_check import UNKNOWN, check, decl_to_type, optional_of
+from anyop.testing.fake.cel_check import check
 from anyop.testing.fake.cel_cost import MAX, estimated_cost
 from anyop.testing.fake.cel_decls import Decl, decl_type, max_cardinality
 from anyop.testing.fake.cel_optional import desugared, source_offset
+from anyop.testing.fake.cel_signatures import UNKNOWN, decl_to_type, optional_of
 from anyop.testing.fake.go_json import go_quoted
 from anyop.testing.fake.statuses import Cause
 

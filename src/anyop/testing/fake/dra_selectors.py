@@ -17,9 +17,10 @@ exceeds cost limit``.
 
 from __future__ import annotations
 
-from anyop.testing.fake.cel_check import UNKNOWN, check_with, decl_to_type
+from anyop.testing.fake.cel_check import check_with
 from anyop.testing.fake.cel_cost import estimated_cost
 from anyop.testing.fake.cel_decls import Decl
+from anyop.testing.fake.cel_signatures import UNKNOWN, decl_to_type
 from anyop.testing.fake.crd_cel_limits import cel_issues, compiled_cel
 
 __all__ = ["COST_LIMIT", "DEVICE", "TOO_COMPLEX", "selector_refusal"]

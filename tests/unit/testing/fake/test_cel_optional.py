@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from anyop.testing.fake import cel_rules
-from anyop.testing.fake.cel_check import UNKNOWN, check
+from anyop.testing.fake.cel_check import check
 from anyop.testing.fake.cel_optional import desugared, source_offset
+from anyop.testing.fake.cel_signatures import UNKNOWN
 from anyop.testing.fake.crd_cel_limits import compiled_cel
 
 

@@ -1,0 +1,208 @@
+"""The CEL types of kube-apiserver's CRD rules, and the signatures of the functions their type
+checker knows (cel-go's standard declarations, the optional types', and the libraries of
+Kubernetes' CEL environment it types); :mod:`~anyop.testing.fake.cel_check` checks with them.
+
+Pure: tables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from anyop.testing.fake.cel_decls import Decl
+
+__all__ = [
+    "BINDERS",
+    "DYN",
+    "ERROR",
+    "GLOBAL_ONLY",
+    "MEMBER",
+    "NAMESPACES",
+    "OPTIONAL_MACROS",
+    "PRIMS",
+    "RESULT_OF",
+    "SIGNATURES",
+    "UNKNOWN",
+    "VAGUE",
+    "T",
+    "decl_to_type",
+    "optional_of",
+]
+
+
+@dataclass(frozen=True, eq=False)
+class T:
+    """A CEL type: ``kind`` a primitive's name, ``list``, ``map``, ``optional`` (its value's
+    type the parameter), ``object`` (``decl``), ``dyn``, ``type``, ``param`` (an overload's type
+    parameter), ``error`` or ``unknown``."""
+
+    kind: str
+    params: tuple[T, ...] = ()
+    decl: Decl | None = None
+
+    def __str__(self) -> str:
+        if self.kind == "list":
+            return f"list({self.params[0]})"
+        if self.kind == "map":
+            return f"map({self.params[0]}, {self.params[1]})"
+        if self.kind == "optional":
+            return f"optional_type({self.params[0]})"
+        if self.kind == "object" and self.decl is not None:
+            return self.decl.name
+        return _NAMES.get(self.kind, self.kind)
+
+
+_NAMES = {"timestamp": "google.protobuf.Timestamp", "duration": "google.protobuf.Duration"}
+DYN, UNKNOWN, ERROR = T("dyn"), T("unknown"), T("error")
+PRIMS = {name: T(name) for name in ("int", "uint", "double", "bool", "string", "bytes",
+                                      "null_type", "timestamp", "duration", "type")}  # fmt: skip
+VAGUE = ("dyn", "unknown", "error", "param")
+NAMESPACES = ("sets", "optional", "format", "strings", "lists", "ip", "math", "base64", "cel",
+              "url", "quantity", "semver")  # fmt: skip
+
+
+def optional_of(value: T) -> T:
+    """The optional of a type (``optional_type(int)``)."""
+    return T("optional", (value,))
+
+
+def decl_to_type(decl: Decl) -> T:
+    """A schema node's CEL type."""
+    if decl.kind == "list" and decl.elem is not None:
+        return T("list", (decl_to_type(decl.elem),))
+    if decl.kind == "map" and decl.elem is not None:
+        return T("map", (PRIMS["string"], decl_to_type(decl.elem)))
+    if decl.kind == "object":
+        return T("object", decl=decl)
+    if decl.kind == "dyn":
+        return DYN
+    return PRIMS[decl.kind]
+
+
+def _spec(text: str) -> T:
+    text = text.strip()
+    if text in ("A", "B"):
+        return T("param", decl=Decl(text))
+    if text.startswith("list("):
+        return T("list", (_spec(text[5:-1]),))
+    if text.startswith("optional("):
+        return optional_of(_spec(text[9:-1]))
+    if text.startswith("map("):
+        key, _, value = text[4:-1].partition(",")
+        return T("map", (_spec(key), _spec(value)))
+    return DYN if text == "dyn" else PRIMS[text]
+
+
+def _overloads(*rows: str) -> list[tuple[str, list[T], T]]:
+    """``id: param, param -> result`` rows."""
+    table = []
+    for row in rows:
+        name, _, rest = row.partition(":")
+        params, _, result = rest.partition("->")
+        table.append((name.strip(), [_spec(p) for p in params.split(";") if p.strip()],
+                      _spec(result)))  # fmt: skip
+    return table
+
+
+_NUMERIC = ("int", "uint", "double")
+_ORDERED = (*_NUMERIC, "string", "bytes", "bool", "timestamp", "duration")
+_COMPARE = [f"{a}_{b}: {a}; {b} -> bool" for a in _ORDERED for b in _ORDERED
+            if a == b or (a in _NUMERIC and b in _NUMERIC)]  # fmt: skip
+_STRINGS = {"matches": "matches_string", "startsWith": "starts_with_string",
+            "endsWith": "ends_with_string", "contains": "contains_string"}  # fmt: skip
+SIGNATURES: dict[str, list[tuple[str, list[T], T]]] = {
+    "_+_": _overloads("add_int64: int; int -> int", "add_uint64: uint; uint -> uint",
+                      "add_double: double; double -> double",
+                      "add_string: string; string -> string", "add_bytes: bytes; bytes -> bytes",
+                      "add_list: list(A); list(A) -> list(A)",
+                      "add_timestamp_duration: timestamp; duration -> timestamp",
+                      "add_duration_timestamp: duration; timestamp -> timestamp",
+                      "add_duration_duration: duration; duration -> duration"),
+    "_-_": _overloads("subtract_int64: int; int -> int", "subtract_uint64: uint; uint -> uint",
+                      "subtract_double: double; double -> double",
+                      "subtract_timestamp_timestamp: timestamp; timestamp -> duration",
+                      "subtract_timestamp_duration: timestamp; duration -> timestamp",
+                      "subtract_duration_duration: duration; duration -> duration"),
+    **{op: _overloads(*(f"{name}_{t}: {t}; {t} -> {t}" for t in types)) for op, name, types in (
+        ("_*_", "multiply", _NUMERIC), ("_/_", "divide", _NUMERIC),
+        ("_%_", "modulo", ("int", "uint")))},
+    "-_": _overloads("negate_int64: int -> int", "negate_double: double -> double"),
+    "!_": _overloads("logical_not: bool -> bool"),
+    "_&&_": _overloads("logical_and: bool; bool -> bool"),
+    "_||_": _overloads("logical_or: bool; bool -> bool"),
+    "_?_:_": _overloads("conditional: bool; A; A -> A"),
+    "_==_": _overloads("equals: A; A -> bool"),
+    "_!=_": _overloads("not_equals: A; A -> bool"),
+    **{op: _overloads(*(f"less_{row}" if op in ("_<_", "_<=_") else f"greater_{row}"
+                        for row in _COMPARE)) for op in ("_<_", "_<=_", "_>_", "_>=_")},
+    "@in": _overloads("in_list: A; list(A) -> bool", "in_map: A; map(A, B) -> bool"),
+    "_[_]": _overloads("index_list: list(A); int -> A", "index_map: map(A, B); A -> B"),
+    "@not_strictly_false": _overloads("not_strictly_false: bool -> bool"),
+    "size": _overloads("size_string: string -> int", "size_bytes: bytes -> int",
+                       "size_list: list(A) -> int", "size_map: map(A, B) -> int"),
+    **{name: _overloads(f"{oid}: string; string -> bool") for name, oid in _STRINGS.items()},
+    "int": _overloads("int64_to_int64: int -> int", "uint64_to_int64: uint -> int",
+                      "double_to_int64: double -> int", "string_to_int64: string -> int",
+                      "timestamp_to_int64: timestamp -> int"),
+    "uint": _overloads("uint64_to_uint64: uint -> uint", "int64_to_uint64: int -> uint",
+                       "double_to_uint64: double -> uint", "string_to_uint64: string -> uint"),
+    "double": _overloads("double_to_double: double -> double", "int64_to_double: int -> double",
+                         "uint64_to_double: uint -> double",
+                         "string_to_double: string -> double"),
+    "string": _overloads(*(f"{t}_to_string: {t} -> string" for t in (
+        "int", "uint", "double", "bool", "string", "bytes", "timestamp", "duration"))),
+    "bool": _overloads("bool_to_bool: bool -> bool", "string_to_bool: string -> bool"),
+    "bytes": _overloads("bytes_to_bytes: bytes -> bytes", "string_to_bytes: string -> bytes"),
+    "duration": _overloads("duration_to_duration: duration -> duration",
+                           "string_to_duration: string -> duration"),
+    "timestamp": _overloads("timestamp_to_timestamp: timestamp -> timestamp",
+                            "string_to_timestamp: string -> timestamp",
+                            "int64_to_timestamp: int -> timestamp"),
+    "dyn": _overloads("to_dyn: A -> dyn"),
+    # the optional types' (cel-go's ``cel.OptionalTypes``, every version: kube-apiserver's)
+    "hasValue": _overloads("optional_hasValue: optional(A) -> bool"),
+    "value": _overloads("optional_value: optional(A) -> A"),
+    "or": _overloads("optional_or_optional: optional(A); optional(A) -> optional(A)"),
+    "orValue": _overloads("optional_orValue_value: optional(A); A -> A"),
+    "first": _overloads("list_first: list(A) -> optional(A)"),
+    "last": _overloads("list_last: list(A) -> optional(A)"),
+    "unwrapOpt": _overloads("optional_unwrapOpt: list(optional(A)) -> list(A)"),
+    "optional.of": _overloads("optional_of: A -> optional(A)"),
+    "optional.ofNonZeroValue": _overloads("optional_ofNonZeroValue: A -> optional(A)"),
+    "optional.none": _overloads("optional_none: -> optional(A)"),
+    "optional.unwrap": _overloads("optional_unwrap: list(optional(A)) -> list(A)"),
+    "_[?_]": _overloads("list_optindex_optional_int: list(A); int -> optional(A)",
+                        "optional_list_optindex_optional_int: optional(list(A)); int -> "
+                        "optional(A)",
+                        "map_optindex_optional_value: map(A, B); A -> optional(B)",
+                        "optional_map_optindex_optional_value: optional(map(A, B)); A -> "
+                        "optional(B)"),
+}  # fmt: skip
+"""Standard CEL's functions (cel-go's ``checker/decls``) and the optional types', by name:
+``(overload, params, result)``; a member call's receiver is its first parameter."""
+SIGNATURES["_[_]"] += _overloads(
+    "optional_list_index_int: optional(list(A)); int -> optional(A)",
+    "optional_map_index_value: optional(map(A, B)); A -> optional(B)",
+)
+_OPTIONAL_MEMBERS = {"hasValue", "value", "or", "orValue", "first", "last", "unwrapOpt"}
+MEMBER = {"size", *_STRINGS, *_OPTIONAL_MEMBERS}
+GLOBAL_ONLY = {"int", "uint", "double", "string", "bool", "bytes", "duration", "timestamp",
+                "dyn"}  # fmt: skip
+_RESULTS = {
+    "bool": ("isSorted", "isQuantity", "isGreaterThan", "isLessThan", "isURL", "isIP", "isCIDR",
+             "isSemver", "isInteger", "containsIP", "containsCIDR", "isCanonical",
+             "isUnspecified", "isLoopback", "isLinkLocalMulticast", "isLinkLocalUnicast",
+             "isGlobalUnicast"),
+    "string": ("lowerAscii", "upperAscii", "trim", "replace", "substring", "join", "charAt",
+               "format", "quote", "getScheme", "getHost", "getHostname", "getPort",
+               "getEscapedPath", "find"),
+    "int": ("indexOf", "lastIndexOf", "compareTo", "asInteger", "sign", "prefixLength",
+            "family", "major", "minor", "patch", "getFullYear", "getMonth", "getDayOfYear",
+            "getDayOfMonth", "getDate", "getDayOfWeek", "getHours", "getMinutes", "getSeconds",
+            "getMilliseconds"),
+}  # fmt: skip
+OPTIONAL_MACROS = {"optMap", "optFlatMap"}
+BINDERS = {"all", "exists", "existsOne", "exists_one", "map", "filter", "transformList",
+            "transformMap", "transformMapEntry", "sortBy"}  # fmt: skip
+RESULT_OF = {name: PRIMS[kind] for kind, names in _RESULTS.items() for name in names}
+RESULT_OF["validate"] = T("optional", (T("list", (PRIMS["string"],)),))  # a format's errors
