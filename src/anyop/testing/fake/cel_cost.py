@@ -323,9 +323,14 @@ class _Coster:
     ) -> tuple[Range, Range | None]:
         """A call's own cost (its arguments' added by the caller) and its result's size."""
         args = e.args
+        extension = self.extension(overload, target, args)
+        if extension is not None:
+            return extension
         library = self.library(function, overload, target, args)
         if library is not None:
             return library
+        if overload == "string_format" and target is not None:
+            return _by(self.size_or_unknown(target), _STRING_FACTOR), None
         if overload == "string_to_bytes" and len(args) == 1:
             sz = self.size_or_unknown(args[0])
             return _by(sz, _STRING_FACTOR), (sz[0], min(sz[1] * 4, MAX))
@@ -367,6 +372,38 @@ class _Coster:
             return _by((1 if smallest > 0 else 0, smallest), _STRING_FACTOR), None
         return (1, 1), None
 
+    def extension(
+        self, overload: str, target: Expr | None, args: list[Expr]
+    ) -> tuple[Range, Range | None] | None:
+        """The estimates cel-go's lists (version 3) and sets extensions give their overloads
+        (``OverloadCostEstimate``): a list they make costs its base and a call besides."""
+        if overload.startswith("list_sets_") and len(args) == 2:
+            times = 2 if overload == "list_sets_equivalent_list" else 1
+            pairs = _mul(self.node_size(args[0]), self.node_size(args[1]))
+            return _add(_by(pairs, times), (1, 1)), None
+        made: Range | None = None  # the size of the list made, and the cost of an element
+        factor = 1.0
+        if overload == "lists_range" and target is None and len(args) == 1:
+            made = _fixed(_int_literal(args[0], MAX))
+        elif target is None:
+            return None
+        elif overload == "list_slice" and len(args) == 2:
+            size = self.node_size(target)
+            start, end = _int_literal(args[0], 0), _int_literal(args[1], size[1])
+            made = _fixed((end - start) % 2**64)
+        elif overload in ("list_reverse", "list_flatten", "list_flatten_int"):
+            made = self.node_size(target)
+            if overload == "list_flatten_int" and len(args) == 1:
+                factor = float(_int_literal(args[0], MAX))
+        elif overload == "list_distinct" or overload.endswith("_sort"):
+            size = self.node_size(target)
+            made, factor = _mul(size, size), 2.0
+            if overload in ("list_string_sort", "list_bytes_sort"):
+                factor += _STRING_FACTOR
+        if made is None:
+            return None
+        return _add(_by(made, factor), (11, 11)), made  # (the list's base 10, the call's 1)
+
     def library(
         self, function: str, overload: str, target: Expr | None, args: list[Expr]
     ) -> tuple[Range, Range | None] | None:
@@ -379,6 +416,17 @@ class _Coster:
                     element = _add(element, _by(self.element_size(target), _STRING_FACTOR))
                 return _mul(self.node_size(target), element), None
             return _by(self.node_size(target), _STRING_FACTOR), None
+        if function == "replace" and target and len(args) >= 2:
+            size = self.node_size(target)
+            made = _replaced(size, self.node_size(args[0]), self.node_size(args[1]))
+            return _by(size, 2 * _STRING_FACTOR), made
+        if function == "join" and target:
+            items = self.node_size(target)
+            made = _mul(items, self.element_size(target))
+            if args:
+                separators = (max(items[0] - 1, 0), max(items[1] - 1, 0))
+                made = _add(made, _mul(self.node_size(args[0]), separators))
+            return _by(made, _STRING_FACTOR), made
         if function in ("url", "jsonpatch.escapeKey") and len(args) == 1:
             size = self.node_size(args[0])
             return _by(size, _STRING_FACTOR), size
@@ -408,6 +456,35 @@ class _Coster:
         if function in _UNIT:
             return (1, 1), None
         return None
+
+
+def _fixed(n: int) -> Range:
+    return min(n, MAX), min(n, MAX)
+
+
+def _int_literal(e: Expr, default: int) -> int:
+    """``nodeAsIntValue``: an int literal's value (0 for a negative one), else ``default``."""
+    if e.kind == "lit" and e.name == "int":
+        return max(int(e.value), 0)
+    return default
+
+
+def _replaced(size: Range, old: Range, new: Range) -> Range:
+    """The size of ``replace``'s result (Kubernetes' estimate): the most replacements of the
+    shortest ``old`` by the longest ``new``, the fewest the other way round."""
+    if old[0] == 0:  # an empty one surrounds every character
+        most, kept_most = (size[1] + 1 if size[1] < MAX else size[1]), size[1]
+    elif new[1] <= old[0]:
+        most, kept_most = 0, size[1]
+    else:
+        most, kept_most = math.ceil(size[1] / old[0]), 0
+    if old[1] == 0:
+        least, kept_least = (size[0] + 1 if size[0] < MAX else size[0]), size[0]
+    elif old[1] <= new[0]:
+        least, kept_least = 0, size[0]
+    else:
+        least, kept_least = math.ceil(size[0] / old[1]), 0
+    return _add(_mul((least, most), new), (kept_least, kept_most))
 
 
 _UNIT = {"masked", "prefixLength", "family", "isUnspecified", "isLoopback", "format.named",

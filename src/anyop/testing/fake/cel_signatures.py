@@ -184,8 +184,57 @@ SIGNATURES["_[_]"] += _overloads(
     "optional_list_index_int: optional(list(A)); int -> optional(A)",
     "optional_map_index_value: optional(map(A, B)); A -> optional(B)",
 )
+_COMPARABLE = ("int", "uint", "double", "bool", "duration", "timestamp", "string", "bytes")
+_LIBRARIES: dict[str, list[tuple[str, list[T], T]]] = {
+    # cel-go's strings extension, version 2
+    "charAt": _overloads("string_char_at_int: string; int -> string"),
+    "indexOf": _overloads("string_index_of_string: string; string -> int",
+                          "string_index_of_string_int: string; string; int -> int",
+                          "list_a_index_of_int: list(A); A -> int"),
+    "lastIndexOf": _overloads("string_last_index_of_string: string; string -> int",
+                              "string_last_index_of_string_int: string; string; int -> int",
+                              "list_a_last_index_of_int: list(A); A -> int"),
+    "lowerAscii": _overloads("string_lower_ascii: string -> string"),
+    "upperAscii": _overloads("string_upper_ascii: string -> string"),
+    "replace": _overloads("string_replace_string_string: string; string; string -> string",
+                          "string_replace_string_string_int: string; string; string; int -> "
+                          "string"),
+    "split": _overloads("string_split_string: string; string -> list(string)",
+                        "string_split_string_int: string; string; int -> list(string)"),
+    "substring": _overloads("string_substring_int: string; int -> string",
+                            "string_substring_int_int: string; int; int -> string"),
+    "trim": _overloads("string_trim: string -> string"),
+    "format": _overloads("string_format: string; list(dyn) -> string"),
+    "join": _overloads("list_join: list(string) -> string",
+                       "list_join_string: list(string); string -> string"),
+    "strings.quote": _overloads("strings_quote: string -> string"),
+    # Kubernetes' lists library
+    "isSorted": _overloads(*(f"list_{t}_is_sorted_bool: list({t}) -> bool" for t in _COMPARABLE)),
+    "sum": _overloads(*(f"list_{t}_sum_{t}: list({t}) -> {t}"
+                        for t in ("int", "uint", "double", "duration"))),
+    **{name: _overloads(*(f"list_{t}_{name}_{t}: list({t}) -> {t}" for t in _COMPARABLE))
+       for name in ("max", "min")},
+    # cel-go's lists extension, version 3
+    "slice": _overloads("list_slice: list(A); int; int -> list(A)"),
+    "flatten": _overloads("list_flatten: list(list(A)) -> list(A)",
+                          "list_flatten_int: list(dyn); int -> list(dyn)"),
+    "sort": _overloads(*(f"list_{t}_sort: list({t}) -> list({t})" for t in _COMPARABLE)),
+    "reverse": _overloads("list_reverse: list(A) -> list(A)"),
+    "distinct": _overloads("list_distinct: list(A) -> list(A)"),
+    "lists.range": _overloads("lists_range: int -> list(int)"),
+    # cel-go's sets extension
+    **{f"sets.{name}": _overloads(f"list_sets_{name}_list: list(A); list(A) -> bool")
+       for name in ("contains", "equivalent", "intersects")},
+    # Kubernetes' regex library
+    "find": _overloads("string_find_string: string; string -> string"),
+    "findAll": _overloads("string_find_all_string: string; string -> list(string)",
+                          "string_find_all_string_int: string; string; int -> list(string)"),
+}  # fmt: skip
+"""The functions of the libraries in kube-apiserver's CEL environment that the checker types,
+by name (a namespaced one with its namespace: ``sets.contains``)."""
+SIGNATURES.update(_LIBRARIES)
 _OPTIONAL_MEMBERS = {"hasValue", "value", "or", "orValue", "first", "last", "unwrapOpt"}
-MEMBER = {"size", *_STRINGS, *_OPTIONAL_MEMBERS}
+MEMBER = {"size", *_STRINGS, *_OPTIONAL_MEMBERS, *(n for n in _LIBRARIES if "." not in n)}
 GLOBAL_ONLY = {"int", "uint", "double", "string", "bool", "bytes", "duration", "timestamp",
                 "dyn"}  # fmt: skip
 _RESULTS = {
