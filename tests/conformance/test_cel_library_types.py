@@ -87,6 +87,39 @@ RULES = [
     "self.long.all(w, w.replace('abc', 'b') != '')",
     "self.long.join(',').size() > 0",
     "self.long.all(w, [w, w].join(w) != '')",
+    # Kubernetes' own types: refused where an operand is of another type
+    "quantity(self.s).isGreaterThan('1Gi')",
+    "quantity(self.s).compareTo(semver('1.0.0')) > 0",
+    "semver(self.s).major() == 'x'",
+    "url(self.s).getHost() == 1",
+    "ip(self.s).family() == '4'",
+    "cidr(self.s).containsIP(1)",
+    "isIP(1)",
+    "sign(self.s) > 0",
+    "self.s.sign() > 0",
+    "charAt(self.s, 1) == 'a'",
+    "getHost(url(self.s)) == ''",
+    "quantity(self.s) == '1'",
+    "format.dns1123Label().validate(1).hasValue()",
+    "format.named('uuid').validate(self.s).hasValue()",
+    "ip(self.s).ip().family() == 4",
+    "url(self.s).getQuery() == 1",
+    # written
+    "quantity(self.s).add(1).sub(quantity('1')).isLessThan(quantity('2')) && "
+    "sign(quantity(self.s)) >= 0 && quantity(self.s).asApproximateFloat() > 0.5",
+    "semver(self.s, true).compareTo(semver('1.0.0')) >= 0 && isSemver(self.s, true)",
+    "url(self.s).getQuery()['a'][0] != 'b' && isURL(self.s)",
+    "string(ip(self.s)) != '' && string(cidr(self.s)) != '' && ip.isCanonical(self.s)",
+    "cidr(self.s).containsIP(ip('1.2.3.4')) || cidr(self.s).containsCIDR(cidr(self.s).masked())",
+    "cidr(self.s).ip().family() == 4 && ip(self.s) == cidr(self.s).ip() && "
+    "!ip(self.s).isLoopback()",
+    "format.named('uuid').value().validate(self.s).hasValue() || "
+    "format.dns1123Label() == format.dns1123Label()",
+    # their comparisons' costs
+    "quantity(self.s) == quantity('1') && semver(self.s) == semver('1.0.0')",
+    "quantity(self.s) != quantity('1')",
+    "url(self.s) == url('https://example.com')",
+    "self.ls.all(q, quantity(q) == quantity('1') || cidr(q).containsCIDR(q))",
 ]
 """One rule each, at ``spec``."""
 

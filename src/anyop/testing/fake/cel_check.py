@@ -20,7 +20,11 @@ from anyop.testing.fake.cel_signatures import (
     DYN,
     ERROR,
     GLOBAL_ONLY,
+    GLOBAL_ONLY_OVERLOADS,
+    GLOBAL_TOO,
+    MARKED,
     MEMBER,
+    MEMBER_ONLY,
     NAMESPACES,
     OPTIONAL_MACROS,
     PRIMS,
@@ -230,10 +234,12 @@ class _Checker:
             return self.overloaded(e, "_[?_]", SIGNATURES["_[?_]"], None, [receiver, *args])
         table = SIGNATURES.get(name)
         member = target is not None
+        if table is not None and name in MARKED:  # (a call of the other kind matches none)
+            return self.overloaded(e, name, table, receiver, args)
         if (
             table is None
             or (member and name not in MEMBER)
-            or (not member and name in MEMBER - {"size"})
+            or (not member and name in MEMBER - GLOBAL_TOO)
         ):
             return self.library(e, receiver, args)
         if member and name in GLOBAL_ONLY:
@@ -257,6 +263,8 @@ class _Checker:
         for overload, params, result in table:
             if len(params) != len(operands):
                 continue
+            if overload in (MEMBER_ONLY if receiver is None else GLOBAL_ONLY_OVERLOADS):
+                continue  # (a library's member function called globally, or the other way)
             bound: dict[str, T] = {}
             if all(_bind(p, a, bound) for p, a in zip(params, operands, strict=True)):
                 matched.append(overload)

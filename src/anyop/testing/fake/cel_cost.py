@@ -453,8 +453,33 @@ class _Coster:
         if function == "validate" and args:
             size = _by(self.node_size(args[0]), _STRING_FACTOR)
             return _by(size, _MAX_NAME_FORMAT_REGEX * _REGEX_FACTOR), None
+        if function in ("containsIP", "containsCIDR") and args:
+            cost = _by((8, 32), _STRING_FACTOR)  # two IPs' bytes (4 or 16 each) compared
+            if function == "containsCIDR":  # (masked, and the prefixes compared)
+                cost = _add(_add(cost, _by((4, 16), _STRING_FACTOR)), (1, 1))
+            if overload.endswith("_string"):  # parsed first
+                cost = _add(cost, _by(self.node_size(args[0]), _STRING_FACTOR))
+            return cost, None
+        if function == "_==_" and len(args) == 2:
+            return self.opaque_equality(args)
         if function in _UNIT:
             return (1, 1), None
+        return None
+
+    def opaque_equality(self, args: list[Expr]) -> tuple[Range, Range | None] | None:
+        """``==`` of two values of one type of Kubernetes' libraries: one step, but for a named
+        format's (its name, of at most 64 characters) and a URL's (its text)."""
+        kinds = {self.kind(arg) for arg in args}
+        if len(kinds) != 1:
+            return None
+        kind = kinds.pop()
+        if kind in ("net.IP", "net.CIDR", "kubernetes.Quantity", "kubernetes.Semver"):
+            return (1, 1), None
+        if kind == "kubernetes.NamedFormat":
+            return _by((1, 64), _STRING_FACTOR), None  # cel.MaxFormatSize
+        if kind == "kubernetes.URL":
+            found = self.sizes.get(args[1].id)  # (the right-hand side's, both times: as Go's)
+            return _by((1, found[1] if found is not None else 1), _STRING_FACTOR), None
         return None
 
 

@@ -54,8 +54,12 @@ class T:
 
 _NAMES = {"timestamp": "google.protobuf.Timestamp", "duration": "google.protobuf.Duration"}
 DYN, UNKNOWN, ERROR = T("dyn"), T("unknown"), T("error")
-PRIMS = {name: T(name) for name in ("int", "uint", "double", "bool", "string", "bytes",
-                                      "null_type", "timestamp", "duration", "type")}  # fmt: skip
+_OPAQUE = ("kubernetes.URL", "net.IP", "net.CIDR", "kubernetes.Quantity", "kubernetes.Semver",
+           "kubernetes.NamedFormat")  # fmt: skip
+"""The types of Kubernetes' libraries (a URL's, an IP's...), by their names."""
+_SIMPLE = ("int", "uint", "double", "bool", "string", "bytes", "null_type", "timestamp",
+           "duration", "type")  # fmt: skip
+PRIMS = {name: T(name) for name in (*_SIMPLE, *_OPAQUE)}
 VAGUE = ("dyn", "unknown", "error", "param")
 NAMESPACES = ("sets", "optional", "format", "strings", "lists", "ip", "math", "base64", "cel",
               "url", "quantity", "semver")  # fmt: skip
@@ -93,11 +97,21 @@ def _spec(text: str) -> T:
     return DYN if text == "dyn" else PRIMS[text]
 
 
+MEMBER_ONLY: set[str] = set()
+"""The overloads only a member call takes (a library's ``MemberOverload``)."""
+GLOBAL_ONLY_OVERLOADS: set[str] = set()
+"""The overloads only a global call takes (a library's ``Overload``)."""
+
+
 def _overloads(*rows: str) -> list[tuple[str, list[T], T]]:
-    """``id: param, param -> result`` rows."""
+    """``id: param; param -> result`` rows; an id after ``.`` is a member call's only, after
+    ``/`` a global call's only (else either's)."""
     table = []
     for row in rows:
         name, _, rest = row.partition(":")
+        if name[0] in "./":
+            (MEMBER_ONLY if name[0] == "." else GLOBAL_ONLY_OVERLOADS).add(name[1:])
+            name = name[1:]
         params, _, result = rest.partition("->")
         table.append((name.strip(), [_spec(p) for p in params.split(";") if p.strip()],
                       _spec(result)))  # fmt: skip
@@ -231,10 +245,93 @@ _LIBRARIES: dict[str, list[tuple[str, list[T], T]]] = {
                           "string_find_all_string_int: string; string; int -> list(string)"),
 }  # fmt: skip
 """The functions of the libraries in kube-apiserver's CEL environment that the checker types,
-by name (a namespaced one with its namespace: ``sets.contains``)."""
+by name (a namespaced one with its namespace: ``sets.contains``): each a member function, but
+the namespaced ones."""
+for _name, _rows in _LIBRARIES.items():
+    (GLOBAL_ONLY_OVERLOADS if "." in _name else MEMBER_ONLY).update(row[0] for row in _rows)
+_Q, _S = "kubernetes.Quantity", "kubernetes.Semver"
+_IP_TESTS = (("isUnspecified", "unspecified"), ("isLoopback", "loopback"),
+             ("isLinkLocalMulticast", "link_local_multicast"),
+             ("isLinkLocalUnicast", "link_local_unicast"),
+             ("isGlobalUnicast", "global_unicast"))  # fmt: skip
+_FORMATS = ("dns1123Label", "dns1123Subdomain", "dns1035Label", "qualifiedName",
+            "dns1123LabelPrefix", "dns1123SubdomainPrefix", "dns1035LabelPrefix", "labelValue",
+            "uri", "uuid", "byte", "date", "datetime")  # fmt: skip
+_KUBERNETES: dict[str, list[tuple[str, list[T], T]]] = {
+    # URLs
+    "url": _overloads("/string_to_url: string -> kubernetes.URL"),
+    "isURL": _overloads("/is_url_string: string -> bool"),
+    **{f"get{part}": _overloads(f".url_get_{name}: kubernetes.URL -> string") for part, name in (
+        ("Scheme", "scheme"), ("Host", "host"), ("Hostname", "hostname"), ("Port", "port"),
+        ("EscapedPath", "escaped_path"))},
+    "getQuery": _overloads(".url_get_query: kubernetes.URL -> map(string, list(string))"),
+    # IPs and CIDRs
+    "ip": _overloads("/string_to_ip: string -> net.IP", ".cidr_ip: net.CIDR -> net.IP"),
+    "isIP": _overloads("/is_ip: string -> bool"),
+    "ip.isCanonical": _overloads("/ip_is_canonical: string -> bool"),
+    "family": _overloads(".ip_family: net.IP -> int"),
+    **{test: _overloads(f".ip_is_{name}: net.IP -> bool") for test, name in _IP_TESTS},
+    "cidr": _overloads("/string_to_cidr: string -> net.CIDR"),
+    "isCIDR": _overloads("/is_cidr: string -> bool"),
+    "containsIP": _overloads(".cidr_contains_ip_string: net.CIDR; string -> bool",
+                             ".cidr_contains_ip_ip: net.CIDR; net.IP -> bool"),
+    "containsCIDR": _overloads(".cidr_contains_cidr_string: net.CIDR; string -> bool",
+                               ".cidr_contains_cidr: net.CIDR; net.CIDR -> bool"),
+    "prefixLength": _overloads(".cidr_prefix_length: net.CIDR -> int"),
+    "masked": _overloads(".cidr_masked: net.CIDR -> net.CIDR"),
+    # quantities and semantic versions
+    "quantity": _overloads(f"/string_to_quantity: string -> {_Q}"),
+    "isQuantity": _overloads("/is_quantity_string: string -> bool"),
+    "sign": _overloads(f"/quantity_sign: {_Q} -> int"),
+    "isGreaterThan": _overloads(f".quantity_is_greater_than: {_Q}; {_Q} -> bool",
+                                f".semver_is_greater_than: {_S}; {_S} -> bool"),
+    "isLessThan": _overloads(f".quantity_is_less_than: {_Q}; {_Q} -> bool",
+                             f".semver_is_less_than: {_S}; {_S} -> bool"),
+    "compareTo": _overloads(f".quantity_compare_to: {_Q}; {_Q} -> int",
+                            f".semver_compare_to: {_S}; {_S} -> int"),
+    "asApproximateFloat": _overloads(f".quantity_get_float: {_Q} -> double"),
+    "asInteger": _overloads(f".quantity_get_int: {_Q} -> int"),
+    "isInteger": _overloads(f".quantity_is_integer: {_Q} -> bool"),
+    **{name: _overloads(f".quantity_{name}: {_Q}; {_Q} -> {_Q}",
+                        f".quantity_{name}_int: {_Q}; int -> {_Q}") for name in ("add", "sub")},
+    "semver": _overloads(f"/string_to_semver: string -> {_S}",
+                         f"/string_bool_to_semver: string; bool -> {_S}"),
+    "isSemver": _overloads("/is_semver_string: string -> bool",
+                           "/is_semver_string_bool: string; bool -> bool"),
+    **{part: _overloads(f".semver_{part}: {_S} -> int") for part in ("major", "minor", "patch")},
+    # named formats
+    "validate": _overloads(".format-validate: kubernetes.NamedFormat; string -> "
+                           "optional(list(string))"),
+    "format.named": _overloads("/format-named: string -> optional(kubernetes.NamedFormat)"),
+    **{f"format.{name}": _overloads(f"/format.{name}: -> kubernetes.NamedFormat")
+       for name in _FORMATS},
+}  # fmt: skip
+"""Kubernetes' own libraries (URLs, IPs, CIDRs, quantities, semantic versions, named
+formats), of the types their values are."""
 SIGNATURES.update(_LIBRARIES)
+SIGNATURES.update(_KUBERNETES)
+SIGNATURES["string"] += _overloads(
+    "/ip_to_string: net.IP -> string", "/cidr_to_string: net.CIDR -> string"
+)
 _OPTIONAL_MEMBERS = {"hasValue", "value", "or", "orValue", "first", "last", "unwrapOpt"}
-MEMBER = {"size", *_STRINGS, *_OPTIONAL_MEMBERS, *(n for n in _LIBRARIES if "." not in n)}
+MEMBER = {
+    "size",
+    *_STRINGS,
+    *_OPTIONAL_MEMBERS,
+    *(n for n, rows in SIGNATURES.items() if any(r[0] in MEMBER_ONLY for r in rows)),
+}
+"""The functions a member call may be of."""
+GLOBAL_TOO = {
+    "size",
+    *(n for n in MEMBER if any(r[0] in GLOBAL_ONLY_OVERLOADS for r in SIGNATURES.get(n, ()))),
+}
+MARKED = {
+    n
+    for n, rows in SIGNATURES.items()
+    if all(r[0] in MEMBER_ONLY or r[0] in GLOBAL_ONLY_OVERLOADS for r in rows)
+}
+"""The functions whose every overload says which calls take it (the libraries')."""
+"""Of those, the ones a global call may be of too (``size``, ``ip``)."""
 GLOBAL_ONLY = {"int", "uint", "double", "string", "bool", "bytes", "duration", "timestamp",
                 "dyn"}  # fmt: skip
 _RESULTS = {
