@@ -41,6 +41,7 @@ FIELDS: Body = {
     "words3k": _strings(3000),
     "words5k": _strings(5000),
     "long": _strings(1000, 10000),
+    "m": {"type": "object", "maxProperties": 10, "additionalProperties": {"type": "integer"}},
 }
 
 RULES = [
@@ -115,6 +116,20 @@ RULES = [
     "!ip(self.s).isLoopback()",
     "format.named('uuid').value().validate(self.s).hasValue() || "
     "format.dns1123Label() == format.dns1123Label()",
+    # the two-variable comprehensions: an index or a key, and a value, of their types
+    "self.m.all(k, v, v > 'a')",
+    "self.l.all(i, v, i > 'x')",
+    "self.m.transformMap(k, v, v + 1).all(k, n, n > 'a')",
+    "self.ls.transformList(i, v, v + 1).size() > 0",
+    "self.m.exists(k, v, k == 1)",
+    "self.m.transformMapEntry(k, v, {v: k}).all(a, b, b == 1)",
+    "self.s.all(a, b, a == b)",
+    "self.ls.transformList(i, v, i > 0, v + 'x').all(x, x != 'a')",
+    "self.m.existsOne(k, v, v == 2) || self.m.exists_one(k, v, v == 3)",
+    "self.words5k.all(i, w, self.long.exists(j, x, x.contains(w)))",
+    "self.long.transformList(i, w, w + w).all(x, x.size() > 0)",
+    "self.ints3k.transformMap(i, v, i).all(k, v, v > 0)",
+    "self.words3k.transformMapEntry(i, w, {w: i}).all(k, v, k.matches('^a') || v > 1)",
     # their comparisons' costs
     "quantity(self.s) == quantity('1') && semver(self.s) == semver('1.0.0')",
     "quantity(self.s) != quantity('1')",

@@ -2,9 +2,10 @@
 
 Pure. :func:`parsed` turns cel-python's (lark) tree of a rule into cel-go's expressions: each
 with the offset where cel-go places it (an operator's, a call's ``(``, a select's ``.``, an
-index's ``[``), macros (``has``, ``all``, ``exists``, ``exists_one``, ``map``, ``filter``)
-expanded to comprehensions as cel-go's parser expands them. :func:`syntax_error` words a parse
-failure as cel-go's ANTLR parser words the common ones.
+index's ``[``), macros (``has``, ``all``, ``exists``, ``exists_one``, ``map``, ``filter``, and
+the two-variable ``all``, ``exists``, ``existsOne``, ``transformList``, ``transformMap`` and
+``transformMapEntry``) expanded to comprehensions as cel-go's parser expands them.
+:func:`syntax_error` words a parse failure as cel-go's ANTLR parser words the common ones.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 import lark
 
-__all__ = ["ACCU", "Expr", "parsed", "syntax_error"]
+__all__ = ["ACCU", "MAP_INSERT", "Expr", "parsed", "syntax_error"]
 
 ACCU = "@result"
 _BINARY = {"relation_lt": ("_<_", "<"), "relation_le": ("_<=_", "<="),
@@ -45,6 +46,7 @@ class Expr:
     test_only: bool = False
     # a comprehension's parts
     iter_var: str = ""
+    iter_var2: str = ""  # a two-variable comprehension's second (the value)
     accu_var: str = ""
     iter_range: Expr | None = None
     accu_init: Expr | None = None
@@ -167,9 +169,11 @@ class _Builder:
             selected = args[0]
             return self.new("select", pos, name=selected.name, target=selected.target,
                             test_only=True)  # fmt: skip
-        if target is None or len(args) not in (2, 3) or args[0].kind != "ident":
+        if target is None or len(args) not in (2, 3, 4) or args[0].kind != "ident":
             return None
-        if name not in ("all", "exists", "exists_one", "map", "filter"):
+        if name in _TWO_VARIABLES and len(args) in _TWO_VARIABLES[name] and args[1].kind == "ident":
+            return self.two_variables(pos, name, target, args)
+        if name not in ("all", "exists", "exists_one", "map", "filter") or len(args) == 4:
             return None
         if len(args) == 3 and name != "map":
             return None
@@ -203,6 +207,60 @@ class _Builder:
                 step = op("_?_:_", args[1], step, accu())
         return self.new("comp", pos, iter_var=var, accu_var=ACCU, iter_range=target,
                         accu_init=init, loop_cond=cond, loop_step=step, result=result)  # fmt: skip
+
+    def two_variables(self, pos: int, name: str, target: Expr, args: list[Expr]) -> Expr:
+        """cel-go's two-variable comprehensions (``ext.TwoVarComprehensions``): an index or a
+        key, and a value."""
+
+        def accu() -> Expr:
+            return self.new("ident", pos, name=ACCU)
+
+        def lit(value: Any, kind: str) -> Expr:
+            return self.new("lit", pos, value=value, name=kind)
+
+        def op(function: str, *operands: Expr) -> Expr:
+            return self.new("call", pos, name=function, args=list(operands))
+
+        step: Expr
+        result = accu()
+        if name == "all":
+            init, cond = lit(True, "bool"), op("@not_strictly_false", accu())
+            step = op("_&&_", accu(), args[2])
+        elif name == "exists":
+            init, cond = lit(False, "bool"), op("@not_strictly_false", op("!_", accu()))
+            step = op("_||_", accu(), args[2])
+        elif name in ("existsOne", "exists_one"):
+            init, cond = lit(0, "int"), lit(True, "bool")
+            step = op("_?_:_", args[2], op("_+_", accu(), lit(1, "int")), accu())
+            result = op("_==_", accu(), lit(1, "int"))
+        else:
+            cond, made = lit(True, "bool"), args[-1]
+            if name == "transformList":
+                init = self.new("list", pos)
+                step = op("_+_", accu(), self.new("list", pos, args=[made]))
+            elif name == "transformMap":
+                key = self.new("ident", pos, name=args[0].name)
+                init, step = self.new("map", pos), op(MAP_INSERT, accu(), key, made)
+            else:
+                init, step = self.new("map", pos), op(MAP_INSERT, accu(), made)
+            if len(args) == 4:
+                step = op("_?_:_", args[2], step, accu())
+        return self.new("comp", pos, iter_var=args[0].name, iter_var2=args[1].name,
+                        accu_var=ACCU, iter_range=target, accu_init=init, loop_cond=cond,
+                        loop_step=step, result=result)  # fmt: skip
+
+
+_TWO_VARIABLES = {
+    "all": (3,),
+    "exists": (3,),
+    "existsOne": (3,),
+    "exists_one": (3,),
+    "transformList": (3, 4),
+    "transformMap": (3, 4),
+    "transformMapEntry": (3, 4),
+}
+MAP_INSERT = "cel.@mapInsert"
+"""The function a ``transformMap``'s step inserts with."""
 
 
 def parsed(text: str, tree: lark.Tree[Any]) -> Expr:

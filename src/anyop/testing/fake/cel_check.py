@@ -183,16 +183,18 @@ class _Checker:
         assert e.loop_step is not None
         assert e.result is not None
         iterated = self.check(e.iter_range)
+        value = item = iterated  # (a vague range's)
         if iterated.kind in ("list", "map"):
             item = iterated.params[0]
-        elif iterated.kind in VAGUE:
-            item = iterated
-        else:
-            item = self.error(e.iter_range, f"expression of type '{iterated}' cannot be range "
-                              "of a comprehension (must be list, map, or dynamic)")  # fmt: skip
+            value = item if iterated.kind == "list" else iterated.params[1]
+            if e.iter_var2 and iterated.kind == "list":
+                item = PRIMS["int"]  # a two-variable one's: the index, and the element
+        elif iterated.kind not in VAGUE:
+            message = f"expression of type '{iterated}' cannot be range of a comprehension "
+            value = item = self.error(e.iter_range, message + "(must be list, map, or dynamic)")
         accu = self.check(e.accu_init)
         self.scopes.append({e.accu_var: accu})
-        self.scopes.append({e.iter_var: item})
+        self.scopes.append({e.iter_var: item, **({e.iter_var2: value} if e.iter_var2 else {})})
         self.check(e.loop_cond)
         step = self.check(e.loop_step)
         self.scopes.pop()

@@ -237,13 +237,21 @@ class _Coster:
         self.push(e.accu_var, _Local(self.path(init), self.size(init), self.entry(init)))
         entry = self.entry(e.iter_range)
         container = entry.kind if entry is not None else self.kind(e.iter_range)
+        path = self.path(e.iter_range)
         size, sub = (entry.key if entry else None), "@keys"
-        if container == "list":
+        if container == "list" and not e.iter_var2:
             size, sub = (entry.val if entry else None), "@items"
-        self.push(e.iter_var, _Local([*self.path(e.iter_range), sub], size, None))
+        elif container == "list":  # a two-variable one's index
+            sub = "@indices"
+        self.push(e.iter_var, _Local([*path, sub], size, None))
+        if e.iter_var2:  # and its value
+            value = (entry.val if entry else None), "@items" if container == "list" else "@values"
+            self.push(e.iter_var2, _Local([*path, value[1]], value[0], None))
         loop = self.cost(e.loop_cond)
         step = self.cost(e.loop_step)
         self.pop(e.iter_var)
+        if e.iter_var2:
+            self.pop(e.iter_var2)
         total = _add(total, self.cost(e.result))
         self.pop(e.accu_var)
         count = self.size_or_unknown(e.iter_range)

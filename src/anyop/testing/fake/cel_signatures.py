@@ -310,6 +310,10 @@ _KUBERNETES: dict[str, list[tuple[str, list[T], T]]] = {
 formats), of the types their values are."""
 SIGNATURES.update(_LIBRARIES)
 SIGNATURES.update(_KUBERNETES)
+SIGNATURES["cel.@mapInsert"] = _overloads(  # (a transformMap's step)
+    "@mapInsert_map_key_value: map(A, B); A; B -> map(A, B)",
+    "@mapInsert_map_map: map(A, B); map(A, B) -> map(A, B)",
+)
 SIGNATURES["string"] += _overloads(
     "/ip_to_string: net.IP -> string", "/cidr_to_string: net.CIDR -> string"
 )
