@@ -12,7 +12,8 @@ from typing import Any
 
 from celpy import celtypes
 
-from anyop.testing.fake.cel_values import CelValueError, go_g
+from anyop.testing.fake.cel_values import CelValueError
+from anyop.testing.fake.go_json import go_float
 
 __all__ = ["string_format"]
 
@@ -42,7 +43,7 @@ def _as_string(value: Any, nested: bool = False) -> str:
     if kind == "null_type":
         return "null"
     if kind == "double":
-        text = f"{value:.6f}" if nested else go_g(value)
+        text = f"{value:.6f}" if nested else go_float(value)
         return f'"{text}"' if nested and not math.isfinite(value) else text
     if kind in ("int", "uint"):
         return str(int(value))

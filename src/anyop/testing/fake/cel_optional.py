@@ -26,7 +26,8 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from anyop.testing.fake.cel_values import CelValueError, go_g
+from anyop.testing.fake.cel_values import CelValueError
+from anyop.testing.fake.go_json import go_float
 
 __all__ = ["ENTRIES", "INDEX", "SELECT", "desugared", "entries", "index", "select", "source_offset"]
 
@@ -303,7 +304,7 @@ def _go_value(value: Any) -> str:
     if isinstance(value, bool) or type(value).__name__ == "BoolType":
         return "true" if value else "false"
     if isinstance(value, float):
-        return go_g(value)
+        return go_float(value)
     if isinstance(value, bytes):
         return "[" + " ".join(str(byte) for byte in value) + "]"
     return str(value)

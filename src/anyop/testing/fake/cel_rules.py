@@ -15,8 +15,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from anyop.testing.fake.cel_values import go_g
-from anyop.testing.fake.go_json import go_quoted
+from anyop.testing.fake.go_json import go_float, go_quoted
 from anyop.testing.fake.statuses import Cause
 
 __all__ = ["RULES", "CelUnavailable", "rule_causes"]
@@ -174,7 +173,7 @@ def rule_causes(
         shown = f"{label}: {detail}"
         if reason == "FieldValueInvalid" and not isinstance(value, (Mapping, list)):
             printed = go_quoted(value) if isinstance(value, str) else json.dumps(value)
-            printed = go_g(value) if isinstance(value, float) else printed
+            printed = go_float(value) if isinstance(value, float) else printed
             shown = f"{label}: {printed}: {detail}"
         if ratchet and "oldSelf" not in text:
             if warned is not None:

@@ -8,10 +8,8 @@ these refuse raises :class:`CelValueError` with the message the Go library gives
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
-from decimal import Decimal
 from fractions import Fraction
 
 from anyop.testing.fake.go_json import go_quoted
@@ -21,7 +19,6 @@ __all__ = [
     "CelValueError",
     "Quantity",
     "Semver",
-    "go_g",
     "in_int64",
     "parse_quantity",
     "parse_semver",
@@ -34,30 +31,6 @@ _INT64 = (-(2**63), 2**63 - 1)
 def in_int64(number: int) -> bool:
     """Whether Go keeps ``number`` in an int64."""
     return _INT64[0] <= number <= _INT64[1]
-
-
-def go_g(number: float) -> str:
-    """Go's ``%g`` of a float64: its shortest digits, in exponent form below 1e-4 or from a
-    million (``1e+06``, ``1.234567e+06``)."""
-    number = float(number)  # (a CEL double compares with nothing else)
-    if math.isnan(number):
-        return "NaN"
-    if math.isinf(number):
-        return "+Inf" if number > 0 else "-Inf"
-    if number == 0:
-        return "-0" if math.copysign(1, number) < 0 else "0"
-    sign, digit_tuple, exponent = Decimal(repr(number)).normalize().as_tuple()
-    digits = "".join(map(str, digit_tuple))
-    point = len(digits) + int(exponent)
-    minus = "-" if sign else ""
-    if point - 1 < -4 or point - 1 >= 6:
-        mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
-        return f"{minus}{mantissa}e{'-' if point - 1 < 0 else '+'}{abs(point - 1):02d}"
-    if point <= 0:
-        return f"{minus}0.{'0' * -point}{digits}"
-    if point >= len(digits):
-        return minus + digits + "0" * (point - len(digits))
-    return f"{minus}{digits[:point]}.{digits[point:]}"
 
 
 class CelValueError(ValueError):

@@ -13,11 +13,11 @@ from anyop.testing.fake.cel_addresses import parse_cidr, parse_ip
 from anyop.testing.fake.cel_rules import rule_causes
 from anyop.testing.fake.cel_values import (
     CelValueError,
-    go_g,
     parse_quantity,
     parse_semver,
     parse_url,
 )
+from anyop.testing.fake.go_json import go_float
 
 
 @pytest.mark.parametrize(
@@ -25,8 +25,8 @@ from anyop.testing.fake.cel_values import (
     [(1234.5, "1234.5"), (1234567.25, "1.23456725e+06"), (1e6, "1e+06"), (100000.0, "100000"),
      (0.0001, "0.0001"), (0.00001, "1e-05"), (1.0, "1"), (-2.5, "-2.5"), (0.0, "0")],
 )  # fmt: skip
-def test_go_g_writes_a_float_as_gos_percent_g(number: float, shown: str) -> None:
-    assert go_g(number) == shown
+def test_go_float_writes_a_float_as_gos_percent_g(number: float, shown: str) -> None:
+    assert go_float(number) == shown
 
 
 @pytest.mark.parametrize(
