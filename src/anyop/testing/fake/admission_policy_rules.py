@@ -2,10 +2,9 @@
 defaults of ``pkg/apis/admissionregistration/v1/defaults.go`` and the checks of
 ``pkg/apis/admissionregistration/validation`` (the fake stores them; it does not enforce them).
 
-Pure. A CEL expression is parsed with cel-python (as :mod:`.crd_cel_limits` parses a CRD's
-rules): a syntax error is refused as kube-apiserver words it (``compilation failed: ERROR:
-<input>:1:24: Syntax error: ...``, where cel-python's parser fails where cel-go's does); the
-expressions are not type-checked (an undeclared name passes).
+Pure. The CEL expressions are compiled in their environments as kube-apiserver compiles them
+(:mod:`.admission_cel`): a syntax error (where cel-python's parser fails where cel-go's does),
+an undeclared name, a type error, a result of another type are refused in its words.
 """
 
 from __future__ import annotations
@@ -13,7 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from anyop.testing.fake.crd_cel_limits import compiled_cel
+from anyop.testing.fake.admission_cel import (
+    BOOL,
+    MESSAGE,
+    NULLABLE_STRING,
+    Environment,
+    expression_error,
+)
 from anyop.testing.fake.crd_structural import field_invalid
 from anyop.testing.fake.field_errors import (
     duplicate,
@@ -99,16 +104,22 @@ def _policy_spec(spec: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:
         yield from _match(constraints, "spec.matchConstraints")
         if not constraints.get("resourceRules"):
             yield required_because("spec.matchConstraints.resourceRules")
-    yield from _match_conditions(list(spec.get("matchConditions") or ()), "spec.matchConditions")
-    for index, variable in enumerate(spec.get("variables") or ()):
+    params = spec.get("paramKind") is not None
+    conditions = list(spec.get("matchConditions") or ())
+    yield from _match_conditions(conditions, "spec.matchConditions", params=params)
+    variables = list(spec.get("variables") or ())
+    environment = Environment(params, variables={} if variables else None)
+    for index, variable in enumerate(variables):
         where = f"spec.variables[{index}]"
-        if not str(variable.get("name") or ""):
+        name = str(variable.get("name") or "")
+        if not name:
             yield required_because(f"{where}.name")
         expression = str(variable.get("expression") or "")
         if not expression.strip():
             yield required_because(f"{where}.expression")
         else:
-            yield from _expression(expression, f"{where}.expression")
+            yield from _expression(expression, f"{where}.expression", environment, None,
+                                   variable=name)  # fmt: skip
     validations = list(spec.get("validations") or ())
     if not validations and not spec.get("auditAnnotations"):
         detail = "validations or auditAnnotations must contain at least one item"
@@ -116,34 +127,39 @@ def _policy_spec(spec: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:
         yield required_because("spec.auditAnnotations", detail)
         return
     for index, validation in enumerate(validations):
-        yield from _validation(validation, f"spec.validations[{index}]")
+        yield from _validation(validation, f"spec.validations[{index}]", environment)
     keys: set[str] = set()
     for index, annotation in enumerate(spec.get("auditAnnotations") or ()):
         where = f"spec.auditAnnotations[{index}]"
         expression = str(annotation.get("valueExpression") or "")
         if not expression.strip():
             yield required_because(f"{where}.valueExpression")
-        else:
-            yield from _expression(expression, f"{where}.valueExpression")
+        else:  # (compiled trimmed)
+            refused = expression_error(expression.strip(), environment, NULLABLE_STRING)
+            if refused is not None:
+                yield field_invalid(f"{where}.valueExpression", expression, refused)
         key = str(annotation.get("key") or "")
         if key in keys:
             yield duplicate(f"{where}.key", key)
         keys.add(key)
 
 
-def _validation(validation: Mapping[str, Any], where: str) -> Iterator[tuple[str, Cause]]:
+def _validation(
+    validation: Mapping[str, Any], where: str, environment: Environment
+) -> Iterator[tuple[str, Cause]]:
     expression = str(validation.get("expression") or "")
     if not expression.strip():
         yield required_because(f"{where}.expression", "expression is not specified")
     else:
-        yield from _expression(expression, f"{where}.expression")
+        yield from _expression(expression, f"{where}.expression", environment, BOOL)
     message_expression = str(validation.get("messageExpression") or "")
     if message_expression and not message_expression.strip():
         yield field_invalid(
             f"{where}.messageExpression", message_expression, "must be non-empty if specified"
         )
-    elif message_expression.strip():
-        yield from _expression(message_expression, f"{where}.messageExpression")
+    elif message_expression.strip():  # (no authorizer there)
+        without = Environment(environment.params, False, environment.variables)
+        yield from _expression(message_expression, f"{where}.messageExpression", without, MESSAGE)
     message = str(validation.get("message") or "")
     if message and not message.strip():
         yield field_invalid(f"{where}.message", message, "must be non-empty if specified")
@@ -154,10 +170,17 @@ def _validation(validation: Mapping[str, Any], where: str) -> Iterator[tuple[str
         yield _not_supported(f"{where}.reason", reason, _REASONS)
 
 
-def _expression(text: str, where: str) -> Iterator[tuple[str, Cause]]:
-    _, failure = compiled_cel(text)
-    if failure is not None:
-        yield field_invalid(where, text, f"compilation failed: {failure}")
+def _expression(
+    text: str,
+    where: str,
+    environment: Environment,
+    returns: tuple[str, ...] | None,
+    *,
+    variable: str = "",
+) -> Iterator[tuple[str, Cause]]:
+    detail = expression_error(text, environment, returns, variable=variable)
+    if detail is not None:
+        yield field_invalid(where, text, detail)
 
 
 def _match(match: Mapping[str, Any], where: str) -> Iterator[tuple[str, Cause]]:

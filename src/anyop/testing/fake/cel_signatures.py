@@ -75,11 +75,12 @@ def decl_to_type(decl: Decl) -> T:
     if decl.kind == "list" and decl.elem is not None:
         return T("list", (decl_to_type(decl.elem),))
     if decl.kind == "map" and decl.elem is not None:
-        return T("map", (PRIMS["string"], decl_to_type(decl.elem)))
+        key = PRIMS["string"] if decl.key is None else decl_to_type(decl.key)
+        return T("map", (key, decl_to_type(decl.elem)))
     if decl.kind == "object":
         return T("object", decl=decl)
-    if decl.kind == "dyn":
-        return DYN
+    if decl.kind in ("dyn", "unknown"):
+        return DYN if decl.kind == "dyn" else UNKNOWN
     return PRIMS[decl.kind]
 
 

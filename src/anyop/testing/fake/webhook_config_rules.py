@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from anyop.testing.fake.admission_cel import BOOL, Environment, expression_error
 from anyop.testing.fake.field_errors import duplicate, required_because
 from anyop.testing.fake.go_json import go_quoted
 from anyop.testing.fake.object_meta import (
@@ -307,9 +308,10 @@ def webhook_service_causes(service: Mapping[str, Any], path: str) -> Causes:
             yield _invalid(f"{path}.path", url_path, f"segment[{index}]: {problem}")
 
 
-def _match_conditions(conditions: list[Any], path: str) -> Causes:
-    """``validateMatchConditions``: at most 64, each with an expression and a qualified name,
-    the names unique."""
+def _match_conditions(conditions: list[Any], path: str, *, params: bool = False) -> Causes:
+    """``validateMatchConditions``: at most 64, each with an expression that compiles to a
+    bool (``params`` declared: a policy's with a ``paramKind``) and a qualified name, the names
+    unique."""
     if len(conditions) > 64:
         message = f"Too many: {len(conditions)}: must have at most 64 items"
         yield path, {"reason": "FieldValueTooMany", "message": message}
@@ -318,8 +320,11 @@ def _match_conditions(conditions: list[Any], path: str) -> Causes:
         if not isinstance(condition, Mapping):
             continue
         where = f"{path}[{index}]"
-        if not str(condition.get("expression") or "").strip():
+        expression = str(condition.get("expression") or "").strip()
+        if not expression:
             yield required_because(f"{where}.expression")
+        elif (detail := expression_error(expression, Environment(params), BOOL)) is not None:
+            yield _invalid(f"{where}.expression", expression, detail)
         name = str(condition.get("name") or "")
         if not name:
             yield required_because(f"{where}.name")
