@@ -109,3 +109,73 @@ async def test_a_webhook_s_match_conditions_are_compiled(conform: Conform) -> No
         await t.post(path, config, params={"dryRun": "All"}, record=_shown)
 
     await conform(scenario)
+
+
+MUTATING = "/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicies"
+_RULE = {"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+         "resources": ["deployments"]}  # fmt: skip
+_RULES = {"resourceRules": [_RULE]}
+
+
+def _patch(expression: str) -> Body:
+    return {"patchType": "JSONPatch", "jsonPatch": {"expression": expression}}
+
+
+def _apply(expression: str) -> Body:
+    return {"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": expression}}
+
+
+def _mutating(*mutations: Body, **more: Any) -> Body:
+    return {"matchConstraints": _RULES, "reinvocationPolicy": "Never",
+            "mutations": list(mutations), **more}  # fmt: skip
+
+
+MUTATING_CASES: dict[str, Body] = {
+    "an empty spec": {},
+    "an apply configuration and a JSON patch": _mutating(
+        _apply("Object{spec: Object.spec{replicas: 1}}"),
+        _patch("[JSONPatch{op: 'add', path: '/spec/replicas', value: object.spec.replicas + 1}]")),
+    "a JSON patch of an undeclared name": _mutating(_patch("foo")),
+    "a JSON patch of an int": _mutating(_patch("1")),
+    "an apply configuration of a JSON patch": _mutating(_apply("JSONPatch{op: 'add'}")),
+    "patch types unknown, missing, doubled": _mutating(
+        {"patchType": "Strategic"}, {"patchType": "ApplyConfiguration"},
+        {**_patch("[]"), "applyConfiguration": {"expression": "Object{}"}}),
+    "a delete, a reinvocation policy unknown": {
+        **_mutating(_patch("[]"), reinvocationPolicy="Sometimes"),
+        "matchConstraints": {"resourceRules": [{**_RULES["resourceRules"][0],
+                                                "operations": ["DELETE", "CREATE"]}]}},
+    "variables, declared or not, named well or not": _mutating(
+        _apply("Object{spec: Object.spec{replicas: variables.a}}"),
+        _patch("[JSONPatch{op: 'add', path: '/x', value: variables.b}]"),
+        variables=[{"name": "a", "expression": "object.spec.replicas + 1"},
+                   {"name": "1a", "expression": "1"}]),
+    "variables, where the policy has none": _mutating(_patch("[JSONPatch{op: variables.x}]")),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(MUTATING_CASES))
+async def test_a_mutating_policy_is_checked_and_its_expressions_compiled(
+    conform: Conform, case: str
+) -> None:
+    async def scenario(t: Target) -> None:
+        policy = {"apiVersion": "admissionregistration.k8s.io/v1",
+                  "kind": "MutatingAdmissionPolicy", "metadata": {"name": f"{t.namespace}-m"},
+                  "spec": MUTATING_CASES[case]}  # fmt: skip
+        await t.post(MUTATING, policy, params={"dryRun": "All"}, record=_shown)
+
+    await conform(scenario)
+
+
+async def test_a_mutating_policy_binding_is_checked(conform: Conform) -> None:
+    async def scenario(t: Target) -> None:
+        path = "/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicybindings"
+        for index, spec in enumerate(({}, {"policyName": "p", "matchResources": {
+                "resourceRules": [{**_RULES["resourceRules"][0], "operations": ["CONNECT"]}]}},
+                {"policyName": "p", "paramRef": {"name": "a", "selector": {}}})):  # fmt: skip
+            binding = {"apiVersion": "admissionregistration.k8s.io/v1",
+                       "kind": "MutatingAdmissionPolicyBinding",
+                       "metadata": {"name": f"{t.namespace}-b{index}"}, "spec": spec}  # fmt: skip
+            await t.post(path, binding, params={"dryRun": "All"}, record=_shown)
+
+    await conform(scenario)

@@ -11,7 +11,8 @@ its fields typed by its variable's expression (a list's or a map's type as it is
 a primitive ``dyn``), known to the expressions after it. An undeclared name, an undefined field,
 an operator given types it has no overload for are refused in cel-go's words, and so is a result
 of another type than the expression's own (a validation's and a match condition's a ``bool``, a
-message's a ``string``, an audit annotation's a ``string`` or ``null_type``).
+message's a ``string``, an audit annotation's a ``string`` or ``null_type``, a mutation's a
+``list(JSONPatch)`` or an ``Object``, the messages a mutating policy's expressions build).
 """
 
 from __future__ import annotations
@@ -23,11 +24,22 @@ from anyop.testing.fake.cel_decls import Decl
 from anyop.testing.fake.cel_signatures import DYN, UNKNOWN, T, decl_to_type
 from anyop.testing.fake.crd_cel_limits import cel_issues, compiled_cel
 
-__all__ = ["BOOL", "MESSAGE", "NULLABLE_STRING", "Environment", "expression_error"]
+__all__ = [
+    "APPLY_CONFIGURATION",
+    "BOOL",
+    "JSON_PATCH",
+    "MESSAGE",
+    "NULLABLE_STRING",
+    "Environment",
+    "expression_error",
+]
 
 BOOL = ("bool",)
 MESSAGE = ("string",)
 NULLABLE_STRING = ("string", "null_type")
+JSON_PATCH = ("list(JSONPatch)",)
+APPLY_CONFIGURATION = ("Object",)
+_PATCH_TYPES = ("Object", "JSONPatch")
 _STRING, _STRINGS = Decl("string"), Decl("list", elem=Decl("string"))
 
 
@@ -99,11 +111,13 @@ class Environment:
         authorizer: ``authorizer`` is declared (not in a message expression).
         variables: The policy's variables compiled so far, by name (``None``: it has none,
             and ``variables`` is undeclared).
+        patch_types: A mutation's: ``Object{...}`` and ``JSONPatch{...}`` may be built.
     """
 
     params: bool
     authorizer: bool = True
     variables: dict[str, Decl] | None = field(default=None)
+    patch_types: bool = False
 
     def declarations(self) -> dict[str, T]:
         found = {"object": DYN, "oldObject": DYN, "request": decl_to_type(REQUEST),
@@ -118,6 +132,11 @@ class Environment:
         return found
 
 
+def _known(t: T) -> bool:
+    """Whether a type holds nothing of unknown type (what this module would not refuse)."""
+    return t.kind != "unknown" and all(_known(inner) for inner in t.params)
+
+
 def expression_error(
     text: str, environment: Environment, returns: tuple[str, ...] | None, *, variable: str = ""
 ) -> str | None:
@@ -130,11 +149,12 @@ def expression_error(
     if failure is not None:
         found, detail = DYN, f"compilation failed: {failure}"
     elif expr is not None:
-        checked = check_with(expr, environment.declarations())
+        structs = _PATCH_TYPES if environment.patch_types else ()
+        checked = check_with(expr, environment.declarations(), structs=structs)
         found = checked.types.get(expr.id, UNKNOWN)
         if checked.errors:
             found, detail = DYN, f"compilation failed: {cel_issues(text, checked.errors)}"
-        elif returns is not None and found.kind != "unknown" and str(found) not in returns:
+        elif returns is not None and _known(found) and str(found) not in returns:
             wanted = returns[0] if len(returns) == 1 else f"one of [{' '.join(returns)}]"
             detail = f"must evaluate to {wanted} but got {found}"
     if variable and environment.variables is not None:

@@ -1,5 +1,6 @@
-"""ValidatingAdmissionPolicies and their bindings (``admissionregistration.k8s.io/v1``): the
-defaults of ``pkg/apis/admissionregistration/v1/defaults.go`` and the checks of
+"""Validating and mutating admission policies and their bindings
+(``admissionregistration.k8s.io/v1``): the defaults of
+``pkg/apis/admissionregistration/v1/defaults.go`` and the checks of
 ``pkg/apis/admissionregistration/validation`` (the fake stores them; it does not enforce them).
 
 Pure. The CEL expressions are compiled in their environments as kube-apiserver compiles them
@@ -9,11 +10,14 @@ an undeclared name, a type error, a result of another type are refused in its wo
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from anyop.testing.fake.admission_cel import (
+    APPLY_CONFIGURATION,
     BOOL,
+    JSON_PATCH,
     MESSAGE,
     NULLABLE_STRING,
     Environment,
@@ -70,6 +74,8 @@ def _binding(obj: Body) -> None:
 POLICY_DEFAULTERS = {
     (_GROUP, "ValidatingAdmissionPolicy"): _policy,
     (_GROUP, "ValidatingAdmissionPolicyBinding"): _binding,
+    (_GROUP, "MutatingAdmissionPolicy"): _policy,
+    (_GROUP, "MutatingAdmissionPolicyBinding"): _binding,
 }
 """The defaulting functions of the kinds, by group and kind."""
 
@@ -82,6 +88,10 @@ def policy_causes(kind: str, obj: Mapping[str, Any]) -> Causes | None:
         return list(_policy_spec(spec))
     if kind == "ValidatingAdmissionPolicyBinding":
         return list(_binding_spec(spec))
+    if kind == "MutatingAdmissionPolicy":
+        return list(_mutating_spec(spec))
+    if kind == "MutatingAdmissionPolicyBinding":
+        return list(_mutating_binding_spec(spec))
     return None
 
 
@@ -91,7 +101,9 @@ def _not_supported(field: str, value: Any, choices: tuple[str, ...]) -> tuple[st
     return field, {"reason": "FieldValueNotSupported", "message": message}
 
 
-def _policy_spec(spec: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:
+def _policy_head(spec: Mapping[str, Any], *, mutating: bool) -> Iterator[tuple[str, Cause]]:
+    """What a validating and a mutating policy's specs have alike: a failure policy, match
+    constraints (a mutating one's of creates and updates only), match conditions."""
     failure = spec.get("failurePolicy")
     if failure is None:
         yield required_because("spec.failurePolicy")
@@ -104,22 +116,35 @@ def _policy_spec(spec: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:
         yield from _match(constraints, "spec.matchConstraints")
         if not constraints.get("resourceRules"):
             yield required_because("spec.matchConstraints.resourceRules")
+        if mutating:
+            yield from _mutated_operations(constraints, "spec.matchConstraints")
     params = spec.get("paramKind") is not None
     conditions = list(spec.get("matchConditions") or ())
     yield from _match_conditions(conditions, "spec.matchConditions", params=params)
-    variables = list(spec.get("variables") or ())
-    environment = Environment(params, variables={} if variables else None)
-    for index, variable in enumerate(variables):
+
+
+def _variables(spec: Mapping[str, Any], environment: Environment) -> Iterator[tuple[str, Cause]]:
+    """A policy's variables, each compiled, and known to the expressions after it."""
+    for index, variable in enumerate(spec.get("variables") or ()):
         where = f"spec.variables[{index}]"
         name = str(variable.get("name") or "")
-        if not name:
-            yield required_because(f"{where}.name")
+        if not name.strip():
+            yield required_because(f"{where}.name", "name is not specified")
+        elif not _CEL_IDENTIFIER.match(name) or name in _CEL_RESERVED:
+            yield field_invalid(f"{where}.name", name, "must be a valid CEL identifier")
         expression = str(variable.get("expression") or "")
         if not expression.strip():
             yield required_because(f"{where}.expression")
         else:
             yield from _expression(expression, f"{where}.expression", environment, None,
                                    variable=name)  # fmt: skip
+
+
+def _policy_spec(spec: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:
+    yield from _policy_head(spec, mutating=False)
+    params = spec.get("paramKind") is not None
+    environment = Environment(params, variables={} if spec.get("variables") else None)
+    yield from _variables(spec, environment)
     validations = list(spec.get("validations") or ())
     if not validations and not spec.get("auditAnnotations"):
         detail = "validations or auditAnnotations must contain at least one item"
@@ -142,6 +167,85 @@ def _policy_spec(spec: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:
         if key in keys:
             yield duplicate(f"{where}.key", key)
         keys.add(key)
+
+
+_CEL_IDENTIFIER = re.compile(r"[_a-zA-Z][_a-zA-Z0-9]*\Z")
+_CEL_RESERVED = frozenset(("true", "false", "null", "in", "as", "break", "const", "continue",
+                           "else", "for", "function", "if", "import", "let", "loop", "package",
+                           "namespace", "return", "var", "void", "while"))  # fmt: skip
+_MUTATING_OPERATIONS = ("*", "CONNECT", "CREATE", "UPDATE")
+_PATCH_TYPES = ("ApplyConfiguration", "JSONPatch")
+_REINVOCATIONS = ("IfNeeded", "Never")
+
+
+def _mutated_operations(match: Mapping[str, Any], where: str) -> Iterator[tuple[str, Cause]]:
+    """A mutating policy's operations: no delete."""
+    for rule in match.get("resourceRules") or ():
+        for operation in rule.get("operations") or ():
+            if operation not in _MUTATING_OPERATIONS:
+                field = f"{where}.resourceRules.operations"
+                yield _not_supported(field, operation, _MUTATING_OPERATIONS)
+
+
+def _mutating_spec(spec: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:
+    """``validateMutatingAdmissionPolicySpec``: its expressions compiled with ``variables``
+    declared, whether it has some or not."""
+    yield from _policy_head(spec, mutating=True)
+    environment = Environment(spec.get("paramKind") is not None, variables={}, patch_types=True)
+    yield from _variables(spec, environment)
+    mutations = list(spec.get("mutations") or ())
+    if not mutations:
+        yield required_because("spec.mutations", "mutations must contain at least one item")
+    for index, mutation in enumerate(mutations):
+        yield from _mutation(mutation, f"spec.mutations[{index}]", environment)
+    reinvocation = spec.get("reinvocationPolicy")
+    if not reinvocation:
+        yield required_because("spec.reinvocationPolicy")
+    elif reinvocation not in _REINVOCATIONS:
+        yield _not_supported("spec.reinvocationPolicy", reinvocation, _REINVOCATIONS)
+
+
+def _mutation(
+    mutation: Mapping[str, Any], where: str, environment: Environment
+) -> Iterator[tuple[str, Cause]]:
+    """``validateMutation``: a patch type, and the expression of its kind (compiled trimmed)."""
+    kind = mutation.get("patchType")
+    if not kind:
+        yield required_because(f"{where}.patchType")
+        return
+    if kind not in _PATCH_TYPES:
+        yield _not_supported(f"{where}.patchType", kind, _PATCH_TYPES)
+        return
+    own, other = ("jsonPatch", "applyConfiguration")
+    if kind == "ApplyConfiguration":
+        own, other = other, own
+    patch = mutation.get(own)
+    if patch is None:
+        yield required_because(f"{where}.{own}", f"must be specified when patchType is {kind}")
+    else:
+        expression = str((patch or {}).get("expression") or "").strip()
+        returns = JSON_PATCH if own == "jsonPatch" else APPLY_CONFIGURATION
+        if not expression:
+            yield required_because(f"{where}.{own}.expression")
+        else:
+            yield from _expression(expression, f"{where}.{own}.expression", environment, returns)
+    if mutation.get(other) is not None:
+        detail = f"must not be specified when patchType is {kind}"
+        yield field_invalid(f"{where}.{other}", "{" + other + "}", detail)
+
+
+def _mutating_binding_spec(spec: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:
+    """``validateMutatingAdmissionPolicyBindingSpec``."""
+    name = str(spec.get("policyName") or "")
+    if not name:
+        yield required_because("spec.policyName")
+    for problem in dns_subdomain_errors(name) if name else ():
+        yield field_invalid("spec.policyName", name, problem)
+    if (ref := spec.get("paramRef")) is not None:
+        yield from _param_ref(ref)
+    if (match := spec.get("matchResources")) is not None:
+        yield from _match(match, "spec.matchResources")
+        yield from _mutated_operations(match, "spec.matchResources")
 
 
 def _validation(

@@ -111,9 +111,16 @@ class _Builder:
             operand, index = kids
             pos = self.after(operand, "[")
             return self.new("call", pos, name="_[_]", args=[self.build(operand), self.build(index)])
-        if data == "member_object":
+        if data == "member_object":  # ``Type{field: value}``: its type's name, its fields
             pos = self.after(kids[0], "{")
-            return self.new("struct", pos)
+            named = kids[0]
+            name = self.text[named.meta.start_pos : named.meta.end_pos].strip()
+            inits = kids[1].children if len(kids) > 1 else []
+            entries = []
+            for token, value in zip(inits[::2], inits[1::2], strict=True):
+                key = self.new("lit", token.start_pos or pos, value=str(token), name="string")
+                entries.append((key, self.build(value)))
+            return self.new("struct", pos, name=name, entries=entries)
         if data in ("ident_arg", "dot_ident_arg"):
             ident, *rest = kids
             pos = self.text.find("(", ident.end_pos)

@@ -98,9 +98,10 @@ def _substitute(result: T, bound: dict[str, T]) -> T:
 
 
 class _Checker:
-    def __init__(self, variables: dict[str, T]) -> None:
+    def __init__(self, variables: dict[str, T], structs: tuple[str, ...] = ()) -> None:
         self.out = Checked()
         self.scopes: list[dict[str, T]] = [variables]
+        self.structs = structs
 
     def lookup(self, name: str) -> T | None:
         for scope in reversed(self.scopes):
@@ -134,15 +135,20 @@ class _Checker:
             known = [item for item in items if item.kind not in VAGUE]
             if known and all(_same(known[0], item) for item in known):
                 return T("list", (known[0],))
-            return T("list", (DYN if known else UNKNOWN,))
+            return T("list", (DYN if known or not items else UNKNOWN,))  # ([]: list(dyn))
         if e.kind == "map":
             keys = [self.check(key) for key, _ in e.entries]
             values = [self.check(value) for _, value in e.entries]
             key = keys[0] if keys and all(_same(keys[0], k) for k in keys) else DYN
             value = values[0] if values and all(_same(values[0], v) for v in values) else DYN
-            return T("map", (key if keys else UNKNOWN, value if values else UNKNOWN))
+            return T("map", (key, value))  # ({}: map(dyn, dyn))
         if e.kind == "comp":
             return self.comprehension(e)
+        if e.kind == "struct":  # a message: of its type, where the environment has it
+            for _, initial in e.entries:
+                self.check(initial)
+            declared = e.name in self.structs or e.name.partition(".")[0] in self.structs
+            return T(e.name) if declared else UNKNOWN
         if e.kind == "call":
             return self.call(e)
         return UNKNOWN
@@ -338,10 +344,12 @@ def check(expr: Expr, self_type: T, old_type: T) -> Checked:
     return check_with(expr, {"self": self_type, "oldSelf": old_type})
 
 
-def check_with(expr: Expr, variables: dict[str, T]) -> Checked:
+def check_with(expr: Expr, variables: dict[str, T], *, structs: tuple[str, ...] = ()) -> Checked:
     """Type-check an expression whose variables are of the given types (a DRA device
-    selector's: ``device``)."""
-    checker = _Checker(dict(variables))
+    selector's: ``device``); ``structs``: the message types it may build (a mutating admission
+    policy's ``Object`` and its fields' ``Object.spec``..., ``JSONPatch``), each of its own
+    type (another is of unknown type)."""
+    checker = _Checker(dict(variables), structs)
     checker.check(expr)
     checker.out.errors.sort(key=lambda error: error[0])
     return checker.out

@@ -214,8 +214,11 @@ class _Coster:
                 val = _union(val, self.size_or_unknown(v))
             self.entries[e.id] = _Entry("map", key, val)
             return _add(spent, (30, 30))
-        if e.kind == "struct":
-            return 40, 40
+        if e.kind == "struct":  # (a message's base cost, and its fields')
+            spent = (40, 40)
+            for _, value in e.entries:
+                spent = _add(spent, self.cost(value))
+            return spent
         if e.kind == "comp":
             return self.comprehension(e)
         return 0, 0
