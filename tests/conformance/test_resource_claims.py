@@ -63,7 +63,9 @@ DEVICES: list[Body] = [
                      {"distinctAttribute": "Bad_Domain/9x"}]},
     {"requests": [{"name": "a", "exactly": _exactly()}],
      "config": [{"requests": ["z"]}, {"opaque": {"driver": "", "parameters": {}}},
-                {"opaque": {"driver": "Bad_Driver"}}]},
+                {"opaque": {"driver": "Bad_Driver"}},
+                {"opaque": {"driver": "dra.example.com", "parameters": [1, 2]}},
+                {"opaque": {"driver": "dra.example.com", "parameters": "text"}}]},
     {"requests": [{"name": "a", "firstAvailable": [
         {"name": "x"}, {"name": "x", "deviceClassName": "c", "allocationMode": "All", "count": 3},
         {"name": "Y", "deviceClassName": "c", "count": -2}]}]},

@@ -30,6 +30,7 @@ __all__ = [
     "dns_label_errors",
     "dns_subdomain_errors",
     "label_value_errors",
+    "meta_annotation_causes",
     "metadata_causes",
     "object_meta_causes",
 ]
@@ -171,16 +172,20 @@ def label_causes(labels: Mapping[str, Any], field: str) -> Iterator[tuple[str, C
             yield _invalid(field, go_quoted(str(value)), error)
 
 
-def _annotations(annotations: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:
+def meta_annotation_causes(
+    annotations: Mapping[str, Any], field: str = "metadata.annotations"
+) -> Iterator[tuple[str, Cause]]:
+    """``ValidateAnnotations``: each key a qualified name (lowercased), all of them at most
+    256 KiB."""
     for key in annotations:
         for error in label_key_errors(key.lower()):
-            yield _invalid("metadata.annotations", go_quoted(key), error)
+            yield _invalid(field, go_quoted(key), error)
     size = sum(len(key) + len(str(value)) for key, value in annotations.items())
     if size * 4 > _ANNOTATIONS_LIMIT:  # in characters it may be well below: count the bytes
         size = sum(len(k.encode()) + len(str(v).encode()) for k, v in annotations.items())
     if size > _ANNOTATIONS_LIMIT:
         message = f"Too long: may not be more than {_ANNOTATIONS_LIMIT} bytes"
-        yield "metadata.annotations", {"reason": "FieldValueTooLong", "message": message}
+        yield field, {"reason": "FieldValueTooLong", "message": message}
 
 
 def _version_of(api_version: str) -> str:
@@ -267,7 +272,7 @@ def _parts(
     if labels := metadata.get("labels"):
         shared += label_causes(labels, "metadata.labels")
     if annotations := metadata.get("annotations"):
-        shared += _annotations(annotations)
+        shared += meta_annotation_causes(annotations)
     if references := metadata.get("ownerReferences"):
         shared += _owner_references(list(references))
     finalizers = list(metadata.get("finalizers") or ())

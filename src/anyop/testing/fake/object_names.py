@@ -18,6 +18,7 @@ from anyop.testing.fake.field_errors import path_segment_errors
 from anyop.testing.fake.go_json import go_quoted
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.object_meta import dns_label_errors, dns_subdomain_errors
+from anyop.testing.fake.service_cidr_rules import ip_name_errors
 
 __all__ = ["name_causes"]
 
@@ -53,6 +54,7 @@ _RULES: dict[tuple[str, str], Callable[[str, bool], list[str]]] = {
     ("", "namespaces"): _masked(dns_label_errors),
     ("apps", "statefulsets"): _masked(dns_label_errors),
     ("", "services"): _masked(dns_label_errors),  # (RelaxedServiceNameValidation, on in 1.36)
+    ("networking.k8s.io", "ipaddresses"): ip_name_errors,
     **{key: _segment for key in _SEGMENT_NAMED},
 }
 _DEFAULT_RULE = _masked(dns_subdomain_errors)

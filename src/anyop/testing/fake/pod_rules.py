@@ -31,8 +31,10 @@ from anyop.testing.fake.object_meta import (
     PERCENT_HINT,
     dns_label_errors,
     dns_subdomain_errors,
+    label_causes,
     label_key_errors,
     label_value_errors,
+    meta_annotation_causes,
 )
 from anyop.testing.fake.pod_spec_diff import pod_spec_diff, with_sent_empties
 from anyop.testing.fake.quantities import QuantityError, quantity_value
@@ -240,9 +242,13 @@ def _apparmor(holder: Any, path: str) -> list[tuple[str, Cause]]:
 
 def template_causes(template: Mapping[str, Any], path: str) -> list[tuple[str, Cause]]:
     """``ValidatePodTemplateSpec``'s checks the fake makes, of a template at ``path``: its
-    AppArmor annotations, its pod spec, its AppArmor annotations against their fields."""
+    labels, its annotations, its AppArmor annotations, its pod spec, its AppArmor annotations
+    against their fields."""
     metadata, spec = template.get("metadata") or {}, template.get("spec") or {}
-    causes = annotation_causes(metadata.get("annotations"), spec, f"{path}.annotations")
+    annotations = metadata.get("annotations") or {}
+    causes = [*label_causes(metadata.get("labels") or {}, f"{path}.labels"),
+              *meta_annotation_causes(annotations, f"{path}.annotations")]  # fmt: skip
+    causes += annotation_causes(metadata.get("annotations"), spec, f"{path}.annotations")
     causes += _pod_spec(spec, f"{path}.spec")
     return causes + match_causes(metadata, spec, f"{path}.spec")
 
@@ -262,7 +268,8 @@ def workload_causes(kind: str, obj: Mapping[str, Any]) -> list[tuple[str, Cause]
         causes.append(invalid("spec.replicas", str(replicas), _NEGATIVE))
     selector = spec.get("selector") or {}
     template = spec.get("template") or {}
-    labels = (template.get("metadata") or {}).get("labels") or {}
+    meta = template.get("metadata") or {}
+    labels = meta.get("labels") or {}
     # A DaemonSet's selector is checked first; one that does not convert matches nothing.
     problems = list(label_selector_causes(selector, "spec.selector")) if kind == "DaemonSet" else []
     causes += problems
@@ -279,7 +286,9 @@ def workload_causes(kind: str, obj: Mapping[str, Any]) -> list[tuple[str, Cause]
         causes.append(invalid("spec.selector", shown, "empty selector is invalid for daemonset"))
     pod_spec = template.get("spec") or {}
     causes += template_causes(template, "spec.template")
-    if kind == "StatefulSet":
+    if kind == "StatefulSet":  # (its template's labels and annotations are checked again)
+        causes += label_causes(labels, "spec.template.labels")
+        causes += meta_annotation_causes(meta.get("annotations") or {}, "spec.template.annotations")
         causes += _stateful_set(spec)
     restart = str(pod_spec.get("restartPolicy") or "")
     if restart != "Always":

@@ -1,13 +1,17 @@
 """What kube-apiserver's Go code does to the kinds of ``storage.k8s.io/v1``,
 ``node.k8s.io/v1``, ``apiregistration.k8s.io/v1``, ``flowcontrol.apiserver.k8s.io/v1`` and
-``resource.k8s.io/v1`` beyond their schemas, with its messages and in its order.
+``resource.k8s.io/v1``, and to a few of the core group, ``apps`` and ``networking.k8s.io``,
+beyond their schemas, with its messages and in its order.
 
 Pure. One table per kind, from the modules that hold each kind's rules:
 :mod:`.storage_class_rules` (StorageClasses, VolumeAttributesClasses, CSIDrivers),
 :mod:`.csi_rules` (VolumeAttachments, CSINodes, CSIStorageCapacities),
 :mod:`.runtime_class_rules` (RuntimeClasses), :mod:`.apiservice_rules` (APIServices),
-:mod:`.flowcontrol_rules` (FlowSchemas, PriorityLevelConfigurations) and
-:mod:`.resource_claim_rules` (ResourceClaims, their templates, DeviceClasses).
+:mod:`.flowcontrol_rules` (FlowSchemas, PriorityLevelConfigurations),
+:mod:`.resource_claim_rules` (ResourceClaims, their templates, DeviceClasses),
+:mod:`.resource_slice_rules` (ResourceSlices), :mod:`.pod_template_rules` (PodTemplates,
+ReplicationControllers, ControllerRevisions) and :mod:`.service_cidr_rules` (ServiceCIDRs,
+IPAddresses).
 :data:`STORAGE_DEFAULTERS` fill in what the kinds' ``SetDefaults_*`` functions set;
 :func:`storage_causes` lists the errors of a new object (``Validate<Kind>``, beyond its
 metadata's) and :func:`storage_update_causes` those of an update (``Validate<Kind>Update`` and
@@ -23,9 +27,11 @@ from anyop.testing.fake import (
     apiservice_rules,
     csi_rules,
     flowcontrol_rules,
+    pod_template_rules,
     resource_claim_rules,
     resource_slice_rules,
     runtime_class_rules,
+    service_cidr_rules,
     storage_class_rules,
 )
 
@@ -42,6 +48,8 @@ _MODULES = (
     flowcontrol_rules,
     resource_claim_rules,
     resource_slice_rules,
+    pod_template_rules,
+    service_cidr_rules,
 )
 STORAGE_DEFAULTERS = {key: value for module in _MODULES for key, value in module.DEFAULTERS.items()}
 """The defaulting functions of the kinds here, by ``(group, kind)``."""

@@ -295,6 +295,7 @@ def _time(value: Any, layout: str, ctx: _Context) -> Any:
 
 
 _EMBEDDED = {"apiVersion": -3, "kind": -2, "metadata": -1}
+_RAW_EXTENSION = "io.k8s.apimachinery.pkg.runtime.RawExtension"
 """Where a kind's embedded ``TypeMeta`` and ``ObjectMeta`` fields come in its struct: first."""
 
 
@@ -307,6 +308,8 @@ def _object(
     ctx: _Context,
     like: Any = None,
 ) -> Any:
+    if name == _RAW_EXTENSION:  # any JSON: Go keeps its bytes (its kind's checks judge them)
+        return json_copy(dict(value) if is_map(value) else value)
     if type(value) is not dict and not is_map(value):
         ctx.type_error(_json_name(value), _go_type(books, schema), value)
         return value
