@@ -32,7 +32,7 @@ from anyop.testing.fake.cluster_rules import (
     cluster_update_causes,
 )
 from anyop.testing.fake.crd_cel_limits import crd_rule_causes
-from anyop.testing.fake.crd_checks import crd_causes, crd_name_causes
+from anyop.testing.fake.crd_checks import crd_causes
 from anyop.testing.fake.crd_schema_checks import crd_schema_causes
 from anyop.testing.fake.csi_rules import capacity_changes
 from anyop.testing.fake.endpoints_rules import (
@@ -41,7 +41,7 @@ from anyop.testing.fake.endpoints_rules import (
     endpoints_causes,
     endpoints_defaults,
 )
-from anyop.testing.fake.event_rules import event_causes
+from anyop.testing.fake.event_rules import event_causes, new_event_parts
 from anyop.testing.fake.go_json import go_quoted
 from anyop.testing.fake.ingress_rules import ingress_causes
 from anyop.testing.fake.kinds import Kind
@@ -55,10 +55,10 @@ from anyop.testing.fake.pod_defaults import (
     template_defaults,
 )
 from anyop.testing.fake.pod_rules import (
-    pod_update_causes,
     stateful_set_update_causes,
     workload_causes,
 )
+from anyop.testing.fake.pod_update_rules import pod_update_causes
 from anyop.testing.fake.policy_rules import (
     network_policy_causes,
     network_policy_defaults,
@@ -400,10 +400,14 @@ def new_object_causes(
     if own and (kind.group, kind.kind) in _SPEC_ONLY:  # the metadata is checked only after
         return own
     kube = kind.group not in _GENERIC_META
+    first: Causes = []  # an events.k8s.io Event's legacy checks come before its metadata's
+    if (kind.group, kind.kind) == ("events.k8s.io", "Event"):
+        first, own = new_event_parts(obj)
     names = name_causes(kind, metadata, obj)  # first, as ValidateObjectMeta checks them
-    if (kind.group, kind.kind) == ("apiextensions.k8s.io", "CustomResourceDefinition"):
-        names += crd_name_causes(obj)  # its name is its plural and group
-    return names + object_meta_causes(metadata, custom=False, own_create=own, kube_finalizers=kube)
+    if (kind.group, kind.kind) == ("", "Event"):  # a v1 Event's metadata is not checked
+        return [cause for cause in names if cause[1]["reason"] == "FieldValueRequired"] + own
+    meta = object_meta_causes(metadata, custom=False, own_create=own, kube_finalizers=kube)
+    return first + names + meta
 
 
 _SPEC_ONLY = {("policy", "PodDisruptionBudget")}
@@ -523,6 +527,6 @@ where it is not ``update+create`` (Kubernetes' Go code)."""
 
 
 _GENERIC_META = ("coordination.k8s.io", "admissionregistration.k8s.io", "node.k8s.io", "policy",
-                 "apiregistration.k8s.io")  # fmt: skip
+                 "apiregistration.k8s.io", "apiextensions.k8s.io")  # fmt: skip
 """Groups whose validation checks metadata by apimachinery's ``ValidateObjectMeta`` alone, not
 by the core group's (which adds its check of finalizer names)."""

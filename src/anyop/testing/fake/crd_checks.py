@@ -15,7 +15,7 @@ spec's (``spec.validation``, ``spec.subresources``, ``spec.additionalPrinterColu
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -33,7 +33,7 @@ from anyop.testing.fake.object_meta import DNS_1035, DNS_1035_HINT, dns_subdomai
 from anyop.testing.fake.statuses import Cause
 from anyop.testing.fake.webhook_config_rules import webhook_service_causes, webhook_url_causes
 
-__all__ = ["crd_causes", "crd_name_causes"]
+__all__ = ["crd_causes", "crd_name_check"]
 
 Causes = list[tuple[str, Cause]]
 
@@ -42,14 +42,18 @@ _APPROVAL = "api-approved.kubernetes.io"
 _SCHEMA_AT = re.compile(r"^spec\.versions\[(\d+)\]\.schema\.")
 
 
-def crd_name_causes(crd: Mapping[str, Any]) -> Causes:
-    """The CRD's own check of its name (``ValidateObjectMeta``'s): ``<plural>.<group>``."""
+def crd_name_check(crd: Mapping[str, Any]) -> Callable[[str, bool], list[str]]:
+    """The CRD's name function (``ValidateObjectMeta``'s), for its name and its
+    ``generateName``: a subdomain, and ``<plural>.<group>``."""
     spec = crd.get("spec") or {}
-    name = (crd.get("metadata") or {}).get("name")
     required = f"{(spec.get('names') or {}).get('plural') or ''}.{spec.get('group') or ''}"
-    if not isinstance(name, str) or not name or name == required:
-        return []
-    return [field_invalid("metadata.name", name, 'must be spec.names.plural+"."+spec.group')]
+
+    def check(name: str, prefix: bool) -> list[str]:
+        masked = name[:-1] + "a" if prefix and len(name) > 1 and name.endswith("-") else name
+        errors = dns_subdomain_errors(masked)
+        return errors if name == required else [*errors, 'must be spec.names.plural+"."+spec.group']
+
+    return check
 
 
 def crd_causes(
@@ -139,6 +143,7 @@ class _Internal:
     def __init__(self, spec: Mapping[str, Any]) -> None:
         raw = spec.get("versions")
         self.versions = [v for v in raw or () if isinstance(v, Mapping)]
+        self.nil = raw is None  # (Go's nil slice: shown as null)
         self.same_schema = self._same("schema", pointer=True)
         self.same_subresources = self._same("subresources", pointer=True)
         self.same_columns = self._same("additionalPrinterColumns", pointer=False)
@@ -155,6 +160,8 @@ class _Internal:
 
     def shown(self) -> str:
         """The internal versions as Go's ``json.Marshal`` writes them (field names, in order)."""
+        if self.nil:
+            return "null"
         rendered = []
         for version in self.versions:
             warning = version.get("deprecationWarning")

@@ -165,10 +165,10 @@ def csr_causes(
     old_spec = (old or {}).get("spec") or {}
     old_conditions = _conditions(old or {})
     causes: Causes = []
-    covered: Causes = []  # (declarative validation's: after the others, in the fields' order)
+    covered: Causes = []  # (declarative validation's: after the others: usages, then signer)
     request = spec.get("request")
     if (problem := _request_problem(request)) is not None:
-        causes.append(field_invalid("spec.request", request or "", problem))
+        causes.append(field_invalid("spec.request", request, problem))  # (none: null)
     usages = list(spec.get("usages") or ())
     if not usages:
         covered.append(required_because("spec.usages"))
@@ -193,7 +193,7 @@ def csr_causes(
             )
         )
     elif not signer:
-        covered.insert(0, required_because("spec.signerName"))
+        covered.append(required_because("spec.signerName"))
     elif signer != _LEGACY_SIGNER:
         causes += signer_name_causes("spec.signerName", signer)
     seconds = spec.get("expirationSeconds")

@@ -131,6 +131,13 @@ def _immutable(event: Mapping[str, Any], old: Mapping[str, Any]) -> Iterator[tup
             yield invalid(name, _go_value(field, event.get(field)), "field is immutable")
 
 
+def new_event_parts(obj: Mapping[str, Any]) -> tuple[list[tuple[str, Cause]], ...]:
+    """An ``events.k8s.io`` Event's errors on a create: the legacy checks' (which come before
+    its metadata's), and the strict ones' (after)."""
+    event = _internal(obj, new_api=True)
+    return list(_legacy(event, new_api=True)), list(_strict(event))
+
+
 def event_causes(
     group: str, obj: Mapping[str, Any], *, old: Mapping[str, Any] | None = None
 ) -> list[tuple[str, Cause]]:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from anyop.testing.fake.apiservice_rules import name_check as apiservice_name_check
+from anyop.testing.fake.crd_checks import crd_name_check
 from anyop.testing.fake.field_errors import path_segment_errors
 from anyop.testing.fake.go_json import go_quoted
 from anyop.testing.fake.kinds import Kind
@@ -55,14 +56,19 @@ _RULES: dict[tuple[str, str], Callable[[str, bool], list[str]]] = {
     ("apps", "statefulsets"): _masked(dns_label_errors),
     ("", "services"): _masked(dns_label_errors),  # (RelaxedServiceNameValidation, on in 1.36)
     ("networking.k8s.io", "ipaddresses"): ip_name_errors,
+    ("", "replicationcontrollers"): lambda name, prefix: (
+        [] if prefix else dns_subdomain_errors(name)
+    ),
     **{key: _segment for key in _SEGMENT_NAMED},
 }
 _DEFAULT_RULE = _masked(dns_subdomain_errors)
 _NameCheck = Callable[[str, bool], list[str]]
 _OBJECT_RULES: dict[tuple[str, str], Callable[[Mapping[str, Any]], _NameCheck]] = {
-    ("apiregistration.k8s.io", "apiservices"): apiservice_name_check
+    ("apiregistration.k8s.io", "apiservices"): apiservice_name_check,
+    ("apiextensions.k8s.io", "customresourcedefinitions"): crd_name_check,
 }
-"""Kinds whose name function depends on the object (an APIService's name is its spec's)."""
+"""Kinds whose name function depends on the object (an APIService's name is its spec's, a
+CRD's its plural and group)."""
 
 
 def name_causes(

@@ -18,7 +18,6 @@ from typing import Any
 
 from anyop.testing.fake.apparmor_rules import (
     annotation_causes,
-    annotation_update_causes,
     match_causes,
     profile_causes,
 )
@@ -36,7 +35,6 @@ from anyop.testing.fake.object_meta import (
     label_value_errors,
     meta_annotation_causes,
 )
-from anyop.testing.fake.pod_spec_diff import pod_spec_diff, with_sent_empties
 from anyop.testing.fake.quantities import QuantityError, quantity_value
 from anyop.testing.fake.selector_rules import label_selector_causes
 
@@ -47,7 +45,6 @@ __all__ = [
     "invalid",
     "required",
     "toleration_causes",
-    "pod_update_causes",
     "stateful_set_update_causes",
     "template_causes",
     "unsupported",
@@ -263,17 +260,25 @@ def workload_causes(kind: str, obj: Mapping[str, Any]) -> list[tuple[str, Cause]
         return found + match_causes(metadata, spec, "spec")
     spec = obj.get("spec") or {}
     causes: list[tuple[str, Cause]] = []
-    replicas = spec.get("replicas")
-    if isinstance(replicas, int) and replicas < 0:
-        causes.append(invalid("spec.replicas", str(replicas), _NEGATIVE))
-    selector = spec.get("selector") or {}
+    given = spec.get("selector")  # (none: it selects nothing)
+    selector = given or {}
     template = spec.get("template") or {}
     meta = template.get("metadata") or {}
     labels = meta.get("labels") or {}
-    # A DaemonSet's selector is checked first; one that does not convert matches nothing.
-    problems = list(label_selector_causes(selector, "spec.selector")) if kind == "DaemonSet" else []
-    causes += problems
-    if selector and not problems and not selects(selector, labels):
+    problems: list[tuple[str, Cause]] = []  # (a selector that does not convert matches nothing)
+    if kind == "StatefulSet":  # its own checks first, its selector's last
+        causes += _stateful_set(spec)
+        problems = [cause for cause in causes if cause[0].startswith("spec.selector.")]
+    elif kind in ("Deployment", "ReplicaSet"):
+        causes += _counts(spec, ("replicas", "minReadySeconds") if kind == "ReplicaSet" else
+                          ("replicas",))  # fmt: skip
+        problems = list(_required_selector(given, "deployment"))
+        causes += problems
+        problems = [cause for cause in problems if cause[0].startswith("spec.selector.")]
+    else:  # a DaemonSet's selector is checked first
+        problems = list(label_selector_causes(selector, "spec.selector"))
+        causes += problems
+    if not problems and (given is None or (selector and not selects(selector, labels))):
         shown = json.dumps(labels, separators=(",", ":"), sort_keys=True) if labels else "null"
         detail = "`selector` does not match template `labels`"
         causes.append(invalid("spec.template.metadata.labels", shown, detail))
@@ -289,7 +294,6 @@ def workload_causes(kind: str, obj: Mapping[str, Any]) -> list[tuple[str, Cause]
     if kind == "StatefulSet":  # (its template's labels and annotations are checked again)
         causes += label_causes(labels, "spec.template.labels")
         causes += meta_annotation_causes(meta.get("annotations") or {}, "spec.template.annotations")
-        causes += _stateful_set(spec)
     restart = str(pod_spec.get("restartPolicy") or "")
     if restart != "Always":
         causes.append(unsupported("spec.template.spec.restartPolicy", restart, ("Always",)))
@@ -444,19 +448,31 @@ def _stateful_set(spec: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:
         struct = {"Type": kind, "RollingUpdate": update}
         detail = "must be 'RollingUpdate' or 'OnDelete'"
         yield invalid("spec.updateStrategy", json.dumps(struct, separators=(",", ":")), detail)
-    for field in ("minReadySeconds",):
-        value = spec.get(field)
-        if isinstance(value, int) and value < 0:
-            yield invalid(f"spec.{field}", str(value), _NEGATIVE)
+    yield from _counts(spec, ("replicas", "minReadySeconds"))
     service = str(spec.get("serviceName") or "")
     if service:
         yield from dns_label_causes(service, "spec.serviceName")
-    selector = spec.get("selector")
+    yield from _required_selector(spec.get("selector"), "statefulset")
+
+
+def _counts(spec: Mapping[str, Any], fields: tuple[str, ...]) -> Iterator[tuple[str, Cause]]:
+    """``ValidateNonnegativeField`` of each field."""
+    for field in fields:
+        value = spec.get(field)
+        if isinstance(value, int) and value < 0:
+            yield invalid(f"spec.{field}", str(value), _NEGATIVE)
+
+
+def _required_selector(selector: Any, owner: str) -> Iterator[tuple[str, Cause]]:
+    """A workload's selector: given, valid (``ValidateLabelSelector``), not empty (a
+    ReplicaSet's error says ``deployment``, as Go's)."""
     if selector is None:
         yield required("spec.selector")
-    elif not (selector.get("matchLabels") or selector.get("matchExpressions")):
+        return
+    yield from label_selector_causes(selector, "spec.selector")
+    if not (selector.get("matchLabels") or selector.get("matchExpressions")):
         shown = json.dumps(selector, separators=(",", ":"))
-        yield invalid("spec.selector", shown, "empty selector is invalid for statefulset")
+        yield invalid("spec.selector", shown, f"empty selector is invalid for {owner}")
 
 
 _STATEFUL_MUTABLE = ("replicas", "template", "updateStrategy", "minReadySeconds", "ordinals",
@@ -484,100 +500,3 @@ def stateful_set_update_causes(
 
 def _forbidden(field: str, detail: str) -> tuple[str, Cause]:
     return field, {"reason": "FieldValueForbidden", "message": f"Forbidden: {detail}"}
-
-
-# -- updates of a Pod ---------------------------------------------------------------------------
-
-
-def pod_update_causes(
-    old: Mapping[str, Any], new: Mapping[str, Any], *, raw: Mapping[str, Any] | None = None
-) -> list[tuple[str, Cause]]:
-    """``ValidatePodUpdate``'s own checks: the containers may not be added or removed (then it
-    stops), each keeps an image, and nothing else but a few fields may change (``raw``: the
-    update as sent, whose empty lists and maps its refusal's diff shows)."""
-    before, after = old.get("spec") or {}, new.get("spec") or {}
-    causes = annotation_update_causes((old.get("metadata") or {}).get("annotations"),
-                                      (new.get("metadata") or {}).get("annotations"))  # fmt: skip
-    for key in ("containers", "initContainers"):
-        containers = list(after.get(key) or ())
-        if len(containers) != len(before.get(key) or ()):
-            detail = "pod updates may not add or remove containers"
-            return [*causes, _forbidden(f"spec.{key}", detail)]
-        for index, container in enumerate(containers):
-            image = str((container if isinstance(container, Mapping) else {}).get("image") or "")
-            if not image:
-                causes.append(required(f"spec.{key}[{index}].image"))
-            elif image.strip() != image:
-                detail = "must not have leading or trailing whitespace"
-                causes.append(invalid(f"spec.{key}[{index}].image", go_quoted(image), detail))
-    deadline, stop = _deadline_update(before.get("activeDeadlineSeconds"),
-                                      after.get("activeDeadlineSeconds"))  # fmt: skip
-    causes += deadline
-    if stop:
-        return causes
-    causes += _added_tolerations(list(before.get("tolerations") or ()),
-                                 list(after.get("tolerations") or ()))  # fmt: skip
-    munged = _munged(before, after)
-    if before != after and pod_spec_diff(before, munged):  # Go: nil and empty are equal
-        sent = raw.get("spec") if isinstance(raw, Mapping) else None
-        difference = pod_spec_diff(before, with_sent_empties(munged, sent))
-        causes.append(_forbidden("spec", f"{_POD_SPEC_HINT}\n{difference}"))
-    return causes
-
-
-def _deadline_update(old: Any, new: Any) -> tuple[list[tuple[str, Cause]], bool]:
-    """What ``ValidatePodUpdate`` says of a changed ``activeDeadlineSeconds``, and whether it
-    stops there: it may be set, or lowered, and stays within an int32."""
-    field = "spec.activeDeadlineSeconds"
-    if new is None:
-        if old is not None:
-            detail = "must not update from a positive integer to nil value"
-            return [invalid(field, "null", detail)], False
-        return [], False
-    if not 0 <= new <= 2**31 - 1:
-        return [invalid(field, str(new), "must be between 0 and 2147483647, inclusive")], True
-    if old is not None and old < new:
-        return [invalid(field, str(new), "must be less than or equal to previous value")], True
-    return [], False
-
-
-def _added_tolerations(old: list[Any], new: list[Any]) -> list[tuple[str, Cause]]:
-    """``validateOnlyAddedTolerations``: each old toleration stays, but for its seconds."""
-
-    def fixed(toleration: Any) -> tuple[Any, ...]:
-        item = toleration if isinstance(toleration, Mapping) else {}
-        return tuple(str(item.get(k) or "") for k in ("key", "operator", "value", "effect"))
-
-    kept = {fixed(toleration) for toleration in new}
-    if any(fixed(toleration) not in kept for toleration in old):
-        detail = "existing toleration can not be modified except its tolerationSeconds"
-        return [_forbidden("spec.tolerations", detail)]
-    return list(toleration_causes(new, "spec.tolerations"))
-
-
-def _munged(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
-    """A Pod's new spec with what may change taken from the old one, as ``ValidatePodUpdate``
-    compares it: the images, the deadline, the scheduling gates, the tolerations (checked on
-    their own), and a grace period of 1 that was negative."""
-    munged = dict(new)
-    for key in ("containers", "initContainers"):
-        if key in new:
-            olds = list(old.get(key) or ())
-            munged[key] = [{**item, "image": (olds[index] or {}).get("image")}
-                           for index, item in enumerate(new[key])]  # fmt: skip
-    for key in ("activeDeadlineSeconds", "schedulingGates", "tolerations"):
-        munged.pop(key, None)
-        if key in old:
-            munged[key] = old[key]
-    grace = old.get("terminationGracePeriodSeconds")
-    if grace is not None and grace < 0 and new.get("terminationGracePeriodSeconds") == 1:
-        munged["terminationGracePeriodSeconds"] = grace
-    return munged
-
-
-_POD_SPEC_HINT = (
-    "pod updates may not change fields other than `spec.containers[*].image`,"
-    "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` "
-    "(only additions to existing tolerations),`spec.terminationGracePeriodSeconds` "
-    "(allow it to be set to 1 if it was previously negative)"
-)
