@@ -436,6 +436,24 @@ async def test_a_service_gets_its_defaults_and_a_cluster_ip(conform: Conform) ->
     await conform(scenario)
 
 
+async def test_a_cluster_ip_held_is_refused_but_in_a_dry_run(conform: Conform) -> None:
+    """The kubernetes Service's address (held), asked for by a dry run (whose allocator checks
+    the range only), by a create, and out of the range by a dry run."""
+
+    async def scenario(t: Target) -> None:
+        def service(ip: str) -> dict[str, Any]:
+            return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "held"},
+                    "spec": {"clusterIP": ip, "ports": [{"port": 80}]}}  # fmt: skip
+
+        await t.post(t.core("services"), service("10.0.0.1"), params={"dryRun": "All"},
+                     record=lambda d: d.get("message") or d["spec"]["clusterIP"])  # fmt: skip
+        await t.post(t.core("services"), service("10.0.0.1"), record=lambda d: d.get("message"))
+        await t.post(t.core("services"), service("10.9.0.1"), params={"dryRun": "All"},
+                     record=lambda d: d.get("message"))  # fmt: skip
+
+    await conform(scenario)
+
+
 async def test_a_service_turned_external_name_keeps_only_the_cluster_ips_it_sends(
     conform: Conform,
 ) -> None:

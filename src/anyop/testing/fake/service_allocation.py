@@ -50,8 +50,8 @@ def service_ip(store: Store) -> str:
 
 
 def _refused_ips(store: Store, obj: Body) -> list[tuple[str, Cause]]:
-    """The allocator's refusal of cluster IPs asked for: one outside the network, or held by
-    another Service (``failed to allocate IP``)."""
+    """The allocator's refusal of cluster IPs asked for: one outside the network, or (but in a
+    dry run) held by another Service (``failed to allocate IP``)."""
     spec = obj.get("spec") or {}
     asked = [ip for ip in spec.get("clusterIPs") or () if isinstance(ip, str) and ip != "None"]
     metadata = obj.get("metadata") or {}
@@ -63,9 +63,12 @@ def _refused_ips(store: Store, obj: Body) -> list[tuple[str, Cause]]:
         for ip in (body.get("spec") or {}).get("clusterIPs") or ()
     }
     for ip in asked:
-        if not _in_network(ip):
+        if not _in_network(ip) and store.dry_run:  # (the dry run's allocator: the range's)
+            detail = (f"the provided IP ({ip}) is not in the valid range. The range of valid "
+                      f"IPs is {SERVICE_CIDR}")  # fmt: skip
+        elif not _in_network(ip):  # (in no ServiceCIDR)
             detail = "the provided network does not match the current range"
-        elif ip in held:
+        elif ip in held and not store.dry_run:  # (a dry run's allocator checks the range only)
             detail = "provided IP is already allocated"
         else:
             continue
