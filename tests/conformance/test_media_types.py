@@ -91,6 +91,23 @@ async def test_unknown_media_types_are_415_and_protobuf_breaks_custom_resources(
     await conform(scenario)
 
 
+async def test_a_patch_of_no_patch_type_is_415_before_its_object_is_looked_for(
+    conform: Conform,
+) -> None:
+    """A patch whose ``Content-Type`` is no patch type, of an object that exists and of one
+    that does not, of a built-in and of a custom resource; a strategic merge patch of a custom
+    resource that does not exist."""
+
+    async def scenario(t: Target) -> None:
+        await t.post(t.cm(), {"metadata": {"name": "p"}})
+        for path in (t.cm("p"), t.cm("missing"), t.widgets("missing")):
+            for kind in ("text/plain", "application/json"):
+                await t.patch(path, b"{}", ct=kind)
+        await t.patch(t.widgets("missing"), b"{}", ct="application/strategic-merge-patch+json")
+
+    await conform(scenario)
+
+
 async def test_yaml_bodies_are_taken_as_go_reads_yaml(conform: Conform) -> None:
     async def scenario(t: Target) -> None:
         await t.post(t.cm(), b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n", ct=_YAML)

@@ -227,7 +227,10 @@ def _dispatch(store: Store, request: ApiRequest, address: str) -> ApiResponse | 
         return ApiResponse(*pod_bindings.bind(store, kind, route, method, media, body))
     if component_statuses.handles(kind, route):  # computed, not stored
         watch = is_watch(request)
-        return ApiResponse(*component_statuses.answer(route, request.method, watch=watch))
+        listing = route.name is None and route.namespace is None and request.method == "GET"
+        selector = _list_query(kind, None, request.query).selector if listing else None
+        return ApiResponse(*component_statuses.answer(route, request.method, watch=watch,
+                                                      selector=selector))  # fmt: skip
     if _out_of_scope(kind, route, request.method):
         return _no_route(kind.custom)
     if route.subresource is not None and not _has_subresource(kind, route.subresource):
@@ -376,6 +379,7 @@ def _member(store: Store, ref: Ref, request: ApiRequest, *, route: Route) -> Api
                                   subresource=route.subresource)  # fmt: skip
             return ApiResponse(code, applied)
         case "PATCH":
+            writes.check_patch_type(ref.kind, request.content_type)
             warnings = _patch_warnings(store, ref, request, subresource=route.subresource)
             patched = writes.patch(
                 store,

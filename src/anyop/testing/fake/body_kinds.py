@@ -78,12 +78,13 @@ def _builtin_error(kind: Kind, api_version: str, named: str) -> str | None:
     scheme = _scheme()
     target = scheme["groups"].get(kind.group, {})
     internal = target.get("kinds", {}).get(kind.kind)
-    if internal is None:
-        return None  # a kind of another scheme (apiextensions')
     group, _, version = api_version.rpartition("/")
     prefix = f'{named} in version "{version}" cannot be handled as a {kind.kind}: '
     meta = scheme["meta"]
     known = scheme["versions"].get(api_version)
+    unregistered = named not in meta["unversioned"] and (known is None or named not in known)
+    if internal is None and not (unregistered and known is not None):
+        return None  # a kind of another scheme (apiextensions'), but a name no scheme has
     if named in meta["unversioned"] or (known is not None and named in meta["options"]):
         go_type = f"v1.{named}"  # metav1's
     elif known is not None and named in known:

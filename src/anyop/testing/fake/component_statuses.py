@@ -9,6 +9,7 @@ served: a watch and any other method are 405.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from anyop.testing.fake.kinds import Kind
@@ -44,8 +45,11 @@ def _status(name: str, healthy: str, message: str) -> Body:
     return {"metadata": {"name": name}, "conditions": [condition]}
 
 
-def answer(route: Route, method: str, *, watch: bool) -> tuple[int, Body]:
-    """The answer to a request of a path :func:`handles` (its code and body).
+def answer(
+    route: Route, method: str, *, watch: bool, selector: Callable[[Body], bool] | None = None
+) -> tuple[int, Body]:
+    """The answer to a request of a path :func:`handles` (its code and body); a list's items
+    those its label and field ``selector`` matches.
 
     Raises:
         StatusError: 404 (no such component, or a namespace's path), 405.
@@ -62,6 +66,7 @@ def answer(route: Route, method: str, *, watch: bool) -> tuple[int, Body]:
         raise StatusError(status_body(405, "MethodNotAllowed", message, details=details))
     if route.name is None:
         items = [_status(*found) for found in _STATUSES]
+        items = [item for item in items if selector is None or selector(item)]
         return 200, {"kind": "ComponentStatusList", "apiVersion": "v1", "metadata": {},
                      "items": items}  # fmt: skip
     for found in _STATUSES:

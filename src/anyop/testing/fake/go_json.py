@@ -53,8 +53,8 @@ def _go_message(text: str, error: json.JSONDecodeError) -> str:
     if not text.strip() or position >= len(text):
         return "unexpected end of JSON input"
     char = _character(text, position)
-    literal = _in_literal(text, position)
-    if literal is not None:
+    literal = _in_literal(text, position) if error.msg.startswith("Expecting value") else None
+    if literal is not None:  # (a literal begins only where a value does)
         return literal
     if error.msg.startswith("Extra data"):
         return f"invalid character {char} after top-level value"

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from anyop.testing.fake.body_kinds import checked_body_kind
 from anyop.testing.fake.kinds import Kind
 from anyop.testing.fake.request_bodies import decode_body
 from anyop.testing.fake.routes import Route
@@ -58,6 +59,7 @@ def bind(
     sent = decode_body(binding_kind, content_type, body)
     if not isinstance(sent, Mapping):
         raise bad_request("the request body is not an object")
+    checked_body_kind(binding_kind, sent, body)
     binding = decode("", "v1", "Binding", dict(sent))
     metadata = binding.get("metadata") or {}
     name = str(metadata.get("name") or "")

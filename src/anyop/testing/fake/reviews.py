@@ -25,6 +25,7 @@ from typing import Any
 
 from anyop.testing.fake import service_account_tokens as tokens
 from anyop.testing.fake.access_rules import authorize
+from anyop.testing.fake.body_kinds import checked_body_kind
 from anyop.testing.fake.crd_structural import field_invalid
 from anyop.testing.fake.go_json import go_marshalled, go_quoted
 from anyop.testing.fake.identity import ADMIN_TOKEN, admin_user
@@ -68,13 +69,14 @@ def answer(
             return 405, _not_allowed()
         document = decode_body(kind, content_type, body)
         return 201, _token_request(store, route, document)
-    if route.name is not None:
-        raise no_such_resource()
+    if route.name is not None or kind.namespaced != (route.namespace is not None):
+        raise no_such_resource()  # (a review of the other scope's path is none)
     if method != "POST":
         return 405, _not_allowed()
     document = decode_body(kind, content_type, body)
     if not isinstance(document, Mapping):
         raise bad_request("the request body is not an object")
+    checked_body_kind(kind, document, body)
     review: dict[str, Any] = {
         "kind": kind.kind,
         "apiVersion": kind.api_version,

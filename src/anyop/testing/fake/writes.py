@@ -450,6 +450,21 @@ def replace(
                        conditional=kind.conditional_update)  # fmt: skip
 
 
+def check_patch_type(kind: Kind, content_type: str) -> None:
+    """Refuse a patch of a type the resource does not take, before its object is looked for:
+    a custom resource takes a JSON, merge or apply patch (415 naming them); a built-in kind any
+    patch type, and another media type gets the router's bare 415.
+
+    Raises:
+        StatusError: 415.
+    """
+    if kind.custom and content_type not in (JSON_PATCH, MERGE, APPLY):
+        raise unsupported_media_type([JSON_PATCH, MERGE, APPLY])
+    if content_type not in (JSON_PATCH, MERGE, STRATEGIC, APPLY):
+        message = "415: Unsupported Media Type"
+        raise StatusError(status_body(415, "UnsupportedMediaType", message, details={}))
+
+
 def patched(kind: Kind, stored: Body, *, content_type: str, document: bytes) -> Any:
     accepted = [JSON_PATCH, MERGE, APPLY] if kind.custom else [JSON_PATCH, MERGE, STRATEGIC, APPLY]
     if content_type not in accepted or content_type == APPLY:
