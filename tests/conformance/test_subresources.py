@@ -1,5 +1,5 @@
-"""Conformance: the scale subresource, deletecollection, a namespace's finalize, and a deleted
-CRD taking its objects with it."""
+"""Conformance: the scale subresource, deletecollection, a namespace's finalize, a deleted CRD
+taking its objects with it, and the metadata a status update keeps."""
 
 from __future__ import annotations
 
@@ -128,5 +128,51 @@ async def test_server_side_apply_creates_then_merges_the_applied_fields(conform:
         await t.patch(t.cm("a"), again, ct=APPLY, params=manager, record=shown)
         unmanaged = {**applied, "metadata": {"name": "b"}}
         await t.patch(t.cm("b"), unmanaged, ct=APPLY, record=lambda d: d.get("code"))
+
+    await conform(scenario)
+
+
+async def test_a_status_update_keeps_metadata_as_the_kind_s_strategy_says(
+    conform: Conform,
+) -> None:
+    """A ``/status`` patch that changes labels, annotations and the spec too: a Service and a
+    namespace keep the metadata changes (not the spec's), a Deployment all but its labels, a
+    ServiceCIDR and a custom resource none."""
+
+    async def scenario(t: Target) -> None:
+        def shown(document: Any) -> Any:
+            if document.get("kind") == "Status":
+                return document.get("message")
+            metadata = document["metadata"]
+            spec = document.get("spec") or {}
+            return (metadata.get("labels"), metadata.get("annotations"),
+                    spec.get("replicas", spec.get("ports", spec.get("size"))))  # fmt: skip
+
+        change = {"metadata": {"labels": {"x": "1"}, "annotations": {"a": "1"}}}
+        service = {"metadata": {"name": "s"}, "spec": {"ports": [{"port": 80}]}}
+        await t.post(t.core("services"), service, record=shown)
+        await t.patch(t.core("services", "s") + "/status",
+                      {**change, "spec": {"ports": [{"port": 81}]}}, record=shown)  # fmt: skip
+        deployment = {"metadata": {"name": "d"}, "spec": {
+            "replicas": 1, "selector": {"matchLabels": {"app": "d"}}, "template": {
+                "metadata": {"labels": {"app": "d"}},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}  # fmt: skip
+        await t.post(t.apis("apps/v1", "deployments"), deployment, record=shown)
+        await t.patch(t.apis("apps/v1", "deployments", "d", sub="status"),
+                      {**change, "spec": {"replicas": 3}}, record=shown)  # fmt: skip
+        await t.patch(f"/api/v1/namespaces/{t.namespace}/status", change, record=shown)
+        await t.post(t.widgets(), {"apiVersion": f"{GROUP}/v1", "kind": "Widget",
+                                   "metadata": {"name": "w"}, "spec": {"size": 1}},
+                     record=shown)  # fmt: skip
+        await t.patch(t.widgets("w", sub="status"), {**change, "spec": {"size": 2}},
+                      record=shown)  # fmt: skip
+        cidr = f"/apis/networking.k8s.io/v1/servicecidrs/{t.namespace}-s"
+        try:
+            await t.post("/apis/networking.k8s.io/v1/servicecidrs", {
+                "metadata": {"name": f"{t.namespace}-s"}, "spec": {"cidrs": ["10.210.0.0/16"]}},
+                record=shown)  # fmt: skip
+            await t.patch(f"{cidr}/status", change, record=shown)
+        finally:
+            await t.api.delete(cidr)
 
     await conform(scenario)

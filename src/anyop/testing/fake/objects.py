@@ -218,11 +218,21 @@ def prepare_update(
     Raises:
         StatusError: 422, a finalizer was added during deletion or the schema refuses it.
     """
-    if subresource == "status":
+    if subresource == "status" and (kind.custom or (kind.group, kind.plural) in _STATUS_OLD_META):
         obj = json_copy(dict(old))
         obj.pop("status", None)
         if "status" in new:
             obj["status"] = new["status"]
+    elif subresource == "status":  # a built-in kind's strategy keeps the old spec, not metadata
+        obj = {key: value for key, value in new.items() if key in ("metadata", "status")}
+        obj.update({key: json_copy(value) for key, value in old.items()
+                    if key not in ("metadata", "status")})  # fmt: skip
+        kept = _STATUS_KEEPS.get((kind.group, kind.plural), ())
+        obj["metadata"] = {key: value for key, value in (new.get("metadata") or {}).items()
+                           if key not in kept}  # fmt: skip
+        for key in kept:
+            if key in (old.get("metadata") or {}):
+                obj["metadata"][key] = json_copy(old["metadata"][key])
     else:
         obj = dict(new)
         if kind.status:
@@ -256,6 +266,18 @@ def prepare_update(
     return _builtin_defaults(kind, obj, creating=False)
 
 
+_STATUS_OLD_META = {
+    ("admissionregistration.k8s.io", "validatingadmissionpolicies"),
+    ("networking.k8s.io", "servicecidrs"), ("resource.k8s.io", "resourceclaims"),
+    ("storage.k8s.io", "volumeattachments"),  # (ResetObjectMetaForStatus)
+    ("flowcontrol.apiserver.k8s.io", "flowschemas"),
+    ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"),  # (the old ObjectMeta)
+    ("apiregistration.k8s.io", "apiservices"),  # (its labels, annotations, finalizers, owners)
+}  # fmt: skip
+"""The built-in kinds whose ``/status`` keeps the old metadata (a custom resource's does too);
+the others' keep the update's, but for :data:`_STATUS_KEEPS`."""
+_STATUS_KEEPS = {("apps", "deployments"): ("labels",), ("", "pods"): ("ownerReferences",)}
+"""The metadata fields a kind's ``/status`` keeps as they were."""
 _COUNTED_ON_UPDATE = {("storage.k8s.io", "csidrivers")}
 """Kinds whose strategy counts an update's changes of the spec, but sets no generation on a
 create: it counts from what the create kept (the client's, or none)."""
