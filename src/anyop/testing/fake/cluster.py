@@ -51,6 +51,10 @@ from anyop.testing.fake.loopback_tls import fake_authority, loopback_certificate
 from anyop.testing.fake.pod_termination import Kubelet
 from anyop.testing.fake.root_ca_publisher import publish_everywhere, root_ca_publisher
 from anyop.testing.fake.routing import routed
+from anyop.testing.fake.service_account_controller import (
+    default_accounts_everywhere,
+    service_account_controller,
+)
 from anyop.testing.fake.store import Store
 from anyop.testing.fake.trace import Trace
 from anyop.testing.fake.watches import WatchStream
@@ -146,7 +150,9 @@ class FakeCluster:
             self.store.controllers.append(run_controllers)
             self.store.controllers.append(root_ca_publisher(_root_ca))
             self.store.controllers.append(clusterrole_aggregator)
+            self.store.controllers.append(service_account_controller)
             publish_everywhere(self.store, _root_ca())
+            default_accounts_everywhere(self.store)
         self.store.controllers.append(apiservice_controllers)  # kube-apiserver's own: always
         self.store.controllers.append(apf_config_consumer)  # kube-apiserver's own too
 
