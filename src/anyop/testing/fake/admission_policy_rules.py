@@ -236,6 +236,14 @@ def _mutation(
 
 def _mutating_binding_spec(spec: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:
     """``validateMutatingAdmissionPolicyBindingSpec``."""
+    yield from _binding_head(spec)
+    if (match := spec.get("matchResources")) is not None:
+        yield from _mutated_operations(match, "spec.matchResources")
+
+
+def _binding_head(spec: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:
+    """What a validating and a mutating policy's bindings have alike: a policy's name, a
+    parameter reference, match resources."""
     name = str(spec.get("policyName") or "")
     if not name:
         yield required_because("spec.policyName")
@@ -245,7 +253,6 @@ def _mutating_binding_spec(spec: Mapping[str, Any]) -> Iterator[tuple[str, Cause
         yield from _param_ref(ref)
     if (match := spec.get("matchResources")) is not None:
         yield from _match(match, "spec.matchResources")
-        yield from _mutated_operations(match, "spec.matchResources")
 
 
 def _validation(
@@ -313,15 +320,7 @@ def _match(match: Mapping[str, Any], where: str) -> Iterator[tuple[str, Cause]]:
 
 
 def _binding_spec(spec: Mapping[str, Any]) -> Iterator[tuple[str, Cause]]:
-    name = str(spec.get("policyName") or "")
-    if not name:
-        yield required_because("spec.policyName")
-    for problem in dns_subdomain_errors(name) if name else ():
-        yield field_invalid("spec.policyName", name, problem)
-    if (ref := spec.get("paramRef")) is not None:
-        yield from _param_ref(ref)
-    if (match := spec.get("matchResources")) is not None:
-        yield from _match(match, "spec.matchResources")
+    yield from _binding_head(spec)
     actions = list(spec.get("validationActions") or ())
     seen: set[str] = set()
     for index, action in enumerate(actions):

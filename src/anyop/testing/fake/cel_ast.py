@@ -184,77 +184,78 @@ class _Builder:
             return None
         if len(args) == 3 and name != "map":
             return None
-        var = args[0].name
+        variables = (args[0].name,)
+        if name in ("all", "exists", "exists_one"):
+            return self.comprehension(pos, target, variables, *self.quantifier(pos, name, args[1]))
+        m = _Parts(self, pos)
+        value = args[-1] if name == "map" else args[0]
+        step = m.op("_+_", m.accu(), self.new("list", pos, args=[value]))
+        if name == "filter" or len(args) == 3:
+            step = m.op("_?_:_", args[1], step, m.accu())
+        return self.comprehension(pos, target, variables, self.new("list", pos),
+                                  m.lit(True, "bool"), step, m.accu())  # fmt: skip
 
-        def accu() -> Expr:
-            return self.new("ident", pos, name=ACCU)
-
-        def lit(value: Any, kind: str) -> Expr:
-            return self.new("lit", pos, value=value, name=kind)
-
-        def op(function: str, *operands: Expr) -> Expr:
-            return self.new("call", pos, name=function, args=list(operands))
-
-        step: Expr
+    def quantifier(self, pos: int, name: str, predicate: Expr) -> tuple[Expr, Expr, Expr, Expr]:
+        """The accumulator's start, the loop's condition and step, and the result of ``all``,
+        ``exists`` or ``exists_one`` (``existsOne``) of a predicate."""
+        m = _Parts(self, pos)
         if name == "all":
-            init, cond = lit(True, "bool"), op("@not_strictly_false", accu())
-            step, result = op("_&&_", accu(), args[1]), accu()
-        elif name == "exists":
-            init, cond = lit(False, "bool"), op("@not_strictly_false", op("!_", accu()))
-            step, result = op("_||_", accu(), args[1]), accu()
-        elif name == "exists_one":
-            init, cond = lit(0, "int"), lit(True, "bool")
-            step = op("_?_:_", args[1], op("_+_", accu(), lit(1, "int")), accu())
-            result = op("_==_", accu(), lit(1, "int"))
-        else:
-            init, cond, result = self.new("list", pos), lit(True, "bool"), accu()
-            value = args[-1] if name == "map" else args[0]
-            step = op("_+_", accu(), self.new("list", pos, args=[value]))
-            if name == "filter" or len(args) == 3:
-                step = op("_?_:_", args[1], step, accu())
-        return self.new("comp", pos, iter_var=var, accu_var=ACCU, iter_range=target,
-                        accu_init=init, loop_cond=cond, loop_step=step, result=result)  # fmt: skip
+            return (m.lit(True, "bool"), m.op("@not_strictly_false", m.accu()),
+                    m.op("_&&_", m.accu(), predicate), m.accu())  # fmt: skip
+        if name == "exists":
+            return (m.lit(False, "bool"), m.op("@not_strictly_false", m.op("!_", m.accu())),
+                    m.op("_||_", m.accu(), predicate), m.accu())  # fmt: skip
+        step = m.op("_?_:_", predicate, m.op("_+_", m.accu(), m.lit(1, "int")), m.accu())
+        return m.lit(0, "int"), m.lit(True, "bool"), step, m.op("_==_", m.accu(), m.lit(1, "int"))
+
+    def comprehension(
+        self, pos: int, target: Expr, variables: tuple[str, ...], init: Expr, cond: Expr,
+        step: Expr, result: Expr,
+    ) -> Expr:  # fmt: skip
+        second = variables[1] if len(variables) > 1 else ""
+        return self.new("comp", pos, iter_var=variables[0], iter_var2=second, accu_var=ACCU,
+                        iter_range=target, accu_init=init, loop_cond=cond, loop_step=step,
+                        result=result)  # fmt: skip
 
     def two_variables(self, pos: int, name: str, target: Expr, args: list[Expr]) -> Expr:
         """cel-go's two-variable comprehensions (``ext.TwoVarComprehensions``): an index or a
         key, and a value."""
-
-        def accu() -> Expr:
-            return self.new("ident", pos, name=ACCU)
-
-        def lit(value: Any, kind: str) -> Expr:
-            return self.new("lit", pos, value=value, name=kind)
-
-        def op(function: str, *operands: Expr) -> Expr:
-            return self.new("call", pos, name=function, args=list(operands))
-
+        variables = (args[0].name, args[1].name)
+        if name in ("all", "exists", "existsOne", "exists_one"):
+            quantifier = "exists_one" if name == "existsOne" else name
+            parts = self.quantifier(pos, quantifier, args[2])
+            return self.comprehension(pos, target, variables, *parts)
+        m = _Parts(self, pos)
+        made = args[-1]
         step: Expr
-        result = accu()
-        if name == "all":
-            init, cond = lit(True, "bool"), op("@not_strictly_false", accu())
-            step = op("_&&_", accu(), args[2])
-        elif name == "exists":
-            init, cond = lit(False, "bool"), op("@not_strictly_false", op("!_", accu()))
-            step = op("_||_", accu(), args[2])
-        elif name in ("existsOne", "exists_one"):
-            init, cond = lit(0, "int"), lit(True, "bool")
-            step = op("_?_:_", args[2], op("_+_", accu(), lit(1, "int")), accu())
-            result = op("_==_", accu(), lit(1, "int"))
+        if name == "transformList":
+            init = self.new("list", pos)
+            step = m.op("_+_", m.accu(), self.new("list", pos, args=[made]))
+        elif name == "transformMap":
+            key = self.new("ident", pos, name=args[0].name)
+            init, step = self.new("map", pos), m.op(MAP_INSERT, m.accu(), key, made)
         else:
-            cond, made = lit(True, "bool"), args[-1]
-            if name == "transformList":
-                init = self.new("list", pos)
-                step = op("_+_", accu(), self.new("list", pos, args=[made]))
-            elif name == "transformMap":
-                key = self.new("ident", pos, name=args[0].name)
-                init, step = self.new("map", pos), op(MAP_INSERT, accu(), key, made)
-            else:
-                init, step = self.new("map", pos), op(MAP_INSERT, accu(), made)
-            if len(args) == 4:
-                step = op("_?_:_", args[2], step, accu())
-        return self.new("comp", pos, iter_var=args[0].name, iter_var2=args[1].name,
-                        accu_var=ACCU, iter_range=target, accu_init=init, loop_cond=cond,
-                        loop_step=step, result=result)  # fmt: skip
+            init, step = self.new("map", pos), m.op(MAP_INSERT, m.accu(), made)
+        if len(args) == 4:
+            step = m.op("_?_:_", args[2], step, m.accu())
+        return self.comprehension(pos, target, variables, init, m.lit(True, "bool"), step,
+                                  m.accu())  # fmt: skip
+
+
+class _Parts:
+    """The expressions a macro's expansion is made of, at the macro's position."""
+
+    def __init__(self, builder: _Builder, pos: int) -> None:
+        self.builder, self.pos = builder, pos
+
+    def accu(self) -> Expr:
+        return self.builder.new("ident", self.pos, name=ACCU)
+
+    def lit(self, value: Any, kind: str) -> Expr:
+        return self.builder.new("lit", self.pos, value=value, name=kind)
+
+    def op(self, function: str, *operands: Expr) -> Expr:
+        return self.builder.new("call", self.pos, name=function, args=list(operands))
 
 
 _TWO_VARIABLES = {
