@@ -1,9 +1,8 @@
 """Built-in objects decoded as kube-apiserver decodes them into its Go types.
 
-Pure. The API server reads a built-in object's JSON into the Go struct of its kind: a field of
-the wrong JSON type or a timestamp Go cannot parse refuses the request (400, with Go's message),
-and fields the type does not have are dropped (the default ``fieldValidation=Warn`` only warns).
-:func:`decode` does both by the kind's schema in the vendored OpenAPI catalog.
+Pure. The API server reads a built-in object's JSON into its kind's Go struct: a field of the
+wrong JSON type or a timestamp Go cannot parse is a 400 in Go's words, fields the type has not
+are dropped. :func:`decode` does both, by the kind's schema in the vendored OpenAPI catalog.
 """
 
 from __future__ import annotations
@@ -29,8 +28,9 @@ _META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 _TIMES = {f"{_META}Time": RFC3339, f"{_META}MicroTime": RFC3339_MICRO}
 _INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 _QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+_RAW_EXTENSION = "io.k8s.apimachinery.pkg.runtime.RawExtension"  # (any JSON: Go keeps bytes)
 _INT_LIMITS = {"int32": 2**31, "int64": 2**63}
-_INT32 = 2**31
+_INT32 = _INT_LIMITS["int32"]
 
 
 @dataclasses.dataclass(slots=True)
@@ -295,7 +295,6 @@ def _time(value: Any, layout: str, ctx: _Context) -> Any:
 
 
 _EMBEDDED = {"apiVersion": -3, "kind": -2, "metadata": -1}
-_RAW_EXTENSION = "io.k8s.apimachinery.pkg.runtime.RawExtension"
 """Where a kind's embedded ``TypeMeta`` and ``ObjectMeta`` fields come in its struct: first."""
 
 
@@ -308,7 +307,7 @@ def _object(
     ctx: _Context,
     like: Any = None,
 ) -> Any:
-    if name == _RAW_EXTENSION:  # any JSON: Go keeps its bytes (its kind's checks judge them)
+    if name == _RAW_EXTENSION:  # (what its kind's checks judge)
         return json_copy(dict(value) if is_map(value) else value)
     if type(value) is not dict and not is_map(value):
         ctx.type_error(_json_name(value), _go_type(books, schema), value)
