@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from anyop.testing.fake.cel_ast import Expr
 from anyop.testing.fake.cel_check import Checked, is_accumulator
 from anyop.testing.fake.cel_decls import Decl
-from anyop.testing.fake.cel_signatures import NAMESPACES, T
+from anyop.testing.fake.cel_signatures import NAMESPACES, UNKNOWN, T
 
 __all__ = ["MAX", "estimated_cost"]
 
@@ -54,7 +54,6 @@ def _union(a: Range, b: Range) -> Range:
 
 
 _SCALARS = ("bool", "double", "duration", "int", "timestamp", "uint")
-_UNKNOWN_TYPE = T("unknown")
 
 
 def _scalar(t: T) -> bool:
@@ -140,7 +139,7 @@ class _Coster:
         if (found := self.estimate(self.path(e))) is not None:
             self.sizes[e.id] = found
             return found
-        if _scalar(self.checked.types.get(e.id, _UNKNOWN_TYPE)):
+        if _scalar(self.checked.types.get(e.id, UNKNOWN)):
             return 1, 1
         if e.kind == "ident" and (var := self.local(e.name)) is not None and var.size:
             return var.size

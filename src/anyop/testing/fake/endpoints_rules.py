@@ -39,6 +39,7 @@ __all__ = [
     "endpoint_slice_defaults",
     "endpoints_causes",
     "endpoints_defaults",
+    "ip_errors",
     "legacy_ip_causes",
     "strict_ip_causes",
 ]
@@ -115,19 +116,27 @@ def _port_causes(port: Mapping[str, Any], path: str, *, named: bool) -> Causes:
     return causes
 
 
-def legacy_ip_causes(text: str, where: str) -> Causes:
-    """``IsValidIPForLegacyField`` (strict): an IP address, no leading zeros, not an IPv4
-    address mapped into IPv6."""
+def ip_errors(text: str, *, strict: bool) -> list[str]:
+    """The details of ``IsValidIPForLegacyField`` (strict): an IP address, no leading zeros,
+    not an IPv4 address mapped into IPv6; ``strict``: ``IsValidIP``'s, its canonical form too."""
     ip = sloppy_ip(text)
-    shown = go_marshalled(text)
     if ip is None:
-        return [invalid(where, shown, _ANY_IP)]
-    causes: Causes = []
+        return [_ANY_IP]
+    errors: list[str] = []
     if isinstance(ip, ipaddress.IPv4Address) and str(ip) != text:
-        causes.append(invalid(where, shown, "must not have leading 0s"))
+        errors.append("must not have leading 0s")
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        causes.append(invalid(where, shown, "must not be an IPv4-mapped IPv6 address"))
-    return causes
+        errors.append("must not be an IPv4-mapped IPv6 address")
+    if strict and not errors:
+        canonical = str(ip.ipv4_mapped or ip) if isinstance(ip, ipaddress.IPv6Address) else str(ip)
+        if canonical != text:
+            errors.append(f"must be in canonical form ({go_marshalled(canonical)})")
+    return errors
+
+
+def legacy_ip_causes(text: str, where: str) -> Causes:
+    """``IsValidIPForLegacyField`` (strict), as causes (see :func:`ip_errors`)."""
+    return [invalid(where, go_marshalled(text), e) for e in ip_errors(text, strict=False)]
 
 
 def endpoint_ip_causes(text: str, where: str) -> Causes:
@@ -288,20 +297,7 @@ def _slice_address(address: str, address_type: str, path: str, number: int) -> C
 
 def strict_ip_causes(text: str, where: str) -> Causes:
     """``validation.IsValidIP``: :func:`legacy_ip_causes`, then the canonical form."""
-    causes = legacy_ip_causes(text, where)
-    ip = sloppy_ip(text)
-    if causes or ip is None:
-        return causes
-    canonical = str(ip.ipv4_mapped or ip) if isinstance(ip, ipaddress.IPv6Address) else str(ip)
-    if canonical != text:
-        causes.append(
-            invalid(
-                where,
-                go_marshalled(text),
-                f"must be in canonical form ({go_marshalled(canonical)})",
-            )
-        )
-    return causes
+    return [invalid(where, go_marshalled(text), e) for e in ip_errors(text, strict=True)]
 
 
 _IP_TYPES: dict[str, tuple[Callable[[str, str], Causes], type]] = {

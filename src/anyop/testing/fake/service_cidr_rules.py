@@ -16,7 +16,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from anyop.testing.fake.endpoints_rules import strict_ip_causes
+from anyop.testing.fake.endpoints_rules import ip_errors
 from anyop.testing.fake.field_errors import path_segment_errors, required_because
 from anyop.testing.fake.go_json import go_marshalled, go_quoted
 from anyop.testing.fake.object_meta import dns_subdomain_errors
@@ -39,8 +39,7 @@ def ip_name_errors(name: str, prefix: bool) -> list[str]:
     """``ValidateIPAddressName``: an IP address in canonical form (a ``generateName`` too:
     an IPAddress's name is never generated)."""
     del prefix
-    return [cause["message"].partition(": ")[2].partition(": ")[2]
-            for _, cause in strict_ip_causes(name, "metadata.name")]  # fmt: skip
+    return ip_errors(name, strict=True)
 
 
 def _cidr_causes(cidr: str, where: str) -> Causes:
