@@ -125,6 +125,7 @@ class FakeCluster:
         self._epoch = epoch
         self._started: float | None = None  # the event loop's time at the epoch
         self._elapsed = 0.0  # seconds since the epoch, as of the last timestamp
+        self._answering: str | None = None  # the time of the request being answered
         self._rng = random.Random(seed + 1)
         self.store = Store(seed=seed, history_limit=history_limit, clock=self._now,
                            aggregated=controllers)  # fmt: skip
@@ -157,6 +158,8 @@ class FakeCluster:
         self.store.controllers.append(apf_config_consumer)  # kube-apiserver's own too
 
     def _now(self) -> str:
+        if self._answering is not None:  # one time for all of a request's timestamps
+            return self._answering
         try:
             now = anyio.current_time()
         except (sniffio.AsyncLibraryNotFoundError, RuntimeError):  # no event loop runs here
@@ -199,8 +202,10 @@ class FakeCluster:
         if request.method in OPERATIONS and (dry_run or has_webhooks(self.store)):
             outcome = await admit(self.store, request, address, dry_run=dry_run)
         try:
+            self._answering = self._now()  # (handle is sync: no other request meanwhile)
             answer = outcome.answer or handle(self.store, request, address)
         finally:
+            self._answering = None
             self.store.admission = AdmissionPoints()
         if isinstance(answer, WatchPlan):
             self.trace.answer(200)

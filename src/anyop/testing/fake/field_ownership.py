@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import json
 import marshal
-from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -150,8 +149,8 @@ def _tracked(obj: Mapping[str, Any], *, status: str) -> dict[str, Any]:
     kept = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
     if status == "skip":
         kept.pop("status", None)
-    metadata = kept.get("metadata")
-    if isinstance(metadata, Mapping):
+    metadata: Any = kept.get("metadata")
+    if is_map(metadata):
         meta = {k: v for k, v in metadata.items() if k not in _UNTRACKED_META}
         if meta:
             kept["metadata"] = meta
@@ -398,7 +397,11 @@ def _walk(
 
 def _repeated(keys: list[str]) -> set[str]:
     """The keys that are there more than once."""
-    return {key for key, count in Counter(keys).items() if count > 1}
+    seen: set[str] = set()
+    twice: set[str] = set()
+    for key in keys:
+        (twice if key in seen else seen).add(key)
+    return twice
 
 
 def _granular_list(where: Schema | None, shape: Shape) -> bool:
@@ -464,7 +467,7 @@ def _document(
         if node is None or not node.atomic_map:
             properties = {} if node is None else node.properties
             extra = None if node is None else node.extra
-            before = zero if is_map(zero) else {}
+            before = zero if zero is not _ABSENT and is_map(zero) else {}
             found = {}
             for key, item in value.items():
                 was = before.get(key, _ABSENT)
@@ -480,7 +483,7 @@ def _document(
 
 
 def _by_key(found: dict[str, Any]) -> dict[str, Any]:
-    return {key: found[key] for key in sorted(found)}
+    return dict(sorted(found.items()))  # (the keys are unique: no value is compared)
 
 
 def to_fields_v1(fields: set[Path]) -> dict[str, Any]:

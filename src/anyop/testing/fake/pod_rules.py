@@ -22,6 +22,7 @@ from anyop.testing.fake.apparmor_rules import (
     profile_causes,
 )
 from anyop.testing.fake.go_json import go_quoted
+from anyop.testing.fake.json_copy import is_map
 from anyop.testing.fake.label_selectors import selects
 from anyop.testing.fake.object_meta import (
     DNS_LABEL,
@@ -149,7 +150,7 @@ def _resources(resources: Mapping[str, Any], path: str) -> Iterator[tuple[str, C
 def _containers(containers: list[Any], path: str) -> Iterator[tuple[str, Cause]]:
     seen: set[str] = set()
     for index, container in enumerate(containers):
-        if not isinstance(container, Mapping):
+        if not is_map(container):
             continue
         where = f"{path}[{index}]"
         name = str(container.get("name") or "")

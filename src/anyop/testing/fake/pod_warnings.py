@@ -182,8 +182,8 @@ def _node_warnings(root: str | None, spec: Body) -> list[str]:
             warnings.append(f"{where}: {DEPRECATED_NODE_LABELS[key]}")
     node = mapping(mapping(spec.get("affinity")).get("nodeAffinity"))
     affinity = child(root, "spec", "affinity", "nodeAffinity")
-    required = node.get("requiredDuringSchedulingIgnoredDuringExecution")
-    if isinstance(required, Mapping):
+    required: Any = node.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if is_map(required):
         for index, term in enumerate(required.get("nodeSelectorTerms") or ()):
             where = f"{affinity}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
             warnings += node_selector_term_warnings(

@@ -11,6 +11,7 @@ from typing import Any
 
 from anyop.testing.fake.field_errors import forbidden, required_because
 from anyop.testing.fake.go_json import go_quoted
+from anyop.testing.fake.json_copy import is_map
 from anyop.testing.fake.object_meta import label_key_errors, label_value_errors
 
 __all__ = ["label_selector_causes"]
@@ -26,7 +27,7 @@ def _invalid(field: str, value: str, detail: str) -> tuple[str, Cause]:
 def label_selector_causes(selector: Any, path: str) -> Iterator[tuple[str, Cause]]:
     """``ValidateLabelSelector``: the labels to match (sorted, where Go walks a map), then each
     requirement's operator, values and key."""
-    if not isinstance(selector, Mapping):
+    if not is_map(selector):
         return
     for key, value in sorted((selector.get("matchLabels") or {}).items()):
         for problem in label_key_errors(str(key)):

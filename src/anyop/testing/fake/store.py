@@ -13,7 +13,6 @@ import dataclasses
 import json
 import marshal
 import random
-import uuid
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
@@ -259,7 +258,9 @@ class Store:
 
     def uid(self) -> str:
         """A new uid (a version-4 UUID from the seeded generator)."""
-        return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+        bits = self.rng.getrandbits(128) & _UUID_FREE | _UUID_V4  # as uuid.UUID(version=4)
+        text = f"{bits:032x}"
+        return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
     def commit(self, kind: Kind, type_: str, obj: Body, *, old: Body | None) -> Body:
         """Store a change with the next resourceVersion; tell the listeners; return the object
@@ -561,4 +562,8 @@ def _parse_token(token: str) -> tuple[int, str]:
         raise bad_request(message) from None
 
 
+_UUID_FREE = ~(0xC000 << 48 | 0xF000 << 64) & (1 << 128) - 1
+"""The bits of a version-4 UUID that are random (all but its variant's and its version's)."""
+_UUID_V4 = 0x8000 << 48 | 4 << 76
+"""The variant (RFC 4122) and version (4) bits of a version-4 UUID."""
 _URL_ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
