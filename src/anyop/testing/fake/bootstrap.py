@@ -42,7 +42,14 @@ from anyop.testing.fake.history import ObjectKey, ResourceKey
 from anyop.testing.fake.kinds import BUILTIN_KINDS, Kind
 from anyop.testing.fake.stored_form import as_stored
 
-__all__ = ["API_PORT", "BootSet", "boot_set", "filled", "group_priorities"]
+__all__ = [
+    "API_PORT",
+    "BootSet",
+    "boot_set",
+    "filled",
+    "flow_control_configuration",
+    "group_priorities",
+]
 
 Body = dict[str, Any]
 API_PORT = 6443
@@ -68,6 +75,22 @@ def group_priorities() -> dict[tuple[str, str], int]:
         for body in _document()["objects"]
         if body["kind"] == "APIService"
     }  # fmt: skip
+
+
+@functools.cache
+def flow_control_configuration() -> dict[str, dict[str, Body]]:
+    """API Priority and Fairness' bootstrap objects as its config producer creates them (their
+    specs as stored: the producer's, defaulted): by kind (``FlowSchema`` and
+    ``PriorityLevelConfiguration``), then by name. To be read, never changed."""
+    found: dict[str, dict[str, Body]] = {"FlowSchema": {}, "PriorityLevelConfiguration": {}}
+    for body in _document()["objects"]:
+        if body["kind"] in found:
+            metadata = {"name": body["metadata"]["name"],
+                        "annotations": dict(body["metadata"]["annotations"])}  # fmt: skip
+            found[body["kind"]][metadata["name"]] = {
+                "apiVersion": body["apiVersion"], "kind": body["kind"], "metadata": metadata,
+                "spec": body["spec"]}  # fmt: skip
+    return found
 
 
 @functools.cache

@@ -32,7 +32,7 @@ from anyop.kube.auth import Vault
 from anyop.kube.connection import ConnectionInfo
 from anyop.models.crds import crd_manifests
 from anyop.models.resources import CustomResource
-from anyop.testing.fake import go_yaml, writes
+from anyop.testing.fake import apf_config_producer, go_yaml, writes
 from anyop.testing.fake.admission_points import AdmissionPoints
 from anyop.testing.fake.admission_rules import OPERATIONS
 from anyop.testing.fake.apf_config_consumer import apf_config_consumer
@@ -126,6 +126,7 @@ class FakeCluster:
         self._started: float | None = None  # the event loop's time at the epoch
         self._elapsed = 0.0  # seconds since the epoch, as of the last timestamp
         self._answering: str | None = None  # the time of the request being answered
+        self._producing = apf_config_producer.PERIOD  # the producer's next pass is due
         self._rng = random.Random(seed + 1)
         self.store = Store(seed=seed, history_limit=history_limit, clock=self._now,
                            aggregated=controllers)  # fmt: skip
@@ -170,6 +171,15 @@ class FakeCluster:
             self._elapsed = now - self._started
         return _stamp(self._epoch, int(self._elapsed))
 
+    def _produce_when_due(self) -> None:
+        """API Priority and Fairness' config producer: its pass of each minute of the clock, at
+        the first request after it (see :mod:`.apf_config_producer`)."""
+        self._now()  # (the clock read)
+        if self._elapsed >= self._producing:
+            period = apf_config_producer.PERIOD
+            self._producing = (self._elapsed // period + 1) * period
+            apf_config_producer.produce(self.store)
+
     # -- requests -------------------------------------------------------------------------------
 
     def _traced(self, change: Change) -> None:
@@ -187,6 +197,7 @@ class FakeCluster:
         self._loop = (threading.get_ident(), anyio.lowlevel.current_token())
         if self._kubelet is not None:  # the Pods whose grace period has ended go first
             self._kubelet.reap(self.store)
+        self._produce_when_due()
         self.trace.request(request.method, request.path, query=request.query)
         watch = is_watch(request)
         fault = self.faults.decide(request.method, request.path, watch=watch) if faults else None

@@ -17,9 +17,8 @@ handwritten ones answer. The objects are decoded (typed) already.
 Pure. API Priority and Fairness' config consumer, which sets FlowSchemas' ``Dangling``
 condition, is :mod:`.apf_config_consumer`.
 
-Not here: the config producer's periodic restoration (every minute) of the mandatory and
-suggested objects, and its deletion of unknown objects that carry
-``apf.kubernetes.io/autoupdate-spec: "true"``.
+The config producer's pass of each minute (the bootstrap objects set right, the unwanted
+ones deleted) is :mod:`.apf_config_producer`.
 """
 
 from __future__ import annotations
