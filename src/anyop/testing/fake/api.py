@@ -96,7 +96,8 @@ class ApiRequest:
 @dataclasses.dataclass(frozen=True, slots=True)
 class ApiResponse:
     """A whole answer: a status code, a JSON document (or text for a bare 404, or bytes of
-    ``media_type``), extra headers."""
+    ``media_type``), extra headers. The document may hold the stored objects' own parts (a
+    read's, a write's): encode it, never change it."""
 
     status: int
     document: Any
@@ -324,8 +325,8 @@ def _collection(
         case "GET":
             checked_list(request.query, watch=False)
             view = _view(store, kind, request, collection=True)
-            listed = store.list(kind, _list_query(kind, namespace, request.query))
-            return ApiResponse(200, view.render(listed))
+            listed = store.list(kind, _list_query(kind, namespace, request.query), shared=True)
+            return ApiResponse(200, view.render(listed))  # (encoded, never changed: shared)
         case "POST":
             warnings, read = _field_warnings(kind, request)
             body = _body(kind, request) if read is None else read
@@ -356,7 +357,8 @@ def _member(store: Store, ref: Ref, request: ApiRequest, *, route: Route) -> Api
         case "GET":
             checked_get(request.query)
             view = _view(store, ref.kind, request, collection=False)
-            return ApiResponse(200, view.render(store.get(ref.kind, ref.namespace, ref.name)))
+            found = store.get(ref.kind, ref.namespace, ref.name, shared=True)  # (as a list's)
+            return ApiResponse(200, view.render(found))
         case "PUT":
             warnings, read = _field_warnings(ref.kind, request)
             body = _body(ref.kind, request) if read is None else read

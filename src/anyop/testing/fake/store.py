@@ -329,15 +329,16 @@ class Store:
             raise not_found(kind.plural, kind.group, name)
         return found
 
-    def get(self, kind: Kind, namespace: str | None, name: str) -> Body:
-        """A copy of an object, as of the kind's version."""
-        return shown(kind, self.find(kind, namespace, name))
+    def get(self, kind: Kind, namespace: str | None, name: str, *, shared: bool = False) -> Body:
+        """A copy of an object, as of the kind's version; ``shared``: its parts may be the stored
+        object's (an answer to encode, never to change: see :func:`shown`)."""
+        return shown(kind, self.find(kind, namespace, name), shared=shared)
 
     def namespace(self, name: str) -> Body | None:
         """The namespace of that name, if it exists."""
         return self.objects[("", "namespaces")].get(("", name))
 
-    def list(self, kind: Kind, query: ListQuery) -> Body:
+    def list(self, kind: Kind, query: ListQuery, *, shared: bool = False) -> Body:
         """One page of a list, as the API server answers it.
 
         Raises:
@@ -371,7 +372,7 @@ class Store:
             "kind": f"{kind.kind}List",
             "apiVersion": kind.api_version,
             "metadata": metadata,
-            "items": [_listed(kind, body) for body in items],
+            "items": [_listed(kind, body, shared=shared) for body in items],
         }
 
     def _list_start(self, query: ListQuery) -> tuple[int, str]:
@@ -506,11 +507,17 @@ class _Resources(dict[ResourceKey, dict[ObjectKey, Body]]):
                 yield key, self._boot.shared[key]
 
 
-def shown(kind: Kind, body: Mapping[str, Any]) -> Body:
+def shown(kind: Kind, body: Mapping[str, Any], *, shared: bool = False) -> Body:
     """A copy of a stored object as served in the kind's version (a custom resource with the
-    defaults of its schema: the API server defaults what it reads from storage too)."""
+    defaults of its schema: the API server defaults what it reads from storage too).
+
+    ``shared``: below its top level, the copy may hold the stored object's own parts, where
+    nothing is to change (no conversion, no defaults): for an answer to encode, which nobody
+    changes, as no write changes a stored object in place (see :meth:`Store.commit`)."""
     if converts(kind):  # (a dry run's object is of the request's version: as stored first)
         body = in_version(kind, for_storage(kind, dict(body)))
+    elif shared and not (kind.defaults and kind.schema is not None):
+        return {**body, "apiVersion": kind.api_version}
     result = json_copy(dict(body))
     result["apiVersion"] = kind.api_version
     if kind.defaults and kind.schema is not None:
@@ -518,9 +525,9 @@ def shown(kind: Kind, body: Mapping[str, Any]) -> Body:
     return result
 
 
-def _listed(kind: Kind, body: Mapping[str, Any]) -> Body:
+def _listed(kind: Kind, body: Mapping[str, Any], *, shared: bool) -> Body:
     """A list item: built-in kinds leave out ``apiVersion`` and ``kind``; custom ones keep them."""
-    result = shown(kind, body)
+    result = shown(kind, body, shared=shared)
     if not kind.custom:
         result.pop("apiVersion", None)
         result.pop("kind", None)
