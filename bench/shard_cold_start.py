@@ -73,6 +73,8 @@ class Outcome:
         to_serve: Per replica, seconds from its "Joining" to its first "Serving" log line.
         alone: Replicas that served as the group's only member first (their start-up ended
             before the others joined: it may handle the whole backlog meanwhile).
+        late: Replicas whose first "Serving" came after every object was handled (the others'
+            start-up ended so much sooner that nothing was left for them).
         notes: The replicas' sharding log lines, when an object was handled twice.
     """
 
@@ -85,6 +87,7 @@ class Outcome:
     first: float
     to_serve: list[float]
     alone: int = 0
+    late: int = 0
     notes: list[str] = dataclasses.field(default_factory=list)
 
     @property
@@ -136,6 +139,14 @@ def _stamp(line: str) -> float | None:
     return datetime.datetime.fromisoformat(text).timestamp()
 
 
+def serving_since(log: str) -> float:
+    """The time of the first "Serving" log line (``nan`` if missing)."""
+    for line in log.splitlines():
+        if "Serving " in line and "objects now as" in line:
+            return _stamp(line) or float("nan")
+    return float("nan")
+
+
 def time_to_serve(log: str) -> float:
     """Seconds from the "Joining" log line to the first "Serving" one (``nan`` if missing)."""
     joined = serving = None
@@ -168,7 +179,7 @@ def run(
         processes = [
             subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT) for out in outs
         ]
-        first = float("nan")
+        first = done = float("nan")
         try:
             with httpx.Client(base_url=plane.server, verify=plane.ssl_context(), timeout=60) as api:
                 deadline = time.monotonic() + 300
@@ -176,6 +187,8 @@ def run(
                     names = {name for name, _ in ledger_lines(ledger)}
                     if names and first != first:  # nan: not yet
                         first = time.time() - started
+                    if len(names) >= objects and done != done:
+                        done = time.time()  # (a moment after the last one, at most 0.2 s)
                     if len(names) >= objects and settled(api, namespace, replicas):
                         break
                     for process, log in zip(processes, logs, strict=True):
@@ -216,6 +229,7 @@ def run(
         first=first,
         to_serve=[time_to_serve(text) for text in texts],
         alone=sum(1 for text in texts if "objects now as 1 of 1 members" in text),
+        late=sum(1 for text in texts if serving_since(text) > done),
         notes=notes,
     )
 
@@ -235,6 +249,7 @@ def describe(index: int, backend: str, outcome: Outcome) -> str:
         f"shares {outcome.shares}, first handled after "
         f"{outcome.first:.1f} s, Joining->Serving per replica {serve} s"
         + (f", {outcome.alone} served alone first" if outcome.alone else "")
+        + (f", {outcome.late} began serving with nothing left" if outcome.late else "")
     )
 
 

@@ -31,8 +31,10 @@ def test_replicas_started_together_handle_a_backlog_once(
     # the others' (a third each, bench.shard_cold_start), on the suite's loaded one seconds
     # apart ([496, 52, 52] and [305, 271, 24] seen at load 10, the last one serving 2 s after
     # the others). Exactly once is the promise; each takes part, unless one served alone first
-    # (it joined 1.3 s before the others, and handled all 600 objects meanwhile: [600]).
+    # (it joined 1.3 s before the others, and handled all 600 objects meanwhile: [600]), or one
+    # began serving only once the others had handled every object ([306, 294], its start-up
+    # 2.5 s against 1.0 s).
     if not outcome.alone:
-        assert len(outcome.shares) == 3, outcome  # every replica served its share
+        assert len(outcome.shares) == 3 - outcome.late, outcome  # each served its share
         assert all(share > 0 for share in outcome.shares), outcome
     assert all(math.isfinite(seconds) for seconds in outcome.to_serve)  # every replica served
