@@ -181,14 +181,25 @@ class HookServer:
 
 def _owners(obj: Any) -> Any:
     """An object with its ``managedFields`` under ``owners`` (times dropped): the harness's
-    normalisation drops ``managedFields``."""
+    normalisation drops ``managedFields``. The entries come in Go's order as if their times
+    were the same (operation, manager, version, subresource): the API server orders entries of
+    one operation by their times' seconds first, and two writes a moment apart fall in one
+    second on one server and in two on the other."""
     if not isinstance(obj, dict) or not isinstance(obj.get("metadata"), dict):
         return obj
     metadata = dict(obj["metadata"])
     if "managedFields" in metadata:
-        metadata["owners"] = [{key: value for key, value in entry.items() if key != "time"}
-                              for entry in metadata.pop("managedFields") or ()]  # fmt: skip
+        owners = [{key: value for key, value in entry.items() if key != "time"}
+                  for entry in metadata.pop("managedFields") or ()]  # fmt: skip
+        metadata["owners"] = sorted(owners, key=_untimed_order)
     return {**obj, "metadata": metadata}
+
+
+def _untimed_order(entry: Any) -> tuple[str, ...]:
+    return tuple(str(entry.get(key) or "") for key in _UNTIMED)
+
+
+_UNTIMED = ("operation", "manager", "apiVersion", "subresource")
 
 
 def _shown(path: str, review: Body) -> Body:
