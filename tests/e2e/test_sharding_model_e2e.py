@@ -7,10 +7,10 @@ API faults and conflicts of the model are not played here (the API server is the
 The create handler notes its begin and its end (or its cancellation) in a ledger. Every object
 is handled to its end exactly once, and no two replicas run one object's handler at once (a
 handler cancelled after a stall is counted as stopped when its process was stopped: it ran
-nothing in between; a killed one's as stopped at the kill). A handler whose process was
-stopped in the middle of its step and that ends right after the thaw is counted apart (and
-printed): its step finished before the fence's cancellation reached it, which no Lease can
-prevent.
+nothing in between; a killed one's as stopped at the kill, or at its stall's start if the kill
+came while its process was stopped). A handler whose process was stopped in the middle of its
+step and that ends right after the thaw is counted apart (and printed): its step finished
+before the fence's cancellation reached it, which no Lease can prevent.
 
 One seed per backend, rotating every minute; ``ANYOP_SHARD_E2E_SEEDS=<first>-<last>`` plays
 those instead.
@@ -223,7 +223,8 @@ def spans(
 ) -> dict[str, list[tuple[float, float, int]]]:
     """Per object, when each run of its handler ran: from its begin to its end; a cancelled one
     to the stop of its process if it was cancelled right after a thaw; a killed one's to the
-    kill; one still open (a graceful exit cancelled it unnoted) to its process's exit."""
+    kill, or to its process's stop if the kill came during a stall; one still open (a graceful
+    exit cancelled it unnoted) to its process's exit."""
     runs: dict[str, list[tuple[float, float, int]]] = collections.defaultdict(list)
     open_: dict[tuple[str, int], float] = {}
     for entry in entries:
@@ -238,7 +239,11 @@ def spans(
                         ended = max(began, stop)
             runs[entry["name"]].append((began, ended, entry["pid"]))
     for (name, pid), began in open_.items():
-        runs[name].append((began, cluster.killed.get(pid, time.time()), pid))
+        ended = cluster.killed.get(pid, time.time())
+        for stop, cont in cluster.stopped.get(pid, []):
+            if stop <= ended <= cont:  # killed while stopped: it ran nothing after the stop
+                ended = max(began, stop)
+        runs[name].append((began, ended, pid))
     return runs
 
 
