@@ -29,6 +29,7 @@ from anyio.abc import SocketAttribute
 from anyio.streams.tls import TLSListener, TLSStream
 from tests.conformance.harness import Target
 
+from anyop.testing.fake.managed_fields import in_order
 from anyop.webhooks.certs import CertificateAuthority
 
 __all__ = ["ADMISSION", "HookServer", "hook", "registered", "send"]
@@ -191,15 +192,8 @@ def _owners(obj: Any) -> Any:
     if "managedFields" in metadata:
         owners = [{key: value for key, value in entry.items() if key != "time"}
                   for entry in metadata.pop("managedFields") or ()]  # fmt: skip
-        metadata["owners"] = sorted(owners, key=_untimed_order)
+        metadata["owners"] = in_order(owners)  # without their times
     return {**obj, "metadata": metadata}
-
-
-def _untimed_order(entry: Any) -> tuple[str, ...]:
-    return tuple(str(entry.get(key) or "") for key in _UNTIMED)
-
-
-_UNTIMED = ("operation", "manager", "apiVersion", "subresource")
 
 
 def _shown(path: str, review: Body) -> Body:
