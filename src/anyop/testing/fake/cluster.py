@@ -171,14 +171,15 @@ class FakeCluster:
             self._elapsed = now - self._started
         return _stamp(self._epoch, int(self._elapsed))
 
-    def _produce_when_due(self) -> None:
+    def _produce_when_due(self) -> str:
         """API Priority and Fairness' config producer: its pass of each minute of the clock, at
-        the first request after it (see :mod:`.apf_config_producer`)."""
-        self._now()  # (the clock read)
+        the first request after it (see :mod:`.apf_config_producer`). Returns the time read."""
+        now = self._now()
         if self._elapsed >= self._producing:
             period = apf_config_producer.PERIOD
             self._producing = (self._elapsed // period + 1) * period
             apf_config_producer.produce(self.store)
+        return now
 
     # -- requests -------------------------------------------------------------------------------
 
@@ -197,7 +198,7 @@ class FakeCluster:
         self._loop = (threading.get_ident(), anyio.lowlevel.current_token())
         if self._kubelet is not None:  # the Pods whose grace period has ended go first
             self._kubelet.reap(self.store)
-        self._produce_when_due()
+        now = self._produce_when_due()
         self.trace.request(request.method, request.path, query=request.query)
         watch = is_watch(request)
         fault = self.faults.decide(request.method, request.path, watch=watch) if faults else None
@@ -207,13 +208,15 @@ class FakeCluster:
             if replaced is not None:
                 self.trace.answer(replaced.status if isinstance(replaced, ApiResponse) else 200)
                 return replaced
+            now = self._now()  # (a delay: the clock moved)
         address = (self.server_url or self.url).split("://", 1)[1]
         outcome = Outcome()
         dry_run = request.query.get("dryRun") == "All"
         if request.method in OPERATIONS and (dry_run or has_webhooks(self.store)):
             outcome = await admit(self.store, request, address, dry_run=dry_run)
+            now = self._now()  # (the webhooks took their time)
         try:
-            self._answering = self._now()  # (handle is sync: no other request meanwhile)
+            self._answering = now  # (handle is sync: no other request meanwhile)
             answer = outcome.answer or handle(self.store, request, address)
         finally:
             self._answering = None
@@ -222,8 +225,10 @@ class FakeCluster:
             self.trace.answer(200)
             return WatchStream(self.store, answer, self._rng)
         self.trace.answer(answer.status)
-        webhooks = warning_header(outcome.warnings).get("Warning")  # quoted as the write's are
-        if webhooks:  # after the write's own (the mutating webhooks' are among them)
+        # The webhooks' warnings, quoted as the write's are, after the write's own (the
+        # mutating webhooks' are among them).
+        webhooks = outcome.warnings and warning_header(outcome.warnings).get("Warning")
+        if webhooks:
             warnings = webhooks
             if answer.headers.get("Warning"):
                 warnings = f"{answer.headers['Warning']}, {warnings}"
