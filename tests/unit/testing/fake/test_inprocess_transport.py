@@ -1,4 +1,5 @@
-"""The in-process transport reads a request's query as the API server does."""
+"""The in-process transport reads a request's query as httpx's ``URL.params`` reads it: the
+first value of each parameter, blanks kept, escapes decoded."""
 
 from __future__ import annotations
 
