@@ -2,7 +2,7 @@
 once.
 
 ``python -m bench.shard_cold_start [--objects 2000] [--replicas 3] [--runs 20]
-[--backends asyncio trio]``
+[--backends asyncio trio mixed]``
 
 Each run: a fresh namespace gets the backlog (4 threads) while no operator runs; then the
 replicas (`anyop run --shards auto`, the default Lease timings) start in one go, as a Deployment
@@ -12,7 +12,8 @@ acknowledges the same view), the bench waits two retry periods more for late dup
 stops the replicas. It reports per run the objects handled twice (must be 0), the replicas'
 shares, the seconds from the start to the first object handled, and the seconds from each
 replica's "Joining" to its "Serving" log line (its time to first service). The replicas and the
-API server share this machine's CPUs.
+API server share this machine's CPUs. ``mixed`` starts the replicas on the two backends in turn
+(asyncio, Trio, asyncio, ...), as a fleet is while it moves from one to the other.
 """
 
 from __future__ import annotations
@@ -158,6 +159,11 @@ def time_to_serve(log: str) -> float:
     return serving - joined if joined is not None and serving is not None else float("nan")
 
 
+def backend_of(backend: str, replica: int) -> str:
+    """The backend of replica number ``replica``: ``backend``, or for ``mixed`` each in turn."""
+    return ("asyncio", "trio")[replica % 2] if backend == "mixed" else backend
+
+
 def run(
     plane: LocalControlPlane, *, objects: int, replicas: int, backend: str, workdir: Path
 ) -> Outcome:
@@ -170,15 +176,17 @@ def run(
         ledger = workdir / f"{namespace}.ledger"
         ledger.touch()
         env = {**os.environ, "KUBECONFIG": str(plane.kubeconfig), "ANYOP_BENCH_LEDGER": str(ledger)}
-        cmd = [sys.executable, "-m", "anyop", "run", str(source), "-n", namespace, "--backend",
-               backend, "--shards", "auto", "--lease-name", GROUP, "--lease-namespace", namespace,
+        cmd = [sys.executable, "-m", "anyop", "run", str(source), "-n", namespace,
+               "--shards", "auto", "--lease-name", GROUP, "--lease-namespace", namespace,
                "--standalone", "--log-format", "full"]  # fmt: skip
         logs = [workdir / f"{namespace}-{index}.log" for index in range(replicas)]
         outs = [log.open("w") for log in logs]
         started = time.time()
         processes = [
-            subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT) for out in outs
-        ]
+            subprocess.Popen([*cmd, "--backend", backend_of(backend, index)], env=env, stdout=out,
+                             stderr=subprocess.STDOUT)
+            for index, out in enumerate(outs)
+        ]  # fmt: skip
         first = done = float("nan")
         try:
             with httpx.Client(base_url=plane.server, verify=plane.ssl_context(), timeout=60) as api:
@@ -259,7 +267,8 @@ def main() -> None:
     parser.add_argument("--objects", type=int, default=2000)
     parser.add_argument("--replicas", type=int, default=3)
     parser.add_argument("--runs", type=int, default=20)
-    parser.add_argument("--backends", nargs="+", default=["asyncio", "trio"])
+    parser.add_argument("--backends", nargs="+", default=["asyncio", "trio"],
+                        choices=["asyncio", "trio", "mixed"])  # fmt: skip
     args = parser.parse_args()
     failed = 0
     with (

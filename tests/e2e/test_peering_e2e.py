@@ -1,4 +1,8 @@
-"""Peering between `anyop run` processes: priorities, pausing, resuming, freeze and resume."""
+"""Peering between `anyop run` processes: priorities, pausing, resuming, freeze and resume.
+
+A test of one operator runs on both backends; a test of two runs them on different backends (in
+each role once), so that a run covers both and each backend pauses for the other.
+"""
 
 from __future__ import annotations
 
@@ -75,14 +79,12 @@ def anyop_cli(plane: LocalControlPlane, *args: str) -> subprocess.CompletedProce
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
 
 
-@BACKENDS
 def test_a_lower_priority_operator_pauses_for_a_higher_one_and_resumes_when_it_exits(
     anyop_controlplane: LocalControlPlane,
     anyop_namespace: str,
     kopfexample_crd: str,
     peering: str,
     source: str,
-    backend: str,
 ) -> None:
     plane, ns = anyop_controlplane, anyop_namespace
     ghost = {
@@ -91,7 +93,7 @@ def test_a_lower_priority_operator_pauses_for_a_higher_one_and_resumes_when_it_e
     kubectl(
         plane, "patch", "-n", ns, "anyoppeering", peering, "--type=merge", "-p", json.dumps(ghost)
     )
-    low = LiveOperator(plane, source, ns, backend, "--priority", "10")
+    low = LiveOperator(plane, source, ns, "asyncio", "--priority", "10")
     high: LiveOperator | None = None
     try:
         apply_kex(plane, ns, "kex-1")
@@ -99,7 +101,7 @@ def test_a_lower_priority_operator_pauses_for_a_higher_one_and_resumes_when_it_e
         assert "ghost" not in peers(plane, ns)  # a dead peer is removed by a live one
         low.wait_for(f"[{ns}/kex-1] DAEMON STARTED kex-1")
 
-        high = LiveOperator(plane, source, ns, backend, "--dev")  # priority 666
+        high = LiveOperator(plane, source, ns, "trio", "--dev")  # priority 666
         low.wait_for("Pausing operations in favour of [")
         low.wait_for(f"[{ns}/kex-1] DAEMON STOPPED kex-1: <DaemonStoppingReason.OPERATOR_PAUSING")
         assert {record["priority"] for record in peers(plane, ns).values()} == {10, 666}
@@ -153,14 +155,12 @@ def intervals(output: str) -> list[tuple[float, float]]:
     return runs + [(start, float("inf")) for start in begun.values()]
 
 
-@BACKENDS
 def test_a_higher_priority_newcomer_serves_only_once_the_lower_one_has_stopped(
     anyop_controlplane: LocalControlPlane,
     anyop_namespace: str,
     kopfexample_crd: str,
     peering: str,
     tmp_path: Path,
-    backend: str,
 ) -> None:
     """The lower one is busy with a backlog of slow handlers when the newcomer starts: their
     handler runs must not overlap (before each record said whether its operator serves, they
@@ -174,11 +174,11 @@ def test_a_higher_priority_newcomer_serves_only_once_the_lower_one_has_stopped(
         for i in range(20)
     )  # fmt: skip
     kubectl(plane, "apply", "-f", "-", stdin=body)
-    low = LiveOperator(plane, str(source), ns, backend, "--priority", "10")
+    low = LiveOperator(plane, str(source), ns, "trio", "--priority", "10")
     high: LiveOperator | None = None
     try:
         low.wait_for("] BEGIN kex-", timeout=60)
-        high = LiveOperator(plane, str(source), ns, backend, "--priority", "20")
+        high = LiveOperator(plane, str(source), ns, "asyncio", "--priority", "20")
         high.wait_for("Waiting for lower-priority peers to pause:", timeout=60)
         low.wait_for("Pausing operations in favour of [")
         for i in range(20, 25):
@@ -194,20 +194,18 @@ def test_a_higher_priority_newcomer_serves_only_once_the_lower_one_has_stopped(
     assert overlaps == [], (overlaps, low_output[-3000:], high_output[-3000:])
 
 
-@BACKENDS
 def test_operators_of_the_same_priority_warn_and_all_pause(
     anyop_controlplane: LocalControlPlane,
     anyop_namespace: str,
     kopfexample_crd: str,
     peering: str,
     source: str,
-    backend: str,
 ) -> None:
     plane, ns = anyop_controlplane, anyop_namespace
-    first = LiveOperator(plane, source, ns, backend)
+    first = LiveOperator(plane, source, ns, "asyncio")
     apply_kex(plane, ns, "kex-1")
     assert handled_by(plane, ns, "kex-1") == first.pid
-    second = LiveOperator(plane, source, ns, backend)
+    second = LiveOperator(plane, source, ns, "trio")
     try:
         for operator in (first, second):
             operator.wait_for("Possibly conflicting operators with the same priority: [")

@@ -1,6 +1,7 @@
 """Sharding's cold start on the real control plane: three replicas of `anyop run --shards auto`
 started at the same moment over a backlog of 2,000 objects handle each exactly once, each its
-share. One run per backend here; `python -m bench.shard_cold_start --runs 20` repeats it.
+share. One run here, its replicas on asyncio, Trio and asyncio (both backends in one run);
+`python -m bench.shard_cold_start --runs 20` repeats it on each backend.
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ import math
 import os
 from pathlib import Path
 
-import pytest
 from bench.shard_cold_start import describe, run
 
 from anyop.testing.controlplane import LocalControlPlane
@@ -17,10 +17,10 @@ from anyop.testing.controlplane import LocalControlPlane
 OBJECTS = int(os.environ.get("ANYOP_TEST_COLD_OBJECTS", "600"))  # bench.shard_cold_start: 2,000
 
 
-@pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_replicas_started_together_handle_a_backlog_once(
-    anyop_controlplane: LocalControlPlane, kopfexample_crd: str, backend: str, tmp_path: Path
+    anyop_controlplane: LocalControlPlane, kopfexample_crd: str, tmp_path: Path
 ) -> None:
+    backend = "mixed"
     outcome = run(
         anyop_controlplane, objects=OBJECTS, replicas=3, backend=backend, workdir=tmp_path
     )

@@ -4,7 +4,10 @@ Replicas of one operator share 1,500 objects (``ANYOP_TEST_SHARD_OBJECTS`` sets 
 object is created-handled exactly once, each replica handles 25-42 % of them; a fourth replica
 takes about a quarter; a replica killed with SIGKILL has its objects taken over within its Lease
 duration plus 5 s; and the daemon that every object has never runs on two replicas at once.
-Both backends.
+
+Both backends in one run: each test's replicas alternate between them (asyncio, Trio, asyncio,
+...), as a fleet does while it moves from one to the other, so that either one hands objects
+over to the other.
 """
 
 from __future__ import annotations
@@ -27,6 +30,14 @@ import pytest
 
 from anyop.sharding import GROUP_LABEL
 from anyop.testing.controlplane import LocalControlPlane
+
+BACKENDS = ("asyncio", "trio")
+
+
+def backend_of(replica: int) -> str:
+    """The backend of a test's replica number ``replica`` (0, 1, ...): they alternate."""
+    return BACKENDS[replica % len(BACKENDS)]
+
 
 pytestmark = pytest.mark.e2e
 
@@ -217,17 +228,17 @@ def strip_finalizers(http: httpx.Client, namespace: str) -> None:
             http.patch(f"{path}/{item['metadata']['name']}", json=patch, headers=headers)
 
 
-@pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_replicas_share_objects_hand_them_over_and_never_run_a_daemon_twice(
     anyop_controlplane: LocalControlPlane,
     anyop_namespace: str,
     kopfexample_crd: str,
-    backend: str,
     ledger: Path,
     http: httpx.Client,
 ) -> None:
     source = ledger.parent / "sharded_operator.py"
-    replicas = [Replica(anyop_controlplane, source, anyop_namespace, backend) for _ in range(3)]
+    replicas = [
+        Replica(anyop_controlplane, source, anyop_namespace, backend_of(i)) for i in range(3)
+    ]
     killed: dict[int, float] = {}
     outputs: list[str] = []
     try:
@@ -248,7 +259,7 @@ def test_replicas_share_objects_hand_them_over_and_never_run_a_daemon_twice(
             assert 0.25 * OBJECTS <= count <= 0.42 * OBJECTS, (pid, shares)
 
         # A fourth replica: about a quarter moves to it, each daemon stopped before it starts.
-        fourth = Replica(anyop_controlplane, source, anyop_namespace, backend)
+        fourth = Replica(anyop_controlplane, source, anyop_namespace, backend_of(3))
         replicas.append(fourth)
         wait_settled(http, anyop_namespace, 4)
         found = wait_for(
@@ -318,13 +329,11 @@ def metric(text: str, name: str) -> float:
     return float(next(line for line in text.splitlines() if line.startswith(name + " ")).split()[1])
 
 
-@pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_sharded_replicas_peer_without_conflict_freeze_together_and_report_their_share(
     anyop_controlplane: LocalControlPlane,
     anyop_namespace: str,
     kopfexample_crd: str,
     peering: str,
-    backend: str,
     ledger: Path,
     http: httpx.Client,
 ) -> None:
@@ -334,8 +343,8 @@ def test_sharded_replicas_peer_without_conflict_freeze_together_and_report_their
     metrics_port = free_port()
     scraped = ("--metrics", f"http://127.0.0.1:{metrics_port}/metrics", "--metrics-insecure")
     probes = ("-L", f"http://127.0.0.1:{port}/h")
-    first = Replica(plane, source, ns, backend, "-P", peering, *probes, *scraped)
-    second = Replica(plane, source, ns, backend, "-P", peering)
+    first = Replica(plane, source, ns, backend_of(0), "-P", peering, *probes, *scraped)
+    second = Replica(plane, source, ns, backend_of(1), "-P", peering)
     replicas = [first, second]
     try:
         wait_settled(http, ns, 2)
@@ -407,19 +416,17 @@ async def keep(name, children, api, **_):
 """
 
 
-@pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_sharded_reconcilers_call_each_object_on_one_replica_at_a_time(
     anyop_controlplane: LocalControlPlane,
     anyop_namespace: str,
     kopfexample_crd: str,
-    backend: str,
     ledger: Path,
     http: httpx.Client,
 ) -> None:
     plane, ns, count = anyop_controlplane, anyop_namespace, 30
     source = ledger.parent / "reconciling_operator.py"
     source.write_text(RECONCILING_OPERATOR)
-    replicas = [Replica(plane, source, ns, backend) for _ in range(2)]
+    replicas = [Replica(plane, source, ns, backend_of(i)) for i in range(2)]
     cms = f"/api/v1/namespaces/{ns}/configmaps"
 
     def children() -> list[str]:
@@ -448,7 +455,7 @@ def test_sharded_reconcilers_call_each_object_on_one_replica_at_a_time(
 
         # A third replica: some objects move; each is reconciled there at start, once the
         # others let go of it; a child deleted by hand is put back by its new owner.
-        third = Replica(plane, source, ns, backend)
+        third = Replica(plane, source, ns, backend_of(2))
         replicas.append(third)
         wait_settled(http, ns, 3)
         moved = wait_for(

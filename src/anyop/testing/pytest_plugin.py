@@ -187,16 +187,39 @@ def anyop_kubeconfig(
 
 @pytest.fixture
 def anyop_namespace(request: pytest.FixtureRequest) -> Iterator[str]:
-    """A new namespace for one test; deleted after it (it stays Terminating with --anyop-bare)."""
+    """A new namespace for one test; deleted after it (it stays Terminating with --anyop-bare).
+
+    Before it is deleted, the custom objects in it lose the finalizers that a stopped operator
+    left on them (:mod:`anyop.testing.leftovers`), so that it goes.
+    """
+    import httpx
+
+    from anyop.testing.leftovers import release_finalizers
+
     name = _new_namespace_name()
     if (fake := _fake_of(request)) is not None:
         fake.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
         yield name
         return
     plane = _plane_of(request)
-    kubectl(plane, "create", "namespace", name)
+    with httpx.Client(base_url=plane.server, verify=plane.ssl_context(), timeout=60) as api:
+        _answered(api.post("/api/v1/namespaces", json=_namespace(name)), "create", name)
     yield name
-    kubectl(plane, "delete", "namespace", name, "--wait=false")
+    with httpx.Client(base_url=plane.server, verify=plane.ssl_context(), timeout=60) as api:
+        release_finalizers(api, name)
+        _answered(api.delete(f"/api/v1/namespaces/{name}"), "delete", name)
+
+
+def _namespace(name: str) -> dict[str, object]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+def _answered(response: httpx.Response, verb: str, name: str) -> None:
+    """Fail the test plainly if the API server refused to create or delete a namespace (a
+    namespace that the test deleted itself is gone already: fine)."""
+    if response.is_success or (verb == "delete" and response.status_code == 404):
+        return
+    raise AssertionError(f"{verb} namespace {name}: {response.status_code} {response.text}")
 
 
 @pytest.fixture
@@ -285,15 +308,15 @@ async def anyop_api(request: pytest.FixtureRequest) -> AsyncIterator[httpx.Async
 
 @pytest.fixture
 async def anyop_async_namespace(anyop_api: httpx.AsyncClient) -> AsyncIterator[str]:
-    """A new namespace for one test, created via the API; deleted after it (it stays
-    Terminating with --anyop-bare: no namespace controller)."""
+    """A new namespace for one test, created via the API; deleted after it as
+    ``anyop_namespace`` is (it stays Terminating with --anyop-bare: no namespace controller)."""
+    from anyop.testing.leftovers import release_finalizers_async
+
     name = _new_namespace_name()
-    body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-    (await anyop_api.post("/api/v1/namespaces", json=body)).raise_for_status()
+    _answered(await anyop_api.post("/api/v1/namespaces", json=_namespace(name)), "create", name)
     yield name
-    response = await anyop_api.delete(f"/api/v1/namespaces/{name}")
-    if response.status_code != 404:  # the test may have deleted it itself
-        response.raise_for_status()
+    await release_finalizers_async(anyop_api, name)
+    _answered(await anyop_api.delete(f"/api/v1/namespaces/{name}"), "delete", name)
 
 
 @pytest.fixture

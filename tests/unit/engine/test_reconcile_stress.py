@@ -3,7 +3,7 @@
 changes nothing), children deleted and edited (right after their creation too), late watch
 events, other clients' status writes, requeues and restarts; then every parent converged.
 
-The suite runs ``ANYOP_STRESS_COUNT`` schedules per backend (default 40) from a base seed drawn
+The suite runs ``ANYOP_STRESS_COUNT`` schedules per backend (default 20) from a base seed drawn
 per run (or ``ANYOP_STRESS_SEED``), printed; ``nox -s stress`` runs thousands. A failing seed
 reruns alone: ``ANYOP_STRESS_SEED=<seed> ANYOP_STRESS_COUNT=1 pytest <this file>``.
 """
@@ -34,7 +34,7 @@ NAMESPACE = "stress"
 
 
 def seeds() -> list[int]:
-    count = int(os.environ.get("ANYOP_STRESS_COUNT", "40"))
+    count = int(os.environ.get("ANYOP_STRESS_COUNT", "20"))
     base = int(os.environ.get("ANYOP_STRESS_SEED", str(random.SystemRandom().randrange(10**9))))
     return [base + index for index in range(count)]
 
