@@ -105,11 +105,16 @@ async def _get(t: Target, version: str, name: str = "a", **kwargs: Any) -> Any:
 
 def _owners(document: Any) -> Any:
     """The object's managers: who, how, in which version, which fields (or a refusal's
-    message)."""
+    message), in kube-apiserver's order but for the times (by operation, then manager, version,
+    subresource): entries of one operation come in the order of their times' seconds, which a
+    second's tick between two writes decides on either server."""
     if document.get("kind") == "Status":
         return document.get("message")
     entries = (document.get("metadata") or {}).get("managedFields") or []
-    return [{k: v for k, v in entry.items() if k != "time"} for entry in entries]
+    timeless = [{k: v for k, v in entry.items() if k != "time"} for entry in entries]
+    return sorted(timeless, key=lambda entry: tuple(
+        str(entry.get(key) or "") for key in ("operation", "manager", "apiVersion", "subresource")
+    ))  # fmt: skip
 
 
 # -- discovery and OpenAPI -----------------------------------------------------------------------
