@@ -91,6 +91,12 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def with_port(args: list[str], port: int) -> list[str]:
+    """A cluster component's command line with its own HTTPS on ``port`` instead (a component
+    started again after it exited: the port it had may be someone else's by now)."""
+    return [f"--secure-port={port}" if arg.startswith("--secure-port=") else arg for arg in args]
+
+
 class LocalControlPlane:
     """etcd + kube-apiserver on 127.0.0.1, with a self-made PKI and an admin kubeconfig.
 
@@ -350,6 +356,7 @@ class LocalControlPlane:
             if proc in (self.etcd, self.apiserver) or restarts >= _COMPONENT_RESTARTS:
                 raise ControlPlaneError(proc.failure("stopped during start-up"))
             self._restarts[proc.name] = restarts + 1
+            proc.args = with_port(proc.args, free_port())
             proc.start()
 
     def revive(self) -> list[str]:
@@ -369,6 +376,7 @@ class LocalControlPlane:
                 continue
             self._revivals[proc.name] = revivals + 1
             logger.warning(proc.failure("exited; starting it again"))
+            proc.args = with_port(proc.args, free_port())
             proc.start()
             revived.append(proc.name)
         return revived

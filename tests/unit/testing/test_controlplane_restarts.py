@@ -1,6 +1,7 @@
-"""A cluster component that exits while the control plane starts is started again, a few times;
-etcd or the API server exiting fails the start at once. Later, ``revive()`` (before each test)
-starts again the components that exited, a bounded number of times (pure: stand-in processes)."""
+"""A cluster component that exits while the control plane starts is started again, a few times,
+each time on another port of its own; etcd or the API server exiting fails the start at once.
+Later, ``revive()`` (before each test) starts again the components that exited, a bounded number
+of times (pure: stand-in processes)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from anyop.testing.controlplane import ControlPlaneError, LocalControlPlane
+from anyop.testing.controlplane import ControlPlaneError, LocalControlPlane, with_port
 
 
 class Stand:
@@ -16,12 +17,15 @@ class Stand:
 
     def __init__(self, name: str, exits: int = 0) -> None:
         self.name, self.exits, self.starts = name, exits, 0
+        self.args = [name, "--bind-address=127.0.0.1", "--secure-port=1"]
+        self.ports: list[str] = []
 
     def exited(self) -> int | None:
         return 1 if self.starts < self.exits else None
 
     def start(self) -> None:
         self.starts += 1
+        self.ports.append(next(a for a in self.args if a.startswith("--secure-port=")))
 
     def failure(self, what: str) -> str:
         return f"{self.name} {what}"
@@ -42,6 +46,8 @@ def test_a_component_that_exits_is_started_again_a_few_times(tmp_path: Any) -> N
     for _ in range(5):
         plane._check_alive()
     assert flaky.starts == 2
+    # Another port each time: the one it could not bind (or had) may be someone else's now.
+    assert len({"--secure-port=1", *flaky.ports}) == 3
 
 
 def test_a_component_that_keeps_exiting_fails_the_start(tmp_path: Any) -> None:
@@ -81,3 +87,10 @@ def test_a_component_that_keeps_exiting_is_revived_a_bounded_number_of_times(
     for _ in range(20):
         plane.revive()
     assert broken.starts == 10
+    assert "--secure-port=1" not in broken.ports
+
+
+def test_only_the_port_of_a_command_line_changes() -> None:
+    args = ["kwok", "--secure-port=5", "--v=1"]
+    assert with_port(args, 7) == ["kwok", "--secure-port=7", "--v=1"]
+    assert with_port(["kwok", "--v=1"], 7) == ["kwok", "--v=1"]
