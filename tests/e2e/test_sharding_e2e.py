@@ -27,17 +27,10 @@ from typing import Any
 
 import httpx
 import pytest
+from bench.shard_cold_start import backend_of
 
 from anyop.sharding import GROUP_LABEL
 from anyop.testing.controlplane import LocalControlPlane
-
-BACKENDS = ("asyncio", "trio")
-
-
-def backend_of(replica: int) -> str:
-    """The backend of a test's replica number ``replica`` (0, 1, ...): they alternate."""
-    return BACKENDS[replica % len(BACKENDS)]
-
 
 pytestmark = pytest.mark.e2e
 
@@ -237,7 +230,8 @@ def test_replicas_share_objects_hand_them_over_and_never_run_a_daemon_twice(
 ) -> None:
     source = ledger.parent / "sharded_operator.py"
     replicas = [
-        Replica(anyop_controlplane, source, anyop_namespace, backend_of(i)) for i in range(3)
+        Replica(anyop_controlplane, source, anyop_namespace, backend_of("mixed", i))
+        for i in range(3)
     ]
     killed: dict[int, float] = {}
     outputs: list[str] = []
@@ -259,7 +253,7 @@ def test_replicas_share_objects_hand_them_over_and_never_run_a_daemon_twice(
             assert 0.25 * OBJECTS <= count <= 0.42 * OBJECTS, (pid, shares)
 
         # A fourth replica: about a quarter moves to it, each daemon stopped before it starts.
-        fourth = Replica(anyop_controlplane, source, anyop_namespace, backend_of(3))
+        fourth = Replica(anyop_controlplane, source, anyop_namespace, backend_of("mixed", 3))
         replicas.append(fourth)
         wait_settled(http, anyop_namespace, 4)
         found = wait_for(
@@ -343,8 +337,8 @@ def test_sharded_replicas_peer_without_conflict_freeze_together_and_report_their
     metrics_port = free_port()
     scraped = ("--metrics", f"http://127.0.0.1:{metrics_port}/metrics", "--metrics-insecure")
     probes = ("-L", f"http://127.0.0.1:{port}/h")
-    first = Replica(plane, source, ns, backend_of(0), "-P", peering, *probes, *scraped)
-    second = Replica(plane, source, ns, backend_of(1), "-P", peering)
+    first = Replica(plane, source, ns, backend_of("mixed", 0), "-P", peering, *probes, *scraped)
+    second = Replica(plane, source, ns, backend_of("mixed", 1), "-P", peering)
     replicas = [first, second]
     try:
         wait_settled(http, ns, 2)
@@ -426,7 +420,7 @@ def test_sharded_reconcilers_call_each_object_on_one_replica_at_a_time(
     plane, ns, count = anyop_controlplane, anyop_namespace, 30
     source = ledger.parent / "reconciling_operator.py"
     source.write_text(RECONCILING_OPERATOR)
-    replicas = [Replica(plane, source, ns, backend_of(i)) for i in range(2)]
+    replicas = [Replica(plane, source, ns, backend_of("mixed", i)) for i in range(2)]
     cms = f"/api/v1/namespaces/{ns}/configmaps"
 
     def children() -> list[str]:
@@ -455,7 +449,7 @@ def test_sharded_reconcilers_call_each_object_on_one_replica_at_a_time(
 
         # A third replica: some objects move; each is reconciled there at start, once the
         # others let go of it; a child deleted by hand is put back by its new owner.
-        third = Replica(plane, source, ns, backend_of(2))
+        third = Replica(plane, source, ns, backend_of("mixed", 2))
         replicas.append(third)
         wait_settled(http, ns, 3)
         moved = wait_for(

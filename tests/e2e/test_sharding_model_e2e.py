@@ -32,6 +32,7 @@ from typing import Any
 
 import httpx
 import pytest
+from bench.shard_cold_start import backend_of
 from tests.shard_model import SETTINGS, Event, schedule
 
 from anyop.sharding import GROUP_LABEL
@@ -121,7 +122,7 @@ class Cluster:
 
     def backend_of(self, name: str) -> str:
         """The backend of replica ``name``: asyncio and Trio in turn, as replicas first start."""
-        return self.backends.setdefault(name, ("asyncio", "trio")[len(self.backends) % 2])
+        return self.backends.setdefault(name, backend_of("mixed", len(self.backends)))
 
     def leave(self, name: str) -> None:
         process = self.processes.get(name)

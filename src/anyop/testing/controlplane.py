@@ -97,6 +97,12 @@ def with_port(args: list[str], port: int) -> list[str]:
     return [f"--secure-port={port}" if arg.startswith("--secure-port=") else arg for arg in args]
 
 
+def _start_again(proc: ChildProcess) -> None:
+    """Start a cluster component that exited again, on a port of its own that is free now."""
+    proc.args = with_port(proc.args, free_port())
+    proc.start()
+
+
 class LocalControlPlane:
     """etcd + kube-apiserver on 127.0.0.1, with a self-made PKI and an admin kubeconfig.
 
@@ -356,8 +362,7 @@ class LocalControlPlane:
             if proc in (self.etcd, self.apiserver) or restarts >= _COMPONENT_RESTARTS:
                 raise ControlPlaneError(proc.failure("stopped during start-up"))
             self._restarts[proc.name] = restarts + 1
-            proc.args = with_port(proc.args, free_port())
-            proc.start()
+            _start_again(proc)
 
     def revive(self) -> list[str]:
         """Start again the cluster components that have exited since (as a kubelet restarts a
@@ -376,8 +381,7 @@ class LocalControlPlane:
                 continue
             self._revivals[proc.name] = revivals + 1
             logger.warning(proc.failure("exited; starting it again"))
-            proc.args = with_port(proc.args, free_port())
-            proc.start()
+            _start_again(proc)
             revived.append(proc.name)
         return revived
 

@@ -198,14 +198,13 @@ def anyop_namespace(request: pytest.FixtureRequest) -> Iterator[str]:
 
     name = _new_namespace_name()
     if (fake := _fake_of(request)) is not None:
-        fake.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        fake.create(_namespace(name))
         yield name
         return
     plane = _plane_of(request)
     with httpx.Client(base_url=plane.server, verify=plane.ssl_context(), timeout=60) as api:
         _answered(api.post("/api/v1/namespaces", json=_namespace(name)), "create", name)
-    yield name
-    with httpx.Client(base_url=plane.server, verify=plane.ssl_context(), timeout=60) as api:
+        yield name
         release_finalizers(api, name)
         _answered(api.delete(f"/api/v1/namespaces/{name}"), "delete", name)
 
